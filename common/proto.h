@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The local protocol between pubd and its clients (libpub, pubctl).
+ *
+ * One implementation, compiled into pubd, libpub and pubctl. Pure: bytes in,
+ * results out; no fd, no allocation.
+ *
+ * Transport: a SOCK_STREAM Unix socket. Every frame is an 8-byte header
+ *   u32 body_len (little-endian), u8 type, u8 flags, u16 reserved (0)
+ * followed by body_len bytes. All integers are little-endian. Strings are a
+ * length prefix (u8 for names, u16 for text) then bytes, no NUL.
+ *
+ * A stream socket rather than SOCK_SEQPACKET: messages are up to
+ * limits.max_message_size (megabytes), which a seqpacket socket cannot carry
+ * in one record, and one read() picks up many small frames at once.
+ *
+ * Session: client sends HELLO first; daemon answers WELCOME (its limits) or
+ * ERROR. Requests carry a req_id the reply echoes (OK / ERROR / TABLE...).
+ * PUBLISH with req_id 0 asks for no reply on success (the fast path); an
+ * error is still reported with req_id 0 and the group name in the text.
+ */
+#ifndef PUB_PROTO_H
+#define PUB_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PUB_PROTO_VERSION 1
+#define PUB_PROTO_HDR_LEN 8
+#define PUB_PROTO_NAME_MAX 255 /* group names, client names */
+#define PUB_PROTO_TEXT_MAX 65535
+
+enum pub_frame_type {
+	PUB_FRAME_HELLO = 1,	   /* c->d: u16 version, u16 0, u32 flags, name8 client_name */
+	PUB_FRAME_WELCOME = 2,	   /* d->c: u16 version, u16 0, u32 max_message, u32 mtu, u32 client_id,
+				    *       u64 source_id, name8 daemon_version, name8 fabric */
+	PUB_FRAME_SUBSCRIBE = 3,   /* c->d: u32 req_id, name8 group */
+	PUB_FRAME_UNSUBSCRIBE = 4, /* c->d: u32 req_id, name8 group */
+	PUB_FRAME_PUBLISH = 5,	   /* c->d: u32 req_id, name8 group, payload (rest of body) */
+	PUB_FRAME_DELIVER = 6,	   /* d->c: u64 source, u64 seq, name8 group, payload (rest) */
+	PUB_FRAME_OK = 7,	   /* d->c: u32 req_id */
+	PUB_FRAME_ERROR = 8,	   /* d->c: u32 req_id, u32 code (enum pub_err), text16 message */
+	PUB_FRAME_QUERY = 9,	   /* c->d: u32 req_id, u8 kind (enum pub_query), name8 arg */
+	PUB_FRAME_TABLE = 10,	   /* d->c: u32 req_id, table (see below); a reply is TABLE* then OK */
+	PUB_FRAME__MAX
+};
+
+/* What pubctl asks for; the daemon answers with named tables. */
+enum pub_query {
+	PUB_QUERY_STATUS = 1,  /* tables: status, fabric, counters */
+	PUB_QUERY_GROUPS = 2,  /* table: groups */
+	PUB_QUERY_GROUP = 3,   /* arg: group name; tables: group, subscribers, publishers, sources */
+	PUB_QUERY_CLIENTS = 4, /* table: clients */
+	PUB_QUERY_DROPS = 5,   /* table: drops (scope, name, reason, count) */
+	PUB_QUERY_SOURCES = 6, /* table: sources */
+	PUB_QUERY_RELOAD = 7,  /* re-read the config; OK or ERROR with the config errors */
+	PUB_QUERY__MAX
+};
+
+/* Error codes carried in ERROR frames; libpub returns them negated. */
+enum pub_err {
+	PUB_ERR_PROTO = 1,	/* malformed frame: the daemon closes the connection after this */
+	PUB_ERR_VERSION = 2,	/* protocol version not supported */
+	PUB_ERR_ACL = 3,	/* not allowed to publish/subscribe to this group */
+	PUB_ERR_NO_GROUP = 4,	/* no such group in the daemon's config */
+	PUB_ERR_TOO_LARGE = 5,	/* message above max_message (or above MTU on a raw group) */
+	PUB_ERR_STATE = 6,	/* request not valid now (e.g. before HELLO, double subscribe) */
+	PUB_ERR_INTERNAL = 7,	/* the daemon failed (out of memory, fabric down) */
+	PUB_ERR_BAD_QUERY = 8,	/* unknown query kind */
+	PUB_ERR_CONFIG = 9,	/* reload rejected: the new config has errors (text lists them) */
+	PUB_ERR_SLOW = 10,	/* disconnected as a slow subscriber (slow_subscriber: disconnect) */
+	PUB_ERR_SHUTDOWN = 11,	/* the daemon is stopping */
+	PUB_ERR__MAX
+};
+const char *pub_proto_err_name(uint32_t code);
+
+/*
+ * TABLE body (after req_id):
+ *   name8 table_name, u16 ncols, ncols x { u8 col_type, name8 col_name },
+ *   u32 nrows, nrows x ncols values:
+ *     PUB_COL_U64: u64; PUB_COL_I64: i64 (as u64); PUB_COL_STR: text16
+ * pubctl prints these as aligned tables or, with --json, as
+ * {"table_name": [ {col: value, ...}, ... ]}.
+ */
+enum pub_col_type {
+	PUB_COL_U64 = 1,
+	PUB_COL_I64 = 2,
+	PUB_COL_STR = 3,
+};
+
+/* A view into a received buffer; never NUL-terminated. */
+struct pub_str {
+	const char *ptr;
+	size_t len;
+};
+
+/* ---- frame header ---- */
+
+/*
+ * Look at the start of a receive buffer.
+ * Returns  1 and fills *type, *body_len, *body when a whole frame is there;
+ *          0 when more bytes are needed (*need says how many in total, if known);
+ *         -PUB_ERR_PROTO when the header is invalid: unknown type, reserved
+ *          bits set, or body_len above max_body (never trust the length: the
+ *          caller passes its limit, and nothing is allocated from it).
+ */
+int pub_proto_frame_peek(const void *buf, size_t avail, size_t max_body, uint8_t *type, uint32_t *body_len,
+			 const uint8_t **body, size_t *need);
+
+/* Write a frame header; returns PUB_PROTO_HDR_LEN. */
+size_t pub_proto_put_hdr(void *out, uint8_t type, uint32_t body_len);
+
+/* ---- decoded bodies ---- */
+
+struct pub_msg_hello {
+	uint16_t version;
+	uint32_t flags;
+	struct pub_str client_name;
+};
+
+struct pub_msg_welcome {
+	uint16_t version;
+	uint32_t max_message;
+	uint32_t mtu;
+	uint32_t client_id;
+	uint64_t source_id;
+	struct pub_str daemon_version;
+	struct pub_str fabric;
+};
+
+struct pub_msg_group_req { /* SUBSCRIBE, UNSUBSCRIBE */
+	uint32_t req_id;
+	struct pub_str group;
+};
+
+struct pub_msg_publish {
+	uint32_t req_id;
+	struct pub_str group;
+	const uint8_t *payload;
+	size_t payload_len;
+};
+
+struct pub_msg_deliver {
+	uint64_t source;
+	uint64_t seq;
+	struct pub_str group;
+	const uint8_t *payload;
+	size_t payload_len;
+};
+
+struct pub_msg_ok {
+	uint32_t req_id;
+};
+
+struct pub_msg_error {
+	uint32_t req_id;
+	uint32_t code;
+	struct pub_str text;
+};
+
+struct pub_msg_query {
+	uint32_t req_id;
+	uint8_t kind;
+	struct pub_str arg;
+};
+
+/*
+ * Body decoders: return 0, or -PUB_ERR_PROTO when the body is short, long,
+ * or a length prefix points past its end. Strings point into the body.
+ */
+int pub_proto_dec_hello(const uint8_t *body, size_t len, struct pub_msg_hello *m);
+int pub_proto_dec_welcome(const uint8_t *body, size_t len, struct pub_msg_welcome *m);
+int pub_proto_dec_group_req(const uint8_t *body, size_t len, struct pub_msg_group_req *m);
+int pub_proto_dec_publish(const uint8_t *body, size_t len, struct pub_msg_publish *m);
+int pub_proto_dec_deliver(const uint8_t *body, size_t len, struct pub_msg_deliver *m);
+int pub_proto_dec_ok(const uint8_t *body, size_t len, struct pub_msg_ok *m);
+int pub_proto_dec_error(const uint8_t *body, size_t len, struct pub_msg_error *m);
+int pub_proto_dec_query(const uint8_t *body, size_t len, struct pub_msg_query *m);
+
+/*
+ * Encoders write a whole frame (header + body) into out, which must hold
+ * cap bytes. They return the frame length, or -PUB_ERR_PROTO when a name is
+ * longer than PUB_PROTO_NAME_MAX, or 0 when cap is too small.
+ *
+ * PUBLISH and DELIVER write only the header and the fixed part (the frame
+ * header already counts the payload's length), so a caller sends the payload
+ * from where it lies with writev(): no copy of the message.
+ */
+long pub_proto_enc_hello(void *out, size_t cap, uint32_t flags, const char *client_name, size_t name_len);
+long pub_proto_enc_welcome(void *out, size_t cap, const struct pub_msg_welcome *m);
+long pub_proto_enc_group_req(void *out, size_t cap, uint8_t type, uint32_t req_id, const char *group,
+			     size_t group_len);
+long pub_proto_enc_publish_head(void *out, size_t cap, uint32_t req_id, const char *group, size_t group_len,
+				size_t payload_len);
+long pub_proto_enc_deliver_head(void *out, size_t cap, uint64_t source, uint64_t seq, const char *group,
+				size_t group_len, size_t payload_len);
+long pub_proto_enc_ok(void *out, size_t cap, uint32_t req_id);
+long pub_proto_enc_error(void *out, size_t cap, uint32_t req_id, uint32_t code, const char *text, size_t text_len);
+long pub_proto_enc_query(void *out, size_t cap, uint32_t req_id, uint8_t kind, const char *arg, size_t arg_len);
+
+/* Largest head of a PUBLISH/DELIVER frame (header + fixed fields + longest name). */
+#define PUB_PROTO_MAX_HEAD (PUB_PROTO_HDR_LEN + 8 + 8 + 1 + PUB_PROTO_NAME_MAX)
+
+/* ---- tables ---- */
+
+/*
+ * Builder: the daemon fills a caller-provided growable buffer. The builder
+ * does not allocate itself; it calls grow() to get more room (the daemon
+ * passes realloc-backed storage, tests a fixed array).
+ */
+struct pub_table_builder {
+	uint8_t *buf;
+	size_t len, cap;
+	int (*grow)(struct pub_table_builder *b, size_t need); /* 0 or -ENOMEM */
+	void *grow_ctx;
+	size_t frame_start; /* where this TABLE frame starts in buf */
+	size_t nrows_at;    /* offset of the u32 nrows field */
+	uint16_t ncols;
+	uint16_t col;	    /* next column of the current row */
+	uint32_t nrows;
+	int err;	    /* first error; later calls are no-ops */
+};
+
+/* cols: "name:u", "name:i", "name:s" (u64, i64, string). */
+void pub_table_begin(struct pub_table_builder *b, uint32_t req_id, const char *table_name, const char *const *cols,
+		     unsigned ncols);
+void pub_table_u64(struct pub_table_builder *b, uint64_t v);
+void pub_table_i64(struct pub_table_builder *b, int64_t v);
+void pub_table_str(struct pub_table_builder *b, const char *s); /* NULL prints as "" */
+void pub_table_strn(struct pub_table_builder *b, const char *s, size_t n);
+/* Finish the frame; returns 0 or the first error (-ENOMEM, -EINVAL for a row of the wrong width). */
+int pub_table_end(struct pub_table_builder *b);
+
+/* Reader: walk a received TABLE body. */
+struct pub_table_reader {
+	uint32_t req_id;
+	struct pub_str name;
+	uint16_t ncols;
+	uint32_t nrows;
+	const uint8_t *cols; /* column descriptors */
+	const uint8_t *cells, *end;
+	const uint8_t *pos; /* next cell */
+};
+
+struct pub_table_cell {
+	uint8_t type;
+	uint64_t u; /* U64 and I64 */
+	struct pub_str s;
+};
+
+/* Returns 0 or -PUB_ERR_PROTO (validates every cell before returning). */
+int pub_proto_dec_table(const uint8_t *body, size_t len, struct pub_table_reader *r);
+/* Column i's type and name. */
+int pub_table_col(const struct pub_table_reader *r, unsigned i, uint8_t *type, struct pub_str *name);
+/* Next cell in row-major order: 1 when a cell was read, 0 at the end. */
+int pub_table_next(struct pub_table_reader *r, struct pub_table_cell *c);
+
+#endif

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pubd's configuration: one YAML file, read with libyaml into struct
+ * pubd_config through one table of keys (type, default, range).
+ *
+ * Pure: pubd_config_parse takes the file's bytes and its name (for error
+ * messages), touches no fd. User and group names in ACLs are resolved by the
+ * caller-provided resolver, so tests need no /etc/passwd.
+ */
+#ifndef PUBD_CONFIG_H
+#define PUBD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#define PUBD_DEFAULT_CONFIG "/etc/pubd/pubd.yaml"
+#define PUBD_DEFAULT_SOCKET "/run/pubd/pubd.sock"
+
+enum pubd_fabric_type { PUBD_FABRIC_AUTO = 0, PUBD_FABRIC_VERBS, PUBD_FABRIC_UDP };
+enum pubd_slow_policy { PUBD_SLOW_DROP_OLDEST = 0, PUBD_SLOW_DROP_NEWEST, PUBD_SLOW_DISCONNECT };
+/* syslog priorities: LOG_DEBUG 7 .. LOG_ERR 3 */
+
+enum pubd_acl_kind { PUBD_ACL_ANY = 0, PUBD_ACL_UID, PUBD_ACL_GID };
+
+struct pubd_acl_entry {
+	enum pubd_acl_kind kind;
+	uint32_t id; /* uid or gid; user:NAME / group:NAME are resolved at load */
+};
+
+struct pubd_acl {
+	struct pubd_acl_entry *entries;
+	size_t n;
+	bool present; /* key given; absent means "any" (see config/pubd.yaml) */
+};
+
+struct pubd_group_config {
+	char *name;
+	struct sockaddr_storage address; /* IPv4 or IPv6 multicast; port 0 */
+	socklen_t address_len;
+	char *address_text;
+	bool raw;
+	struct pubd_acl publish;
+	struct pubd_acl subscribe;
+};
+
+struct pubd_config {
+	/* daemon */
+	char *socket_path;
+	uint32_t socket_mode; /* e.g. 0660 */
+	int log_level;	      /* syslog priority: 3 err .. 7 debug */
+
+	/* fabric */
+	enum pubd_fabric_type fabric_type;
+	char *fabric_address; /* IP address (selects device/port or interface) or interface name; NULL: none */
+	uint16_t udp_port;    /* default 7470 */
+	uint32_t mtu;	      /* 0 = auto */
+	uint32_t srq_depth;   /* default 1024 */
+	uint32_t srq_low_watermark; /* default 256 */
+	uint32_t send_queue_depth;  /* default 512 */
+	uint32_t heartbeat_ms;	    /* default 100 */
+
+	/* limits */
+	uint64_t max_message_size;	/* default 16 MiB */
+	uint32_t reassembly_timeout_ms; /* default 500 */
+	uint64_t reassembly_budget;	/* default 64 MiB */
+	uint32_t subscriber_queue;	/* messages per subscriber; default 1024 */
+	enum pubd_slow_policy slow_subscriber;
+
+	struct pubd_group_config *groups;
+	size_t ngroups;
+};
+
+/* One error: "FILE:LINE:COL: message (expected ...)" */
+struct pubd_config_error {
+	unsigned line, column; /* 1-based; 0 when not tied to a place */
+	char *message;
+};
+
+struct pubd_config_errors {
+	struct pubd_config_error *v;
+	size_t n;
+	char *file;
+};
+
+/* Resolves user:NAME and group:NAME; returns 0 and the id, or -ENOENT. */
+struct pubd_name_resolver {
+	int (*user)(void *ctx, const char *name, uint32_t *uid);
+	int (*group)(void *ctx, const char *name, uint32_t *gid);
+	void *ctx;
+};
+/* The resolver backed by getpwnam_r/getgrnam_r (not pure; lives in config_nss.c). */
+extern const struct pubd_name_resolver pubd_nss_resolver;
+
+void pubd_config_defaults(struct pubd_config *c);
+
+/*
+ * Parse a YAML document of len bytes. file is used only in messages.
+ * Returns 0 with *c filled, or -EINVAL with every error found in *errs
+ * (as many as can be found in one pass) and *c left freed.
+ * -ENOMEM on allocation failure.
+ */
+int pubd_config_parse(struct pubd_config *c, const char *file, const void *yaml, size_t len,
+		      const struct pubd_name_resolver *res, struct pubd_config_errors *errs);
+
+/* Read the file and parse it; an unreadable file is one error naming it. */
+int pubd_config_load(struct pubd_config *c, const char *path, const struct pubd_name_resolver *res,
+		     struct pubd_config_errors *errs);
+
+void pubd_config_free(struct pubd_config *c);
+void pubd_config_errors_free(struct pubd_config_errors *e);
+/* Format error i as "FILE:LINE:COL: message" into buf. */
+int pubd_config_error_format(const struct pubd_config_errors *e, size_t i, char *buf, size_t cap);
+
+/* Find a group by name; NULL when absent. */
+const struct pubd_group_config *pubd_config_group(const struct pubd_config *c, const char *name, size_t len);
+
+/*
+ * ACL check (pure): may a peer with this uid, primary gid and supplementary
+ * groups do it? An absent ACL allows everyone; an empty list allows no one;
+ * uid 0 is not special (say uid:0 to allow root).
+ */
+bool pubd_acl_allows(const struct pubd_acl *acl, uint32_t uid, uint32_t gid, const uint32_t *groups,
+		     size_t ngroups);
+
+const char *pubd_fabric_type_name(enum pubd_fabric_type t);
+const char *pubd_slow_policy_name(enum pubd_slow_policy p);
+const char *pubd_log_level_name(int level);
+
+#endif

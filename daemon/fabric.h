@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The seam between pubd and the wire. A fabric moves datagrams to and from
+ * multicast groups; it knows nothing of clients, messages or reassembly.
+ * Two implementations: verbs (rdmacm UD multicast) and udp (IP multicast).
+ *
+ * Groups are identified by a slot number the daemon chooses (stable for the
+ * life of the group). The fabric registers its own fds on the daemon's loop.
+ *
+ * Send: the daemon offers a batch of datagrams (header + payload slice, so
+ * the payload is gathered from the message buffer); the fabric accepts a
+ * prefix of the batch. Fewer than offered means it is out of credits (send
+ * queue or socket buffer full): the daemon keeps the rest and waits for
+ * ev->writable, applying back-pressure to publishers meanwhile.
+ *
+ * Receive: the fabric calls ev->rx with batches. The buffers stay valid only
+ * for the call; the fabric reposts them after it returns.
+ */
+#ifndef PUBD_FABRIC_H
+#define PUBD_FABRIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct pubd_loop;
+struct pubd_config;
+struct pub_table_builder;
+
+struct pubd_rx_dgram {
+	const uint8_t *data;
+	uint32_t len;
+	int32_t slot; /* group slot, from the destination address; -1 when unknown */
+};
+
+struct pubd_tx_dgram {
+	const void *hdr; /* NULL/0 on raw groups */
+	uint32_t hdr_len;
+	const void *payload;
+	uint32_t payload_len;
+};
+
+enum pubd_join_mode {
+	PUBD_JOIN_SEND = 1,	/* only publish to it (send-only join where the fabric allows) */
+	PUBD_JOIN_RECV = 2,	/* receive from it */
+	PUBD_JOIN_BOTH = 3,
+};
+
+struct pubd_fabric_events {
+	void (*rx)(void *ctx, const struct pubd_rx_dgram *d, unsigned n);
+	/* Credits are back after a short send. */
+	void (*writable)(void *ctx);
+	/* A group became usable for sending (joined) or stopped being (err < 0). */
+	void (*group_state)(void *ctx, int slot, bool up, int err);
+};
+
+struct pubd_fabric;
+
+struct pubd_fabric_ops {
+	const char *name; /* "verbs", "udp" */
+	/* Open on the address in cfg (fabric.address etc.). -errno on failure,
+	 * with a log line that says which address and what was found. */
+	int (*open)(struct pubd_fabric **out, const struct pubd_config *cfg, struct pubd_loop *loop,
+		    const struct pubd_fabric_events *ev, void *ctx);
+	void (*close)(struct pubd_fabric *f); /* leaves all groups */
+	/* Start joining; the group is usable for sending after group_state(up). */
+	int (*join)(struct pubd_fabric *f, int slot, const struct sockaddr *addr, socklen_t addrlen,
+		    enum pubd_join_mode mode);
+	void (*leave)(struct pubd_fabric *f, int slot);
+	/* Returns how many of the n datagrams were accepted (0..n), or -errno on
+	 * a hard error (the group is not joined, a datagram exceeds the MTU). */
+	int (*send)(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
+	/* Largest datagram (header + payload) this fabric carries. */
+	uint32_t (*mtu)(const struct pubd_fabric *f);
+	/* Key/value rows for `pubctl status` (table "fabric", columns key:s, value:s). */
+	void (*status)(const struct pubd_fabric *f, struct pub_table_builder *tb);
+	/* Drain pending receive work without waiting (busy-poll hook); returns work done. */
+	int (*poll)(struct pubd_fabric *f);
+};
+
+extern const struct pubd_fabric_ops pubd_fabric_udp_ops;
+extern const struct pubd_fabric_ops pubd_fabric_verbs_ops;
+
+/*
+ * Does this address sit on an RDMA device? (for fabric.type: auto)
+ * Returns 1 yes, 0 no, -errno when it cannot tell. Fills dev (may be NULL)
+ * with the device name.
+ */
+int pubd_fabric_verbs_probe(const char *address, char *dev, size_t devlen);
+
+#endif

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reassembly: turns datagrams back into messages, and accounts for every
+ * message it could not complete.
+ *
+ * Pure logic: no fd, no clock (now_ns is passed in), allocation only for the
+ * bodies of multi-fragment messages and for per-stream state.
+ *
+ * A stream is (source_id, group_id). Within a stream:
+ *  - The first datagram (or heartbeat) seen sets the baseline: earlier
+ *    sequence numbers were before our time, not lost.
+ *  - next_seq is one past the highest sequence started. A message (or a
+ *    heartbeat announcing next_seq = s) that jumps ahead opens a "missing"
+ *    range [next_seq, s) with a deadline now + timeout: a late (reordered)
+ *    message in the range is still accepted; what is still missing at the
+ *    deadline is dropped as PUB_DROP_SEQ_GAP.
+ *  - A partial message keeps a bitmap of fragments; duplicates are discarded
+ *    (PUB_DROP_DUPLICATE, a datagram-level reason); it is dropped as
+ *    PUB_DROP_REASM_TIMEOUT if not complete by its deadline (first fragment
+ *    time + timeout).
+ *  - A fragment of a message already delivered or dropped: PUB_DROP_STALE.
+ *  - A source that restarts gets a new source id, so a new stream: no false
+ *    gap and no false duplicates; the old stream ages out (idle_timeout).
+ * Limits:
+ *  - budget_bytes: bytes of partial message bodies held. A new partial that
+ *    does not fit evicts the oldest partials (PUB_DROP_REASM_BUDGET) until it
+ *    does; one larger than the whole budget is dropped itself.
+ *  - max_inflight_per_source: partial messages per stream; the oldest is
+ *    evicted (PUB_DROP_REASM_INFLIGHT).
+ *  - max_message_size: a header announcing a bigger msg_len: PUB_DROP_TOO_LARGE.
+ *  - max_streams: streams tracked; the least recently active is forgotten
+ *    (its partials dropped as timeouts, its missing ranges as gaps).
+ *
+ * Invariant (tested): for each stream, every sequence number between the
+ * baseline and the last one announced is reported exactly once, as delivered
+ * or as dropped with a MSG-kind reason, once all deadlines have passed.
+ */
+#ifndef PUBD_REASM_H
+#define PUBD_REASM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/pub_reasons.h"
+#include "msgbuf.h"
+#include "wire.h"
+
+struct pubd_reasm;
+
+struct pubd_reasm_config {
+	size_t budget_bytes;		  /* default 64 MiB */
+	uint32_t max_inflight_per_source; /* default 64 */
+	uint64_t timeout_ns;		  /* default 500 ms */
+	uint64_t idle_timeout_ns;	  /* stream forgotten after this much silence; default 30 s */
+	size_t max_message_size;	  /* default 16 MiB */
+	uint32_t max_streams;		  /* default 4096 */
+	uint32_t max_missing_ranges;	  /* per stream; beyond it the oldest is dropped as a gap now; default 64 */
+};
+
+struct pubd_reasm_ops {
+	/*
+	 * A complete message. When owned is NULL, data points into the datagram
+	 * handed to pubd_reasm_push and is valid only during the call (the
+	 * single-fragment fast path: no copy, no allocation). Otherwise the
+	 * callee receives one reference to owned (data == owned->data).
+	 */
+	void (*deliver)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq, const uint8_t *data,
+			size_t len, struct pubd_msgbuf *owned);
+	/* count messages (MSG reasons) or datagrams (DGRAM reasons) dropped. */
+	void (*drop)(void *ctx, uint64_t source_id, uint64_t group_id, enum pub_drop_reason reason, uint64_t count);
+};
+
+void pubd_reasm_config_defaults(struct pubd_reasm_config *c);
+
+/* Returns NULL on allocation failure. cfg is copied. */
+struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const struct pubd_reasm_ops *ops,
+				     void *ctx);
+/* Frees everything held; partial messages are dropped silently (no callbacks). */
+void pubd_reasm_destroy(struct pubd_reasm *r);
+
+/* Change limits at run time (reload). Takes effect for new decisions. */
+void pubd_reasm_set_config(struct pubd_reasm *r, const struct pubd_reasm_config *cfg);
+
+/*
+ * Feed one decoded datagram (header from pubd_wire_decode, its payload).
+ * Outcomes go through ops, possibly several (a jump can resolve a gap...).
+ */
+void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+		     size_t payload_len);
+
+/* Resolve everything whose deadline is <= now_ns. */
+void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns);
+
+/* Earliest pending deadline, or UINT64_MAX when nothing is pending. */
+uint64_t pubd_reasm_next_deadline(const struct pubd_reasm *r);
+
+/* Forget one stream now (e.g. its group was removed): partials and missing
+ * ranges are dropped silently. */
+void pubd_reasm_forget_group(struct pubd_reasm *r, uint64_t group_id);
+
+struct pubd_reasm_stream_info {
+	uint64_t source_id;
+	uint64_t group_id;
+	uint64_t next_seq;	   /* one past the highest sequence started */
+	uint32_t inflight;	   /* partial messages */
+	uint64_t inflight_bytes;   /* bytes reserved for them */
+	uint64_t missing;	   /* sequence numbers waiting in missing ranges */
+	uint64_t last_active_ns;
+};
+
+/* Visit every stream (order unspecified). */
+void pubd_reasm_foreach(const struct pubd_reasm *r, void (*fn)(void *ctx, const struct pubd_reasm_stream_info *s),
+			void *ctx);
+
+struct pubd_reasm_totals {
+	uint64_t streams;
+	uint64_t inflight_msgs;
+	uint64_t inflight_bytes;
+};
+void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t);
+
+#endif

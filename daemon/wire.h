@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The datagram header every pubd datagram carries (except on raw groups).
+ *
+ * Fixed 48 bytes, network byte order:
+ *   0  u32 magic        "PUBD" (0x50554244)
+ *   4  u8  version      1
+ *   5  u8  flags        PUBD_WIRE_F_*; unknown bits are an error (version 1)
+ *   6  u16 hdr_len      48 in version 1; a decoder accepts >= 48 and skips the
+ *                       rest, so a later version may grow the header
+ *   8  u64 group_id     pubd_group_id(name): two groups on one address stay apart
+ *  16  u64 source_id    random per daemon start
+ *  24  u64 msg_seq      per (source, group), starting at 0
+ *  32  u32 msg_len      total message length in bytes
+ *  36  u32 frag_index   0 .. frag_count-1
+ *  40  u32 frag_count   >= 1 for data, 0 for a heartbeat
+ *  44  u32 frag_offset  where this fragment's payload sits in the message
+ *
+ * A heartbeat (flag HEARTBEAT, frag_count 0, msg_len 0, no payload) tells
+ * receivers the sender's next msg_seq, so a lost tail of a stream is counted
+ * as a gap instead of going unnoticed.
+ */
+#ifndef PUBD_WIRE_H
+#define PUBD_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PUBD_WIRE_MAGIC 0x50554244u
+#define PUBD_WIRE_VERSION 1
+#define PUBD_WIRE_HDR_LEN 48
+#define PUBD_WIRE_F_HEARTBEAT 0x01u
+#define PUBD_WIRE_F_KNOWN PUBD_WIRE_F_HEARTBEAT
+
+struct pubd_wire_hdr {
+	uint8_t version;
+	uint8_t flags;
+	uint64_t group_id;
+	uint64_t source_id;
+	uint64_t msg_seq;
+	uint32_t msg_len;
+	uint32_t frag_index;
+	uint32_t frag_count;
+	uint32_t frag_offset;
+};
+
+/* Decode results: 0 or one of these (negative), one per kind of fault. */
+enum pubd_wire_err {
+	PUBD_WIRE_OK = 0,
+	PUBD_WIRE_ERR_SHORT = -1,	  /* shorter than the fixed header */
+	PUBD_WIRE_ERR_MAGIC = -2,	  /* not a pubd datagram */
+	PUBD_WIRE_ERR_VERSION = -3,	  /* a version this build does not speak */
+	PUBD_WIRE_ERR_HDR_LEN = -4,	  /* hdr_len below 48 or beyond the datagram */
+	PUBD_WIRE_ERR_FLAGS = -5,	  /* unknown flag bits */
+	PUBD_WIRE_ERR_FRAG_COUNT = -6,	  /* 0 on data, or more fragments than msg_len allows */
+	PUBD_WIRE_ERR_FRAG_INDEX = -7,	  /* index >= count */
+	PUBD_WIRE_ERR_FRAG_RANGE = -8,	  /* offset + payload beyond msg_len */
+	PUBD_WIRE_ERR_FRAG_SIZE = -9,	  /* empty fragment of a non-empty message, or a
+					   * single-fragment message whose payload != msg_len */
+	PUBD_WIRE_ERR_HEARTBEAT = -10,	  /* heartbeat with payload, fragments or length */
+};
+
+/* Write h as 48 bytes into out (magic, version 1 and hdr_len filled in). */
+void pubd_wire_encode(const struct pubd_wire_hdr *h, uint8_t out[PUBD_WIRE_HDR_LEN]);
+
+/*
+ * Check and decode a datagram of len bytes. Never reads outside buf.
+ * On success fills *h and points *payload/*payload_len at the bytes after
+ * the header. Returns 0 or a PUBD_WIRE_ERR_*.
+ */
+int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const uint8_t **payload,
+		     size_t *payload_len);
+
+const char *pubd_wire_strerror(int err);
+
+/* 64-bit FNV-1a of a group name: the group id on the wire. */
+uint64_t pubd_group_id(const char *name, size_t len);
+
+#endif

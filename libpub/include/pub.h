@@ -1,0 +1,3 @@
+#ifndef PUB_H
+#define PUB_H
+#endif

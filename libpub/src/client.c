@@ -1,0 +1,2 @@
+/* SPDX-License-Identifier: MIT */
+typedef int pub_placeholder_t;
