@@ -1,3 +1,328 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-typedef int pubd_placeholder_loop_t;
+/*
+ * The event loop: epoll for fds, one timerfd for every timer, a signalfd.
+ *
+ * Timers live on a short unsorted list: pubd has a handful of them
+ * (reassembly expiry, heartbeat, watchdog, status), so finding the earliest
+ * is O(timers) per arm and cheaper than keeping a heap.
+ *
+ * Watches removed during dispatch are only marked dead and freed after the
+ * batch, so a callback may remove any watch, its own included, without the
+ * rest of the batch touching freed memory.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+#define MAX_EVENTS 64
+
+struct pubd_loop_watch {
+	struct pubd_loop *loop;
+	int fd;
+	bool dead;
+	pubd_loop_fd_fn fn;
+	void *ctx;
+	struct pubd_loop_watch *next_dead;
+};
+
+struct pubd_loop_timer {
+	struct pubd_loop *loop;
+	uint64_t deadline;
+	pubd_loop_timer_fn fn;
+	void *ctx;
+	struct pubd_loop_timer *next;
+};
+
+struct pubd_loop {
+	int epfd;
+	int timerfd;
+	int sigfd;
+	bool stop;
+	uint64_t armed; /* deadline the timerfd is set to, UINT64_MAX when disarmed */
+	struct pubd_loop_timer *timers;
+	struct pubd_loop_watch *dead;
+	struct pubd_loop_watch timer_watch, signal_watch;
+	pubd_loop_signal_fn sig_fn;
+	void *sig_ctx;
+	pubd_loop_idle_fn idle_fn;
+	void *idle_ctx;
+};
+
+uint64_t pubd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void rearm_timerfd(struct pubd_loop *l)
+{
+	struct itimerspec its = { 0 };
+	uint64_t min = UINT64_MAX;
+	struct pubd_loop_timer *t;
+
+	for (t = l->timers; t; t = t->next)
+		if (t->deadline < min)
+			min = t->deadline;
+	if (min == l->armed)
+		return;
+	l->armed = min;
+	if (min != UINT64_MAX) {
+		/* 0 would disarm the timerfd: a deadline in the past fires at once. */
+		if (min == 0)
+			min = 1;
+		its.it_value.tv_sec = (time_t)(min / 1000000000ull);
+		its.it_value.tv_nsec = (long)(min % 1000000000ull);
+	}
+	timerfd_settime(l->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void on_timerfd(void *ctx, uint32_t events)
+{
+	struct pubd_loop *l = ctx;
+	struct pubd_loop_timer *t;
+	uint64_t expirations, now;
+	bool fired;
+
+	(void)events;
+	if (read(l->timerfd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+		return;
+	l->armed = UINT64_MAX;
+	/* A callback may arm or free timers: restart the scan after each one. */
+	do {
+		fired = false;
+		now = pubd_now_ns();
+		for (t = l->timers; t; t = t->next) {
+			if (t->deadline <= now) {
+				t->deadline = UINT64_MAX;
+				t->fn(t->ctx, now);
+				fired = true;
+				break;
+			}
+		}
+	} while (fired);
+	rearm_timerfd(l);
+}
+
+static void on_signalfd(void *ctx, uint32_t events)
+{
+	struct pubd_loop *l = ctx;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(l->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (l->sig_fn)
+			l->sig_fn(l->sig_ctx, (int)si.ssi_signo);
+}
+
+static int add_internal(struct pubd_loop *l, struct pubd_loop_watch *w, int fd, pubd_loop_fd_fn fn)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+
+	w->loop = l;
+	w->fd = fd;
+	w->fn = fn;
+	w->ctx = l;
+	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+struct pubd_loop *pubd_loop_create(void)
+{
+	struct pubd_loop *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->timerfd = -1;
+	l->sigfd = -1;
+	l->armed = UINT64_MAX;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0)
+		goto fail;
+	l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (l->timerfd < 0)
+		goto fail;
+	if (add_internal(l, &l->timer_watch, l->timerfd, on_timerfd) < 0)
+		goto fail;
+	return l;
+fail:
+	pubd_loop_destroy(l);
+	return NULL;
+}
+
+static void free_dead(struct pubd_loop *l)
+{
+	struct pubd_loop_watch *w;
+
+	while ((w = l->dead)) {
+		l->dead = w->next_dead;
+		free(w);
+	}
+}
+
+void pubd_loop_destroy(struct pubd_loop *l)
+{
+	struct pubd_loop_timer *t;
+
+	if (!l)
+		return;
+	free_dead(l);
+	while ((t = l->timers)) {
+		l->timers = t->next;
+		free(t);
+	}
+	if (l->sigfd >= 0)
+		close(l->sigfd);
+	if (l->timerfd >= 0)
+		close(l->timerfd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	free(l);
+}
+
+struct pubd_loop_watch *pubd_loop_watch(struct pubd_loop *l, int fd, uint32_t events, pubd_loop_fd_fn fn, void *ctx)
+{
+	struct pubd_loop_watch *w = calloc(1, sizeof(*w));
+	struct epoll_event ev = { .events = events };
+	int saved;
+
+	if (!w)
+		return NULL;
+	w->loop = l;
+	w->fd = fd;
+	w->fn = fn;
+	w->ctx = ctx;
+	ev.data.ptr = w;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		saved = errno;
+		free(w);
+		errno = saved;
+		return NULL;
+	}
+	return w;
+}
+
+int pubd_loop_watch_mod(struct pubd_loop_watch *w, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (w->dead)
+		return -EBADF;
+	return epoll_ctl(w->loop->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0 ? -errno : 0;
+}
+
+void pubd_loop_unwatch(struct pubd_loop_watch *w)
+{
+	if (!w || w->dead)
+		return;
+	epoll_ctl(w->loop->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	w->dead = true;
+	w->next_dead = w->loop->dead;
+	w->loop->dead = w;
+}
+
+struct pubd_loop_timer *pubd_loop_timer(struct pubd_loop *l, pubd_loop_timer_fn fn, void *ctx)
+{
+	struct pubd_loop_timer *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->loop = l;
+	t->fn = fn;
+	t->ctx = ctx;
+	t->deadline = UINT64_MAX;
+	t->next = l->timers;
+	l->timers = t;
+	return t;
+}
+
+void pubd_loop_timer_arm(struct pubd_loop_timer *t, uint64_t deadline_ns)
+{
+	t->deadline = deadline_ns;
+	rearm_timerfd(t->loop);
+}
+
+void pubd_loop_timer_free(struct pubd_loop_timer *t)
+{
+	struct pubd_loop_timer **p;
+
+	if (!t)
+		return;
+	for (p = &t->loop->timers; *p; p = &(*p)->next) {
+		if (*p == t) {
+			*p = t->next;
+			break;
+		}
+	}
+	rearm_timerfd(t->loop);
+	free(t);
+}
+
+int pubd_loop_signals(struct pubd_loop *l, const int *signos, int n, pubd_loop_signal_fn fn, void *ctx)
+{
+	sigset_t mask;
+	int i, err;
+
+	sigemptyset(&mask);
+	for (i = 0; i < n; i++)
+		sigaddset(&mask, signos[i]);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return -errno;
+	l->sigfd = signalfd(l->sigfd, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (l->sigfd < 0)
+		return -errno;
+	l->sig_fn = fn;
+	l->sig_ctx = ctx;
+	if (l->signal_watch.loop)
+		return 0;
+	err = add_internal(l, &l->signal_watch, l->sigfd, on_signalfd);
+	return err;
+}
+
+void pubd_loop_set_idle(struct pubd_loop *l, pubd_loop_idle_fn fn, void *ctx)
+{
+	l->idle_fn = fn;
+	l->idle_ctx = ctx;
+}
+
+int pubd_loop_run(struct pubd_loop *l)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	int n, i, timeout;
+
+	l->stop = false;
+	while (!l->stop) {
+		timeout = -1;
+		if (l->idle_fn && l->idle_fn(l->idle_ctx) > 0)
+			timeout = 0;
+		if (l->stop)
+			break;
+		n = epoll_wait(l->epfd, evs, MAX_EVENTS, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (i = 0; i < n; i++) {
+			struct pubd_loop_watch *w = evs[i].data.ptr;
+
+			if (!w->dead)
+				w->fn(w->ctx, evs[i].events);
+		}
+		free_dead(l);
+	}
+	return 0;
+}
+
+void pubd_loop_stop(struct pubd_loop *l)
+{
+	l->stop = true;
+}
