@@ -1,0 +1,179 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# pubd's Soft-RoCE tier: boot the distribution kernel under qemu (TCG), with
+# the host's own / shared read-write over virtio-9p as the guest's root, set
+# up two rxe devices on a veth pair (guest-setup.sh) and run every case script
+# inside that one boot. See /work/shared/softroce.md for why it is built so.
+#
+#   tests/softroce/run.sh [CASE_SCRIPT...]     (default: tests/softroce/cases/*.sh)
+#
+# Environment:
+#   BUILD                      pubd's CMake build dir (default: <repo>/build); cases find
+#                              pubd, pubctl and the test programs there
+#   PUBD_SOFTROCE_TIMEOUT      overall limit in seconds (default 900)
+#   PUBD_SOFTROCE_CASE_TIMEOUT per-case limit in seconds inside the guest (default 300)
+#   PUBD_SOFTROCE_KERNEL       kernel image (default: newest /boot/vmlinuz-*-amd64)
+#   PUBD_SOFTROCE_KEEP=1       keep the results dir of a passing run too
+#
+# Exit status: 0 when every case passed; 1 when a case failed; 2 when the VM
+# could not be built, booted or did not report (never a silent skip).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+BUILD=${BUILD:-$repo/build}
+BUILD=$(mkdir -p "$BUILD" && cd "$BUILD" && pwd)
+timeout_s=${PUBD_SOFTROCE_TIMEOUT:-900}
+case_timeout=${PUBD_SOFTROCE_CASE_TIMEOUT:-300}
+
+die() {
+	echo "softroce: FATAL: $*" >&2
+	exit 2
+}
+
+kernel=${PUBD_SOFTROCE_KERNEL:-$(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n1)}
+[ -n "$kernel" ] && [ -r "$kernel" ] || die "no readable kernel image (/boot/vmlinuz-*-amd64; apt-get install linux-image-amd64)"
+kver=${kernel##*/vmlinuz-}
+[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver for $kernel"
+for tool in qemu-system-x86_64 modprobe cpio; do
+	command -v $tool >/dev/null || die "$tool not found (packages: qemu-system-x86 kmod cpio)"
+done
+busybox=$(command -v busybox || true)
+[ -n "$busybox" ] || die "busybox not found (package busybox-static)"
+# The initramfs has no libraries: the busybox must be the static one.
+if ldd "$busybox" >/dev/null 2>&1; then
+	die "$busybox is dynamically linked; install busybox-static"
+fi
+
+# Cases: absolute paths on the host, which the guest sees at the same paths.
+cases=()
+if [ $# -gt 0 ]; then
+	for c in "$@"; do
+		[ -f "$c" ] || die "no case script $c"
+		# The guest mounts fresh tmpfs there: it would not see the script.
+		case "$(realpath "$c")" in /tmp/* | /run/*) die "case $c lives under /tmp or /run, which the guest cannot see" ;; esac
+		cases+=("$(cd "$(dirname "$c")" && pwd)/$(basename "$c")")
+	done
+else
+	for c in "$here"/cases/*.sh; do
+		[ -f "$c" ] && cases+=("$c")
+	done
+fi
+[ ${#cases[@]} -gt 0 ] || die "no cases to run"
+
+work=$BUILD/softroce
+mkdir -p "$work/results"
+results=$(mktemp -d "$work/results/run-$(date +%Y%m%d-%H%M%S)-XXXX")
+
+# ---- initramfs: static busybox, the virtio/9p modules, /init ----
+initrd=$work/initramfs-$kver.cpio
+stage=$work/initramfs-$kver.d
+mods=()
+for m in virtio_pci 9pnet_virtio 9p; do
+	while read -r verb path _; do
+		[ "$verb" = insmod ] || continue
+		case " ${mods[*]-} " in *" $path "*) ;; *) mods+=("$path") ;; esac
+	done < <(modprobe -S "$kver" --show-depends "$m" 2>/dev/null) ||
+		die "modprobe -S $kver --show-depends $m failed"
+done
+[ ${#mods[@]} -ge 4 ] || die "could not resolve the 9p/virtio modules for $kver"
+if [ ! -s "$initrd" ] || [ "$here/run.sh" -nt "$initrd" ]; then
+	rm -rf "$stage"
+	mkdir -p "$stage"/{bin,dev,proc,sys,newroot,lib/modules}
+	cp "$busybox" "$stage/bin/busybox"
+	: >"$stage/modules.order"
+	for p in "${mods[@]}"; do
+		b=$(basename "$p")
+		case "$p" in
+		*.ko) cp "$p" "$stage/lib/modules/$b" ;;
+		*.ko.xz) xz -dc "$p" >"$stage/lib/modules/${b%.xz}" ;;
+		*.ko.zst) zstd -qdc "$p" >"$stage/lib/modules/${b%.zst}" ;;
+		*.ko.gz) gzip -dc "$p" >"$stage/lib/modules/${b%.gz}" ;;
+		*) die "unknown module format $p" ;;
+		esac
+		b=${b%.xz}; b=${b%.zst}; b=${b%.gz}
+		echo "$b" >>"$stage/modules.order"
+	done
+	cat >"$stage/init" <<'INIT'
+#!/bin/busybox sh
+# Stage 1 (initramfs): load virtio + 9p, mount the host's / and switch_root.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in $(cat /modules.order); do
+	insmod /lib/modules/$m || echo "pubd-softroce: insmod $m failed"
+done
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none hostroot /newroot; then
+	echo "PUBD-SOFTROCE-RESULT: boot-failed (9p mount)"
+	poweroff -f
+fi
+mount --move /proc /newroot/proc
+mount --move /sys /newroot/sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot /bin/sh -c 'exec "$pubd_vmcmd"'
+INIT
+	chmod +x "$stage/init"
+	(cd "$stage" && find . | cpio -o -H newc --quiet) >"$initrd.tmp" || die "cpio failed"
+	mv "$initrd.tmp" "$initrd"
+fi
+
+# ---- what the guest reads: cases and settings, on the host fs (not tmpfs) ----
+printf '%s\n' "${cases[@]}" >"$results/cases.list"
+{
+	printf 'PUBD_REPO=%q\n' "$repo"
+	printf 'BUILD=%q\n' "$BUILD"
+	printf 'PUBD_RESULTS=%q\n' "$results"
+	printf 'PUBD_CASE_TIMEOUT=%q\n' "$case_timeout"
+} >"$results/env.sh"
+
+echo "softroce: kernel $kernel ($kver), qemu TCG -smp 2 -m 2048"
+echo "softroce: ${#cases[@]} case(s); results in $results"
+
+start=$(date +%s.%N)
+set +e
+timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
+	-machine q35,accel=tcg -cpu max -m 2048 -smp 2 -nographic -no-reboot -nic none \
+	-kernel "$kernel" -initrd "$initrd" \
+	-virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hr,multidevs=remap \
+	-append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init pubd_vmcmd=$here/guest-run.sh pubd_results=$results" \
+	</dev/null 2>&1 | sed -u 's/\r//g; s/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g' | tee "$results/console.log" |
+	grep --line-buffered -E '^(softroce|PASS|FAIL|PUBD-SOFTROCE|Kernel panic)|^  ' 
+rc=${PIPESTATUS[0]}
+set -e
+end=$(date +%s.%N)
+wall=$(echo "$end - $start" | bc 2>/dev/null || awk "BEGIN{print $end-$start}")
+echo "softroce: VM wall time ${wall}s (boot + cases + poweroff), qemu exit $rc"
+
+marker=$(grep -a '^PUBD-SOFTROCE-RESULT:' "$results/console.log" | tail -n1 || true)
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+	echo "softroce: FATAL: the VM hit the overall timeout of ${timeout_s}s" >&2
+fi
+if [ -z "$marker" ] || ! echo "$marker" | grep -q 'passed='; then
+	echo "softroce: FATAL: the VM did not report a result (${marker:-no marker}); console tail:" >&2
+	tail -n 40 "$results/console.log" >&2
+	echo "softroce: logs kept in $results" >&2
+	exit 2
+fi
+passed=$(echo "$marker" | sed -n 's/.*passed=\([0-9]*\).*/\1/p')
+failed=$(echo "$marker" | sed -n 's/.*failed=\([0-9]*\).*/\1/p')
+if [ "${failed:-1}" -ne 0 ] || [ $rc -eq 124 ]; then
+	for log in "$results"/*.log; do
+		[ "$log" = "$results/console.log" ] && continue
+		grep -q '^FAIL' "$log" 2>/dev/null || continue
+		echo "---- $log (tail)"
+		tail -n 30 "$log"
+	done
+	echo "softroce: logs kept in $results"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+if [ "${PUBD_SOFTROCE_KEEP:-0}" = 1 ]; then
+	echo "softroce: logs kept in $results"
+else
+	rm -rf "$results"
+fi
+echo "$passed passed, $failed failed"
+exit 0
