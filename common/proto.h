@@ -167,6 +167,8 @@ struct pub_msg_query {
 /*
  * Body decoders: return 0, or -PUB_ERR_PROTO when the body is short, long,
  * or a length prefix points past its end. Strings point into the body.
+ * dec_hello fills m->version even when it fails (body of 2+ bytes), so the
+ * daemon can answer a HELLO of another version with PUB_ERR_VERSION.
  */
 int pub_proto_dec_hello(const uint8_t *body, size_t len, struct pub_msg_hello *m);
 int pub_proto_dec_welcome(const uint8_t *body, size_t len, struct pub_msg_welcome *m);
@@ -180,7 +182,9 @@ int pub_proto_dec_query(const uint8_t *body, size_t len, struct pub_msg_query *m
 /*
  * Encoders write a whole frame (header + body) into out, which must hold
  * cap bytes. They return the frame length, or -PUB_ERR_PROTO when a name is
- * longer than PUB_PROTO_NAME_MAX, or 0 when cap is too small.
+ * longer than PUB_PROTO_NAME_MAX (or a payload does not fit the u32 length),
+ * or 0 when cap is too small. An ERROR text longer than PUB_PROTO_TEXT_MAX
+ * is cut to it, and so is a table string cell.
  *
  * PUBLISH and DELIVER write only the header and the fixed part (the frame
  * header already counts the payload's length), so a caller sends the payload
@@ -211,7 +215,9 @@ long pub_proto_enc_query(void *out, size_t cap, uint32_t req_id, uint8_t kind, c
 struct pub_table_builder {
 	uint8_t *buf;
 	size_t len, cap;
-	int (*grow)(struct pub_table_builder *b, size_t need); /* 0 or -ENOMEM */
+	/* need: the total capacity wanted (len + bytes about to be written);
+	 * grow sets buf and cap >= need and returns 0, or -ENOMEM. */
+	int (*grow)(struct pub_table_builder *b, size_t need);
 	void *grow_ctx;
 	size_t frame_start; /* where this TABLE frame starts in buf */
 	size_t nrows_at;    /* offset of the u32 nrows field */
@@ -228,7 +234,13 @@ void pub_table_u64(struct pub_table_builder *b, uint64_t v);
 void pub_table_i64(struct pub_table_builder *b, int64_t v);
 void pub_table_str(struct pub_table_builder *b, const char *s); /* NULL prints as "" */
 void pub_table_strn(struct pub_table_builder *b, const char *s, size_t n);
-/* Finish the frame; returns 0 or the first error (-ENOMEM, -EINVAL for a row of the wrong width). */
+/*
+ * Finish the frame; returns 0 or the first error (-ENOMEM, -EINVAL for a row
+ * of the wrong width, a cell of the wrong type or a bad column spec). On an
+ * error the frame is cut off (len back to frame_start), so buf holds only
+ * whole frames. Several frames (TABLE..., then OK) may follow each other in
+ * one buffer: pub_table_begin appends at len.
+ */
 int pub_table_end(struct pub_table_builder *b);
 
 /* Reader: walk a received TABLE body. */
@@ -240,6 +252,8 @@ struct pub_table_reader {
 	const uint8_t *cols; /* column descriptors */
 	const uint8_t *cells, *end;
 	const uint8_t *pos; /* next cell */
+	uint16_t col;	    /* column of the next cell */
+	const uint8_t *col_pos; /* its descriptor */
 };
 
 struct pub_table_cell {
