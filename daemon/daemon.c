@@ -1,3 +1,574 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-typedef int pubd_placeholder_daemon_t;
+/*
+ * The daemon: wires the config, the fabric, reassembly, groups and the IPC
+ * server to one event loop, and owns the receive and publish paths.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "../common/proto.h"
+#include "daemon.h"
+#include "log.h"
+#include "wire.h"
+
+#define MS (1000000ull)
+
+/* ---- receive path ---- */
+
+static void fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, struct pubd_msgbuf *m)
+{
+	unsigned i;
+
+	for (i = 0; i < g->nsubs; i++)
+		pubd_ipc_deliver(d, g->subs[i], source, seq, m);
+}
+
+static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq, const uint8_t *data, size_t len,
+			  struct pubd_msgbuf *owned)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
+	struct pubd_source_stats *s = pubd_source_map_get(&d->sources, source, group_id);
+
+	if (s) {
+		s->delivered++;
+		s->bytes += len;
+	}
+	d->counters[PUBD_CTR_MSG_RECEIVED]++;
+	if (!g) {
+		pubd_msgbuf_put(owned);
+		return;
+	}
+	g->received++;
+	g->received_bytes += len;
+	if (g->nsubs) {
+		/* A single-datagram message still points into the receive
+		 * buffer, which goes back to the fabric: copy it once here. */
+		if (!owned) {
+			owned = pubd_msgbuf_alloc(len);
+			if (!owned) {
+				unsigned i;
+
+				for (i = 0; i < g->nsubs; i++) {
+					pubd_drops_add(&g->subs[i]->drops, PUB_DROP_SUB_OVERFLOW, 1);
+					pubd_drops_add(&g->sub_drops, PUB_DROP_SUB_OVERFLOW, 1);
+				}
+				return;
+			}
+			memcpy(owned->data, data, len);
+		}
+		fan_out(d, g, source, seq, owned);
+	}
+	pubd_msgbuf_put(owned);
+}
+
+static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_drop_reason reason, uint64_t count)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
+	struct pubd_source_stats *s = pubd_source_map_get(&d->sources, source, group_id);
+
+	if (s)
+		pubd_drops_add(&s->drops, reason, count);
+	if (g)
+		pubd_drops_add(&g->drops, reason, count);
+	else
+		pubd_drops_add(&d->drops, reason, count);
+	if (pub_drop_reason_kind(reason) == PUB_DROP_KIND_MSG)
+		d->counters[PUBD_CTR_MSG_DROPPED] += count;
+}
+
+static const struct pubd_reasm_ops reasm_ops = {
+	.deliver = reasm_deliver,
+	.drop = reasm_drop,
+};
+
+static void arm_reasm_timer(struct pubd *d)
+{
+	pubd_loop_timer_arm(d->reasm_timer, pubd_reasm_next_deadline(d->reasm));
+}
+
+static void rx_raw(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *dg)
+{
+	struct pubd_msgbuf *m;
+
+	g->received++;
+	g->received_bytes += dg->len;
+	d->counters[PUBD_CTR_MSG_RECEIVED]++;
+	if (!g->nsubs) {
+		g->raw_rx_seq++;
+		return;
+	}
+	m = pubd_msgbuf_alloc(dg->len);
+	if (!m)
+		return;
+	memcpy(m->data, dg->data, dg->len);
+	/* Raw datagrams carry no source or sequence: source 0, our own count. */
+	fan_out(d, g, 0, g->raw_rx_seq++, m);
+	pubd_msgbuf_put(m);
+}
+
+static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
+{
+	struct pubd *d = ctx;
+	uint64_t now = pubd_now_ns();
+	const uint8_t *payload;
+	struct pubd_wire_hdr h;
+	struct pubd_group *g;
+	size_t plen;
+	unsigned i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		const struct pubd_rx_dgram *dg = &dgs[i];
+
+		d->counters[PUBD_CTR_RX_DATAGRAMS]++;
+		d->counters[PUBD_CTR_RX_BYTES] += dg->len;
+		g = pubd_groups_by_slot(&d->groups, dg->slot);
+		if (g && g->raw) {
+			g->rx_datagrams++;
+			rx_raw(d, g, dg);
+			continue;
+		}
+		err = pubd_wire_decode(dg->data, dg->len, &h, &payload, &plen);
+		if (err) {
+			d->counters[PUBD_CTR_RX_MALFORMED]++;
+			pubd_drops_add(g ? &g->drops : &d->drops, PUB_DROP_MALFORMED, 1);
+			log_debug("malformed datagram of %u bytes: %s", dg->len, pubd_wire_strerror(err));
+			continue;
+		}
+		/* The fabric loops our own multicast back; local subscribers
+		 * already had it through local fan-out. */
+		if (h.source_id == d->source_id) {
+			d->counters[PUBD_CTR_RX_SELF]++;
+			continue;
+		}
+		if (!g || g->id != h.group_id)
+			g = pubd_groups_by_id(&d->groups, h.group_id);
+		if (!g || g->raw || !(g->mode & PUBD_JOIN_RECV)) {
+			d->counters[PUBD_CTR_RX_FOREIGN]++;
+			continue;
+		}
+		g->rx_datagrams++;
+		if (h.flags & PUBD_WIRE_F_HEARTBEAT)
+			d->counters[PUBD_CTR_RX_HEARTBEATS]++;
+		pubd_reasm_push(d->reasm, now, &h, payload, plen);
+	}
+	arm_reasm_timer(d);
+}
+
+static void on_writable(void *ctx)
+{
+	struct pubd *d = ctx;
+
+	d->tx.stalled = false;
+	pubd_tx_pump(d);
+}
+
+static bool all_groups_up(const struct pubd *d)
+{
+	struct pubd_group *g;
+	unsigned i;
+
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		if (!g->up)
+			return false;
+	}
+	return true;
+}
+
+static void on_group_state(void *ctx, int slot, bool up, int err)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_slot(&d->groups, slot);
+
+	if (!g)
+		return;
+	if (up && !g->up)
+		log_info("group %s (%s): joined", g->name, g->cfg->address_text);
+	else if (!up && g->up)
+		log_warn("group %s (%s): left the fabric: %s", g->name, g->cfg->address_text,
+			 err ? strerror(-err) : "link down");
+	else if (!up && err)
+		log_warn("group %s (%s): join failed: %s", g->name, g->cfg->address_text, strerror(-err));
+	g->up = up;
+	pubd_tx_group_state(d, g);
+	if (up)
+		pubd_tx_pump(d);
+	if (!d->ready && all_groups_up(d))
+		pubd_notify_ready(d);
+	pubd_notify_status(d);
+}
+
+static const struct pubd_fabric_events fabric_events = {
+	.rx = on_rx,
+	.writable = on_writable,
+	.group_state = on_group_state,
+};
+
+/* ---- publish path ---- */
+
+void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg)
+{
+	uint64_t seq = g->raw ? 0 : g->next_seq++;
+	int err;
+
+	g->published++;
+	g->published_bytes += msg->len;
+	d->counters[PUBD_CTR_MSG_PUBLISHED]++;
+	/* Local subscribers get it here, exactly once; the fabric's looped-back
+	 * copy is discarded by source id. */
+	fan_out(d, g, d->source_id, seq, msg);
+	err = pubd_tx_enqueue(d, g, msg, seq, origin);
+	if (err < 0) {
+		pubd_drops_add(&g->drops, err == -EMSGSIZE ? PUB_DROP_TOO_LARGE : PUB_DROP_FABRIC_ERROR, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		return;
+	}
+	pubd_tx_pump(d);
+}
+
+int pubd_group_join(struct pubd *d, struct pubd_group *g)
+{
+	int err = d->fops->join(d->fabric, g->slot, (const struct sockaddr *)&g->addr, g->addrlen, g->mode);
+
+	if (err < 0)
+		log_err("group %s (%s): join: %s", g->name, g->cfg->address_text, strerror(-err));
+	return err;
+}
+
+/* ---- timers and signals ---- */
+
+static void on_reasm_timer(void *ctx, uint64_t now)
+{
+	struct pubd *d = ctx;
+
+	pubd_reasm_expire(d->reasm, now);
+	arm_reasm_timer(d);
+}
+
+static void on_heartbeat_timer(void *ctx, uint64_t now)
+{
+	struct pubd *d = ctx;
+
+	pubd_tx_heartbeat(d);
+	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
+}
+
+static void on_status_timer(void *ctx, uint64_t now)
+{
+	struct pubd *d = ctx;
+
+	pubd_notify_status(d);
+	pubd_loop_timer_arm(d->status_timer, now + 1000 * MS);
+}
+
+static void on_watchdog_timer(void *ctx, uint64_t now)
+{
+	struct pubd *d = ctx;
+
+	pubd_notify_watchdog(d);
+	pubd_loop_timer_arm(d->watchdog_timer, now + d->watchdog_usec * 1000 / 2);
+}
+
+static void on_signal(void *ctx, int signo)
+{
+	struct pubd *d = ctx;
+
+	switch (signo) {
+	case SIGHUP:
+		pubd_reload(d, NULL, 0);
+		break;
+	case SIGTERM:
+	case SIGINT:
+		log_notice("%s: stopping", strsignal(signo));
+		d->stopping = true;
+		pubd_loop_stop(d->loop);
+		break;
+	}
+}
+
+static int on_idle(void *ctx)
+{
+	struct pubd *d = ctx;
+	int work = pubd_ipc_flush_all(d);
+
+	if (d->cfg.busy_poll && d->fops->poll)
+		work += d->fops->poll(d->fabric);
+	return work;
+}
+
+/* ---- config ---- */
+
+static void reasm_config_from(const struct pubd_config *c, struct pubd_reasm_config *rc)
+{
+	pubd_reasm_config_defaults(rc);
+	rc->budget_bytes = c->reassembly_budget;
+	rc->timeout_ns = (uint64_t)c->reassembly_timeout_ms * MS;
+	rc->max_message_size = c->max_message_size;
+	rc->max_inflight_per_source = c->reassembly_inflight;
+}
+
+static int load_config(const char *path, struct pubd_config *cfg, char *errtext, size_t errcap)
+{
+	struct pubd_config_errors errs = {0};
+	char line[1024];
+	size_t i, used = 0;
+	int err;
+
+	err = pubd_config_load(cfg, path, &pubd_nss_resolver, &errs);
+	if (err == 0)
+		return 0;
+	for (i = 0; i < errs.n; i++) {
+		pubd_config_error_format(&errs, i, line, sizeof(line));
+		log_err("%s", line);
+		if (errtext && used + 2 < errcap)
+			used += (size_t)snprintf(errtext + used, errcap - used, "%s%s", used ? "\n" : "", line);
+	}
+	if (!errs.n) {
+		log_err("%s: %s", path, strerror(-err));
+		if (errtext)
+			snprintf(errtext, errcap, "%s: %s", path, strerror(-err));
+	}
+	pubd_config_errors_free(&errs);
+	return err;
+}
+
+static bool same_address(const struct pubd_group_config *a, const struct pubd_group *g)
+{
+	return a->address_len == g->addrlen && memcmp(&a->address, &g->addr, g->addrlen) == 0 && a->raw == g->raw &&
+	       pubd_group_join_mode(a) == g->mode;
+}
+
+static void group_destroy(struct pubd *d, struct pubd_group *g)
+{
+	pubd_ipc_group_removed(d, g);
+	pubd_tx_group_flush(d, g);
+	d->fops->leave(d->fabric, g->slot);
+	pubd_reasm_forget_group(d->reasm, g->id);
+	pubd_source_map_forget_group(&d->sources, g->id);
+	pubd_groups_remove(&d->groups, g);
+}
+
+static int apply_groups(struct pubd *d, struct pubd_config *cfg)
+{
+	const struct pubd_group_config *gc;
+	struct pubd_group *g;
+	unsigned i;
+	size_t k;
+	int err = 0;
+
+	/* Removed, or changed in a way that needs a new join. */
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		gc = pubd_config_group(cfg, g->name, g->name_len);
+		if (gc && same_address(gc, g)) {
+			g->cfg = gc; /* new ACLs take effect at once */
+			continue;
+		}
+		log_notice("group %s: %s", g->name, gc ? "address or mode changed, rejoining" : "removed");
+		group_destroy(d, g);
+	}
+	for (k = 0; k < cfg->ngroups; k++) {
+		gc = &cfg->groups[k];
+		if (pubd_groups_by_name(&d->groups, gc->name, strlen(gc->name)))
+			continue;
+		g = pubd_groups_add(&d->groups, gc);
+		if (!g)
+			return -ENOMEM;
+		log_info("group %s: %s%s", g->name, gc->address_text, g->raw ? " (raw)" : "");
+		if (pubd_group_join(d, g) < 0)
+			err = -EIO;
+	}
+	return err;
+}
+
+int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
+{
+	struct pubd_config cfg;
+	struct pubd_reasm_config rc;
+	int err;
+
+	pubd_notify_reloading(d);
+	log_notice("reloading %s", d->config_path);
+	err = load_config(d->config_path, &cfg, errtext, errcap);
+	if (err < 0) {
+		log_err("reload rejected; keeping the running configuration");
+		d->counters[PUBD_CTR_RELOAD_FAILURES]++;
+		pubd_notify_ready(d);
+		return err;
+	}
+	if (cfg.fabric_type != d->cfg.fabric_type ||
+	    (cfg.fabric_address && d->cfg.fabric_address && strcmp(cfg.fabric_address, d->cfg.fabric_address)) ||
+	    cfg.udp_port != d->cfg.udp_port || cfg.mtu != d->cfg.mtu || cfg.srq_depth != d->cfg.srq_depth)
+		log_warn("fabric settings changed; they take effect when pubd restarts");
+	if (strcmp(cfg.socket_path, d->cfg.socket_path))
+		log_warn("daemon.socket changed; it takes effect when pubd restarts");
+	/* Groups point into the config they were made from: swap, then fix. */
+	err = apply_groups(d, &cfg);
+	{
+		struct pubd_config old = d->cfg;
+
+		d->cfg = cfg;
+		pubd_config_free(&old);
+	}
+	pubd_log_set_level(d->cfg.log_level);
+	reasm_config_from(&d->cfg, &rc);
+	pubd_reasm_set_config(d->reasm, &rc);
+	d->counters[PUBD_CTR_RELOADS]++;
+	log_notice("reload applied: %zu groups", d->cfg.ngroups);
+	pubd_notify_ready(d);
+	pubd_notify_status(d);
+	if (err < 0 && errtext)
+		snprintf(errtext, errcap, "reload applied, but some groups failed to join (see the log)");
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static int open_fabric(struct pubd *d)
+{
+	const struct pubd_config *c = &d->cfg;
+	char dev[64] = "";
+	int probe, err;
+
+	switch (c->fabric_type) {
+	case PUBD_FABRIC_UDP:
+		d->fops = &pubd_fabric_udp_ops;
+		break;
+	case PUBD_FABRIC_VERBS:
+		d->fops = &pubd_fabric_verbs_ops;
+		break;
+	case PUBD_FABRIC_AUTO:
+		probe = c->fabric_address ? pubd_fabric_verbs_probe(c->fabric_address, dev, sizeof(dev)) : 0;
+		if (probe == 1) {
+			log_info("fabric auto: %s is on RDMA device %s; using verbs", c->fabric_address, dev);
+			d->fops = &pubd_fabric_verbs_ops;
+		} else {
+			log_warn("fabric auto: %s; falling back to the udp fabric (IP multicast, no RDMA)",
+				 !c->fabric_address ? "fabric.address is not set"
+				 : probe < 0	    ? "cannot tell whether fabric.address is on an RDMA device"
+						    : "fabric.address is not on any RDMA device");
+			d->fops = &pubd_fabric_udp_ops;
+		}
+		break;
+	}
+	err = d->fops->open(&d->fabric, c, d->loop, &fabric_events, d);
+	if (err < 0) {
+		log_err("fabric %s: cannot open: %s", d->fops->name, strerror(-err));
+		return err;
+	}
+	d->mtu = d->fops->mtu(d->fabric);
+	log_info("fabric %s: MTU %u bytes per datagram (%u of payload after pubd's %u-byte header)", d->fops->name,
+		 d->mtu, d->mtu - PUBD_WIRE_HDR_LEN, PUBD_WIRE_HDR_LEN);
+	return 0;
+}
+
+int pubd_init(struct pubd *d, const char *config_path)
+{
+	static const int signals[] = {SIGTERM, SIGINT, SIGHUP};
+	struct pubd_reasm_config rc;
+	uint64_t now;
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	d->ipc.listen_fd = -1;
+	d->config_path = strdup(config_path);
+	if (!d->config_path)
+		return -ENOMEM;
+	err = load_config(config_path, &d->cfg, NULL, 0);
+	if (err < 0) {
+		pubd_config_defaults(&d->cfg); /* so pubd_close frees nothing twice */
+		return err;
+	}
+	pubd_log_set_level(d->cfg.log_level);
+	if (getrandom(&d->source_id, sizeof(d->source_id), 0) != sizeof(d->source_id))
+		d->source_id = (uint64_t)getpid() << 32 ^ pubd_now_ns();
+	d->started_ns = pubd_now_ns();
+	log_notice("pubd %s starting: config %s, source id %016llx", PUBD_VERSION, config_path,
+		   (unsigned long long)d->source_id);
+
+	d->loop = pubd_loop_create();
+	if (!d->loop)
+		return -ENOMEM;
+	err = pubd_loop_signals(d->loop, signals, 3, on_signal, d);
+	if (err < 0)
+		return err;
+	reasm_config_from(&d->cfg, &rc);
+	d->reasm = pubd_reasm_create(&rc, &reasm_ops, d);
+	d->reasm_timer = pubd_loop_timer(d->loop, on_reasm_timer, d);
+	d->heartbeat_timer = pubd_loop_timer(d->loop, on_heartbeat_timer, d);
+	d->status_timer = pubd_loop_timer(d->loop, on_status_timer, d);
+	d->watchdog_timer = pubd_loop_timer(d->loop, on_watchdog_timer, d);
+	if (!d->reasm || !d->reasm_timer || !d->heartbeat_timer || !d->status_timer || !d->watchdog_timer)
+		return -ENOMEM;
+	pubd_loop_set_idle(d->loop, on_idle, d);
+	pubd_notify_init(d);
+
+	err = open_fabric(d);
+	if (err < 0)
+		return err;
+	err = pubd_ipc_init(d);
+	if (err < 0)
+		return err;
+	err = apply_groups(d, &d->cfg);
+	if (err < 0)
+		return err;
+
+	now = pubd_now_ns();
+	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
+	pubd_loop_timer_arm(d->status_timer, now + 1000 * MS);
+	if (d->watchdog_usec)
+		pubd_loop_timer_arm(d->watchdog_timer, now + d->watchdog_usec * 1000 / 2);
+	if (!d->ready && all_groups_up(d))
+		pubd_notify_ready(d);
+	return 0;
+}
+
+int pubd_run(struct pubd *d)
+{
+	int err = pubd_loop_run(d->loop);
+
+	if (err < 0)
+		log_err("event loop: %s", strerror(-err));
+	return err;
+}
+
+void pubd_close(struct pubd *d)
+{
+	struct pubd_group *g;
+	unsigned i;
+
+	pubd_notify_stopping(d);
+	if (d->loop)
+		pubd_ipc_shutdown(d);
+	/* Leave groups before the fabric goes, in reverse order of setup. */
+	if (d->fabric) {
+		pubd_groups_foreach(&d->groups, g, i) d->fops->leave(d->fabric, g->slot);
+	}
+	pubd_tx_free(d);
+	if (d->loop)
+		pubd_ipc_close(d);
+	if (d->fabric)
+		d->fops->close(d->fabric);
+	d->fabric = NULL;
+	pubd_groups_free(&d->groups);
+	pubd_reasm_destroy(d->reasm);
+	d->reasm = NULL;
+	pubd_source_map_free(&d->sources);
+	pubd_loop_timer_free(d->reasm_timer);
+	pubd_loop_timer_free(d->heartbeat_timer);
+	pubd_loop_timer_free(d->status_timer);
+	pubd_loop_timer_free(d->watchdog_timer);
+	pubd_loop_destroy(d->loop);
+	d->loop = NULL;
+	pubd_config_free(&d->cfg);
+	free(d->config_path);
+	d->config_path = NULL;
+}

@@ -42,8 +42,8 @@ struct pubd_tx_dgram {
 };
 
 enum pubd_join_mode {
-	PUBD_JOIN_SEND = 1,	/* only publish to it (send-only join where the fabric allows) */
-	PUBD_JOIN_RECV = 2,	/* receive from it */
+	PUBD_JOIN_SEND = 1, /* only publish to it (send-only join where the fabric allows) */
+	PUBD_JOIN_RECV = 2, /* receive from it */
 	PUBD_JOIN_BOTH = 3,
 };
 

@@ -1,3 +1,1116 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-typedef int pubd_placeholder_ipc_t;
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "../common/proto.h"
+#include "daemon.h"
+#include "log.h"
+
+/* Receive buffer per client. Frames that do not fit (big PUBLISH bodies)
+ * are read straight into their message buffer instead of growing this. */
+#define RBUF_CAP (256 * 1024)
+/* Bytes read from one client per wakeup before others get a turn. */
+#define READ_BUDGET (1024 * 1024)
+/* Back-pressure: stop reading a publisher with this many messages waiting
+ * for the fabric, resume below the low mark. */
+#define TX_PENDING_HIGH 256
+#define TX_PENDING_LOW	64
+/* A client that does not read its replies stops being read too. */
+#define CTRL_BYTES_HIGH (4u << 20)
+#define FLUSH_IOV	64
+
+static void client_close(struct pubd_client *c);
+static void client_parse(struct pubd_client *c);
+
+/* ---- output queue ---- */
+
+static struct pubd_out *out_alloc(struct pubd *d)
+{
+	struct pubd_out *o = d->ipc.free_outs;
+
+	if (o)
+		d->ipc.free_outs = o->next;
+	else if (!(o = malloc(sizeof(*o))))
+		return NULL;
+	o->next = NULL;
+	o->body = NULL;
+	o->sub = NULL;
+	o->head_len = 0;
+	o->written = 0;
+	return o;
+}
+
+static void out_release(struct pubd *d, struct pubd_out *o)
+{
+	pubd_msgbuf_put(o->body);
+	o->next = d->ipc.free_outs;
+	d->ipc.free_outs = o;
+}
+
+static void mark_dirty(struct pubd_client *c)
+{
+	if (c->dirty)
+		return;
+	c->dirty = true;
+	c->next_dirty = c->d->ipc.dirty;
+	c->d->ipc.dirty = c;
+}
+
+static void out_append(struct pubd_client *c, struct pubd_out *o)
+{
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	if (o->sub)
+		c->out_delivers++;
+	else
+		c->out_ctrl_bytes += o->body->len;
+	mark_dirty(c);
+}
+
+/* Unlink o, whose predecessor is prev (NULL when o is the head). */
+static void out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_out *o)
+{
+	if (prev)
+		prev->next = o->next;
+	else
+		c->out_head = o->next;
+	if (c->out_tail == o)
+		c->out_tail = prev;
+	if (o->sub)
+		c->out_delivers--;
+	else
+		c->out_ctrl_bytes -= o->body->len;
+}
+
+static void count_sub_drop(struct pubd *d, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
+{
+	pubd_drops_add(&s->drops, r, n);
+	pubd_drops_add(&s->client->drops, r, n);
+	pubd_drops_add(&s->group->sub_drops, r, n);
+	d->counters[PUBD_CTR_MSG_DROPPED] += n;
+}
+
+static int queue_frame(struct pubd_client *c, const void *frame, size_t len)
+{
+	struct pubd_out *o = out_alloc(c->d);
+	struct pubd_msgbuf *m = pubd_msgbuf_alloc(len);
+
+	if (!o || !m) {
+		free(m);
+		if (o)
+			out_release(c->d, o);
+		return -ENOMEM;
+	}
+	memcpy(m->data, frame, len);
+	o->body = m;
+	out_append(c, o);
+	return 0;
+}
+
+static void reply_ok(struct pubd_client *c, uint32_t req_id)
+{
+	uint8_t buf[16];
+	long n = pub_proto_enc_ok(buf, sizeof(buf), req_id);
+
+	if (n > 0)
+		queue_frame(c, buf, (size_t)n);
+}
+
+static void reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, const char *fmt, ...)
+{
+	char text[512];
+	uint8_t buf[sizeof(text) + 32];
+	va_list ap;
+	long n;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		len = 0;
+	if ((size_t)len >= sizeof(text))
+		len = sizeof(text) - 1;
+	n = pub_proto_enc_error(buf, sizeof(buf), req_id, code, text, (size_t)len);
+	if (n > 0)
+		queue_frame(c, buf, (size_t)n);
+}
+
+/* A malformed frame ends this client only: tell it why, then close. */
+static void protocol_error(struct pubd_client *c, const char *why)
+{
+	log_notice("client %u (pid %d, %s): protocol error: %s; disconnecting", c->id, (int)c->pid,
+		   c->name[0] ? c->name : "?", why);
+	c->d->counters[PUBD_CTR_CLIENTS_REJECTED]++;
+	reply_error(c, 0, PUB_ERR_PROTO, "protocol error: %s", why);
+	c->closing = true;
+	c->rlen = 0;
+	mark_dirty(c);
+}
+
+static void update_watch(struct pubd_client *c)
+{
+	uint32_t ev = 0;
+
+	if (!c->paused && !c->closing)
+		ev |= EPOLLIN;
+	if (c->out_head)
+		ev |= EPOLLOUT;
+	if (ev != c->watch_events) {
+		pubd_loop_watch_mod(c->watch, ev);
+		c->watch_events = ev;
+	}
+}
+
+/* Write as much queued output as the socket takes. Returns 1 if the client
+ * was closed, 0 otherwise. */
+static int client_flush(struct pubd_client *c)
+{
+	struct pubd *d = c->d;
+	struct iovec iov[FLUSH_IOV];
+	struct pubd_out *o;
+	unsigned n;
+	ssize_t w;
+	size_t left;
+
+	while (c->out_head) {
+		n = 0;
+		for (o = c->out_head; o && n + 2 <= FLUSH_IOV; o = o->next) {
+			uint32_t skip = o->written;
+
+			if (skip < o->head_len) {
+				iov[n].iov_base = o->head + skip;
+				iov[n++].iov_len = o->head_len - skip;
+				skip = 0;
+			} else {
+				skip -= o->head_len;
+			}
+			if (o->body && o->body->len > skip) {
+				iov[n].iov_base = o->body->data + skip;
+				iov[n++].iov_len = o->body->len - skip;
+			}
+		}
+		w = writev(c->fd, iov, (int)n);
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			log_info("client %u: write failed: %s; closing", c->id, strerror(errno));
+			client_close(c);
+			return 1;
+		}
+		left = (size_t)w;
+		while ((o = c->out_head)) {
+			size_t total = o->head_len + (o->body ? o->body->len : 0);
+			size_t rest = total - o->written;
+
+			if (left < rest) {
+				o->written += (uint32_t)left;
+				break;
+			}
+			left -= rest;
+			out_unlink(c, NULL, o);
+			if (o->sub) {
+				o->sub->delivered++;
+				o->sub->group->delivered++;
+				c->delivered++;
+				d->counters[PUBD_CTR_MSG_DELIVERED]++;
+			} else if (o->head_len) {
+				/* a delivery whose subscription went away mid-write */
+				c->delivered++;
+				d->counters[PUBD_CTR_MSG_DELIVERED]++;
+			}
+			out_release(d, o);
+		}
+		if (c->out_head && c->out_head->written)
+			break; /* short write: the socket is full */
+	}
+	if (!c->out_head && c->closing) {
+		client_close(c);
+		return 1;
+	}
+	update_watch(c);
+	return 0;
+}
+
+int pubd_ipc_flush_all(struct pubd *d)
+{
+	struct pubd_client *c, *next;
+	int work = 0;
+
+	/* Resume publishers whose transmit backlog drained. */
+	for (c = d->ipc.clients; c; c = next) {
+		next = c->next;
+		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2) {
+			c->paused = false;
+			update_watch(c);
+			client_parse(c);
+			work++;
+		}
+	}
+	while ((c = d->ipc.dirty)) {
+		d->ipc.dirty = c->next_dirty;
+		c->dirty = false;
+		client_flush(c);
+		work++;
+	}
+	return work;
+}
+
+void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
+{
+	struct pubd_client *c = s->client;
+	struct pubd_out *o, *prev;
+	long n;
+
+	if (c->closing)
+		return;
+	if (c->out_delivers >= d->cfg.subscriber_queue) {
+		switch (d->cfg.slow_subscriber) {
+		case PUBD_SLOW_DROP_NEWEST:
+			count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+			return;
+		case PUBD_SLOW_DROP_OLDEST:
+			/* The oldest delivery not yet started (one being written
+			 * must finish, or the stream would lose its framing). */
+			for (prev = NULL, o = c->out_head; o; prev = o, o = o->next)
+				if (o->sub && !o->written)
+					break;
+			if (!o) {
+				count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+				return;
+			}
+			out_unlink(c, prev, o);
+			count_sub_drop(d, o->sub, PUB_DROP_SUB_OVERFLOW, 1);
+			out_release(d, o);
+			break;
+		case PUBD_SLOW_DISCONNECT:
+			count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
+			log_notice("client %u (pid %d, %s): subscriber queue full (%u messages); disconnecting as slow",
+				   c->id, (int)c->pid, c->name, c->out_delivers);
+			/* Queued deliveries not yet started are dropped now. */
+			for (prev = NULL, o = c->out_head; o;) {
+				struct pubd_out *next = o->next;
+
+				if (o->sub && !o->written) {
+					out_unlink(c, prev, o);
+					count_sub_drop(d, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
+					out_release(d, o);
+				} else {
+					prev = o;
+				}
+				o = next;
+			}
+			reply_error(c, 0, PUB_ERR_SLOW,
+				    "disconnected: subscriber queue full (%u messages, policy disconnect)",
+				    d->cfg.subscriber_queue);
+			c->closing = true;
+			mark_dirty(c);
+			return;
+		}
+	}
+	o = out_alloc(d);
+	if (!o) {
+		count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+		return;
+	}
+	n = pub_proto_enc_deliver_head(o->head, sizeof(o->head), source, seq, s->group->name, s->group->name_len,
+				       msg->len);
+	if (n <= 0) {
+		out_release(d, o);
+		count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+		return;
+	}
+	o->head_len = (uint32_t)n;
+	o->body = pubd_msgbuf_get(msg);
+	o->sub = s;
+	out_append(c, o);
+}
+
+void pubd_ipc_tx_done(struct pubd *d, struct pubd_client *c)
+{
+	(void)d;
+	if (c->tx_pending)
+		c->tx_pending--;
+}
+
+void pubd_ipc_resume_all(struct pubd *d)
+{
+	(void)d; /* pubd_ipc_flush_all resumes paused clients on the next iteration */
+}
+
+/* ---- subscriptions ---- */
+
+static struct pubd_sub *client_find_sub(struct pubd_client *c, struct pubd_group *g, unsigned *idx)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nsubs; i++) {
+		if (c->subs[i]->group == g) {
+			if (idx)
+				*idx = i;
+			return c->subs[i];
+		}
+	}
+	return NULL;
+}
+
+/* Remove a subscription; deliveries queued for it and not yet started are
+ * dropped (sub_disconnect), one being written completes. */
+static void client_unsubscribe(struct pubd_client *c, unsigned idx)
+{
+	struct pubd_sub *s = c->subs[idx];
+	struct pubd_out *o, *prev, *next;
+	struct pubd *d = c->d;
+
+	for (prev = NULL, o = c->out_head; o; o = next) {
+		next = o->next;
+		if (o->sub != s) {
+			prev = o;
+			continue;
+		}
+		if (o->written) {
+			/* Keep it: the frame must finish. It no longer counts
+			 * against the subscription, which goes away now. */
+			c->out_delivers--;
+			o->sub = NULL;
+			prev = o;
+			continue;
+		}
+		out_unlink(c, prev, o);
+		count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
+		out_release(d, o);
+	}
+	c->subs[idx] = c->subs[--c->nsubs];
+	pubd_group_sub_remove(s->group, s);
+}
+
+void pubd_ipc_group_removed(struct pubd *d, struct pubd_group *g)
+{
+	struct pubd_client *c;
+	unsigned idx;
+
+	for (c = d->ipc.clients; c; c = c->next) {
+		struct pubd_pubstat *p;
+		unsigned i;
+
+		if (client_find_sub(c, g, &idx)) {
+			client_unsubscribe(c, idx);
+			reply_error(c, 0, PUB_ERR_NO_GROUP, "group %s was removed from the configuration", g->name);
+		}
+		for (i = 0; i < c->npubs; i++) {
+			p = &c->pubs[i];
+			if (p->group == g) {
+				c->pubs[i] = c->pubs[--c->npubs];
+				break;
+			}
+		}
+	}
+}
+
+static struct pubd_pubstat *client_pubstat(struct pubd_client *c, struct pubd_group *g)
+{
+	struct pubd_pubstat *v;
+	unsigned i;
+
+	for (i = 0; i < c->npubs; i++)
+		if (c->pubs[i].group == g)
+			return &c->pubs[i];
+	v = realloc(c->pubs, (c->npubs + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	c->pubs = v;
+	memset(&v[c->npubs], 0, sizeof(v[0]));
+	v[c->npubs].group = g;
+	return &v[c->npubs++];
+}
+
+/* ---- frame handlers ---- */
+
+static bool may(const struct pubd_client *c, const struct pubd_acl *acl)
+{
+	return pubd_acl_allows(acl, c->uid, c->gid, c->sup_gids, c->nsup_gids);
+}
+
+static void handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pubd *d = c->d;
+	struct pub_msg_welcome w = {0};
+	struct pub_msg_hello h;
+	uint8_t buf[600];
+	long n;
+
+	if (c->hello) {
+		protocol_error(c, "second HELLO");
+		return;
+	}
+	if (pub_proto_dec_hello(body, len, &h) < 0) {
+		protocol_error(c, "malformed HELLO");
+		return;
+	}
+	if (h.version != PUB_PROTO_VERSION) {
+		log_notice("client %u: protocol version %u not supported", c->id, h.version);
+		reply_error(c, 0, PUB_ERR_VERSION, "protocol version %u not supported (pubd speaks %u)", h.version,
+			    PUB_PROTO_VERSION);
+		c->closing = true;
+		return;
+	}
+	snprintf(c->name, sizeof(c->name), "%.*s", (int)h.client_name.len, h.client_name.ptr);
+	c->hello = true;
+	w.version = PUB_PROTO_VERSION;
+	w.max_message = (uint32_t)d->cfg.max_message_size;
+	w.mtu = d->mtu;
+	w.client_id = c->id;
+	w.source_id = d->source_id;
+	w.daemon_version = (struct pub_str){PUBD_VERSION, strlen(PUBD_VERSION)};
+	w.fabric = (struct pub_str){d->fops->name, strlen(d->fops->name)};
+	n = pub_proto_enc_welcome(buf, sizeof(buf), &w);
+	if (n > 0)
+		queue_frame(c, buf, (size_t)n);
+	log_debug("client %u: hello from %s (pid %d uid %u)", c->id, c->name, (int)c->pid, (unsigned)c->uid);
+}
+
+static void handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t len, bool sub)
+{
+	struct pub_msg_group_req r;
+	struct pubd_group *g;
+	struct pubd_sub *s, **v;
+	unsigned idx;
+
+	if (pub_proto_dec_group_req(body, len, &r) < 0) {
+		protocol_error(c, sub ? "malformed SUBSCRIBE" : "malformed UNSUBSCRIBE");
+		return;
+	}
+	g = pubd_groups_by_name(&c->d->groups, r.group.ptr, r.group.len);
+	if (!g) {
+		reply_error(c, r.req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration",
+			    (int)r.group.len, r.group.ptr);
+		return;
+	}
+	if (!sub) {
+		if (!client_find_sub(c, g, &idx)) {
+			reply_error(c, r.req_id, PUB_ERR_STATE, "not subscribed to '%s'", g->name);
+			return;
+		}
+		client_unsubscribe(c, idx);
+		reply_ok(c, r.req_id);
+		return;
+	}
+	if (client_find_sub(c, g, NULL)) {
+		reply_ok(c, r.req_id); /* idempotent */
+		return;
+	}
+	if (!may(c, &g->cfg->subscribe)) {
+		log_notice("client %u (pid %d uid %u): subscribe to %s denied by its ACL", c->id, (int)c->pid,
+			   (unsigned)c->uid, g->name);
+		g->sub_denied++;
+		reply_error(c, r.req_id, PUB_ERR_ACL, "uid %u may not subscribe to '%s' (group's subscribe ACL)",
+			    (unsigned)c->uid, g->name);
+		return;
+	}
+	if (c->nsubs == c->subs_cap) {
+		unsigned cap = c->subs_cap ? c->subs_cap * 2 : 4;
+
+		v = realloc(c->subs, cap * sizeof(*v));
+		if (!v)
+			goto nomem;
+		c->subs = v;
+		c->subs_cap = cap;
+	}
+	s = pubd_group_sub_add(g, c);
+	if (!s)
+		goto nomem;
+	c->subs[c->nsubs++] = s;
+	reply_ok(c, r.req_id);
+	return;
+nomem:
+	reply_error(c, r.req_id, PUB_ERR_INTERNAL, "out of memory");
+}
+
+/* The checks every publish passes; on refusal the reply is sent and the
+ * message counted, and NULL returned. */
+static struct pubd_group *publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
+					size_t plen)
+{
+	struct pubd *d = c->d;
+	struct pubd_group *g = pubd_groups_by_name(&d->groups, name, nlen);
+
+	if (!g) {
+		pubd_drops_add(&c->drops, PUB_DROP_NO_GROUP, 1);
+		pubd_drops_add(&d->drops, PUB_DROP_NO_GROUP, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		reply_error(c, req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration", (int)nlen,
+			    name);
+		return NULL;
+	}
+	if (!may(c, &g->cfg->publish)) {
+		pubd_drops_add(&c->drops, PUB_DROP_ACL_DENIED, 1);
+		pubd_drops_add(&g->drops, PUB_DROP_ACL_DENIED, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		log_debug("client %u uid %u: publish to %s denied by its ACL", c->id, (unsigned)c->uid, g->name);
+		reply_error(c, req_id, PUB_ERR_ACL, "uid %u may not publish to '%s' (group's publish ACL)",
+			    (unsigned)c->uid, g->name);
+		return NULL;
+	}
+	if (plen > d->cfg.max_message_size) {
+		pubd_drops_add(&c->drops, PUB_DROP_TOO_LARGE, 1);
+		pubd_drops_add(&g->drops, PUB_DROP_TOO_LARGE, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		reply_error(c, req_id, PUB_ERR_TOO_LARGE, "message of %zu bytes exceeds limits.max_message_size (%llu)",
+			    plen, (unsigned long long)d->cfg.max_message_size);
+		return NULL;
+	}
+	if (g->raw && plen > d->mtu) {
+		pubd_drops_add(&c->drops, PUB_DROP_MTU_EXCEEDED, 1);
+		pubd_drops_add(&g->drops, PUB_DROP_MTU_EXCEEDED, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		reply_error(c, req_id, PUB_ERR_TOO_LARGE,
+			    "message of %zu bytes exceeds the fabric MTU (%u) of raw group '%s' (raw groups cannot "
+			    "fragment)",
+			    plen, d->mtu, g->name);
+		return NULL;
+	}
+	return g;
+}
+
+static void publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m)
+{
+	struct pubd_pubstat *ps = client_pubstat(c, g);
+
+	if (ps) {
+		ps->published++;
+		ps->bytes += m->len;
+	}
+	c->published++;
+	pubd_publish(c->d, c, g, m);
+	if (req_id)
+		reply_ok(c, req_id);
+	if (c->tx_pending >= TX_PENDING_HIGH)
+		c->paused = true;
+}
+
+static void handle_publish(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pub_msg_publish p;
+	struct pubd_group *g;
+	struct pubd_msgbuf *m;
+
+	if (pub_proto_dec_publish(body, len, &p) < 0) {
+		protocol_error(c, "malformed PUBLISH");
+		return;
+	}
+	g = publish_admit(c, p.req_id, p.group.ptr, p.group.len, p.payload_len);
+	if (!g)
+		return;
+	m = pubd_msgbuf_alloc(p.payload_len);
+	if (!m) {
+		reply_error(c, p.req_id, PUB_ERR_INTERNAL, "out of memory");
+		return;
+	}
+	memcpy(m->data, p.payload, p.payload_len);
+	publish_accept(c, p.req_id, g, m);
+	pubd_msgbuf_put(m);
+}
+
+static int table_grow(struct pub_table_builder *b, size_t need)
+{
+	size_t cap = b->cap ? b->cap : 4096;
+	uint8_t *p;
+
+	while (cap < need)
+		cap *= 2;
+	p = realloc(b->buf, cap);
+	if (!p)
+		return -ENOMEM;
+	b->buf = p;
+	b->cap = cap;
+	return 0;
+}
+
+static void handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pub_table_builder b = {.grow = table_grow};
+	struct pub_msg_query q;
+	char err[2048];
+	uint8_t ok[16];
+	long n;
+	int r;
+
+	if (pub_proto_dec_query(body, len, &q) < 0) {
+		protocol_error(c, "malformed QUERY");
+		return;
+	}
+	if (q.kind == PUB_QUERY_RELOAD && c->uid != 0 && c->uid != getuid()) {
+		reply_error(c, q.req_id, PUB_ERR_ACL, "only root or pubd's own user may reload");
+		return;
+	}
+	err[0] = 0;
+	r = pubd_query(c->d, &b, q.req_id, q.kind, q.arg.ptr, q.arg.len, err, sizeof(err));
+	if (r < 0) {
+		reply_error(c, q.req_id, (uint32_t)-r, "%s", err[0] ? err : "query failed");
+		goto out;
+	}
+	n = pub_proto_enc_ok(ok, sizeof(ok), q.req_id);
+	if (b.err || (b.len + (size_t)n > b.cap && table_grow(&b, b.len + (size_t)n) < 0)) {
+		reply_error(c, q.req_id, PUB_ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	memcpy(b.buf + b.len, ok, (size_t)n);
+	b.len += (size_t)n;
+	queue_frame(c, b.buf, b.len);
+out:
+	free(b.buf);
+}
+
+static void handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, size_t len)
+{
+	if (!c->hello && type != PUB_FRAME_HELLO) {
+		protocol_error(c, "first frame must be HELLO");
+		return;
+	}
+	switch (type) {
+	case PUB_FRAME_HELLO:
+		handle_hello(c, body, len);
+		break;
+	case PUB_FRAME_SUBSCRIBE:
+		handle_subscribe(c, body, len, true);
+		break;
+	case PUB_FRAME_UNSUBSCRIBE:
+		handle_subscribe(c, body, len, false);
+		break;
+	case PUB_FRAME_PUBLISH:
+		handle_publish(c, body, len);
+		break;
+	case PUB_FRAME_QUERY:
+		handle_query(c, body, len);
+		break;
+	default:
+		protocol_error(c, "frame type not valid from a client");
+		break;
+	}
+}
+
+static size_t max_body(const struct pubd *d)
+{
+	return (size_t)d->cfg.max_message_size + 4 + 1 + PUB_PROTO_NAME_MAX;
+}
+
+/*
+ * A PUBLISH whose body cannot fit the receive buffer: once its group name
+ * is in, allocate the message and read the rest of the payload straight
+ * into it. Returns bytes consumed from rbuf+off, 0 to wait for more, -1 on
+ * a protocol error.
+ */
+static long start_big(struct pubd_client *c, const uint8_t *p, size_t avail, uint32_t body_len)
+{
+	size_t nlen, fixed, plen, have;
+
+	if (avail < PUB_PROTO_HDR_LEN + 5)
+		return 0;
+	nlen = p[PUB_PROTO_HDR_LEN + 4];
+	fixed = 5 + nlen;
+	if (body_len < fixed)
+		return -1;
+	if (avail < PUB_PROTO_HDR_LEN + fixed)
+		return 0;
+	plen = body_len - fixed;
+	c->big = pubd_msgbuf_alloc(plen);
+	if (!c->big)
+		return -1;
+	memcpy(&c->big_req_id, p + PUB_PROTO_HDR_LEN, 4);
+	c->big_req_id = le32toh(c->big_req_id);
+	memcpy(c->big_group, p + PUB_PROTO_HDR_LEN + 5, nlen);
+	c->big_group_len = nlen;
+	have = avail - PUB_PROTO_HDR_LEN - fixed;
+	if (have > plen)
+		have = plen;
+	memcpy(c->big->data, p + PUB_PROTO_HDR_LEN + fixed, have);
+	c->big_have = have;
+	return (long)(PUB_PROTO_HDR_LEN + fixed + have);
+}
+
+static void finish_big(struct pubd_client *c)
+{
+	struct pubd_msgbuf *m = c->big;
+	struct pubd_group *g;
+
+	c->big = NULL;
+	g = publish_admit(c, c->big_req_id, c->big_group, c->big_group_len, m->len);
+	if (g)
+		publish_accept(c, c->big_req_id, g, m);
+	pubd_msgbuf_put(m);
+}
+
+/* Handle every whole frame in rbuf (until paused or closing). */
+static void client_parse(struct pubd_client *c)
+{
+	size_t off = 0, need;
+	const uint8_t *body;
+	uint32_t body_len;
+	uint8_t type;
+	long used;
+	int r;
+
+	while (!c->closing && !c->paused && !c->big && off < c->rlen) {
+		r = pub_proto_frame_peek(c->rbuf + off, c->rlen - off, max_body(c->d), &type, &body_len, &body, &need);
+		if (r < 0) {
+			protocol_error(c, "invalid frame header");
+			return;
+		}
+		if (r == 0) {
+			if (c->rlen - off < PUB_PROTO_HDR_LEN || PUB_PROTO_HDR_LEN + (size_t)body_len <= c->rcap)
+				break; /* more bytes will come and fit */
+			if (type != PUB_FRAME_PUBLISH) {
+				protocol_error(c, "frame too large");
+				return;
+			}
+			used = start_big(c, c->rbuf + off, c->rlen - off, body_len);
+			if (used < 0) {
+				protocol_error(c, "malformed PUBLISH");
+				return;
+			}
+			if (used == 0)
+				break;
+			off += (size_t)used;
+			if (c->big_have == c->big->len)
+				finish_big(c);
+			continue;
+		}
+		handle_frame(c, type, body, body_len);
+		off += PUB_PROTO_HDR_LEN + body_len;
+		if (c->out_ctrl_bytes >= CTRL_BYTES_HIGH)
+			c->paused = true;
+	}
+	if (c->closing)
+		return;
+	if (off) {
+		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+		c->rlen -= off;
+	}
+	update_watch(c);
+}
+
+static void client_read(struct pubd_client *c)
+{
+	size_t budget = READ_BUDGET;
+	ssize_t n;
+
+	while (budget && !c->paused && !c->closing) {
+		if (c->big) {
+			n = read(c->fd, c->big->data + c->big_have, c->big->len - c->big_have);
+			if (n > 0) {
+				c->big_have += (size_t)n;
+				budget -= (size_t)n > budget ? budget : (size_t)n;
+				if (c->big_have == c->big->len) {
+					finish_big(c);
+					client_parse(c);
+				}
+				continue;
+			}
+		} else {
+			n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+			if (n > 0) {
+				c->rlen += (size_t)n;
+				budget -= (size_t)n > budget ? budget : (size_t)n;
+				client_parse(c);
+				continue;
+			}
+		}
+		if (n == 0) {
+			log_debug("client %u: disconnected", c->id);
+			client_close(c);
+			return;
+		}
+		if (errno == EAGAIN || errno == EINTR)
+			break;
+		log_info("client %u: read failed: %s", c->id, strerror(errno));
+		client_close(c);
+		return;
+	}
+}
+
+static void on_client(void *ctx, uint32_t events)
+{
+	struct pubd_client *c = ctx;
+
+	if (events & EPOLLOUT) {
+		if (client_flush(c))
+			return;
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+		if (c->paused || c->closing) {
+			if (events & (EPOLLHUP | EPOLLERR))
+				client_close(c);
+			return;
+		}
+		client_read(c);
+	}
+}
+
+static void client_close(struct pubd_client *c)
+{
+	struct pubd *d = c->d;
+	struct pubd_client **p;
+	struct pubd_out *o;
+
+	while (c->nsubs)
+		client_unsubscribe(c, c->nsubs - 1);
+	while ((o = c->out_head)) {
+		out_unlink(c, NULL, o);
+		out_release(d, o);
+	}
+	pubd_tx_forget_client(d, c);
+	if (c->dirty) {
+		for (p = &d->ipc.dirty; *p; p = &(*p)->next_dirty) {
+			if (*p == c) {
+				*p = c->next_dirty;
+				break;
+			}
+		}
+	}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		d->ipc.clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	d->ipc.nclients--;
+	pubd_loop_unwatch(c->watch);
+	close(c->fd);
+	pubd_msgbuf_put(c->big);
+	free(c->rbuf);
+	free(c->subs);
+	free(c->pubs);
+	free(c->sup_gids);
+	free(c);
+}
+
+static void read_peer(struct pubd_client *c)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	gid_t *gids = NULL;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+		c->pid = cred.pid;
+		c->uid = cred.uid;
+		c->gid = cred.gid;
+	} else {
+		/* Unknown peers get the least privilege: a uid no ACL names. */
+		c->uid = (uid_t)-1;
+		c->gid = (gid_t)-1;
+	}
+	/* Supplementary groups, for gid:/group: ACL entries. */
+	len = 0;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, NULL, &len) < 0 && errno == ERANGE && len) {
+		gids = malloc(len);
+		if (gids && getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, gids, &len) == 0) {
+			c->nsup_gids = len / sizeof(gid_t);
+			c->sup_gids = (uint32_t *)gids;
+			return;
+		}
+		free(gids);
+	}
+}
+
+static void on_accept(void *ctx, uint32_t events)
+{
+	struct pubd *d = ctx;
+	struct pubd_client *c;
+	int fd;
+
+	(void)events;
+	for (;;) {
+		fd = accept4(d->ipc.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				log_warn("accept on %s: %s", d->ipc.path ? d->ipc.path : "socket", strerror(errno));
+			return;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c || !(c->rbuf = malloc(RBUF_CAP))) {
+			log_err("out of memory accepting a client");
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->d = d;
+		c->fd = fd;
+		c->rcap = RBUF_CAP;
+		c->id = ++d->ipc.next_id;
+		c->connected_ns = pubd_now_ns();
+		read_peer(c);
+		c->watch_events = EPOLLIN;
+		c->watch = pubd_loop_watch(d->loop, fd, EPOLLIN, on_client, c);
+		if (!c->watch) {
+			log_err("cannot watch client fd: %s", strerror(errno));
+			free(c->rbuf);
+			free(c->sup_gids);
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->next = d->ipc.clients;
+		if (c->next)
+			c->next->prev = c;
+		d->ipc.clients = c;
+		d->ipc.nclients++;
+		d->counters[PUBD_CTR_CLIENTS_ACCEPTED]++;
+	}
+}
+
+static int make_parent_dir(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int listen_on_path(struct pubd *d)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *path = d->cfg.socket_path;
+	struct stat st;
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		log_err("daemon.socket %s: path longer than %zu bytes", path, sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	err = make_parent_dir(path);
+	if (err < 0) {
+		log_err("daemon.socket %s: cannot create its directory: %s", path, strerror(-err));
+		return err;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A socket left by a daemon that died is stale unless someone answers. */
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(probe);
+			close(fd);
+			log_err("daemon.socket %s: another pubd is listening there", path);
+			return -EADDRINUSE;
+		}
+		if (probe >= 0)
+			close(probe);
+		unlink(path);
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		log_err("daemon.socket %s: bind: %s", path, strerror(errno));
+		close(fd);
+		return err;
+	}
+	if (chmod(path, d->cfg.socket_mode) < 0)
+		log_warn("daemon.socket %s: chmod %o: %s", path, d->cfg.socket_mode, strerror(errno));
+	if (listen(fd, 128) < 0) {
+		err = -errno;
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	d->ipc.path = strdup(path);
+	return fd;
+}
+
+int pubd_ipc_init(struct pubd *d)
+{
+	int n, fd = -1;
+
+	d->ipc.listen_fd = -1;
+	/* Socket activation: systemd hands us the listening socket. */
+	n = sd_listen_fds(1);
+	if (n > 1) {
+		log_err("systemd passed %d sockets; pubd takes one", n);
+		return -EINVAL;
+	}
+	if (n == 1) {
+		fd = SD_LISTEN_FDS_START;
+		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+			log_err("the socket systemd passed is not a listening Unix stream socket");
+			return -EINVAL;
+		}
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		d->ipc.listen_from_systemd = true;
+		log_info("listening on the socket passed by systemd");
+	} else {
+		fd = listen_on_path(d);
+		if (fd < 0)
+			return fd;
+		log_info("listening on %s (mode %04o)", d->ipc.path, d->cfg.socket_mode);
+	}
+	d->ipc.listen_fd = fd;
+	d->ipc.listen_watch = pubd_loop_watch(d->loop, fd, EPOLLIN, on_accept, d);
+	if (!d->ipc.listen_watch)
+		return -errno;
+	return 0;
+}
+
+void pubd_ipc_shutdown(struct pubd *d)
+{
+	struct pubd_client *c, *next;
+
+	for (c = d->ipc.clients; c; c = next) {
+		next = c->next;
+		if (!c->closing)
+			reply_error(c, 0, PUB_ERR_SHUTDOWN, "pubd is stopping");
+		c->closing = true;
+		/* One non-blocking attempt; a client that is not reading loses it. */
+		if (!client_flush(c))
+			client_close(c);
+	}
+	d->ipc.dirty = NULL;
+}
+
+void pubd_ipc_close(struct pubd *d)
+{
+	struct pubd_out *o;
+
+	while (d->ipc.clients)
+		client_close(d->ipc.clients);
+	if (d->ipc.listen_watch)
+		pubd_loop_unwatch(d->ipc.listen_watch);
+	d->ipc.listen_watch = NULL;
+	if (d->ipc.listen_fd >= 0) {
+		close(d->ipc.listen_fd);
+		if (d->ipc.path && !d->ipc.listen_from_systemd)
+			unlink(d->ipc.path);
+	}
+	d->ipc.listen_fd = -1;
+	free(d->ipc.path);
+	d->ipc.path = NULL;
+	while ((o = d->ipc.free_outs)) {
+		d->ipc.free_outs = o->next;
+		free(o);
+	}
+}

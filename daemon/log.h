@@ -12,10 +12,10 @@ void pubd_log_set_level(int level);
 int pubd_log_get_level(void);
 void pubd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define log_err(...) pubd_log(LOG_ERR, __VA_ARGS__)
-#define log_warn(...) pubd_log(LOG_WARNING, __VA_ARGS__)
+#define log_err(...)	pubd_log(LOG_ERR, __VA_ARGS__)
+#define log_warn(...)	pubd_log(LOG_WARNING, __VA_ARGS__)
 #define log_notice(...) pubd_log(LOG_NOTICE, __VA_ARGS__)
-#define log_info(...) pubd_log(LOG_INFO, __VA_ARGS__)
-#define log_debug(...) pubd_log(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...)	pubd_log(LOG_INFO, __VA_ARGS__)
+#define log_debug(...)	pubd_log(LOG_DEBUG, __VA_ARGS__)
 
 #endif

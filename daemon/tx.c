@@ -1,3 +1,288 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-typedef int pubd_placeholder_tx_t;
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "tx.h"
+#include "wire.h"
+
+/* Datagrams offered to the fabric per call: enough to amortise the system
+ * call or doorbell, small enough that headers live on the stack. */
+#define TX_BATCH 32
+
+static void ready_push(struct pubd_tx *tx, struct pubd_group *g)
+{
+	if (g->tx_ready || !g->txq_head || !g->up)
+		return;
+	g->tx_ready = true;
+	g->tx_next = NULL;
+	if (tx->ready_tail)
+		tx->ready_tail->tx_next = g;
+	else
+		tx->ready_head = g;
+	tx->ready_tail = g;
+}
+
+static struct pubd_group *ready_pop(struct pubd_tx *tx)
+{
+	struct pubd_group *g = tx->ready_head;
+
+	if (!g)
+		return NULL;
+	tx->ready_head = g->tx_next;
+	if (!tx->ready_head)
+		tx->ready_tail = NULL;
+	g->tx_ready = false;
+	g->tx_next = NULL;
+	return g;
+}
+
+static void ready_unlink(struct pubd_tx *tx, struct pubd_group *g)
+{
+	struct pubd_group **p, *prev = NULL;
+
+	for (p = &tx->ready_head; *p; prev = *p, p = &(*p)->tx_next) {
+		if (*p == g) {
+			*p = g->tx_next;
+			if (tx->ready_tail == g)
+				tx->ready_tail = prev;
+			break;
+		}
+	}
+	g->tx_ready = false;
+	g->tx_next = NULL;
+}
+
+int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq,
+		    struct pubd_client *origin)
+{
+	struct pubd_tx *tx = &d->tx;
+	struct pubd_tx_item *it = tx->free_items;
+	int err;
+
+	if (it)
+		tx->free_items = it->next;
+	else if (!(it = malloc(sizeof(*it))))
+		return -ENOMEM;
+	memset(it, 0, sizeof(*it));
+	if (g->raw) {
+		it->plan.msg_len = msg->len;
+		it->plan.frag_count = 1;
+		it->plan.frag_payload = msg->len;
+	} else {
+		err = pubd_frag_plan(&it->plan, msg->len, d->mtu, d->cfg.max_message_size);
+		if (err < 0) {
+			it->next = tx->free_items;
+			tx->free_items = it;
+			return err;
+		}
+	}
+	it->msg = pubd_msgbuf_get(msg);
+	it->seq = seq;
+	it->origin = origin;
+	if (origin)
+		origin->tx_pending++;
+	if (g->txq_tail)
+		g->txq_tail->next = it;
+	else
+		g->txq_head = it;
+	g->txq_tail = it;
+	g->txq_len++;
+	tx->queued_msgs++;
+	ready_push(tx, g);
+	return 0;
+}
+
+static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it)
+{
+	g->txq_head = it->next;
+	if (!g->txq_head)
+		g->txq_tail = NULL;
+	g->txq_len--;
+	d->tx.queued_msgs--;
+	if (it->origin)
+		pubd_ipc_tx_done(d, it->origin);
+	pubd_msgbuf_put(it->msg);
+	it->next = d->tx.free_items;
+	d->tx.free_items = it;
+}
+
+/*
+ * Offer up to TX_BATCH datagrams of g's queue. Returns the number the
+ * fabric took, or -1 when it took fewer than offered (out of credits).
+ */
+static int pump_group(struct pubd *d, struct pubd_group *g)
+{
+	uint8_t hdrs[TX_BATCH][PUBD_WIRE_HDR_LEN];
+	struct pubd_tx_dgram dg[TX_BATCH];
+	struct pubd_tx_item *owner[TX_BATCH];
+	struct pubd_wire_hdr tmpl = {0}, h;
+	struct pubd_tx_item *it;
+	unsigned n = 0, i;
+	uint32_t frag;
+	size_t off, len;
+	int sent;
+
+	/* Gather fragments across queued messages so small ones share a call. */
+	for (it = g->txq_head; it && n < TX_BATCH; it = it->next) {
+		tmpl.group_id = g->id;
+		tmpl.source_id = d->source_id;
+		tmpl.msg_seq = it->seq;
+		for (frag = it->next_frag; frag < it->plan.frag_count && n < TX_BATCH; frag++) {
+			if (g->raw) {
+				dg[n] = (struct pubd_tx_dgram){.payload = it->msg->data, .payload_len = it->msg->len};
+			} else {
+				pubd_frag_get(&it->plan, &tmpl, frag, &h, &off, &len);
+				pubd_wire_encode(&h, hdrs[n]);
+				dg[n] = (struct pubd_tx_dgram){.hdr = hdrs[n],
+							       .hdr_len = PUBD_WIRE_HDR_LEN,
+							       .payload = it->msg->data + off,
+							       .payload_len = (uint32_t)len};
+			}
+			owner[n++] = it;
+		}
+	}
+	if (!n)
+		return 0;
+	sent = d->fops->send(d->fabric, g->slot, dg, n);
+	if (sent < 0) {
+		/* A hard error on the head message: drop it, counted, and go on. */
+		it = g->txq_head;
+		log_warn("group %s: fabric refused message seq %llu (%u bytes): %s", g->name,
+			 (unsigned long long)it->seq, it->msg->len, strerror(-sent));
+		pubd_drops_add(&g->drops, sent == -EMSGSIZE ? PUB_DROP_MTU_EXCEEDED : PUB_DROP_FABRIC_ERROR, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		item_done(d, g, it);
+		return 0;
+	}
+	for (i = 0; i < (unsigned)sent; i++) {
+		it = owner[i];
+		d->counters[PUBD_CTR_TX_BYTES] += dg[i].hdr_len + dg[i].payload_len;
+		if (++it->next_frag == it->plan.frag_count) {
+			g->sent_seq = it->seq + 1;
+			g->ever_sent = true;
+			item_done(d, g, it);
+		}
+	}
+	g->tx_datagrams += (unsigned)sent;
+	d->counters[PUBD_CTR_TX_DATAGRAMS] += (unsigned)sent;
+	return (unsigned)sent < n ? -1 : sent;
+}
+
+unsigned pubd_tx_pump(struct pubd *d)
+{
+	struct pubd_tx *tx = &d->tx;
+	struct pubd_group *g;
+	unsigned total = 0;
+	int r;
+
+	if (tx->stalled)
+		return 0;
+	while ((g = ready_pop(tx))) {
+		r = pump_group(d, g);
+		if (r < 0) {
+			tx->stalled = true;
+			d->counters[PUBD_CTR_TX_STALLS]++;
+			/* It goes first when credits return. */
+			g->tx_ready = true;
+			g->tx_next = tx->ready_head;
+			tx->ready_head = g;
+			if (!tx->ready_tail)
+				tx->ready_tail = g;
+			break;
+		}
+		total += (unsigned)r;
+		ready_push(tx, g); /* round robin: back of the line if more is queued */
+	}
+	return total;
+}
+
+void pubd_tx_group_state(struct pubd *d, struct pubd_group *g)
+{
+	if (g->up)
+		ready_push(&d->tx, g);
+	else if (g->tx_ready)
+		ready_unlink(&d->tx, g);
+}
+
+void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g)
+{
+	uint64_t n = 0;
+
+	if (g->tx_ready)
+		ready_unlink(&d->tx, g);
+	while (g->txq_head) {
+		item_done(d, g, g->txq_head);
+		n++;
+	}
+	if (n) {
+		pubd_drops_add(&g->drops, PUB_DROP_FABRIC_ERROR, n);
+		d->counters[PUBD_CTR_MSG_DROPPED] += n;
+	}
+}
+
+void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c)
+{
+	struct pubd_tx_item *it;
+	struct pubd_group *g;
+	unsigned i;
+
+	if (!c->tx_pending)
+		return;
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		for (it = g->txq_head; it; it = it->next)
+			if (it->origin == c)
+				it->origin = NULL;
+	}
+	c->tx_pending = 0;
+}
+
+void pubd_tx_heartbeat(struct pubd *d)
+{
+	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_HEARTBEAT};
+	uint8_t buf[PUBD_WIRE_HDR_LEN];
+	struct pubd_tx_dgram dg = {.hdr = buf, .hdr_len = sizeof(buf)};
+	struct pubd_group *g;
+	unsigned i;
+
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		/* Only idle groups: announcing a sequence still queued here would
+		 * make receivers count it missing before it was even sent. */
+		if (g->raw || !g->up || !g->ever_sent || g->txq_head)
+			continue;
+		h.group_id = g->id;
+		h.source_id = d->source_id;
+		h.msg_seq = g->sent_seq;
+		pubd_wire_encode(&h, buf);
+		if (d->fops->send(d->fabric, g->slot, &dg, 1) == 1)
+			d->counters[PUBD_CTR_TX_HEARTBEATS]++;
+	}
+}
+
+void pubd_tx_free(struct pubd *d)
+{
+	struct pubd_tx_item *it;
+	struct pubd_group *g;
+	unsigned i;
+
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		while ((it = g->txq_head)) {
+			g->txq_head = it->next;
+			pubd_msgbuf_put(it->msg);
+			free(it);
+		}
+		g->txq_tail = NULL;
+		g->txq_len = 0;
+	}
+	while ((it = d->tx.free_items)) {
+		d->tx.free_items = it->next;
+		free(it);
+	}
+	d->tx.ready_head = d->tx.ready_tail = NULL;
+	d->tx.queued_msgs = 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * struct pubd: everything the daemon owns, driven by one event loop.
+ */
+#ifndef PUBD_DAEMON_H
+#define PUBD_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "fabric.h"
+#include "groups.h"
+#include "ipc.h"
+#include "loop.h"
+#include "reasm.h"
+#include "stats.h"
+#include "tx.h"
+
+struct pub_table_builder;
+
+struct pubd {
+	char *config_path;
+	struct pubd_config cfg;
+	struct pubd_loop *loop;
+	const struct pubd_fabric_ops *fops;
+	struct pubd_fabric *fabric;
+	uint32_t mtu;
+	uint64_t source_id;
+	uint64_t started_ns;
+	struct pubd_reasm *reasm;
+	struct pubd_groups groups;
+	struct pubd_ipc ipc;
+	struct pubd_tx tx;
+	struct pubd_source_map sources;
+	uint64_t counters[PUBD_CTR__COUNT];
+	struct pubd_drops drops; /* daemon-scope: not tied to a known group */
+	struct pubd_loop_timer *reasm_timer, *heartbeat_timer, *watchdog_timer, *status_timer;
+	uint64_t watchdog_usec;
+	bool ready; /* READY=1 sent */
+	bool stopping;
+	int exit_code;
+};
+
+/* Lifecycle (daemon.c). */
+int pubd_init(struct pubd *d, const char *config_path);
+int pubd_run(struct pubd *d);
+void pubd_close(struct pubd *d);
+/* Re-read the config; 0 or -EINVAL with the errors logged and, when
+ * errtext is not NULL, written there (for pubctl reload). */
+int pubd_reload(struct pubd *d, char *errtext, size_t errcap);
+
+/* A message published by a local client (ipc.c calls this after checks). */
+void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
+/* Join / leave the fabric for a group. */
+int pubd_group_join(struct pubd *d, struct pubd_group *g);
+
+/* Queries for pubctl (query.c): append TABLE frames for kind; returns 0 or
+ * -PUB_ERR_* with a message in err. */
+int pubd_query(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
+	       size_t arglen, char *err, size_t errcap);
+
+/* systemd notification (notify.c). */
+void pubd_notify_init(struct pubd *d);
+void pubd_notify_ready(struct pubd *d);
+void pubd_notify_status(struct pubd *d);
+void pubd_notify_reloading(struct pubd *d);
+void pubd_notify_stopping(struct pubd *d);
+void pubd_notify_watchdog(struct pubd *d);
+
+#endif

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Groups: the configured multicast groups, their local subscribers, their
+ * transmit queues and their counters. A group's slot is its index in the
+ * table and is what the fabric knows it by.
+ */
+#ifndef PUBD_GROUPS_H
+#define PUBD_GROUPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "fabric.h"
+#include "msgbuf.h"
+#include "stats.h"
+
+#define PUB_GROUP_NAME_MAX 255
+
+struct pubd_client;
+struct pubd_group;
+struct pubd_tx_item;
+
+/* One client's subscription to one group. */
+struct pubd_sub {
+	struct pubd_client *client;
+	struct pubd_group *group;
+	uint64_t delivered;
+	struct pubd_drops drops;
+};
+
+struct pubd_group {
+	char name[PUB_GROUP_NAME_MAX + 1];
+	size_t name_len;
+	uint64_t id; /* pubd_group_id(name) */
+	int slot;
+	const struct pubd_group_config *cfg; /* in the daemon's current config */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	bool raw;
+	bool up; /* joined: the fabric can send to it */
+	enum pubd_join_mode mode;
+
+	struct pubd_sub **subs;
+	unsigned nsubs, subs_cap;
+
+	/* transmit side */
+	uint64_t next_seq; /* sequence number of the next message published here */
+	uint64_t sent_seq; /* one past the last message whose datagrams all went out */
+	struct pubd_tx_item *txq_head, *txq_tail;
+	uint32_t txq_len;
+	bool tx_ready; /* on the daemon's list of groups with something to send */
+	struct pubd_group *tx_next;
+	bool ever_sent;
+
+	/* counters */
+	uint64_t published; /* by local clients */
+	uint64_t published_bytes;
+	uint64_t received; /* complete messages from remote sources */
+	uint64_t received_bytes;
+	uint64_t delivered;  /* writes to local subscribers */
+	uint64_t raw_rx_seq; /* raw groups number what they receive themselves */
+	uint64_t tx_datagrams;
+	uint64_t rx_datagrams;
+	struct pubd_drops drops;     /* stream-level: reassembly, publish refusals */
+	struct pubd_drops sub_drops; /* subscriber-level: queue policies */
+	uint64_t sub_denied;	     /* subscribe requests refused by the ACL */
+};
+
+struct pubd_groups {
+	struct pubd_group **v; /* indexed by slot; NULL for a free slot */
+	unsigned n;
+};
+
+/* Create the group for cfg in a free slot. Returns it or NULL (-ENOMEM). */
+struct pubd_group *pubd_groups_add(struct pubd_groups *gs, const struct pubd_group_config *cfg);
+/* Free a group; its subscriptions and tx queue must already be gone. */
+void pubd_groups_remove(struct pubd_groups *gs, struct pubd_group *g);
+void pubd_groups_free(struct pubd_groups *gs);
+
+/* Lookups: linear over the table, which holds tens of groups; the name
+ * lookup compares the 64-bit id first so it rarely touches the strings. */
+struct pubd_group *pubd_groups_by_name(const struct pubd_groups *gs, const char *name, size_t len);
+struct pubd_group *pubd_groups_by_id(const struct pubd_groups *gs, uint64_t id);
+static inline struct pubd_group *pubd_groups_by_slot(const struct pubd_groups *gs, int slot)
+{
+	return slot >= 0 && (unsigned)slot < gs->n ? gs->v[slot] : NULL;
+}
+
+#define pubd_groups_foreach(gs, g, i)       \
+	for ((i) = 0; (i) < (gs)->n; (i)++) \
+		if (((g) = (gs)->v[i]) != NULL)
+
+/* Subscriptions. add returns the sub or NULL; remove frees it. */
+struct pubd_sub *pubd_group_sub_add(struct pubd_group *g, struct pubd_client *c);
+void pubd_group_sub_remove(struct pubd_group *g, struct pubd_sub *s);
+
+/* What the group needs from the fabric: receive unless nobody may subscribe
+ * here (an empty subscribe ACL), in which case a send-only join suffices. */
+enum pubd_join_mode pubd_group_join_mode(const struct pubd_group_config *cfg);
+
+#endif

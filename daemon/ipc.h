@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The local API: a Unix stream socket speaking common/proto.h.
+ *
+ * Every client has a receive buffer, an output queue and its counters.
+ * Output (deliveries, replies) is queued and written in batches with
+ * writev() once per loop iteration, so a burst of messages costs few
+ * system calls. A subscriber's queue holds at most limits.subscriber_queue
+ * deliveries; past that the slow_subscriber policy decides, and every
+ * message it drops is counted against that subscriber only.
+ */
+#ifndef PUBD_IPC_H
+#define PUBD_IPC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "msgbuf.h"
+#include "stats.h"
+
+/* frame header + source + seq + name8 */
+#define PUB_OUT_HEAD_MAX (8 + 8 + 8 + 1 + 255)
+
+struct pubd;
+struct pubd_group;
+struct pubd_sub;
+struct pubd_loop_watch;
+
+/* One queued output frame. */
+struct pubd_out {
+	struct pubd_out *next;
+	struct pubd_msgbuf *body; /* DELIVER payload, or a whole control frame */
+	struct pubd_sub *sub;	  /* DELIVER: the subscription it counts against */
+	uint32_t head_len;	  /* bytes of head[] in use (0 for control frames) */
+	uint32_t written;	  /* of head + body */
+	uint8_t head[PUB_OUT_HEAD_MAX];
+};
+
+/* Per client, per group publish counts (`pubctl group NAME` shows publishers). */
+struct pubd_pubstat {
+	struct pubd_group *group;
+	uint64_t published;
+	uint64_t bytes;
+};
+
+struct pubd_client {
+	struct pubd *d;
+	struct pubd_client *prev, *next; /* all clients */
+	int fd;
+	struct pubd_loop_watch *watch;
+	uint32_t watch_events;
+	uint32_t id;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	uint32_t *sup_gids; /* supplementary groups (SO_PEERGROUPS) */
+	size_t nsup_gids;
+	char name[64];
+	bool hello;
+	bool closing; /* protocol error: flush the error reply, then close */
+	uint64_t connected_ns;
+
+	uint8_t *rbuf;
+	size_t rlen, rcap;
+	/* A PUBLISH too big for rbuf is read straight into its message buffer. */
+	struct pubd_msgbuf *big;
+	size_t big_have;
+	uint32_t big_req_id;
+	char big_group[256];
+	size_t big_group_len;
+
+	struct pubd_out *out_head, *out_tail;
+	uint32_t out_delivers; /* queued DELIVER frames (the subscriber queue) */
+	size_t out_ctrl_bytes; /* queued reply bytes */
+	bool dirty;	       /* on the flush list */
+	struct pubd_client *next_dirty;
+
+	uint32_t tx_pending; /* its messages waiting in transmit queues */
+	bool paused;	     /* not reading: back-pressure */
+
+	struct pubd_sub **subs;
+	unsigned nsubs, subs_cap;
+	struct pubd_pubstat *pubs;
+	unsigned npubs;
+
+	uint64_t published, delivered;
+	struct pubd_drops drops;
+};
+
+struct pubd_ipc {
+	int listen_fd;
+	bool listen_from_systemd;
+	struct pubd_loop_watch *listen_watch;
+	char *path; /* NULL when systemd owns the socket */
+	struct pubd_client *clients;
+	unsigned nclients;
+	uint32_t next_id;
+	struct pubd_client *dirty;
+	struct pubd_out *free_outs;
+};
+
+int pubd_ipc_init(struct pubd *d);
+void pubd_ipc_close(struct pubd *d);
+/* Write queued output of every client that has some. Returns work done. */
+int pubd_ipc_flush_all(struct pubd *d);
+/* Queue a message for one subscriber, applying the slow-subscriber policy. */
+void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
+/* A message of this client's left the transmit queue. */
+void pubd_ipc_tx_done(struct pubd *d, struct pubd_client *c);
+/* The fabric can take more: resume reading paused publishers. */
+void pubd_ipc_resume_all(struct pubd *d);
+/* Tell every client the daemon is stopping, flush what we can, close them. */
+void pubd_ipc_shutdown(struct pubd *d);
+/* A group is going away: drop its subscriptions (clients are told). */
+void pubd_ipc_group_removed(struct pubd *d, struct pubd_group *g);
+
+#endif

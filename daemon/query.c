@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Answers pubctl's queries with tables (common/proto.h): the daemon decides
+ * what to show, pubctl renders any table as text or JSON. Not on any hot
+ * path: clarity over speed here.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/proto.h"
+#include "daemon.h"
+
+#define NS_PER_MS 1000000ull
+
+static const char *mode_name(enum pubd_join_mode m)
+{
+	return m == PUBD_JOIN_SEND ? "send" : m == PUBD_JOIN_RECV ? "recv" : "send+recv";
+}
+
+static void hex64(char buf[17], uint64_t v)
+{
+	snprintf(buf, 17, "%016" PRIx64, v);
+}
+
+static unsigned group_publishers(const struct pubd *d, const struct pubd_group *g)
+{
+	const struct pubd_client *c;
+	unsigned n = 0, i;
+
+	for (c = d->ipc.clients; c; c = c->next)
+		for (i = 0; i < c->npubs; i++)
+			if (c->pubs[i].group == g)
+				n++;
+	return n;
+}
+
+static unsigned group_sources(const struct pubd *d, const struct pubd_group *g)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < d->sources.cap; i++)
+		if (d->sources.slots[i] && d->sources.slots[i]->group_id == g->id)
+			n++;
+	return n;
+}
+
+static const char *const group_cols[] = {
+	"name:s",	 "address:s",	  "raw:u",	  "joined:u",	"mode:s",
+	"subscribers:u", "publishers:u",  "published:u",  "received:u", "delivered:u",
+	"dropped:u",	 "sub_dropped:u", "sub_denied:u", "sources:u",	"tx_queued:u",
+};
+
+static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
+{
+	pub_table_str(b, g->name);
+	pub_table_str(b, g->cfg->address_text);
+	pub_table_u64(b, g->raw);
+	pub_table_u64(b, g->up);
+	pub_table_str(b, mode_name(g->mode));
+	pub_table_u64(b, g->nsubs);
+	pub_table_u64(b, group_publishers(d, g));
+	pub_table_u64(b, g->published);
+	pub_table_u64(b, g->received);
+	pub_table_u64(b, g->delivered);
+	pub_table_u64(b, pubd_drops_msg_total(&g->drops));
+	pub_table_u64(b, pubd_drops_msg_total(&g->sub_drops));
+	pub_table_u64(b, g->sub_denied);
+	pub_table_u64(b, group_sources(d, g));
+	pub_table_u64(b, g->txq_len);
+}
+
+static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
+{
+	static const char *const cols[] = {
+		"version:s",
+		"pid:u",
+		"uptime_s:u",
+		"config:s",
+		"socket:s",
+		"fabric:s",
+		"source_id:s",
+		"mtu:u",
+		"payload_per_datagram:u",
+		"groups:u",
+		"clients:u",
+		"published:u",
+		"received:u",
+		"delivered:u",
+		"dropped:u",
+		"tx_queued:u",
+		"reasm_streams:u",
+		"reasm_inflight:u",
+		"reasm_bytes:u",
+		"max_message_size:u",
+		"reassembly_timeout_ms:u",
+		"reassembly_budget:u",
+		"reassembly_inflight:u",
+		"subscriber_queue:u",
+		"slow_subscriber:s",
+		"heartbeat_ms:u",
+	};
+	static const char *const kv[] = {"key:s", "value:s"};
+	static const char *const ctr[] = {"counter:s", "value:u"};
+	struct pubd_reasm_totals t;
+	struct pubd_group *g;
+	char src[17];
+	unsigned i, ngroups = 0;
+
+	pubd_groups_foreach(&d->groups, g, i) ngroups++;
+	pubd_reasm_totals(d->reasm, &t);
+	hex64(src, d->source_id);
+	pub_table_begin(b, req, "status", cols, sizeof(cols) / sizeof(cols[0]));
+	pub_table_str(b, PUBD_VERSION);
+	pub_table_u64(b, (uint64_t)getpid());
+	pub_table_u64(b, (pubd_now_ns() - d->started_ns) / 1000000000ull);
+	pub_table_str(b, d->config_path);
+	pub_table_str(b, d->ipc.path ? d->ipc.path : "(from systemd)");
+	pub_table_str(b, d->fops->name);
+	pub_table_str(b, src);
+	pub_table_u64(b, d->mtu);
+	pub_table_u64(b, d->mtu > PUBD_WIRE_HDR_LEN ? d->mtu - PUBD_WIRE_HDR_LEN : 0);
+	pub_table_u64(b, ngroups);
+	pub_table_u64(b, d->ipc.nclients);
+	pub_table_u64(b, d->counters[PUBD_CTR_MSG_PUBLISHED]);
+	pub_table_u64(b, d->counters[PUBD_CTR_MSG_RECEIVED]);
+	pub_table_u64(b, d->counters[PUBD_CTR_MSG_DELIVERED]);
+	pub_table_u64(b, d->counters[PUBD_CTR_MSG_DROPPED]);
+	pub_table_u64(b, d->tx.queued_msgs);
+	pub_table_u64(b, t.streams);
+	pub_table_u64(b, t.inflight_msgs);
+	pub_table_u64(b, t.inflight_bytes);
+	pub_table_u64(b, d->cfg.max_message_size);
+	pub_table_u64(b, d->cfg.reassembly_timeout_ms);
+	pub_table_u64(b, d->cfg.reassembly_budget);
+	pub_table_u64(b, d->cfg.reassembly_inflight);
+	pub_table_u64(b, d->cfg.subscriber_queue);
+	pub_table_str(b, pubd_slow_policy_name(d->cfg.slow_subscriber));
+	pub_table_u64(b, d->cfg.heartbeat_ms);
+	pub_table_end(b);
+
+	pub_table_begin(b, req, "fabric", kv, 2);
+	d->fops->status(d->fabric, b);
+	pub_table_end(b);
+
+	pub_table_begin(b, req, "counters", ctr, 2);
+	for (i = 0; i < PUBD_CTR__COUNT; i++) {
+		pub_table_str(b, pubd_counter_name(i));
+		pub_table_u64(b, d->counters[i]);
+	}
+	pub_table_end(b);
+}
+
+static void q_groups(struct pubd *d, struct pub_table_builder *b, uint32_t req)
+{
+	struct pubd_group *g;
+	unsigned i;
+
+	pub_table_begin(b, req, "groups", group_cols, sizeof(group_cols) / sizeof(group_cols[0]));
+	pubd_groups_foreach(&d->groups, g, i) group_row(d, b, g);
+	pub_table_end(b);
+}
+
+struct stream_list {
+	struct pubd_reasm_stream_info *v;
+	size_t n, cap;
+};
+
+static void collect_stream(void *ctx, const struct pubd_reasm_stream_info *s)
+{
+	struct stream_list *l = ctx;
+	struct pubd_reasm_stream_info *v;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+
+		v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = *s;
+}
+
+static const struct pubd_reasm_stream_info *find_stream(const struct stream_list *l, uint64_t src, uint64_t grp)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i].source_id == src && l->v[i].group_id == grp)
+			return &l->v[i];
+	return NULL;
+}
+
+/* Rows of the sources table; only_group NULL for all groups. */
+static void sources_table(struct pubd *d, struct pub_table_builder *b, uint32_t req, const struct pubd_group *only)
+{
+	static const char *const cols[] = {"source:s",	"group:s",    "next_seq:u", "delivered:u", "bytes:u",
+					   "dropped:u", "inflight:u", "missing:u",  "idle_ms:u"};
+	struct stream_list streams = {0};
+	const struct pubd_reasm_stream_info *si;
+	const struct pubd_source_stats *s;
+	const struct pubd_group *g;
+	uint64_t now = pubd_now_ns();
+	char src[17];
+	unsigned i;
+
+	pubd_reasm_foreach(d->reasm, collect_stream, &streams);
+	pub_table_begin(b, req, "sources", cols, sizeof(cols) / sizeof(cols[0]));
+	for (i = 0; i < d->sources.cap; i++) {
+		s = d->sources.slots[i];
+		if (!s || (only && s->group_id != only->id))
+			continue;
+		g = pubd_groups_by_id(&d->groups, s->group_id);
+		si = find_stream(&streams, s->source_id, s->group_id);
+		hex64(src, s->source_id);
+		pub_table_str(b, src);
+		pub_table_str(b, g ? g->name : "?");
+		pub_table_u64(b, si ? si->next_seq : 0);
+		pub_table_u64(b, s->delivered);
+		pub_table_u64(b, s->bytes);
+		pub_table_u64(b, pubd_drops_msg_total(&s->drops));
+		pub_table_u64(b, si ? si->inflight : 0);
+		pub_table_u64(b, si ? si->missing : 0);
+		pub_table_u64(b, si && now > si->last_active_ns ? (now - si->last_active_ns) / NS_PER_MS : 0);
+	}
+	pub_table_end(b);
+	free(streams.v);
+}
+
+static unsigned queued_for(const struct pubd_client *c, const struct pubd_sub *s)
+{
+	const struct pubd_out *o;
+	unsigned n = 0;
+
+	for (o = c->out_head; o; o = o->next)
+		if (o->sub == s)
+			n++;
+	return n;
+}
+
+static int q_group(struct pubd *d, struct pub_table_builder *b, uint32_t req, const char *arg, size_t len, char *err,
+		   size_t errcap)
+{
+	static const char *const sub_cols[] = {"client:u",    "name:s",	  "pid:u",    "uid:u",
+					       "delivered:u", "queued:u", "dropped:u"};
+	static const char *const pub_cols[] = {"client:u", "name:s", "pid:u", "uid:u", "published:u", "bytes:u"};
+	struct pubd_group *g = pubd_groups_by_name(&d->groups, arg, len);
+	const struct pubd_client *c;
+	unsigned i;
+
+	if (!g) {
+		snprintf(err, errcap, "no group named '%.*s'", (int)len, arg);
+		return -PUB_ERR_NO_GROUP;
+	}
+	pub_table_begin(b, req, "group", group_cols, sizeof(group_cols) / sizeof(group_cols[0]));
+	group_row(d, b, g);
+	pub_table_end(b);
+
+	pub_table_begin(b, req, "subscribers", sub_cols, sizeof(sub_cols) / sizeof(sub_cols[0]));
+	for (i = 0; i < g->nsubs; i++) {
+		const struct pubd_sub *s = g->subs[i];
+
+		pub_table_u64(b, s->client->id);
+		pub_table_str(b, s->client->name);
+		pub_table_u64(b, (uint64_t)s->client->pid);
+		pub_table_u64(b, s->client->uid);
+		pub_table_u64(b, s->delivered);
+		pub_table_u64(b, queued_for(s->client, s));
+		pub_table_u64(b, pubd_drops_msg_total(&s->drops));
+	}
+	pub_table_end(b);
+
+	pub_table_begin(b, req, "publishers", pub_cols, sizeof(pub_cols) / sizeof(pub_cols[0]));
+	for (c = d->ipc.clients; c; c = c->next) {
+		for (i = 0; i < c->npubs; i++) {
+			if (c->pubs[i].group != g)
+				continue;
+			pub_table_u64(b, c->id);
+			pub_table_str(b, c->name);
+			pub_table_u64(b, (uint64_t)c->pid);
+			pub_table_u64(b, c->uid);
+			pub_table_u64(b, c->pubs[i].published);
+			pub_table_u64(b, c->pubs[i].bytes);
+		}
+	}
+	pub_table_end(b);
+	sources_table(d, b, req, g);
+	return 0;
+}
+
+static void q_clients(struct pubd *d, struct pub_table_builder *b, uint32_t req)
+{
+	static const char *const cols[] = {"id:u",     "name:s",	  "pid:u",	 "uid:u",
+					   "gid:u",    "subscriptions:s", "published:u", "delivered:u",
+					   "queued:u", "dropped:u",	  "paused:u",	 "connected_s:u"};
+	const struct pubd_client *c;
+	uint64_t now = pubd_now_ns();
+	char subs[1024];
+	size_t used;
+	unsigned i;
+
+	pub_table_begin(b, req, "clients", cols, sizeof(cols) / sizeof(cols[0]));
+	for (c = d->ipc.clients; c; c = c->next) {
+		used = 0;
+		subs[0] = 0;
+		for (i = 0; i < c->nsubs && used < sizeof(subs) - 1; i++)
+			used += (size_t)snprintf(subs + used, sizeof(subs) - used, "%s%s", i ? "," : "",
+						 c->subs[i]->group->name);
+		pub_table_u64(b, c->id);
+		pub_table_str(b, c->name);
+		pub_table_u64(b, (uint64_t)c->pid);
+		pub_table_u64(b, c->uid);
+		pub_table_u64(b, c->gid);
+		pub_table_str(b, subs);
+		pub_table_u64(b, c->published);
+		pub_table_u64(b, c->delivered);
+		pub_table_u64(b, c->out_delivers);
+		pub_table_u64(b, pubd_drops_msg_total(&c->drops));
+		pub_table_u64(b, c->paused);
+		pub_table_u64(b, (now - c->connected_ns) / 1000000000ull);
+	}
+	pub_table_end(b);
+}
+
+static void drop_rows(struct pub_table_builder *b, const char *scope, const char *name, const struct pubd_drops *dr)
+{
+	unsigned r;
+
+	for (r = 0; r < PUB_DROP__COUNT; r++) {
+		if (!dr->by_reason[r])
+			continue;
+		pub_table_str(b, scope);
+		pub_table_str(b, name);
+		pub_table_str(b, pub_drop_reason_name(r));
+		pub_table_str(b, pub_drop_reason_kind(r) == PUB_DROP_KIND_MSG ? "messages" : "datagrams");
+		pub_table_u64(b, dr->by_reason[r]);
+	}
+}
+
+static void q_drops(struct pubd *d, struct pub_table_builder *b, uint32_t req)
+{
+	static const char *const cols[] = {"scope:s", "name:s", "reason:s", "unit:s", "count:u"};
+	const struct pubd_source_stats *s;
+	const struct pubd_client *c;
+	struct pubd_group *g;
+	char name[600];
+	unsigned i, k;
+
+	pub_table_begin(b, req, "drops", cols, sizeof(cols) / sizeof(cols[0]));
+	drop_rows(b, "daemon", "-", &d->drops);
+	pubd_groups_foreach(&d->groups, g, i) drop_rows(b, "group", g->name, &g->drops);
+	for (i = 0; i < d->sources.cap; i++) {
+		s = d->sources.slots[i];
+		if (!s)
+			continue;
+		g = pubd_groups_by_id(&d->groups, s->group_id);
+		snprintf(name, sizeof(name), "%016" PRIx64 "/%s", s->source_id, g ? g->name : "?");
+		drop_rows(b, "source", name, &s->drops);
+	}
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		for (k = 0; k < g->nsubs; k++) {
+			c = g->subs[k]->client;
+			snprintf(name, sizeof(name), "%u:%s/%s", c->id, c->name, g->name);
+			drop_rows(b, "subscriber", name, &g->subs[k]->drops);
+		}
+	}
+	/* Drops of subscriptions that have gone (the client left) stay visible
+	 * in the group's subscriber-level total. */
+	pubd_groups_foreach(&d->groups, g, i) drop_rows(b, "group-subscribers", g->name, &g->sub_drops);
+	pub_table_end(b);
+}
+
+int pubd_query(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
+	       size_t arglen, char *err, size_t errcap)
+{
+	int r = 0;
+
+	switch (kind) {
+	case PUB_QUERY_STATUS:
+		q_status(d, b, req_id);
+		break;
+	case PUB_QUERY_GROUPS:
+		q_groups(d, b, req_id);
+		break;
+	case PUB_QUERY_GROUP:
+		r = q_group(d, b, req_id, arg, arglen, err, errcap);
+		break;
+	case PUB_QUERY_CLIENTS:
+		q_clients(d, b, req_id);
+		break;
+	case PUB_QUERY_DROPS:
+		q_drops(d, b, req_id);
+		break;
+	case PUB_QUERY_SOURCES:
+		sources_table(d, b, req_id, NULL);
+		break;
+	case PUB_QUERY_RELOAD:
+		if (pubd_reload(d, err, errcap) < 0)
+			return -PUB_ERR_CONFIG;
+		break;
+	default:
+		snprintf(err, errcap, "unknown query kind %u", kind);
+		return -PUB_ERR_BAD_QUERY;
+	}
+	if (r == 0 && b->err) {
+		snprintf(err, errcap, "building the reply: %s", strerror(-b->err));
+		return -PUB_ERR_INTERNAL;
+	}
+	return r;
+}

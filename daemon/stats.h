@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Counters: one enum with names beside it, so `pubctl status`, the JSON
+ * output and the tests all read the same table. Add new counters before
+ * PUBD_CTR__COUNT; names are part of the stats interface.
+ *
+ * Drops are counted per reason (common/pub_reasons.h) at three scopes:
+ * per group, per remote source stream, per local client.
+ */
+#ifndef PUBD_STATS_H
+#define PUBD_STATS_H
+
+#include <stdint.h>
+
+#include "../common/pub_reasons.h"
+
+/* X(id, name, help) */
+#define PUBD_COUNTERS(X)                                                                            \
+	X(RX_DATAGRAMS, "rx_datagrams", "datagrams received from the fabric")                       \
+	X(RX_BYTES, "rx_bytes", "bytes received from the fabric")                                   \
+	X(RX_SELF, "rx_self", "own datagrams looped back by the fabric, discarded")                 \
+	X(RX_FOREIGN, "rx_foreign_group", "datagrams for a group id not configured here")           \
+	X(RX_HEARTBEATS, "rx_heartbeats", "heartbeats received")                                    \
+	X(RX_MALFORMED, "rx_malformed", "datagrams that failed the header checks")                  \
+	X(TX_DATAGRAMS, "tx_datagrams", "datagrams sent")                                           \
+	X(TX_BYTES, "tx_bytes", "bytes sent")                                                       \
+	X(TX_HEARTBEATS, "tx_heartbeats", "heartbeats sent")                                        \
+	X(TX_STALLS, "tx_stalls", "times the fabric ran out of send credits (back-pressure)")       \
+	X(MSG_PUBLISHED, "published", "messages published by local clients")                        \
+	X(MSG_RECEIVED, "received", "messages reassembled from remote sources")                     \
+	X(MSG_DELIVERED, "delivered", "messages written to local subscribers")                      \
+	X(MSG_DROPPED, "dropped", "messages dropped, all reasons")                                  \
+	X(CLIENTS_ACCEPTED, "clients_accepted", "client connections accepted")                      \
+	X(CLIENTS_REJECTED, "clients_protocol_errors", "clients disconnected for malformed frames") \
+	X(RELOADS, "reloads", "configuration reloads applied")                                      \
+	X(RELOAD_FAILURES, "reload_failures", "reloads rejected because the new config had errors")
+
+enum pubd_counter {
+#define PUBD_X_ENUM(id, name, help) PUBD_CTR_##id,
+	PUBD_COUNTERS(PUBD_X_ENUM)
+#undef PUBD_X_ENUM
+		PUBD_CTR__COUNT
+};
+
+const char *pubd_counter_name(unsigned c);
+
+/* Drops by reason, with a cached total of MSG-kind drops. */
+struct pubd_drops {
+	uint64_t by_reason[PUB_DROP__COUNT];
+};
+
+static inline void pubd_drops_add(struct pubd_drops *d, enum pub_drop_reason r, uint64_t n)
+{
+	d->by_reason[r] += n;
+}
+
+uint64_t pubd_drops_msg_total(const struct pubd_drops *d);
+
+/* Per remote stream (source, group) statistics, kept in a hash map. */
+struct pubd_source_stats {
+	uint64_t source_id;
+	uint64_t group_id;
+	uint64_t delivered; /* messages reassembled */
+	uint64_t bytes;
+	uint64_t first_seen_ns, last_seen_ns;
+	struct pubd_drops drops;
+};
+
+struct pubd_source_map {
+	struct pubd_source_stats **slots;
+	uint32_t cap, n;
+};
+
+/* Find or create; NULL only on allocation failure. */
+struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group);
+void pubd_source_map_free(struct pubd_source_map *m);
+/* Remove every entry of a group (the group was removed by a reload). */
+void pubd_source_map_forget_group(struct pubd_source_map *m, uint64_t group);
+
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transmit path: per-group FIFOs of messages waiting for the fabric,
+ * cut into datagrams by the fragmenter as they go out, and heartbeats.
+ *
+ * Each group has its own queue so a group that is not joined yet (or is
+ * rejoining after a link flap) holds back only its own messages. Groups with
+ * something to send sit on a round-robin list. When the fabric takes fewer
+ * datagrams than offered it is out of credits: the pump stops until the
+ * fabric's writable event, and publishers whose messages are queued stop
+ * being read (back-pressure, not drops).
+ */
+#ifndef PUBD_TX_H
+#define PUBD_TX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frag.h"
+#include "msgbuf.h"
+
+struct pubd;
+struct pubd_group;
+struct pubd_client;
+
+struct pubd_tx_item {
+	struct pubd_tx_item *next;
+	struct pubd_msgbuf *msg;
+	struct pubd_client *origin; /* for back-pressure accounting; NULL once it left */
+	uint64_t seq;
+	uint32_t next_frag;
+	struct pubd_frag_plan plan;
+};
+
+struct pubd_tx {
+	struct pubd_group *ready_head, *ready_tail;
+	bool stalled;			 /* waiting for the fabric's writable event */
+	struct pubd_tx_item *free_items; /* recycled: no allocation per message */
+	uint32_t queued_msgs;
+};
+
+/* Queue a message (the queue takes a reference). -ENOMEM on failure. */
+int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq,
+		    struct pubd_client *origin);
+/* Send what the fabric will take. Returns datagrams sent. */
+unsigned pubd_tx_pump(struct pubd *d);
+/* The group became usable (joined) or unusable. */
+void pubd_tx_group_state(struct pubd *d, struct pubd_group *g);
+/* Drop a group's queue (group removed); messages counted as fabric_error. */
+void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g);
+/* A client is going away: its queued messages stay queued, unowned. */
+void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c);
+/* Send heartbeats on every idle group that has published. */
+void pubd_tx_heartbeat(struct pubd *d);
+void pubd_tx_free(struct pubd *d);
+
+#endif
