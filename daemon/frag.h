@@ -31,7 +31,7 @@ int pubd_frag_plan(struct pubd_frag_plan *p, size_t msg_len, size_t mtu, size_t 
 /*
  * Fragment `index` of a planned message: copies tmpl (group, source, seq,
  * flags), fills msg_len/frag_index/frag_count/frag_offset into *h, and sets
- * *offset/*len to the payload slice. index must be < p->frag_count.
+ * *offset and *len to the payload slice. index must be < p->frag_count.
  */
 void pubd_frag_get(const struct pubd_frag_plan *p, const struct pubd_wire_hdr *tmpl, uint32_t index,
 		   struct pubd_wire_hdr *h, size_t *offset, size_t *len);

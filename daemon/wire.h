@@ -16,6 +16,12 @@
  *  40  u32 frag_count   >= 1 for data, 0 for a heartbeat
  *  44  u32 frag_offset  where this fragment's payload sits in the message
  *
+ * Fragment layout (frag.h): every fragment but the last carries the same
+ * number of payload bytes, the unit, and fragment i sits at i * unit; the
+ * last holds the remaining 1..unit bytes. A receiver checks this per
+ * datagram, so a set of fragments that agree on msg_len, frag_count and unit
+ * covers the message exactly once.
+ *
  * A heartbeat (flag HEARTBEAT, frag_count 0, msg_len 0, no payload) tells
  * receivers the sender's next msg_seq, so a lost tail of a stream is counted
  * as a gap instead of going unnoticed.
@@ -26,11 +32,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PUBD_WIRE_MAGIC 0x50554244u
-#define PUBD_WIRE_VERSION 1
-#define PUBD_WIRE_HDR_LEN 48
+#define PUBD_WIRE_MAGIC	      0x50554244u
+#define PUBD_WIRE_VERSION     1
+#define PUBD_WIRE_HDR_LEN     48
 #define PUBD_WIRE_F_HEARTBEAT 0x01u
-#define PUBD_WIRE_F_KNOWN PUBD_WIRE_F_HEARTBEAT
+#define PUBD_WIRE_F_KNOWN     PUBD_WIRE_F_HEARTBEAT
 
 struct pubd_wire_hdr {
 	uint8_t version;
@@ -47,17 +53,18 @@ struct pubd_wire_hdr {
 /* Decode results: 0 or one of these (negative), one per kind of fault. */
 enum pubd_wire_err {
 	PUBD_WIRE_OK = 0,
-	PUBD_WIRE_ERR_SHORT = -1,	  /* shorter than the fixed header */
-	PUBD_WIRE_ERR_MAGIC = -2,	  /* not a pubd datagram */
-	PUBD_WIRE_ERR_VERSION = -3,	  /* a version this build does not speak */
-	PUBD_WIRE_ERR_HDR_LEN = -4,	  /* hdr_len below 48 or beyond the datagram */
-	PUBD_WIRE_ERR_FLAGS = -5,	  /* unknown flag bits */
-	PUBD_WIRE_ERR_FRAG_COUNT = -6,	  /* 0 on data, or more fragments than msg_len allows */
-	PUBD_WIRE_ERR_FRAG_INDEX = -7,	  /* index >= count */
-	PUBD_WIRE_ERR_FRAG_RANGE = -8,	  /* offset + payload beyond msg_len */
-	PUBD_WIRE_ERR_FRAG_SIZE = -9,	  /* empty fragment of a non-empty message, or a
-					   * single-fragment message whose payload != msg_len */
-	PUBD_WIRE_ERR_HEARTBEAT = -10,	  /* heartbeat with payload, fragments or length */
+	PUBD_WIRE_ERR_SHORT = -1,	 /* shorter than the fixed header */
+	PUBD_WIRE_ERR_MAGIC = -2,	 /* not a pubd datagram */
+	PUBD_WIRE_ERR_VERSION = -3,	 /* a version this build does not speak */
+	PUBD_WIRE_ERR_HDR_LEN = -4,	 /* hdr_len below 48 or beyond the datagram */
+	PUBD_WIRE_ERR_FLAGS = -5,	 /* unknown flag bits */
+	PUBD_WIRE_ERR_FRAG_COUNT = -6,	 /* 0 on data, or more fragments than msg_len allows */
+	PUBD_WIRE_ERR_FRAG_INDEX = -7,	 /* index >= count */
+	PUBD_WIRE_ERR_FRAG_RANGE = -8,	 /* offset + payload beyond msg_len */
+	PUBD_WIRE_ERR_FRAG_SIZE = -9,	 /* empty fragment of a non-empty message, or a
+					  * single-fragment message whose payload != msg_len */
+	PUBD_WIRE_ERR_HEARTBEAT = -10,	 /* heartbeat with payload, fragments or length */
+	PUBD_WIRE_ERR_FRAG_LAYOUT = -11, /* offset/size not where the fragment layout puts them */
 };
 
 /* Write h as 48 bytes into out (magic, version 1 and hdr_len filled in). */
@@ -65,11 +72,19 @@ void pubd_wire_encode(const struct pubd_wire_hdr *h, uint8_t out[PUBD_WIRE_HDR_L
 
 /*
  * Check and decode a datagram of len bytes. Never reads outside buf.
- * On success fills *h and points *payload/*payload_len at the bytes after
+ * On success fills *h and points *payload and *payload_len at the bytes after
  * the header. Returns 0 or a PUBD_WIRE_ERR_*.
  */
 int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const uint8_t **payload,
 		     size_t *payload_len);
+
+/*
+ * The data-fragment checks of pubd_wire_decode (FRAG_COUNT .. FRAG_LAYOUT),
+ * for a header that did not come through it (reassembly re-checks what it
+ * relies on). On success sets *unit (if not NULL) to the payload size of
+ * every fragment but the last (msg_len for a single fragment).
+ */
+int pubd_wire_check_frag(const struct pubd_wire_hdr *h, size_t payload_len, uint32_t *unit);
 
 const char *pubd_wire_strerror(int err);
 
