@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# The one test command: installs what the tests need (Debian packages),
+# builds, and runs every tier. CI runs exactly this (.ci/run).
+#
+#   tests/run-all.sh [TIER...]    tiers: unit asan integration fuzz softroce (default: all)
+#
+# Environment:
+#   PUBD_SKIP_APT=1     do not apt-get (packages already there)
+#   PUBD_FUZZ_SECONDS   seconds per fuzz target (default 20)
+#   PUBD_JOBS           parallel build jobs (default: nproc)
+#
+# Prints one line per tier and a last line "N passed, N failed" (tiers);
+# exits non-zero when any tier failed.
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+jobs=${PUBD_JOBS:-$(nproc)}
+fuzz_seconds=${PUBD_FUZZ_SECONDS:-20}
+tiers=("$@")
+[ ${#tiers[@]} -gt 0 ] || tiers=(unit asan integration fuzz softroce)
+
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+# Build and library packages, then what the host integration tier needs
+# (network namespaces, nftables for loss) and the VM tier (qemu, the Debian
+# kernel with rdma_rxe, busybox for the initramfs, rdma-core tools, perftest).
+packages=(
+	build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
+	libyaml-dev libsystemd-dev libibverbs-dev librdmacm-dev libcmocka-dev
+	iproute2 nftables procps psmisc
+	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
+	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
+	systemd
+)
+
+install_packages() {
+	if [ "${PUBD_SKIP_APT:-0}" = 1 ]; then
+		echo "== packages: skipped (PUBD_SKIP_APT=1)"
+		return 0
+	fi
+	echo "== packages: apt-get update && apt-get install ${packages[*]}"
+	$SUDO apt-get update -q || return 1
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${packages[@]}" || return 1
+}
+
+configure_build() { # dir, cmake args...
+	local dir=$1
+	shift
+	cmake -S "$repo" -B "$dir" -G Ninja "$@" >"$dir.configure.log" 2>&1 || {
+		cat "$dir.configure.log"
+		return 1
+	}
+	ninja -C "$dir" -j"$jobs"
+}
+
+tier_unit() {
+	configure_build "$repo/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+		ctest --test-dir "$repo/build" -L unit --output-on-failure -j"$jobs"
+}
+
+tier_asan() {
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
+	configure_build "$repo/build-asan" -DCMAKE_BUILD_TYPE=Debug -DPUBD_SANITIZE=ON &&
+		ctest --test-dir "$repo/build-asan" -L 'unit|integration' --output-on-failure
+}
+
+tier_integration() {
+	configure_build "$repo/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+		ctest --test-dir "$repo/build" -L integration --output-on-failure
+}
+
+tier_fuzz() {
+	configure_build "$repo/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPUBD_FUZZ=ON -DPUBD_TESTS=OFF \
+		-DCMAKE_C_COMPILER=clang &&
+		"$repo/tests/fuzz/run.sh" "$repo/build-fuzz" "$fuzz_seconds"
+}
+
+tier_softroce() {
+	configure_build "$repo/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+		BUILD="$repo/build" "$repo/tests/softroce/run.sh"
+}
+
+passed=0
+failed=0
+failed_names=()
+install_packages || {
+	echo "FAILED: could not install the packages the tests need"
+	echo "0 passed, 1 failed"
+	exit 1
+}
+for t in "${tiers[@]}"; do
+	echo
+	echo "================ tier: $t ================"
+	start=$(date +%s)
+	if "tier_$t"; then
+		passed=$((passed + 1))
+		echo "== tier $t: PASSED in $(($(date +%s) - start)) s"
+	else
+		failed=$((failed + 1))
+		failed_names+=("$t")
+		echo "== tier $t: FAILED in $(($(date +%s) - start)) s"
+	fi
+done
+echo
+[ $failed -eq 0 ] || echo "failed tiers: ${failed_names[*]}"
+echo "tiers: $passed passed, $failed failed"
+[ $failed -eq 0 ]
