@@ -1,3 +1,788 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-typedef int pubd_placeholder_reasm_t;
+/*
+ * Reassembly. See reasm.h for the semantics; this comment is about the shape.
+ *
+ * Per stream (source, group): a baseline, next_seq, the partial messages in
+ * arrival order and the missing ranges in sequence order. Any sequence number
+ * in [baseline, next_seq) that is neither partial nor missing has been
+ * resolved (delivered or counted as dropped), which is what makes a later
+ * datagram for it STALE without remembering every sequence number.
+ *
+ * Deadlines. Every partial and every range gets now + timeout, clamped to be
+ * no earlier than the newest one of its kind, so the global arrival-order
+ * lists (all partials, all ranges) are also deadline order and expiry only
+ * ever looks at their heads. Splitting a range inserts the new piece right
+ * after its sibling with the same deadline, which keeps both orders. Streams
+ * sit on an LRU list whose head is the next to go idle. So
+ * pubd_reasm_next_deadline() is the smallest of three heads: O(1).
+ *
+ * Lookups. Streams are in a hash table on (source, group), with a one-entry
+ * cache for the common run of datagrams from one stream. Partials are in a
+ * second table on (stream id, seq), with a per-stream cache of the partial
+ * last filled, so an in-order multi-fragment stream never hashes for it.
+ * A seq below next_seq that is not partial is looked up in the stream's
+ * ranges, scanning from the newest: O(ranges) <= max_missing_ranges, and
+ * reordering is usually recent, so the scan usually stops at once.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reasm.h"
+
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* ---- intrusive circular doubly-linked list ---- */
+
+struct link {
+	struct link *next, *prev;
+};
+
+static inline void list_init(struct link *h)
+{
+	h->next = h->prev = h;
+}
+
+static inline bool list_empty(const struct link *h)
+{
+	return h->next == h;
+}
+
+static inline void list_insert_after(struct link *pos, struct link *n)
+{
+	n->prev = pos;
+	n->next = pos->next;
+	pos->next->prev = n;
+	pos->next = n;
+}
+
+static inline void list_add_tail(struct link *h, struct link *n)
+{
+	list_insert_after(h->prev, n);
+}
+
+static inline void list_del(struct link *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+
+static inline void list_move_tail(struct link *h, struct link *n)
+{
+	if (h->prev == n)
+		return;
+	list_del(n);
+	list_add_tail(h, n);
+}
+
+/* ---- intrusive chained hash table on two 64-bit keys ---- */
+
+struct hnode {
+	struct hnode *next;
+	uint64_t k1, k2;
+};
+
+struct htab {
+	struct hnode **b;
+	size_t mask;
+	size_t n;
+};
+
+#define HTAB_MIN_BUCKETS 64
+
+static inline uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+static inline size_t hslot(const struct htab *t, uint64_t k1, uint64_t k2)
+{
+	return (size_t)fmix64(k1 ^ fmix64(k2 + 0x9e3779b97f4a7c15ull)) & t->mask;
+}
+
+static int htab_init(struct htab *t)
+{
+	t->b = calloc(HTAB_MIN_BUCKETS, sizeof(*t->b));
+	if (!t->b)
+		return -1;
+	t->mask = HTAB_MIN_BUCKETS - 1;
+	t->n = 0;
+	return 0;
+}
+
+static inline struct hnode *htab_find(const struct htab *t, uint64_t k1, uint64_t k2)
+{
+	struct hnode *n;
+
+	for (n = t->b[hslot(t, k1, k2)]; n; n = n->next)
+		if (n->k1 == k1 && n->k2 == k2)
+			return n;
+	return NULL;
+}
+
+/* Double at load 1; if that allocation fails the chains just grow longer. */
+static void htab_grow(struct htab *t)
+{
+	size_t nb = (t->mask + 1) * 2, i;
+	struct hnode **b = calloc(nb, sizeof(*b)), *n, *next;
+	struct htab nt = {.b = b, .mask = nb - 1};
+
+	if (!b)
+		return;
+	for (i = 0; i <= t->mask; i++) {
+		for (n = t->b[i]; n; n = next) {
+			size_t s = hslot(&nt, n->k1, n->k2);
+
+			next = n->next;
+			n->next = b[s];
+			b[s] = n;
+		}
+	}
+	free(t->b);
+	t->b = b;
+	t->mask = nb - 1;
+}
+
+static void htab_insert(struct htab *t, struct hnode *n)
+{
+	size_t s;
+
+	if (t->n > t->mask)
+		htab_grow(t);
+	s = hslot(t, n->k1, n->k2);
+	n->next = t->b[s];
+	t->b[s] = n;
+	t->n++;
+}
+
+static void htab_remove(struct htab *t, struct hnode *n)
+{
+	struct hnode **pp = &t->b[hslot(t, n->k1, n->k2)];
+
+	while (*pp && *pp != n)
+		pp = &(*pp)->next;
+	if (*pp) {
+		*pp = n->next;
+		t->n--;
+	}
+}
+
+/* ---- the engine ---- */
+
+struct stream {
+	struct hnode hn; /* (source_id, group_id) */
+	struct link lru; /* pubd_reasm.lru, least recently active first */
+	struct link partials;
+	struct link ranges;
+	uint64_t id; /* key of its partials in pubd_reasm.partials */
+	uint64_t baseline;
+	uint64_t next_seq;
+	uint64_t last_active;
+	uint64_t missing;
+	uint64_t inflight_bytes;
+	uint32_t inflight;
+	uint32_t nranges;
+	struct partial *hot; /* the partial last filled */
+};
+
+struct partial {
+	struct hnode hn;   /* (stream id, seq) */
+	struct link slink; /* stream's partials, arrival order */
+	struct link glink; /* all partials, arrival (= deadline) order */
+	struct stream *s;
+	uint64_t seq;
+	uint64_t deadline;
+	struct pubd_msgbuf *buf;
+	uint32_t msg_len;
+	uint32_t frag_count;
+	uint32_t unit;
+	uint32_t have;
+	uint64_t bits[];
+};
+
+struct range {
+	struct link slink; /* stream's ranges, sequence order */
+	struct link glink; /* all ranges, deadline order */
+	struct stream *s;
+	uint64_t first;
+	uint64_t count;
+	uint64_t deadline;
+};
+
+struct pubd_reasm {
+	struct pubd_reasm_config cfg;
+	struct pubd_reasm_ops ops;
+	void *ctx;
+	struct htab streams;
+	struct htab partials;
+	struct link lru;
+	struct link gpartials;
+	struct link granges;
+	struct stream *hot;
+	uint64_t next_id;
+	uint64_t nstreams;
+	uint64_t inflight_msgs;
+	uint64_t inflight_bytes;
+};
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static inline void drop(struct pubd_reasm *r, const struct stream *s, enum pub_drop_reason why, uint64_t n)
+{
+	if (n)
+		r->ops.drop(r->ctx, s->hn.k1, s->hn.k2, why, n);
+}
+
+static inline void drop_dgram(struct pubd_reasm *r, const struct pubd_wire_hdr *h, enum pub_drop_reason why)
+{
+	r->ops.drop(r->ctx, h->source_id, h->group_id, why, 1);
+}
+
+void pubd_reasm_config_defaults(struct pubd_reasm_config *c)
+{
+	c->budget_bytes = (size_t)64 << 20;
+	c->max_inflight_per_source = 64;
+	c->timeout_ns = 500ull * 1000 * 1000;
+	c->idle_timeout_ns = 30ull * 1000 * 1000 * 1000;
+	c->max_message_size = (size_t)16 << 20;
+	c->max_streams = 4096;
+	c->max_missing_ranges = 64;
+}
+
+void pubd_reasm_set_config(struct pubd_reasm *r, const struct pubd_reasm_config *cfg)
+{
+	r->cfg = *cfg;
+	/* A datagram always belongs to some stream; keep room for one. */
+	if (!r->cfg.max_streams)
+		r->cfg.max_streams = 1;
+}
+
+struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const struct pubd_reasm_ops *ops, void *ctx)
+{
+	struct pubd_reasm *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	pubd_reasm_set_config(r, cfg);
+	r->ops = *ops;
+	r->ctx = ctx;
+	list_init(&r->lru);
+	list_init(&r->gpartials);
+	list_init(&r->granges);
+	if (htab_init(&r->streams))
+		goto err_free;
+	if (htab_init(&r->partials))
+		goto err_streams;
+	return r;
+
+err_streams:
+	free(r->streams.b);
+err_free:
+	free(r);
+	return NULL;
+}
+
+/* ---- partials ---- */
+
+static void partial_free(struct pubd_reasm *r, struct partial *p)
+{
+	struct stream *s = p->s;
+
+	htab_remove(&r->partials, &p->hn);
+	list_del(&p->slink);
+	list_del(&p->glink);
+	s->inflight--;
+	s->inflight_bytes -= p->msg_len;
+	r->inflight_msgs--;
+	r->inflight_bytes -= p->msg_len;
+	if (s->hot == p)
+		s->hot = NULL;
+	pubd_msgbuf_put(p->buf);
+	free(p);
+}
+
+static void partial_drop(struct pubd_reasm *r, struct partial *p, enum pub_drop_reason why)
+{
+	struct stream *s = p->s;
+
+	partial_free(r, p);
+	drop(r, s, why, 1);
+}
+
+static inline struct partial *partial_find(struct pubd_reasm *r, struct stream *s, uint64_t seq)
+{
+	struct hnode *n;
+
+	if (s->hot && s->hot->seq == seq)
+		return s->hot;
+	if (!s->inflight)
+		return NULL;
+	n = htab_find(&r->partials, s->id, seq);
+	return n ? container_of(n, struct partial, hn) : NULL;
+}
+
+/*
+ * Room for a new partial of msg_len bytes: first the stream's in-flight
+ * limit, then the global budget. A message that could never fit is refused
+ * before anything is evicted for it. Returns NULL when the message was
+ * dropped (and counted).
+ */
+static struct partial *partial_new(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
+				   const struct pubd_wire_hdr *h, uint32_t unit)
+{
+	size_t words = ((size_t)h->frag_count + 63) / 64;
+	struct partial *p;
+	uint64_t deadline;
+
+	if (!r->cfg.max_inflight_per_source) {
+		drop(r, s, PUB_DROP_REASM_INFLIGHT, 1);
+		return NULL;
+	}
+	if (h->msg_len > r->cfg.budget_bytes) {
+		drop(r, s, PUB_DROP_REASM_BUDGET, 1);
+		return NULL;
+	}
+	while (s->inflight >= r->cfg.max_inflight_per_source)
+		partial_drop(r, container_of(s->partials.next, struct partial, slink), PUB_DROP_REASM_INFLIGHT);
+	while (r->inflight_bytes + h->msg_len > r->cfg.budget_bytes)
+		partial_drop(r, container_of(r->gpartials.next, struct partial, glink), PUB_DROP_REASM_BUDGET);
+
+	p = malloc(sizeof(*p) + words * sizeof(p->bits[0]));
+	if (!p)
+		goto nomem;
+	p->buf = pubd_msgbuf_alloc(h->msg_len);
+	if (!p->buf) {
+		free(p);
+		goto nomem;
+	}
+	memset(p->bits, 0, words * sizeof(p->bits[0]));
+	p->s = s;
+	p->seq = seq;
+	p->msg_len = h->msg_len;
+	p->frag_count = h->frag_count;
+	p->unit = unit;
+	p->have = 0;
+	deadline = sat_add(now, r->cfg.timeout_ns);
+	if (!list_empty(&r->gpartials)) {
+		struct partial *last = container_of(r->gpartials.prev, struct partial, glink);
+
+		if (deadline < last->deadline)
+			deadline = last->deadline;
+	}
+	p->deadline = deadline;
+	p->hn.k1 = s->id;
+	p->hn.k2 = seq;
+	htab_insert(&r->partials, &p->hn);
+	list_add_tail(&s->partials, &p->slink);
+	list_add_tail(&r->gpartials, &p->glink);
+	s->inflight++;
+	s->inflight_bytes += p->msg_len;
+	r->inflight_msgs++;
+	r->inflight_bytes += p->msg_len;
+	return p;
+
+nomem:
+	/* Out of memory is out of budget, whatever the configured number. */
+	drop(r, s, PUB_DROP_REASM_BUDGET, 1);
+	return NULL;
+}
+
+static void partial_add(struct pubd_reasm *r, struct partial *p, const struct pubd_wire_hdr *h, uint32_t unit,
+			const uint8_t *payload, size_t len)
+{
+	struct stream *s = p->s;
+	uint32_t i = h->frag_index;
+	uint64_t bit = 1ull << (i % 64);
+	struct pubd_msgbuf *buf;
+	uint64_t seq;
+
+	/* Equal geometry is what makes a full bitmap mean every byte written. */
+	if (h->msg_len != p->msg_len || h->frag_count != p->frag_count || unit != p->unit) {
+		drop(r, s, PUB_DROP_MALFORMED, 1);
+		return;
+	}
+	if (p->bits[i / 64] & bit) {
+		drop(r, s, PUB_DROP_DUPLICATE, 1);
+		return;
+	}
+	memcpy(p->buf->data + h->frag_offset, payload, len);
+	p->bits[i / 64] |= bit;
+	s->hot = p;
+	if (++p->have < p->frag_count)
+		return;
+
+	/* Complete: hand the buffer's reference to the callee. */
+	buf = pubd_msgbuf_get(p->buf);
+	seq = p->seq;
+	partial_free(r, p);
+	r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, seq, buf->data, buf->len, buf);
+}
+
+/* ---- missing ranges ---- */
+
+static void range_free(struct stream *s, struct range *g)
+{
+	list_del(&g->slink);
+	list_del(&g->glink);
+	s->nranges--;
+	s->missing -= g->count;
+	free(g);
+}
+
+static void range_drop(struct pubd_reasm *r, struct range *g)
+{
+	struct stream *s = g->s;
+	uint64_t n = g->count;
+
+	range_free(s, g);
+	drop(r, s, PUB_DROP_SEQ_GAP, n);
+}
+
+static void ranges_trim(struct pubd_reasm *r, struct stream *s)
+{
+	while (s->nranges > r->cfg.max_missing_ranges)
+		range_drop(r, container_of(s->ranges.next, struct range, slink));
+}
+
+/* [first, first + count) went missing now, above every existing range. */
+static void range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t first, uint64_t count)
+{
+	struct range *g = malloc(sizeof(*g));
+	uint64_t deadline = sat_add(now, r->cfg.timeout_ns);
+
+	if (!g) {
+		/* No memory to wait for them: they are a gap now. */
+		drop(r, s, PUB_DROP_SEQ_GAP, count);
+		return;
+	}
+	if (!list_empty(&r->granges)) {
+		struct range *last = container_of(r->granges.prev, struct range, glink);
+
+		if (deadline < last->deadline)
+			deadline = last->deadline;
+	}
+	g->s = s;
+	g->first = first;
+	g->count = count;
+	g->deadline = deadline;
+	list_add_tail(&s->ranges, &g->slink);
+	list_add_tail(&r->granges, &g->glink);
+	s->nranges++;
+	s->missing += count;
+	ranges_trim(r, s);
+}
+
+static struct range *range_find(struct stream *s, uint64_t seq)
+{
+	struct link *l;
+
+	for (l = s->ranges.prev; l != &s->ranges; l = l->prev) {
+		struct range *g = container_of(l, struct range, slink);
+
+		if (seq >= g->first)
+			return seq - g->first < g->count ? g : NULL;
+	}
+	return NULL;
+}
+
+/* seq, inside g, arrived late: take it out, splitting g if needed. */
+static void range_take(struct pubd_reasm *r, struct range *g, uint64_t seq)
+{
+	struct stream *s = g->s;
+	uint64_t hi_first = seq + 1, hi_count = g->first + g->count - hi_first;
+	struct range *hi;
+
+	if (g->count == 1) {
+		range_free(s, g);
+		return;
+	}
+	s->missing--;
+	if (seq == g->first) {
+		g->first++;
+		g->count--;
+		return;
+	}
+	g->count = seq - g->first;
+	if (!hi_count)
+		return;
+	hi = malloc(sizeof(*hi));
+	if (!hi) {
+		s->missing -= hi_count;
+		drop(r, s, PUB_DROP_SEQ_GAP, hi_count);
+		return;
+	}
+	*hi = (struct range){.s = s, .first = hi_first, .count = hi_count, .deadline = g->deadline};
+	list_insert_after(&g->slink, &hi->slink);
+	list_insert_after(&g->glink, &hi->glink);
+	s->nranges++;
+	ranges_trim(r, s);
+}
+
+/* ---- streams ---- */
+
+/* Forget s. report: drop what it still waits for as timeouts and gaps. */
+static void stream_forget(struct pubd_reasm *r, struct stream *s, bool report)
+{
+	uint64_t partials = s->inflight, missing = s->missing;
+
+	while (!list_empty(&s->partials))
+		partial_free(r, container_of(s->partials.next, struct partial, slink));
+	while (!list_empty(&s->ranges))
+		range_free(s, container_of(s->ranges.next, struct range, slink));
+	if (report) {
+		drop(r, s, PUB_DROP_REASM_TIMEOUT, partials);
+		drop(r, s, PUB_DROP_SEQ_GAP, missing);
+	}
+	htab_remove(&r->streams, &s->hn);
+	list_del(&s->lru);
+	if (r->hot == s)
+		r->hot = NULL;
+	r->nstreams--;
+	free(s);
+}
+
+/*
+ * The stream of (source, group), created with its baseline at seq when
+ * new. Moves it to the LRU tail. NULL only when out of memory.
+ */
+static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t source, uint64_t group, uint64_t seq)
+{
+	struct stream *s = r->hot;
+	struct hnode *n;
+
+	if (!s || s->hn.k1 != source || s->hn.k2 != group) {
+		n = htab_find(&r->streams, source, group);
+		s = n ? container_of(n, struct stream, hn) : NULL;
+	}
+	if (s) {
+		list_move_tail(&r->lru, &s->lru);
+		goto out;
+	}
+
+	while (r->nstreams >= r->cfg.max_streams)
+		stream_forget(r, container_of(r->lru.next, struct stream, lru), true);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->hn.k1 = source;
+	s->hn.k2 = group;
+	s->id = r->next_id++;
+	s->baseline = seq;
+	s->next_seq = seq;
+	list_init(&s->partials);
+	list_init(&s->ranges);
+	htab_insert(&r->streams, &s->hn);
+	list_add_tail(&r->lru, &s->lru);
+	r->nstreams++;
+out:
+	s->last_active = now;
+	r->hot = s;
+	return s;
+}
+
+/* seq is at or beyond next_seq: what lies between went missing. */
+static void stream_advance(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq)
+{
+	if (seq > s->next_seq)
+		range_open(r, s, now, s->next_seq, seq - s->next_seq);
+	s->next_seq = seq;
+}
+
+/* ---- push ---- */
+
+static void heartbeat(struct pubd_reasm *r, uint64_t now, const struct pubd_wire_hdr *h, size_t payload_len)
+{
+	struct stream *s;
+
+	if (h->frag_count || h->msg_len || h->frag_index || h->frag_offset || payload_len) {
+		drop_dgram(r, h, PUB_DROP_MALFORMED);
+		return;
+	}
+	s = stream_get(r, now, h->source_id, h->group_id, h->msg_seq);
+	/* Without memory for the stream there is nothing to announce to. */
+	if (s && h->msg_seq > s->next_seq)
+		stream_advance(r, s, now, h->msg_seq);
+}
+
+/* The first datagram of message seq: it is resolved from here on. */
+static void message_new(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
+			const struct pubd_wire_hdr *h, uint32_t unit, const uint8_t *payload, size_t len)
+{
+	struct partial *p;
+
+	if (h->msg_len > r->cfg.max_message_size) {
+		drop(r, s, PUB_DROP_TOO_LARGE, 1);
+		return;
+	}
+	if (h->frag_count == 1) {
+		r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, seq, payload, len, NULL);
+		return;
+	}
+	p = partial_new(r, s, now, seq, h, unit);
+	if (p)
+		partial_add(r, p, h, unit, payload, len);
+}
+
+void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+		     size_t payload_len)
+{
+	uint64_t seq = h->msg_seq;
+	struct stream *s;
+	struct partial *p;
+	struct range *g;
+	uint32_t unit;
+
+	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
+		heartbeat(r, now_ns, h, payload_len);
+		return;
+	}
+	/* UINT64_MAX has no next_seq after it; 64-bit sequences never get there. */
+	if (pubd_wire_check_frag(h, payload_len, &unit) || seq == UINT64_MAX) {
+		drop_dgram(r, h, PUB_DROP_MALFORMED);
+		return;
+	}
+	s = stream_get(r, now_ns, h->source_id, h->group_id, seq);
+	if (!s) {
+		drop_dgram(r, h, PUB_DROP_REASM_BUDGET);
+		return;
+	}
+
+	if (seq >= s->next_seq) {
+		stream_advance(r, s, now_ns, seq);
+		s->next_seq = seq + 1;
+		message_new(r, s, now_ns, seq, h, unit, payload, payload_len);
+		return;
+	}
+	if (seq < s->baseline) {
+		drop(r, s, PUB_DROP_STALE, 1);
+		return;
+	}
+	p = partial_find(r, s, seq);
+	if (p) {
+		partial_add(r, p, h, unit, payload, payload_len);
+		return;
+	}
+	g = range_find(s, seq);
+	if (g) {
+		range_take(r, g, seq);
+		message_new(r, s, now_ns, seq, h, unit, payload, payload_len);
+		return;
+	}
+	drop(r, s, PUB_DROP_STALE, 1);
+}
+
+/* ---- time ---- */
+
+static inline uint64_t idle_deadline(const struct pubd_reasm *r)
+{
+	const struct stream *s;
+
+	if (list_empty(&r->lru))
+		return UINT64_MAX;
+	s = container_of(r->lru.next, const struct stream, lru);
+	return sat_add(s->last_active, r->cfg.idle_timeout_ns);
+}
+
+void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns)
+{
+	while (!list_empty(&r->gpartials)) {
+		struct partial *p = container_of(r->gpartials.next, struct partial, glink);
+
+		if (p->deadline > now_ns)
+			break;
+		partial_drop(r, p, PUB_DROP_REASM_TIMEOUT);
+	}
+	while (!list_empty(&r->granges)) {
+		struct range *g = container_of(r->granges.next, struct range, glink);
+
+		if (g->deadline > now_ns)
+			break;
+		range_drop(r, g);
+	}
+	while (!list_empty(&r->lru) && idle_deadline(r) <= now_ns)
+		stream_forget(r, container_of(r->lru.next, struct stream, lru), true);
+}
+
+uint64_t pubd_reasm_next_deadline(const struct pubd_reasm *r)
+{
+	uint64_t d = idle_deadline(r);
+
+	if (!list_empty(&r->gpartials)) {
+		const struct partial *p = container_of(r->gpartials.next, const struct partial, glink);
+
+		if (p->deadline < d)
+			d = p->deadline;
+	}
+	if (!list_empty(&r->granges)) {
+		const struct range *g = container_of(r->granges.next, const struct range, glink);
+
+		if (g->deadline < d)
+			d = g->deadline;
+	}
+	return d;
+}
+
+/* ---- teardown and introspection ---- */
+
+void pubd_reasm_forget_group(struct pubd_reasm *r, uint64_t group_id)
+{
+	struct link *l, *next;
+
+	for (l = r->lru.next; l != &r->lru; l = next) {
+		struct stream *s = container_of(l, struct stream, lru);
+
+		next = l->next;
+		if (s->hn.k2 == group_id)
+			stream_forget(r, s, false);
+	}
+}
+
+void pubd_reasm_destroy(struct pubd_reasm *r)
+{
+	if (!r)
+		return;
+	while (!list_empty(&r->lru))
+		stream_forget(r, container_of(r->lru.next, struct stream, lru), false);
+	free(r->partials.b);
+	free(r->streams.b);
+	free(r);
+}
+
+void pubd_reasm_foreach(const struct pubd_reasm *r, void (*fn)(void *ctx, const struct pubd_reasm_stream_info *s),
+			void *ctx)
+{
+	const struct link *l;
+
+	for (l = r->lru.next; l != &r->lru; l = l->next) {
+		const struct stream *s = container_of(l, const struct stream, lru);
+		struct pubd_reasm_stream_info info = {
+			.source_id = s->hn.k1,
+			.group_id = s->hn.k2,
+			.baseline = s->baseline,
+			.next_seq = s->next_seq,
+			.inflight = s->inflight,
+			.inflight_bytes = s->inflight_bytes,
+			.missing = s->missing,
+			.last_active_ns = s->last_active,
+		};
+
+		fn(ctx, &info);
+	}
+}
+
+void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)
+{
+	t->streams = r->nstreams;
+	t->inflight_msgs = r->inflight_msgs;
+	t->inflight_bytes = r->inflight_bytes;
+}

@@ -34,6 +34,21 @@
  * Invariant (tested): for each stream, every sequence number between the
  * baseline and the last one announced is reported exactly once, as delivered
  * or as dropped with a MSG-kind reason, once all deadlines have passed.
+ *
+ * Details:
+ *  - A datagram below the baseline is STALE (it was before our time).
+ *  - TOO_LARGE and REASM_BUDGET (bigger than the whole budget, or out of
+ *    memory) are decided at a message's first datagram and counted once;
+ *    its other datagrams are then STALE.
+ *  - MALFORMED (datagram): a header failing pubd_wire_check_frag(), a bad
+ *    heartbeat, msg_seq UINT64_MAX, or a fragment whose msg_len, frag_count
+ *    or fragment unit disagree with the partial it belongs to (so a full
+ *    bitmap always means every byte was written once).
+ *  - Forgetting an idle stream reports what it still waits for like
+ *    max_streams does (timeouts, gaps); normally nothing is left by then.
+ *  - A deadline is never set earlier than the newest one already pending,
+ *    so lowering timeout_ns by reload takes effect once older ones drain.
+ *  - Callbacks must not call back into the same pubd_reasm.
  */
 #ifndef PUBD_REASM_H
 #define PUBD_REASM_H
@@ -64,8 +79,8 @@ struct pubd_reasm_ops {
 	 * single-fragment fast path: no copy, no allocation). Otherwise the
 	 * callee receives one reference to owned (data == owned->data).
 	 */
-	void (*deliver)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq, const uint8_t *data,
-			size_t len, struct pubd_msgbuf *owned);
+	void (*deliver)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq, const uint8_t *data, size_t len,
+			struct pubd_msgbuf *owned);
 	/* count messages (MSG reasons) or datagrams (DGRAM reasons) dropped. */
 	void (*drop)(void *ctx, uint64_t source_id, uint64_t group_id, enum pub_drop_reason reason, uint64_t count);
 };
@@ -73,8 +88,7 @@ struct pubd_reasm_ops {
 void pubd_reasm_config_defaults(struct pubd_reasm_config *c);
 
 /* Returns NULL on allocation failure. cfg is copied. */
-struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const struct pubd_reasm_ops *ops,
-				     void *ctx);
+struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const struct pubd_reasm_ops *ops, void *ctx);
 /* Frees everything held; partial messages are dropped silently (no callbacks). */
 void pubd_reasm_destroy(struct pubd_reasm *r);
 
@@ -101,10 +115,11 @@ void pubd_reasm_forget_group(struct pubd_reasm *r, uint64_t group_id);
 struct pubd_reasm_stream_info {
 	uint64_t source_id;
 	uint64_t group_id;
-	uint64_t next_seq;	   /* one past the highest sequence started */
-	uint32_t inflight;	   /* partial messages */
-	uint64_t inflight_bytes;   /* bytes reserved for them */
-	uint64_t missing;	   /* sequence numbers waiting in missing ranges */
+	uint64_t baseline;	 /* first sequence accounted for (set by the first datagram) */
+	uint64_t next_seq;	 /* one past the highest sequence started */
+	uint32_t inflight;	 /* partial messages */
+	uint64_t inflight_bytes; /* bytes reserved for them */
+	uint64_t missing;	 /* sequence numbers waiting in missing ranges */
 	uint64_t last_active_ns;
 };
 
