@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+/* Error codes and their names; the library version. */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The public codes are the protocol's codes above a base: keep them in step. */
+_Static_assert(PUB_EPROTO == PUB_EBASE + PUB_ERR_PROTO, "PUB_EPROTO");
+_Static_assert(PUB_EVERSION == PUB_EBASE + PUB_ERR_VERSION, "PUB_EVERSION");
+_Static_assert(PUB_EACL == PUB_EBASE + PUB_ERR_ACL, "PUB_EACL");
+_Static_assert(PUB_ENOGROUP == PUB_EBASE + PUB_ERR_NO_GROUP, "PUB_ENOGROUP");
+_Static_assert(PUB_ETOOLARGE == PUB_EBASE + PUB_ERR_TOO_LARGE, "PUB_ETOOLARGE");
+_Static_assert(PUB_ESTATE == PUB_EBASE + PUB_ERR_STATE, "PUB_ESTATE");
+_Static_assert(PUB_EINTERNAL == PUB_EBASE + PUB_ERR_INTERNAL, "PUB_EINTERNAL");
+_Static_assert(PUB_EBADQUERY == PUB_EBASE + PUB_ERR_BAD_QUERY, "PUB_EBADQUERY");
+_Static_assert(PUB_ECONFIG == PUB_EBASE + PUB_ERR_CONFIG, "PUB_ECONFIG");
+_Static_assert(PUB_ESLOW == PUB_EBASE + PUB_ERR_SLOW, "PUB_ESLOW");
+_Static_assert(PUB_ESHUTDOWN == PUB_EBASE + PUB_ERR_SHUTDOWN, "PUB_ESHUTDOWN");
+_Static_assert(PUB_ERR__MAX <= 99, "codes must stay below PUB_EUNKNOWN");
+
+#define SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " follows " #b)
+SAME(PUB_Q_STATUS, PUB_QUERY_STATUS);
+SAME(PUB_Q_GROUPS, PUB_QUERY_GROUPS);
+SAME(PUB_Q_GROUP, PUB_QUERY_GROUP);
+SAME(PUB_Q_CLIENTS, PUB_QUERY_CLIENTS);
+SAME(PUB_Q_DROPS, PUB_QUERY_DROPS);
+SAME(PUB_Q_SOURCES, PUB_QUERY_SOURCES);
+SAME(PUB_Q_RELOAD, PUB_QUERY_RELOAD);
+SAME(PUB_VALUE_U64, PUB_COL_U64);
+SAME(PUB_VALUE_I64, PUB_COL_I64);
+SAME(PUB_VALUE_STR, PUB_COL_STR);
+
+int pub_err_from_code(uint32_t code)
+{
+	if (code == 0 || code >= PUB_ERR__MAX)
+		return -PUB_EUNKNOWN;
+	return -(PUB_EBASE + (int)code);
+}
+
+const char *pub_version(void)
+{
+	return PUB_VERSION_STRING;
+}
+
+const char *pub_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case 0:
+		return "success";
+	case PUB_EPROTO:
+		return "protocol error between libpub and pubd";
+	case PUB_EVERSION:
+		return "pubd does not speak this libpub's protocol version";
+	case PUB_EACL:
+		return "permission denied by the group's ACL";
+	case PUB_ENOGROUP:
+		return "no such group in pubd's configuration";
+	case PUB_ETOOLARGE:
+		return "message too large for pubd (limits.max_message_size, or the MTU of a raw group)";
+	case PUB_ESTATE:
+		return "request not valid now (e.g. not subscribed)";
+	case PUB_EINTERNAL:
+		return "pubd failed internally";
+	case PUB_EBADQUERY:
+		return "pubd does not know this query";
+	case PUB_ECONFIG:
+		return "pubd rejected the new configuration";
+	case PUB_ESLOW:
+		return "disconnected by pubd as a slow subscriber (messages were dropped)";
+	case PUB_ESHUTDOWN:
+		return "pubd is shutting down";
+	case PUB_EUNKNOWN:
+		return "pubd reported an error this libpub does not know";
+	case ENOTCONN:
+		return "not connected to pubd (it is down or restarting)";
+	}
+	if (err > PUB_EBASE)
+		return "unknown libpub error";
+	/* strerrordesc_np: glibc's static text, thread-safe unlike strerror(). */
+	const char *s = strerrordesc_np(err);
+	return s ? s : "unknown error";
+}
+
+/*
+ * A description for a message that names the operation: an ACL denial says
+ * which ACL ("the group's subscribe ACL"), because a group has two.
+ */
+const char *pub_err_describe(int err, const char *op)
+{
+	if (err == -PUB_EACL && op) {
+		if (strncmp(op, "subscribe", 9) == 0 || strncmp(op, "resubscribe", 11) == 0)
+			return "permission denied by the group's subscribe ACL";
+		if (strncmp(op, "publish", 7) == 0)
+			return "permission denied by the group's publish ACL";
+	}
+	return pub_strerror(err);
+}
