@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* pubctl internals: the command table's context and the shared helpers. */
+#ifndef PUBCTL_H
+#define PUBCTL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <pub.h>
+
+/* Exit codes: 0 fine, 1 an error, 2 pubd cannot be reached. */
+#define EXIT_UNREACHABLE 2
+
+struct pubctl {
+	const char *socket; /* resolved: -s, else $PUBD_SOCKET, else the default */
+	bool json;
+	const char *prog;
+	const char *cmd;
+};
+
+/* Connect (or print the one-line reason and return NULL with *exit_code set). */
+pub_client_t *pubctl_connect(struct pubctl *ctl, bool reconnect, int *exit_code);
+/* Print "pubctl: " + message to stderr. */
+void pubctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Parse the options every subcommand takes (-s, --json) among its own; returns -1 on a usage error. */
+
+/* render.c */
+struct render {
+	FILE *out;
+	bool json;
+	int ntables; /* printed so far (commas, blank lines) */
+};
+void render_begin(struct render *r, FILE *out, bool json);
+int render_table(const struct pub_table *t, void *arg); /* a pub_table_cb */
+void render_end(struct render *r);
+void json_string(FILE *out, const char *s, size_t len);
+
+/* commands */
+int cmd_pub(struct pubctl *ctl, int argc, char **argv);
+int cmd_sub(struct pubctl *ctl, int argc, char **argv);
+int cmd_watch(struct pubctl *ctl, int argc, char **argv);
+
+#endif

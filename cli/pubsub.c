@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: MIT
+/* pubctl pub, sub and watch: the commands that stay connected. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pubctl.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+/* SIGINT/SIGTERM end the loops cleanly (output flushed) instead of killing the process. */
+static void catch_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: poll() must return EINTR so the loop sees the flag. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int parse_u64(const char *s, const char *what, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-') {
+		pubctl_err("%s: '%s' is not a number", what, s);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_seconds(const char *s, const char *what, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || *out < 0) {
+		pubctl_err("%s: '%s' is not a number of seconds", what, s);
+		return -1;
+	}
+	return 0;
+}
+
+/* The whole file (or stdin for "-") as one message. */
+static int read_all(const char *path, uint8_t **out, size_t *len)
+{
+	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 65536, n = 0;
+	uint8_t *buf = NULL, *p;
+	ssize_t got;
+	int ret = 0;
+
+	if (fd < 0) {
+		pubctl_err("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	buf = malloc(cap);
+	if (!buf)
+		goto nomem;
+	for (;;) {
+		if (n == cap) {
+			p = realloc(buf, cap * 2);
+			if (!p)
+				goto nomem;
+			buf = p;
+			cap *= 2;
+		}
+		got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			pubctl_err("%s: %s", path, strerror(errno));
+			ret = -1;
+			goto out;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	*out = buf;
+	*len = n;
+	buf = NULL;
+	goto out;
+nomem:
+	pubctl_err("%s: out of memory", path);
+	ret = -1;
+out:
+	free(buf);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return ret;
+}
+
+/* Load-test content: "#<index> " then the alphabet over and over, cut to size; printable for `sub`. */
+static void pattern(uint8_t *p, size_t size, uint64_t index)
+{
+	char head[32];
+	int h = snprintf(head, sizeof(head), "#%" PRIu64 " ", index);
+
+	for (size_t k = 0; k < size; k++)
+		p[k] = k < (size_t)h ? (uint8_t)head[k] : (uint8_t)('a' + (k - (size_t)h) % 26);
+}
+
+static int publish_failed(struct pubctl *ctl, pub_client_t *c, int r)
+{
+	if (r == -ENOTCONN) {
+		pubctl_err("cannot reach pubd at %s: %s", ctl->socket, pub_errmsg(c));
+		return EXIT_UNREACHABLE;
+	}
+	pubctl_err("%s", pub_errmsg(c));
+	return 1;
+}
+
+int cmd_pub(struct pubctl *ctl, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"file", required_argument, NULL, 'f'},
+		{"count", required_argument, NULL, 'n'},
+		{"size", required_argument, NULL, 'b'},
+		{"rate", required_argument, NULL, 'r'},
+		{0},
+	};
+	const char *file = NULL, *group;
+	uint64_t count = 1, size = 0;
+	double rate = 0, start, secs;
+	bool have_size = false;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	pub_client_t *c = NULL;
+	int opt, r = 0, ret = 1;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "f:n:b:r:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			file = optarg;
+			break;
+		case 'n':
+			if (parse_u64(optarg, "--count", &count) < 0)
+				return 1;
+			break;
+		case 'b':
+			if (parse_u64(optarg, "--size", &size) < 0)
+				return 1;
+			have_size = true;
+			break;
+		case 'r':
+			if (parse_seconds(optarg, "--rate", &rate) < 0)
+				return 1;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind >= argc || argc - optind > 2)
+		goto usage;
+	group = argv[optind];
+	if ((argc - optind == 2) + (file != NULL) + have_size != 1) {
+		pubctl_err("pub: give exactly one of MESSAGE, --file F, --size B");
+		goto usage;
+	}
+	if (argc - optind == 2) {
+		len = strlen(argv[optind + 1]);
+		data = malloc(len ? len : 1);
+		if (data)
+			memcpy(data, argv[optind + 1], len);
+	} else if (file) {
+		if (read_all(file, &data, &len) < 0)
+			return 1;
+	} else {
+		len = (size_t)size;
+		data = malloc(len ? len : 1);
+	}
+	if (!data) {
+		pubctl_err("pub: out of memory");
+		return 1;
+	}
+
+	c = pubctl_connect(ctl, false, &ret);
+	if (!c)
+		goto out;
+	start = now_s();
+	for (uint64_t i = 0; i < count && !interrupted; i++) {
+		if (rate > 0) {
+			/* Pace against the start, not the previous message, so the rate does not drift. */
+			double due = start + (double)i / rate, wait = due - now_s();
+
+			if (wait > 0) {
+				struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+
+				nanosleep(&ts, NULL);
+			}
+		}
+		if (have_size)
+			pattern(data, len, i);
+		/* The last message waits for pubd's word, which covers every earlier one. */
+		r = pub_publish(c, group, data, len, i + 1 == count ? PUB_SYNC : 0);
+		if (r < 0)
+			break;
+	}
+	if (r == 0)
+		r = pub_flush(c, -1); /* an error pubd reported about an earlier message */
+	if (r < 0) {
+		ret = publish_failed(ctl, c, r);
+		goto out;
+	}
+	secs = now_s() - start;
+	if (count > 1)
+		printf("published %" PRIu64 " messages of %zu bytes to '%s' in %.3f s: %.0f msg/s, %.1f MB/s\n", count,
+		       len, group, secs, secs > 0 ? (double)count / secs : 0,
+		       secs > 0 ? (double)count * (double)len / secs / 1e6 : 0);
+	ret = 0;
+out:
+	pub_close(c);
+	free(data);
+	return ret;
+usage:
+	pubctl_err("usage: pub GROUP [MESSAGE] [--file F|-] [--count N] [--size B] [--rate MSGS_PER_S]");
+	free(data);
+	return 1;
+}
+
+static bool printable(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((p[i] < 0x20 && p[i] != '\t') || p[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* GROUP SOURCE SEQ LEN PAYLOAD: the payload as text when it is text, else its size. */
+static void print_message(const struct pub_message *m)
+{
+	enum { SHOW = 80 };
+	const uint8_t *p = m->data;
+	size_t n = m->len;
+
+	printf("%s %016" PRIx64 " %" PRIu64 " %zu ", m->group, m->source, m->seq, m->len);
+	if (n && p[n - 1] == '\n') /* `echo text | pubctl pub g --file -` */
+		n--;
+	if (printable(p, n))
+		printf("%.*s%s\n", (int)(n > SHOW ? SHOW : n), (const char *)p, n > SHOW ? "..." : "");
+	else
+		printf("<%zu bytes>\n", m->len);
+}
+
+int cmd_sub(struct pubctl *ctl, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"count", required_argument, NULL, 'n'},
+		{"timeout", required_argument, NULL, 't'},
+		{"output", required_argument, NULL, 'o'},
+		{0},
+	};
+	uint64_t count = 0, got = 0;
+	double timeout = -1, deadline = 0;
+	const char *output = NULL;
+	FILE *out = stdout;
+	pub_client_t *c = NULL;
+	struct pub_message m;
+	int opt, r, ret = 1;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "n:t:o:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			if (parse_u64(optarg, "--count", &count) < 0)
+				return 1;
+			break;
+		case 't':
+			if (parse_seconds(optarg, "--timeout", &timeout) < 0)
+				return 1;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind >= argc)
+		goto usage;
+	if (output && strcmp(output, "-") != 0) {
+		out = fopen(output, "wbe");
+		if (!out) {
+			pubctl_err("%s: %s", output, strerror(errno));
+			return 1;
+		}
+	}
+
+	/* A subscriber survives a pubd restart: libpub reconnects and resubscribes. */
+	c = pubctl_connect(ctl, true, &ret);
+	if (!c)
+		goto out;
+	for (int i = optind; i < argc; i++) {
+		r = pub_subscribe(c, argv[i]);
+		if (r < 0) {
+			pubctl_err("%s", pub_errmsg(c));
+			ret = r == -ENOTCONN ? EXIT_UNREACHABLE : 1;
+			goto out;
+		}
+	}
+	catch_signals();
+	if (timeout >= 0)
+		deadline = now_s() + timeout;
+	while (!interrupted && (!count || got < count)) {
+		int wait = -1;
+		struct pollfd p = {.fd = pub_fd(c), .events = POLLIN};
+
+		if (timeout >= 0) {
+			double left = deadline - now_s();
+
+			if (left <= 0)
+				break;
+			wait = (int)(left * 1000) + 1;
+		}
+		if (poll(&p, 1, wait) < 0 && errno != EINTR) {
+			pubctl_err("poll: %s", strerror(errno));
+			goto out;
+		}
+		while ((!count || got < count) && (r = pub_recv(c, &m, 0)) != 0) {
+			if (r < 0 && -r > PUB_EBASE) {
+				/* pubd's word (a slow-subscriber cut, a group gone): say so and go on. */
+				pubctl_err("warning: %s", pub_errmsg(c));
+				continue;
+			}
+			if (r < 0) {
+				pubctl_err("%s", pub_errmsg(c));
+				goto out;
+			}
+			got++;
+			if (output)
+				fwrite(m.data, 1, m.len, out);
+			else
+				print_message(&m);
+			if (out == stdout && !output)
+				fflush(out);
+		}
+	}
+	if (count && got < count) {
+		if (interrupted)
+			pubctl_err("interrupted: received %" PRIu64 " of %" PRIu64 " messages", got, count);
+		else
+			pubctl_err("timed out after %g s: received %" PRIu64 " of %" PRIu64 " messages", timeout, got,
+				   count);
+		goto out;
+	}
+	ret = 0;
+out:
+	if (out && fflush(out) != 0 && ret == 0) {
+		pubctl_err("%s: %s", output ? output : "stdout", strerror(errno));
+		ret = 1;
+	}
+	if (out && out != stdout)
+		fclose(out);
+	pub_close(c);
+	return ret;
+usage:
+	pubctl_err("usage: sub GROUP... [--count N] [--timeout SECONDS] [--output FILE]");
+	return 1;
+}
+
+/* Render one reply into a memory stream so a redraw replaces the screen at once. */
+static int watch_query(pub_client_t *c, int kind, FILE *mem, struct render *rd)
+{
+	int r = pub_query(c, kind, NULL, render_table, rd);
+
+	if (r < 0)
+		fprintf(mem, "%s\n", pub_errmsg(c));
+	return r;
+}
+
+int cmd_watch(struct pubctl *ctl, int argc, char **argv)
+{
+	static const struct option longopts[] = {{"interval", required_argument, NULL, 'i'}, {0}};
+	double interval = 1;
+	bool tty = isatty(STDOUT_FILENO);
+	pub_client_t *c;
+	int opt, ret = 1;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "i:", longopts, NULL)) != -1) {
+		if (opt != 'i' || parse_seconds(optarg, "--interval", &interval) < 0 || interval < 0.05) {
+			pubctl_err("usage: watch [--interval SECONDS (>= 0.05)]");
+			return 1;
+		}
+	}
+	c = pubctl_connect(ctl, true, &ret);
+	if (!c)
+		return ret;
+	catch_signals();
+	while (!interrupted) {
+		char *text = NULL, stamp[64];
+		size_t len = 0;
+		FILE *mem = open_memstream(&text, &len);
+		struct render rd;
+		time_t t = time(NULL);
+		struct tm tm;
+
+		if (!mem)
+			break;
+		strftime(stamp, sizeof(stamp), "%F %T", localtime_r(&t, &tm));
+		fprintf(mem, "pubd at %s  %s  (every %gs, Ctrl-C quits)\n\n", ctl->socket, stamp, interval);
+		render_begin(&rd, mem, false);
+		if (watch_query(c, PUB_Q_STATUS, mem, &rd) == 0) {
+			fputc('\n', mem);
+			watch_query(c, PUB_Q_DROPS, mem, &rd);
+		}
+		fclose(mem);
+		/* Home and clear, then the whole frame in one write. */
+		if (tty)
+			fputs("\033[H\033[2J", stdout);
+		fwrite(text, 1, len, stdout);
+		if (!tty)
+			fputc('\n', stdout);
+		fflush(stdout);
+		free(text);
+		poll(NULL, 0, (int)(interval * 1000));
+	}
+	pub_close(c);
+	return 0;
+}

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Rendering of query tables, whatever their columns: aligned text (title,
+ * header, rows; numbers right-aligned) or one JSON object per reply,
+ * {"table": [ {"column": value, ...}, ... ], ...}.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pubctl.h"
+
+/* One more byte than the longest u64 or i64 printed in decimal. */
+#define NUM_MAX 24
+
+void render_begin(struct render *r, FILE *out, bool json)
+{
+	r->out = out;
+	r->json = json;
+	r->ntables = 0;
+	if (json)
+		fputc('{', out);
+}
+
+void render_end(struct render *r)
+{
+	if (r->json)
+		fputs("}\n", r->out);
+	fflush(r->out);
+}
+
+/* Length of a valid UTF-8 sequence at p (at most n bytes), or 0 when it is not valid. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if ((p[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values beyond Unicode are not valid UTF-8. */
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped; invalid UTF-8 as U+FFFD. */
+void json_string(FILE *out, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', out);
+	for (size_t i = 0; i < len;) {
+		unsigned char ch = p[i];
+		size_t n;
+
+		switch (ch) {
+		case '"':
+			fputs("\\\"", out);
+			break;
+		case '\\':
+			fputs("\\\\", out);
+			break;
+		case '\n':
+			fputs("\\n", out);
+			break;
+		case '\r':
+			fputs("\\r", out);
+			break;
+		case '\t':
+			fputs("\\t", out);
+			break;
+		default:
+			if (ch < 0x20 || ch == 0x7f) {
+				fprintf(out, "\\u%04x", ch);
+				break;
+			}
+			n = utf8_len(p + i, len - i);
+			if (!n) {
+				fputs("\\ufffd", out);
+				i++;
+				continue;
+			}
+			fwrite(p + i, 1, n, out);
+			i += n;
+			continue;
+		}
+		i++;
+	}
+	fputc('"', out);
+}
+
+static void json_table(struct render *r, const struct pub_table *t)
+{
+	FILE *out = r->out;
+
+	if (r->ntables)
+		fputc(',', out);
+	json_string(out, t->name, strlen(t->name));
+	fputs(":[", out);
+	for (size_t row = 0; row < t->nrows; row++) {
+		fputs(row ? ",{" : "{", out);
+		for (unsigned col = 0; col < t->ncols; col++) {
+			const struct pub_value *v = &t->cells[row * t->ncols + col];
+
+			if (col)
+				fputc(',', out);
+			json_string(out, t->cols[col].name, strlen(t->cols[col].name));
+			fputc(':', out);
+			if (v->type == PUB_VALUE_U64)
+				fprintf(out, "%" PRIu64, v->u);
+			else if (v->type == PUB_VALUE_I64)
+				fprintf(out, "%" PRId64, v->i);
+			else
+				json_string(out, v->s, v->len);
+		}
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
+static const char *cell_text(const struct pub_value *v, char *num)
+{
+	if (v->type == PUB_VALUE_U64) {
+		snprintf(num, NUM_MAX, "%" PRIu64, v->u);
+		return num;
+	}
+	if (v->type == PUB_VALUE_I64) {
+		snprintf(num, NUM_MAX, "%" PRId64, v->i);
+		return num;
+	}
+	return v->s;
+}
+
+/* Text cells are printed as they are, but control characters would break the layout. */
+static void put_text(FILE *out, const char *s, int width, bool right)
+{
+	int pad = width - (int)strlen(s);
+
+	if (right && pad > 0)
+		fprintf(out, "%*s", pad, "");
+	for (const char *p = s; *p; p++)
+		fputc((unsigned char)*p < 0x20 ? '?' : *p, out);
+	if (!right && pad > 0)
+		fprintf(out, "%*s", pad, "");
+}
+
+static void text_table(struct render *r, const struct pub_table *t)
+{
+	FILE *out = r->out;
+	char num[NUM_MAX];
+	int *w;
+
+	if (r->ntables)
+		fputc('\n', out);
+	fprintf(out, "%s\n", t->name);
+	if (!t->ncols)
+		return;
+	w = calloc(t->ncols, sizeof(*w));
+	if (!w)
+		return;
+
+	/* One row with many columns (status, counters) reads better as name/value lines. */
+	if (t->nrows == 1 && t->ncols > 6) {
+		int nw = 0;
+
+		for (unsigned c = 0; c < t->ncols; c++)
+			if ((int)strlen(t->cols[c].name) > nw)
+				nw = (int)strlen(t->cols[c].name);
+		for (unsigned c = 0; c < t->ncols; c++) {
+			fputs("  ", out);
+			put_text(out, t->cols[c].name, nw, false);
+			fputs("  ", out);
+			put_text(out, cell_text(&t->cells[c], num), 0, false);
+			fputc('\n', out);
+		}
+		free(w);
+		return;
+	}
+	for (unsigned c = 0; c < t->ncols; c++)
+		w[c] = (int)strlen(t->cols[c].name);
+	for (size_t row = 0; row < t->nrows; row++)
+		for (unsigned c = 0; c < t->ncols; c++) {
+			int n = (int)strlen(cell_text(&t->cells[row * t->ncols + c], num));
+
+			if (n > w[c])
+				w[c] = n;
+		}
+	for (unsigned c = 0; c < t->ncols; c++) {
+		fputs("  ", out);
+		put_text(out, t->cols[c].name, c + 1 == t->ncols && t->cols[c].type == PUB_VALUE_STR ? 0 : w[c],
+			 t->cols[c].type != PUB_VALUE_STR);
+	}
+	fputc('\n', out);
+	for (size_t row = 0; row < t->nrows; row++) {
+		for (unsigned c = 0; c < t->ncols; c++) {
+			const struct pub_value *v = &t->cells[row * t->ncols + c];
+			bool last_str = c + 1 == t->ncols && v->type == PUB_VALUE_STR;
+
+			fputs("  ", out);
+			put_text(out, cell_text(v, num), last_str ? 0 : w[c], v->type != PUB_VALUE_STR);
+		}
+		fputc('\n', out);
+	}
+	if (!t->nrows)
+		fputs("  (none)\n", out);
+	free(w);
+}
+
+int render_table(const struct pub_table *t, void *arg)
+{
+	struct render *r = arg;
+
+	if (r->json)
+		json_table(r, t);
+	else
+		text_table(r, t);
+	r->ntables++;
+	return 0;
+}
