@@ -6,6 +6,9 @@
  * Pure: pubd_config_parse takes the file's bytes and its name (for error
  * messages), touches no fd. User and group names in ACLs are resolved by the
  * caller-provided resolver, so tests need no /etc/passwd.
+ *
+ * config/pubd.yaml documents every key, its default and its range; the
+ * table of keys in config.c is the single source of both.
  */
 #ifndef PUBD_CONFIG_H
 #define PUBD_CONFIG_H
@@ -18,6 +21,11 @@
 
 #define PUBD_DEFAULT_CONFIG "/etc/pubd/pubd.yaml"
 #define PUBD_DEFAULT_SOCKET "/run/pubd/pubd.sock"
+
+/* pubd_config_parse stops collecting after this many errors (and says so). */
+#define PUBD_CONFIG_MAX_ERRORS 100
+/* pubd_config_load refuses larger files. */
+#define PUBD_CONFIG_MAX_BYTES (4u << 20)
 
 enum pubd_fabric_type { PUBD_FABRIC_AUTO = 0, PUBD_FABRIC_VERBS, PUBD_FABRIC_UDP };
 enum pubd_slow_policy { PUBD_SLOW_DROP_OLDEST = 0, PUBD_SLOW_DROP_NEWEST, PUBD_SLOW_DISCONNECT };
@@ -55,12 +63,17 @@ struct pubd_config {
 	/* fabric */
 	enum pubd_fabric_type fabric_type;
 	char *fabric_address; /* IP address (selects device/port or interface) or interface name; NULL: none */
-	uint16_t udp_port;    /* default 7470 */
-	uint32_t mtu;	      /* 0 = auto */
-	uint32_t srq_depth;   /* default 1024 */
+	/* fabric_address parsed when it is an IP literal (port 0); len 0 when
+	 * fabric_address is NULL or an interface name. */
+	struct sockaddr_storage fabric_sockaddr;
+	socklen_t fabric_sockaddr_len;
+	uint16_t udp_port;	    /* default 7470 */
+	uint32_t mtu;		    /* 0 = auto; else the largest datagram (wire header + payload), 256..65507 */
+	uint32_t srq_depth;	    /* default 1024 */
 	uint32_t srq_low_watermark; /* default 256 */
 	uint32_t send_queue_depth;  /* default 512 */
 	uint32_t heartbeat_ms;	    /* default 100 */
+	bool busy_poll;		    /* default false: drain the CQ without waiting for events */
 
 	/* limits */
 	uint64_t max_message_size;	/* default 16 MiB */
@@ -68,12 +81,17 @@ struct pubd_config {
 	uint64_t reassembly_budget;	/* default 64 MiB */
 	uint32_t subscriber_queue;	/* messages per subscriber; default 1024 */
 	enum pubd_slow_policy slow_subscriber;
+	uint32_t reassembly_inflight; /* partial messages per source; default 64 */
 
 	struct pubd_group_config *groups;
 	size_t ngroups;
 };
 
-/* One error: "FILE:LINE:COL: message (expected ...)" */
+/*
+ * One error: "FILE:LINE:COL: message", where message names the key and
+ * what was expected, e.g. "limits.subscriber_queue: expected an integer
+ * from 1 to 1048576, got \"lots\"". Errors are sorted by place.
+ */
 struct pubd_config_error {
 	unsigned line, column; /* 1-based; 0 when not tied to a place */
 	char *message;
@@ -82,10 +100,14 @@ struct pubd_config_error {
 struct pubd_config_errors {
 	struct pubd_config_error *v;
 	size_t n;
-	char *file;
+	char *file; /* set with the first error; NULL while n == 0 */
 };
 
-/* Resolves user:NAME and group:NAME; returns 0 and the id, or -ENOENT. */
+/*
+ * Resolves user:NAME and group:NAME; returns 0 and the id, -ENOENT when there
+ * is no such name, or another -errno when the lookup itself failed. A NULL
+ * resolver (or callback) makes every user:/group: entry an error.
+ */
 struct pubd_name_resolver {
 	int (*user)(void *ctx, const char *name, uint32_t *uid);
 	int (*group)(void *ctx, const char *name, uint32_t *gid);
@@ -94,37 +116,57 @@ struct pubd_name_resolver {
 /* The resolver backed by getpwnam_r/getgrnam_r (not pure; lives in config_nss.c). */
 extern const struct pubd_name_resolver pubd_nss_resolver;
 
-void pubd_config_defaults(struct pubd_config *c);
+/*
+ * Fill *c with every default (no groups). Allocates socket_path: free with
+ * pubd_config_free. Returns 0 or -ENOMEM (then *c holds nothing to free).
+ */
+int pubd_config_defaults(struct pubd_config *c);
 
 /*
  * Parse a YAML document of len bytes. file is used only in messages.
  * Returns 0 with *c filled, or -EINVAL with every error found in *errs
- * (as many as can be found in one pass) and *c left freed.
- * -ENOMEM on allocation failure.
+ * (as many as can be found in one pass, up to PUBD_CONFIG_MAX_ERRORS) and
+ * *c left freed (zeroed). -ENOMEM on allocation failure.
+ * *c and *errs are overwritten, not freed first, so a reload can parse into
+ * a fresh struct and swap. errs may be NULL. An empty document (or one with
+ * only comments) is all defaults. On success errs->n is 0 and nothing in
+ * *errs needs freeing; pubd_config_errors_free is harmless either way.
  */
 int pubd_config_parse(struct pubd_config *c, const char *file, const void *yaml, size_t len,
 		      const struct pubd_name_resolver *res, struct pubd_config_errors *errs);
 
-/* Read the file and parse it; an unreadable file is one error naming it. */
+/*
+ * Read the file and parse it. An unreadable (or larger than
+ * PUBD_CONFIG_MAX_BYTES) file is one error naming it, and the return is that
+ * -errno (-ENOENT, -EACCES, -EFBIG, ...) instead of -EINVAL.
+ */
 int pubd_config_load(struct pubd_config *c, const char *path, const struct pubd_name_resolver *res,
 		     struct pubd_config_errors *errs);
 
+/* Idempotent: frees what c owns and zeroes it. */
 void pubd_config_free(struct pubd_config *c);
 void pubd_config_errors_free(struct pubd_config_errors *e);
-/* Format error i as "FILE:LINE:COL: message" into buf. */
+/*
+ * Format error i as "FILE:LINE:COL: message" ("FILE: message" when it has
+ * no place) into buf. Returns what snprintf returns (the untruncated
+ * length), or -EINVAL when i is out of range.
+ */
 int pubd_config_error_format(const struct pubd_config_errors *e, size_t i, char *buf, size_t cap);
 
-/* Find a group by name; NULL when absent. */
+/* Find a group by name (len bytes, no NUL needed); NULL when absent. */
 const struct pubd_group_config *pubd_config_group(const struct pubd_config *c, const char *name, size_t len);
 
 /*
  * ACL check (pure): may a peer with this uid, primary gid and supplementary
- * groups do it? An absent ACL allows everyone; an empty list allows no one;
- * uid 0 is not special (say uid:0 to allow root).
+ * groups do it? An absent ACL (acl->present false, or acl NULL) allows
+ * everyone; an empty list allows no one. Entries: any matches everyone;
+ * uid:N matches uid; gid:N matches gid or any of the ngroups supplementary
+ * groups (groups may be NULL when ngroups is 0). uid 0 is not special (say
+ * uid:0 to allow root). user:/group: entries were resolved to uid/gid at load.
  */
-bool pubd_acl_allows(const struct pubd_acl *acl, uint32_t uid, uint32_t gid, const uint32_t *groups,
-		     size_t ngroups);
+bool pubd_acl_allows(const struct pubd_acl *acl, uint32_t uid, uint32_t gid, const uint32_t *groups, size_t ngroups);
 
+/* Names as written in the config ("udp", "drop-oldest", "warning"); "unknown" for a value out of range. */
 const char *pubd_fabric_type_name(enum pubd_fabric_type t);
 const char *pubd_slow_policy_name(enum pubd_slow_policy p);
 const char *pubd_log_level_name(int level);
