@@ -1,1 +1,873 @@
-int main(void) { return 0; }
+/* SPDX-License-Identifier: MIT */
+/*
+ * Config loader: defaults, every key, value forms, and every kind of error
+ * with its exact FILE:LINE:COLUMN. ACLs have their own test_acl.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+/* Users and groups the fake name service knows. */
+static int fake_user(void *ctx, const char *name, uint32_t *uid)
+{
+	if (!strcmp(name, "root"))
+		*uid = 0;
+	else if (!strcmp(name, "alice"))
+		*uid = 1000;
+	else
+		return -ENOENT;
+	return 0;
+}
+
+static int fake_group(void *ctx, const char *name, uint32_t *gid)
+{
+	if (!strcmp(name, "root"))
+		*gid = 0;
+	else if (!strcmp(name, "staff"))
+		*gid = 50;
+	else
+		return -ENOENT;
+	return 0;
+}
+
+static const struct pubd_name_resolver fake = {.user = fake_user, .group = fake_group};
+
+/* One parse per test: the result stays here for the checks, freed after. */
+static struct pubd_config cfg;
+static struct pubd_config_errors errs;
+static char line[2048];
+
+static int teardown(void **state)
+{
+	pubd_config_free(&cfg);
+	pubd_config_errors_free(&errs);
+	return 0;
+}
+
+static int parse(const char *yaml)
+{
+	pubd_config_free(&cfg);
+	pubd_config_errors_free(&errs);
+	return pubd_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), &fake, &errs);
+}
+
+static const char *err(size_t i)
+{
+	assert_true(i < errs.n);
+	assert_true(pubd_config_error_format(&errs, i, line, sizeof(line)) > 0);
+	return line;
+}
+
+/* Exactly one error, and it is this one. */
+static void one_error(const char *yaml, const char *expect)
+{
+	assert_int_equal(parse(yaml), -EINVAL);
+	if (errs.n != 1) {
+		for (size_t i = 0; i < errs.n; i++)
+			print_message("  %s\n", err(i));
+	}
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(err(0), expect);
+}
+
+static void parses(const char *yaml)
+{
+	int ret = parse(yaml);
+
+	for (size_t i = 0; i < errs.n; i++)
+		print_message("unexpected: %s\n", err(i));
+	assert_int_equal(ret, 0);
+	assert_int_equal(errs.n, 0);
+}
+
+static void assert_defaults(const struct pubd_config *c)
+{
+	assert_string_equal(c->socket_path, "/run/pubd/pubd.sock");
+	assert_int_equal(c->socket_mode, 0660);
+	assert_int_equal(c->log_level, 6);
+	assert_int_equal(c->fabric_type, PUBD_FABRIC_AUTO);
+	assert_null(c->fabric_address);
+	assert_int_equal(c->fabric_sockaddr_len, 0);
+	assert_int_equal(c->udp_port, 7470);
+	assert_int_equal(c->mtu, 0);
+	assert_int_equal(c->srq_depth, 1024);
+	assert_int_equal(c->srq_low_watermark, 256);
+	assert_int_equal(c->send_queue_depth, 512);
+	assert_int_equal(c->heartbeat_ms, 100);
+	assert_false(c->busy_poll);
+	assert_int_equal(c->max_message_size, 16u << 20);
+	assert_int_equal(c->reassembly_timeout_ms, 500);
+	assert_int_equal(c->reassembly_budget, 64u << 20);
+	assert_int_equal(c->reassembly_inflight, 64);
+	assert_int_equal(c->subscriber_queue, 1024);
+	assert_int_equal(c->slow_subscriber, PUBD_SLOW_DROP_OLDEST);
+	assert_int_equal(c->ngroups, 0);
+	assert_null(c->groups);
+}
+
+/* ---- defaults -------------------------------------------------------- */
+
+static void config_defaults_are_documented_values(void **state)
+{
+	struct pubd_config c;
+
+	assert_int_equal(pubd_config_defaults(&c), 0);
+	assert_defaults(&c);
+	pubd_config_free(&c);
+	pubd_config_free(&c); /* idempotent */
+}
+
+static void config_empty_document_gives_defaults(void **state)
+{
+	parses("");
+	assert_defaults(&cfg);
+	parses("# only a comment\n\n");
+	assert_defaults(&cfg);
+	parses("---\n...\n");
+	assert_defaults(&cfg);
+	parses("~\n");
+	assert_defaults(&cfg);
+}
+
+static void config_empty_sections_give_defaults(void **state)
+{
+	parses("daemon:\nfabric: ~\nlimits: {}\ngroups: []\n");
+	assert_defaults(&cfg);
+}
+
+/* ---- every key ------------------------------------------------------- */
+
+static void config_parses_every_key(void **state)
+{
+	const struct sockaddr_in6 *a6;
+
+	parses("daemon:\n"
+	       "  socket: /tmp/p.sock\n"
+	       "  socket_mode: \"0600\"\n"
+	       "  log_level: debug\n"
+	       "fabric:\n"
+	       "  type: udp\n"
+	       "  address: 192.0.2.7\n"
+	       "  udp_port: 9000\n"
+	       "  mtu: 4096\n"
+	       "  srq_depth: 4096\n"
+	       "  srq_low_watermark: 100\n"
+	       "  send_queue_depth: 128\n"
+	       "  heartbeat_ms: 20\n"
+	       "  busy_poll: true\n"
+	       "limits:\n"
+	       "  max_message_size: 1MiB\n"
+	       "  reassembly_timeout_ms: 250\n"
+	       "  reassembly_budget: 8MiB\n"
+	       "  reassembly_inflight: 8\n"
+	       "  subscriber_queue: 10\n"
+	       "  slow_subscriber: disconnect\n"
+	       "groups:\n"
+	       "  - name: a\n"
+	       "    address: 239.1.1.1\n"
+	       "  - name: b\n"
+	       "    address: ff15::42\n"
+	       "    raw: true\n"
+	       "    publish: [uid:5]\n"
+	       "    subscribe: [gid:6, any]\n");
+	assert_string_equal(cfg.socket_path, "/tmp/p.sock");
+	assert_int_equal(cfg.socket_mode, 0600);
+	assert_int_equal(cfg.log_level, 7);
+	assert_int_equal(cfg.fabric_type, PUBD_FABRIC_UDP);
+	assert_string_equal(cfg.fabric_address, "192.0.2.7");
+	assert_int_equal(cfg.fabric_sockaddr.ss_family, AF_INET);
+	assert_int_equal(cfg.fabric_sockaddr_len, sizeof(struct sockaddr_in));
+	assert_int_equal(cfg.udp_port, 9000);
+	assert_int_equal(cfg.mtu, 4096);
+	assert_int_equal(cfg.srq_depth, 4096);
+	assert_int_equal(cfg.srq_low_watermark, 100);
+	assert_int_equal(cfg.send_queue_depth, 128);
+	assert_int_equal(cfg.heartbeat_ms, 20);
+	assert_true(cfg.busy_poll);
+	assert_int_equal(cfg.max_message_size, 1 << 20);
+	assert_int_equal(cfg.reassembly_timeout_ms, 250);
+	assert_int_equal(cfg.reassembly_budget, 8 << 20);
+	assert_int_equal(cfg.reassembly_inflight, 8);
+	assert_int_equal(cfg.subscriber_queue, 10);
+	assert_int_equal(cfg.slow_subscriber, PUBD_SLOW_DISCONNECT);
+
+	assert_int_equal(cfg.ngroups, 2);
+	assert_string_equal(cfg.groups[0].name, "a");
+	assert_string_equal(cfg.groups[0].address_text, "239.1.1.1");
+	assert_int_equal(cfg.groups[0].address.ss_family, AF_INET);
+	assert_int_equal(cfg.groups[0].address_len, sizeof(struct sockaddr_in));
+	assert_int_equal(((struct sockaddr_in *)&cfg.groups[0].address)->sin_addr.s_addr, htonl(0xef010101));
+	assert_int_equal(((struct sockaddr_in *)&cfg.groups[0].address)->sin_port, 0);
+	assert_false(cfg.groups[0].raw);
+	assert_false(cfg.groups[0].publish.present);
+	assert_false(cfg.groups[0].subscribe.present);
+
+	assert_string_equal(cfg.groups[1].name, "b");
+	assert_int_equal(cfg.groups[1].address.ss_family, AF_INET6);
+	assert_int_equal(cfg.groups[1].address_len, sizeof(struct sockaddr_in6));
+	a6 = (const struct sockaddr_in6 *)&cfg.groups[1].address;
+	assert_int_equal(a6->sin6_addr.s6_addr[0], 0xff);
+	assert_int_equal(a6->sin6_addr.s6_addr[15], 0x42);
+	assert_true(cfg.groups[1].raw);
+	assert_true(cfg.groups[1].publish.present);
+	assert_int_equal(cfg.groups[1].publish.n, 1);
+	assert_int_equal(cfg.groups[1].subscribe.n, 2);
+}
+
+static void config_enum_names_round_trip(void **state)
+{
+	static const char *const levels[] = {"debug", "info", "notice", "warning", "err"};
+	static const char *const policies[] = {"drop-oldest", "drop-newest", "disconnect"};
+	static const char *const types[] = {"verbs", "udp", "auto"};
+	char doc[128];
+	size_t i;
+
+	for (i = 0; i < 5; i++) {
+		snprintf(doc, sizeof(doc), "daemon: {log_level: %s}", levels[i]);
+		parses(doc);
+		assert_string_equal(pubd_log_level_name(cfg.log_level), levels[i]);
+	}
+	for (i = 0; i < 3; i++) {
+		snprintf(doc, sizeof(doc), "limits: {slow_subscriber: %s}", policies[i]);
+		parses(doc);
+		assert_string_equal(pubd_slow_policy_name(cfg.slow_subscriber), policies[i]);
+		snprintf(doc, sizeof(doc), "fabric: {type: %s}", types[i]);
+		parses(doc);
+		assert_string_equal(pubd_fabric_type_name(cfg.fabric_type), types[i]);
+	}
+	assert_string_equal(pubd_log_level_name(3), "err");
+	assert_string_equal(pubd_log_level_name(42), "unknown");
+	assert_string_equal(pubd_fabric_type_name((enum pubd_fabric_type)9), "unknown");
+	assert_string_equal(pubd_slow_policy_name((enum pubd_slow_policy)9), "unknown");
+}
+
+/* ---- value forms ----------------------------------------------------- */
+
+static void config_size_suffixes(void **state)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} ok[] = {
+		{"1", 1},	   {"4096", 4096},     {"64KiB", 64 << 10}, {"16MiB", 16 << 20}, {"16 MiB", 16 << 20},
+		{"1GiB", 1 << 30}, {"\"2KiB\"", 2048},
+	};
+	static const char *const bad[] = {"16MB",
+					  "16 mib",
+					  "16M",
+					  "MiB",
+					  "-1",
+					  "1.5MiB",
+					  "0x10",
+					  "16  MiB",
+					  "0",
+					  "2GiB",
+					  "99999999999999999999",
+					  "17179869184GiB"};
+	char doc[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(doc, sizeof(doc), "limits: {reassembly_budget: 2GiB, max_message_size: %s}", ok[i].text);
+		parses(doc);
+		assert_int_equal(cfg.max_message_size, ok[i].bytes);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(doc, sizeof(doc), "limits:\n  max_message_size: %s\n", bad[i]);
+		assert_int_equal(parse(doc), -EINVAL);
+		assert_int_equal(errs.n, 1);
+		assert_non_null(strstr(err(0), "t.yaml:2:21: limits.max_message_size: expected a size from 1 byte "
+					       "to 1 GiB (bytes, or with KiB, MiB or GiB), got \""));
+	}
+}
+
+static void config_mtu_is_auto_or_bytes(void **state)
+{
+	parses("fabric: {mtu: auto}");
+	assert_int_equal(cfg.mtu, 0);
+	parses("fabric: {mtu: 256}");
+	assert_int_equal(cfg.mtu, 256);
+	parses("fabric: {mtu: 4KiB}");
+	assert_int_equal(cfg.mtu, 4096);
+	parses("fabric: {mtu: 65507}");
+	assert_int_equal(cfg.mtu, 65507);
+	one_error("fabric: {mtu: 255}", "t.yaml:1:15: fabric.mtu: expected auto or a size in bytes from 256 to 65507, "
+					"got \"255\"");
+	one_error("fabric: {mtu: 65508}", "t.yaml:1:15: fabric.mtu: expected auto or a size in bytes from 256 to "
+					  "65507, got \"65508\"");
+	one_error("fabric: {mtu: Auto}", "t.yaml:1:15: fabric.mtu: expected auto or a size in bytes from 256 to "
+					 "65507, got \"Auto\"");
+}
+
+static void config_socket_mode_is_octal(void **state)
+{
+	parses("daemon: {socket_mode: 0660}");
+	assert_int_equal(cfg.socket_mode, 0660);
+	parses("daemon: {socket_mode: '600'}");
+	assert_int_equal(cfg.socket_mode, 0600);
+	parses("daemon: {socket_mode: 0777}");
+	assert_int_equal(cfg.socket_mode, 0777);
+	one_error("daemon:\n  socket_mode: 0999\n", "t.yaml:2:16: daemon.socket_mode: expected an octal mode from 0000 "
+						    "to 0777, like \"0660\", got \"0999\"");
+	one_error("daemon:\n  socket_mode: 01000\n", "t.yaml:2:16: daemon.socket_mode: expected an octal mode from "
+						     "0000 to 0777, like \"0660\", got \"01000\"");
+}
+
+static void config_bool_forms(void **state)
+{
+	static const char *const yes[] = {"true", "True", "yes", "on"}, *const no[] = {"false", "FALSE", "no", "off"};
+	char doc[64];
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(doc, sizeof(doc), "fabric: {busy_poll: %s}", yes[i]);
+		parses(doc);
+		assert_true(cfg.busy_poll);
+		snprintf(doc, sizeof(doc), "fabric: {busy_poll: %s}", no[i]);
+		parses(doc);
+		assert_false(cfg.busy_poll);
+	}
+	one_error("fabric: {busy_poll: 1}", "t.yaml:1:21: fabric.busy_poll: expected true or false, got \"1\"");
+}
+
+static void config_fabric_address_forms(void **state)
+{
+	parses("fabric: {address: 10.0.0.1}");
+	assert_int_equal(cfg.fabric_sockaddr.ss_family, AF_INET);
+	assert_int_equal(cfg.fabric_sockaddr_len, sizeof(struct sockaddr_in));
+	parses("fabric: {address: 'fe80::1'}");
+	assert_string_equal(cfg.fabric_address, "fe80::1");
+	assert_int_equal(cfg.fabric_sockaddr.ss_family, AF_INET6);
+	assert_int_equal(cfg.fabric_sockaddr_len, sizeof(struct sockaddr_in6));
+	parses("fabric: {address: enp1s0f0}");
+	assert_string_equal(cfg.fabric_address, "enp1s0f0");
+	assert_int_equal(cfg.fabric_sockaddr_len, 0);
+	parses("fabric: {address: ~}");
+	assert_null(cfg.fabric_address);
+	one_error("fabric: {address: 10.0.0.300}", "t.yaml:1:19: fabric.address: expected a local IPv4 or IPv6 "
+						   "address, or an interface name, got \"10.0.0.300\"");
+	one_error("fabric: {address: a/b}", "t.yaml:1:19: fabric.address: expected a local IPv4 or IPv6 address, or "
+					    "an interface name, got \"a/b\"");
+	one_error("fabric: {address: sixteen_bytes_xx}",
+		  "t.yaml:1:19: fabric.address: expected a local IPv4 or "
+		  "IPv6 address, or an interface name, got \"sixteen_bytes_xx\"");
+	one_error("fabric: {address: 'fe80::1%eth0'}", "t.yaml:1:19: fabric.address: expected a local IPv4 or IPv6 "
+						       "address, or an interface name, got \"fe80::1%eth0\"");
+}
+
+static void config_socket_path_must_be_absolute_and_fit(void **state)
+{
+	char doc[256];
+
+	memset(doc, 0, sizeof(doc));
+	strcpy(doc, "daemon: {socket: /");
+	memset(doc + strlen(doc), 'x', 106); /* 107 bytes: the most sun_path holds with its NUL */
+	strcat(doc, "}");
+	parses(doc);
+	assert_int_equal(strlen(cfg.socket_path), 107);
+	doc[strlen(doc) - 1] = 'x';
+	strcat(doc, "}");
+	assert_int_equal(parse(doc), -EINVAL);
+	one_error("daemon: {socket: pubd.sock}", "t.yaml:1:18: daemon.socket: expected an absolute socket path of at "
+						 "most 107 bytes, got \"pubd.sock\"");
+}
+
+static void config_range_boundaries(void **state)
+{
+	static const struct {
+		const char *pre, *post;
+		const char *lo, *hi, *below, *above;
+	} r[] = {
+		{"fabric: {udp_port: ", "}", "1", "65535", "0", "65536"},
+		{"fabric: {srq_low_watermark: 1, srq_depth: ", "}", "16", "65536", "15", "65537"},
+		{"fabric: {send_queue_depth: ", "}", "16", "65536", "15", "65537"},
+		{"fabric: {heartbeat_ms: ", "}", "1", "60000", "0", "60001"},
+		{"limits: {reassembly_timeout_ms: ", "}", "1", "60000", "0", "60001"},
+		{"limits: {max_message_size: 1, reassembly_budget: ", "}", "64KiB", "64GiB", "65535", "68719476737"},
+		{"limits: {reassembly_inflight: ", "}", "1", "65536", "0", "65537"},
+		{"limits: {subscriber_queue: ", "}", "1", "1048576", "0", "1048577"},
+	};
+	char doc[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		snprintf(doc, sizeof(doc), "%s%s%s", r[i].pre, r[i].lo, r[i].post);
+		parses(doc);
+		snprintf(doc, sizeof(doc), "%s%s%s", r[i].pre, r[i].hi, r[i].post);
+		parses(doc);
+		snprintf(doc, sizeof(doc), "%s%s%s", r[i].pre, r[i].below, r[i].post);
+		assert_int_equal(parse(doc), -EINVAL);
+		assert_int_equal(errs.n, 1);
+		assert_non_null(strstr(err(0), ": expected "));
+		snprintf(doc, sizeof(doc), "%s%s%s", r[i].pre, r[i].above, r[i].post);
+		assert_int_equal(parse(doc), -EINVAL);
+		assert_int_equal(errs.n, 1);
+		assert_non_null(strstr(err(0), ": expected "));
+	}
+}
+
+/* ---- each kind of error, with its exact place ------------------------- */
+
+static void config_error_out_of_range_names_place_and_form(void **state)
+{
+	one_error("limits:\n  subscriber_queue: 2000000\n", "t.yaml:2:21: limits.subscriber_queue: expected an "
+							    "integer from 1 to 1048576, got \"2000000\"");
+}
+
+static void config_error_wrong_form_quotes_the_value(void **state)
+{
+	one_error("# comment\nlimits:\n  subscriber_queue: lots\n", "t.yaml:3:21: limits.subscriber_queue: expected "
+								    "an integer from 1 to 1048576, got \"lots\"");
+	/* Control bytes are escaped: an error message is one clean log line. */
+	one_error("daemon: {log_level: \"a\\nb\\\"\"}", "t.yaml:1:21: daemon.log_level: expected one of debug, info, "
+							"notice, warning, err, got \"a\\x0ab\\\"\"");
+}
+
+static void config_error_wrong_type_names_what_was_found(void **state)
+{
+	one_error("fabric:\n  srq_depth: [1, 2]\n",
+		  "t.yaml:2:14: fabric.srq_depth: expected an integer from 16 to 65536, got a list");
+	one_error("fabric:\n  udp_port:\n", "t.yaml:2:12: fabric.udp_port: expected an integer from 1 to 65535, got "
+					    "nothing");
+	one_error("daemon: {socket: {a: b}}", "t.yaml:1:18: daemon.socket: expected an absolute socket path of at "
+					      "most 107 bytes, got a mapping");
+	one_error("fabric: 5\n", "t.yaml:1:9: fabric: expected a mapping of keys, got \"5\"");
+}
+
+static void config_error_unknown_key_lists_known_ones(void **state)
+{
+	one_error("fabric:\n  type: udp\n  srq_dept: 5\n",
+		  "t.yaml:3:3: fabric: unknown key \"srq_dept\" (expected one of type, address, udp_port, mtu, "
+		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll)");
+	one_error("limits: {colour: red}", "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
+					   "max_message_size, reassembly_timeout_ms, reassembly_budget, "
+					   "reassembly_inflight, subscriber_queue, slow_subscriber)");
+}
+
+static void config_error_unknown_section(void **state)
+{
+	one_error("daemon: {}\nfabrik:\n  type: udp\n",
+		  "t.yaml:2:1: unknown section \"fabrik\" (expected daemon, fabric, limits or groups)");
+}
+
+static void config_error_key_given_twice(void **state)
+{
+	one_error("daemon:\n  log_level: info\n  log_level: debug\n",
+		  "t.yaml:3:3: daemon.log_level: given twice (first at 2:14)");
+	one_error("daemon: {}\ndaemon: {}\n", "t.yaml:2:1: daemon: given twice (first at 1:1)");
+}
+
+static void config_error_key_not_a_name(void **state)
+{
+	one_error("daemon:\n  [a]: 1\n", "t.yaml:2:3: daemon: expected a key name, got a list");
+}
+
+static void config_error_yaml_syntax_gives_libyaml_problem_and_place(void **state)
+{
+	one_error("daemon:\n  socket: [a\n",
+		  "t.yaml:3:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at 2:11)");
+	one_error("daemon:\n socket: a\n  x: b\n", "t.yaml:3:4: invalid YAML: mapping values are not allowed in "
+						   "this context");
+	one_error("a: *nowhere\n", "t.yaml:1:4: invalid YAML: found undefined alias");
+}
+
+static void config_error_invalid_utf8_names_the_byte(void **state)
+{
+	one_error("daemon: \xff\n", "t.yaml: invalid YAML: invalid leading UTF-8 octet (#FF) at byte 8");
+}
+
+static void config_error_document_not_a_mapping(void **state)
+{
+	one_error("- a\n- b\n",
+		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, groups), got a list");
+	one_error("just words\n",
+		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, groups), got \"just words\"");
+}
+
+static void config_error_second_document(void **state)
+{
+	one_error("daemon: {}\n---\nfabric: {}\n", "t.yaml:3:1: expected one YAML document, found a second one");
+}
+
+static void config_collects_several_errors_in_one_pass(void **state)
+{
+	assert_int_equal(parse("daemon:\n"		     /* 1 */
+			       "  log_level: loud\n"	     /* 2 */
+			       "  mystery: 1\n"		     /* 3 */
+			       "fabric:\n"		     /* 4 */
+			       "  udp_port: 0\n"	     /* 5 */
+			       "  srq_depth: 64\n"	     /* 6 */
+			       "  srq_low_watermark: 64\n"   /* 7 */
+			       "groups:\n"		     /* 8 */
+			       "  - name: a\n"		     /* 9 */
+			       "    address: 10.0.0.1\n"     /* 10 */
+			       "  - name: a\n"		     /* 11 */
+			       "    address: 239.0.0.1\n"    /* 12 */
+			       "limits:\n"		     /* 13 */
+			       "  slow_subscriber: drop\n"), /* 14 */
+			 -EINVAL);
+	assert_int_equal(errs.n, 7);
+	/* In file order, whatever order the checks ran in. */
+	assert_string_equal(err(0), "t.yaml:2:14: daemon.log_level: expected one of debug, info, notice, warning, "
+				    "err, got \"loud\"");
+	assert_string_equal(err(1), "t.yaml:3:3: daemon: unknown key \"mystery\" (expected one of socket, "
+				    "socket_mode, log_level)");
+	assert_string_equal(err(2), "t.yaml:5:13: fabric.udp_port: expected an integer from 1 to 65535, got \"0\"");
+	assert_string_equal(err(3), "t.yaml:7:22: fabric.srq_low_watermark: must be less than fabric.srq_depth "
+				    "(64), got 64");
+	assert_string_equal(err(4), "t.yaml:10:14: groups[0].address: expected an IPv4 multicast address "
+				    "(224.0.0.0/4) or an IPv6 one (ff00::/8), got \"10.0.0.1\"");
+	assert_string_equal(err(5), "t.yaml:11:11: groups[1].name: duplicate group \"a\", first defined at 9:11 "
+				    "(groups[0])");
+	assert_string_equal(err(6), "t.yaml:14:20: limits.slow_subscriber: expected one of drop-oldest, "
+				    "drop-newest, disconnect, got \"drop\"");
+	/* A failed parse leaves nothing behind. */
+	assert_null(cfg.socket_path);
+	assert_null(cfg.groups);
+}
+
+static void config_error_count_is_capped(void **state)
+{
+	char *doc = malloc(300 * 20 + 16), *p = doc;
+	int i;
+
+	p += sprintf(p, "groups:\n");
+	for (i = 0; i < 300; i++)
+		p += sprintf(p, "  - {name: g%d}\n", i);
+	assert_int_equal(parse(doc), -EINVAL);
+	free(doc);
+	assert_int_equal(errs.n, PUBD_CONFIG_MAX_ERRORS + 1);
+	assert_string_equal(err(100), "t.yaml: too many errors (more than 100); stopped looking");
+	assert_string_equal(err(0), "t.yaml:2:5: groups[0]: missing key \"address\" (expected an IPv4 multicast "
+				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8))");
+}
+
+static void config_error_format_without_place(void **state)
+{
+	assert_int_equal(pubd_config_load(&cfg, "/nonexistent/pubd.yaml", &fake, &errs), -ENOENT);
+	assert_int_equal(errs.n, 1);
+	assert_int_equal(errs.v[0].line, 0);
+	assert_string_equal(err(0), "/nonexistent/pubd.yaml: cannot read: No such file or directory");
+	assert_int_equal(pubd_config_error_format(&errs, 1, line, sizeof(line)), -EINVAL);
+	assert_null(cfg.socket_path);
+}
+
+/* ---- cross-key checks ------------------------------------------------ */
+
+static void config_watermark_must_be_below_depth(void **state)
+{
+	parses("fabric: {srq_depth: 64, srq_low_watermark: 63}");
+	one_error("fabric:\n  srq_depth: 64\n  srq_low_watermark: 64\n",
+		  "t.yaml:3:22: fabric.srq_low_watermark: must be less than fabric.srq_depth (64), got 64");
+	/* Only the depth given: the complaint points at it. */
+	one_error("fabric:\n  srq_depth: 128\n",
+		  "t.yaml:2:14: fabric.srq_low_watermark: must be less than fabric.srq_depth (128), got 256");
+	/* A depth that is itself wrong does not also produce a watermark error. */
+	one_error("fabric:\n  srq_depth: 8\n",
+		  "t.yaml:2:14: fabric.srq_depth: expected an integer from 16 to 65536, got \"8\"");
+}
+
+static void config_message_size_must_fit_budget(void **state)
+{
+	parses("limits: {max_message_size: 64MiB}");
+	one_error("limits:\n  max_message_size: 65MiB\n",
+		  "t.yaml:2:21: limits.max_message_size: must be at most limits.reassembly_budget (67108864), got "
+		  "68157440; such a message could never be reassembled");
+}
+
+/* ---- groups ---------------------------------------------------------- */
+
+static void config_rejects_duplicate_group_naming_both_places(void **state)
+{
+	one_error("groups:\n"
+		  "  - name: orders\n"
+		  "    address: 239.1.1.1\n"
+		  "  - {name: x, address: 239.1.1.3}\n"
+		  "  - name: orders\n"
+		  "    address: 239.1.1.2\n",
+		  "t.yaml:5:11: groups[2].name: duplicate group \"orders\", first defined at 2:11 (groups[0])");
+}
+
+static void config_groups_may_share_an_address(void **state)
+{
+	parses("groups:\n  - {name: a, address: 239.1.1.1}\n  - {name: b, address: 239.1.1.1}\n");
+	assert_int_equal(cfg.ngroups, 2);
+	assert_non_null(pubd_config_group(&cfg, "b", 1));
+	assert_ptr_equal(pubd_config_group(&cfg, "bee", 1), &cfg.groups[1]); /* len, not NUL */
+	assert_null(pubd_config_group(&cfg, "c", 1));
+	assert_null(pubd_config_group(&cfg, "", 0));
+}
+
+static void config_rejects_non_multicast_group_address(void **state)
+{
+	static const char *const good[] = {"224.0.0.1", "239.255.255.255", "ff02::1", "FF0E::1:1"};
+	static const char *const bad[] = {"223.255.255.255", "240.0.0.1",   "10.0.0.1", "fe80::1", "::1",
+					  "239.1.1",	     "239.1.1.1:5", "group-a"};
+	char doc[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(doc, sizeof(doc), "groups: [{name: g, address: '%s'}]", good[i]);
+		parses(doc);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(doc, sizeof(doc), "groups:\n  - name: g\n    address: '%s'\n", bad[i]);
+		assert_int_equal(parse(doc), -EINVAL);
+		assert_int_equal(errs.n, 1);
+		assert_non_null(strstr(err(0), "t.yaml:3:14: groups[0].address: expected an IPv4 multicast address "
+					       "(224.0.0.0/4) or an IPv6 one (ff00::/8), got \""));
+	}
+}
+
+static void config_group_name_rules(void **state)
+{
+	char doc[600], name[300];
+
+	memset(name, 'n', 255);
+	name[255] = 0;
+	snprintf(doc, sizeof(doc), "groups: [{name: %s, address: 239.0.0.1}]", name);
+	parses(doc);
+	assert_int_equal(strlen(cfg.groups[0].name), 255);
+	snprintf(doc, sizeof(doc), "groups: [{name: %sn, address: 239.0.0.1}]", name);
+	assert_int_equal(parse(doc), -EINVAL);
+	assert_int_equal(errs.n, 1);
+	one_error("groups: [{name: '', address: 239.0.0.1}]", "t.yaml:1:17: groups[0].name: expected a group name of 1 "
+							      "to 255 bytes without control characters, got \"\"");
+	one_error("groups: [{name: \"a\\tb\", address: 239.0.0.1}]", "t.yaml:1:17: groups[0].name: expected a group "
+								     "name of 1 to 255 bytes without control "
+								     "characters, got \"a\\x09b\"");
+	one_error("groups: [{name: \"a\\0b\", address: 239.0.0.1}]", "t.yaml:1:17: groups[0].name: expected a group "
+								     "name of 1 to 255 bytes without control "
+								     "characters, got \"a\\x00b\"");
+	parses("groups: [{name: 'böse Gruppe', address: 239.0.0.1}]");
+	assert_string_equal(cfg.groups[0].name, "böse Gruppe");
+}
+
+static void config_group_needs_name_and_address(void **state)
+{
+	assert_int_equal(parse("groups:\n  - raw: true\n"), -EINVAL);
+	assert_int_equal(errs.n, 2);
+	assert_string_equal(err(0), "t.yaml:2:5: groups[0]: missing key \"name\" (expected a group name of 1 to 255 "
+				    "bytes without control characters)");
+	assert_string_equal(err(1), "t.yaml:2:5: groups[0]: missing key \"address\" (expected an IPv4 multicast "
+				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8))");
+	one_error("groups:\n  - name: a\n    address: 239.0.0.1\n    colour: red\n",
+		  "t.yaml:4:5: groups[0]: unknown key \"colour\" (expected one of name, address, raw, publish, "
+		  "subscribe)");
+	one_error("groups:\n  - 5\n", "t.yaml:2:5: groups[0]: expected a mapping with name and address, got \"5\"");
+	one_error("groups: {name: a}\n", "t.yaml:1:9: groups: expected a list of groups, got a mapping");
+}
+
+/* ---- robustness ------------------------------------------------------ */
+
+static void config_deep_nesting_does_not_crash(void **state)
+{
+	size_t n = 100000, i;
+	char *doc = malloc(4 * n + 32);
+
+	for (i = 0; i < n; i++)
+		doc[i] = '[';
+	for (i = 0; i < n; i++)
+		doc[n + i] = ']';
+	doc[2 * n] = 0;
+	assert_int_equal(parse(doc), -EINVAL);
+	assert_int_equal(errs.n, 1);
+
+	strcpy(doc, "daemon: ");
+	for (i = 0; i < n; i++)
+		memcpy(doc + 8 + 4 * i, "{a: ", 4);
+	doc[8 + 4 * n] = 0; /* unclosed: a syntax error at the end */
+	assert_int_equal(parse(doc), -EINVAL);
+	assert_int_equal(errs.n, 1);
+	free(doc);
+}
+
+static void config_alias_fan_out_is_bounded(void **state)
+{
+	size_t cap = 1 << 20, o = 0, i;
+	char *doc = malloc(cap);
+
+	/* 1000 aliases of a group with 2000 ACL entries: two million entries
+	 * from a few kilobytes, unless the walk counts what it visits. */
+	o += (size_t)snprintf(doc + o, cap - o, "groups:\n - &g {name: x, address: 239.1.1.1, publish: [");
+	for (i = 0; i < 2000; i++)
+		o += (size_t)snprintf(doc + o, cap - o, "%sany", i ? "," : "");
+	o += (size_t)snprintf(doc + o, cap - o, "]}\n");
+	for (i = 0; i < 1000; i++)
+		o += (size_t)snprintf(doc + o, cap - o, " - *g\n");
+	assert_int_equal(parse(doc), -EINVAL);
+	free(doc);
+	assert_int_equal(errs.n, 1);
+	assert_non_null(strstr(err(0), "too many values (more than 1048576, counting each use of an alias)"));
+}
+
+static void config_aliases_reuse_values(void **state)
+{
+	parses("groups:\n"
+	       "  - {name: a, address: &addr 239.1.1.1, publish: &ops [uid:1, gid:2]}\n"
+	       "  - {name: b, address: *addr, publish: *ops, subscribe: *ops}\n");
+	assert_int_equal(cfg.groups[1].publish.n, 2);
+	assert_int_equal(cfg.groups[1].subscribe.n, 2);
+	assert_ptr_not_equal(cfg.groups[1].publish.entries, cfg.groups[0].publish.entries);
+}
+
+static void config_garbage_does_not_crash(void **state)
+{
+	static const char alphabet[] = "abc:-[]{},&*!|>'\"%@`#?\n \t0123456789.~\\";
+	uint32_t x = 12345;
+	char doc[256];
+	size_t i, j, len;
+
+	for (i = 0; i < 20000; i++) {
+		len = i % sizeof(doc);
+		for (j = 0; j < len; j++) {
+			x = x * 1103515245 + 12345;
+			doc[j] = (i & 1) ? (char)(x >> 16) : alphabet[(x >> 16) % (sizeof(alphabet) - 1)];
+		}
+		pubd_config_free(&cfg);
+		pubd_config_errors_free(&errs);
+		if (pubd_config_parse(&cfg, "t.yaml", doc, len, &fake, &errs) == 0)
+			assert_int_equal(errs.n, 0);
+		else
+			assert_true(errs.n > 0);
+		for (j = 0; j < errs.n; j++)
+			assert_true(pubd_config_error_format(&errs, j, line, sizeof(line)) > 0);
+	}
+}
+
+static void config_parse_without_errs_or_twice_frees_cleanly(void **state)
+{
+	struct pubd_config c;
+
+	assert_int_equal(pubd_config_parse(&c, "t.yaml", "fabric: {mtu: 1}", 16, &fake, NULL), -EINVAL);
+	assert_null(c.socket_path);
+	assert_int_equal(pubd_config_parse(&c, "t.yaml", "fabric: {mtu: 1024}", 19, &fake, NULL), 0);
+	assert_int_equal(c.mtu, 1024);
+	pubd_config_free(&c);
+	pubd_config_free(&c);
+	pubd_config_errors_free(NULL);
+	pubd_config_free(NULL);
+}
+
+/* ---- files ----------------------------------------------------------- */
+
+static void config_load_reads_a_file(void **state)
+{
+	char path[] = "/tmp/pubd-test-config-XXXXXX";
+	const char *doc = "fabric:\n  type: udp\n  mtu: 2048\n";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
+	close(fd);
+	assert_int_equal(pubd_config_load(&cfg, path, &fake, &errs), 0);
+	assert_int_equal(cfg.mtu, 2048);
+	pubd_config_free(&cfg);
+
+	fd = open(path, O_WRONLY | O_APPEND);
+	assert_int_equal(write(fd, "  mtu: 4096\n", 12), 12);
+	close(fd);
+	assert_int_equal(pubd_config_load(&cfg, path, &fake, &errs), -EINVAL);
+	assert_int_equal(errs.n, 1);
+	snprintf(line, sizeof(line), "%s:4:3: fabric.mtu: given twice (first at 3:8)", path);
+	assert_string_equal(err(0), line);
+	unlink(path);
+}
+
+static void config_example_file_parses(void **state)
+{
+	const char *path = PUBD_SOURCE_DIR "/config/pubd.yaml";
+	const struct pubd_group_config *g;
+	struct pubd_group_config *groups;
+	size_t ngroups;
+	int ret = pubd_config_load(&cfg, path, &fake, &errs);
+
+	for (size_t i = 0; i < errs.n; i++)
+		print_message("%s\n", err(i));
+	assert_int_equal(ret, 0);
+	/* It documents the defaults: loading it changes nothing but groups. */
+	assert_int_equal(cfg.ngroups, 2);
+	groups = cfg.groups;
+	ngroups = cfg.ngroups;
+	cfg.groups = NULL;
+	cfg.ngroups = 0;
+	assert_defaults(&cfg);
+	cfg.groups = groups;
+	cfg.ngroups = ngroups;
+	g = pubd_config_group(&cfg, "telemetry", 9);
+	assert_non_null(g);
+	assert_string_equal(g->address_text, "239.1.1.1");
+	assert_false(g->publish.present);
+	g = pubd_config_group(&cfg, "orders", 6);
+	assert_non_null(g);
+	assert_string_equal(g->address_text, "239.1.1.2");
+	assert_true(g->publish.present);
+	assert_true(pubd_acl_allows(&g->publish, 0, 100, NULL, 0));
+	assert_false(pubd_acl_allows(&g->publish, 1000, 100, NULL, 0));
+	assert_true(pubd_acl_allows(&g->subscribe, 1000, 100, NULL, 0));
+
+	/* And with the real name service, as pubd --check-config reads it. */
+	pubd_config_free(&cfg);
+	assert_int_equal(pubd_config_load(&cfg, path, &pubd_nss_resolver, &errs), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(config_defaults_are_documented_values, teardown),
+		cmocka_unit_test_teardown(config_empty_document_gives_defaults, teardown),
+		cmocka_unit_test_teardown(config_empty_sections_give_defaults, teardown),
+		cmocka_unit_test_teardown(config_parses_every_key, teardown),
+		cmocka_unit_test_teardown(config_enum_names_round_trip, teardown),
+		cmocka_unit_test_teardown(config_size_suffixes, teardown),
+		cmocka_unit_test_teardown(config_mtu_is_auto_or_bytes, teardown),
+		cmocka_unit_test_teardown(config_socket_mode_is_octal, teardown),
+		cmocka_unit_test_teardown(config_bool_forms, teardown),
+		cmocka_unit_test_teardown(config_fabric_address_forms, teardown),
+		cmocka_unit_test_teardown(config_socket_path_must_be_absolute_and_fit, teardown),
+		cmocka_unit_test_teardown(config_range_boundaries, teardown),
+		cmocka_unit_test_teardown(config_error_out_of_range_names_place_and_form, teardown),
+		cmocka_unit_test_teardown(config_error_wrong_form_quotes_the_value, teardown),
+		cmocka_unit_test_teardown(config_error_wrong_type_names_what_was_found, teardown),
+		cmocka_unit_test_teardown(config_error_unknown_key_lists_known_ones, teardown),
+		cmocka_unit_test_teardown(config_error_unknown_section, teardown),
+		cmocka_unit_test_teardown(config_error_key_given_twice, teardown),
+		cmocka_unit_test_teardown(config_error_key_not_a_name, teardown),
+		cmocka_unit_test_teardown(config_error_yaml_syntax_gives_libyaml_problem_and_place, teardown),
+		cmocka_unit_test_teardown(config_error_invalid_utf8_names_the_byte, teardown),
+		cmocka_unit_test_teardown(config_error_document_not_a_mapping, teardown),
+		cmocka_unit_test_teardown(config_error_second_document, teardown),
+		cmocka_unit_test_teardown(config_collects_several_errors_in_one_pass, teardown),
+		cmocka_unit_test_teardown(config_error_count_is_capped, teardown),
+		cmocka_unit_test_teardown(config_error_format_without_place, teardown),
+		cmocka_unit_test_teardown(config_watermark_must_be_below_depth, teardown),
+		cmocka_unit_test_teardown(config_message_size_must_fit_budget, teardown),
+		cmocka_unit_test_teardown(config_rejects_duplicate_group_naming_both_places, teardown),
+		cmocka_unit_test_teardown(config_groups_may_share_an_address, teardown),
+		cmocka_unit_test_teardown(config_rejects_non_multicast_group_address, teardown),
+		cmocka_unit_test_teardown(config_group_name_rules, teardown),
+		cmocka_unit_test_teardown(config_group_needs_name_and_address, teardown),
+		cmocka_unit_test_teardown(config_deep_nesting_does_not_crash, teardown),
+		cmocka_unit_test_teardown(config_alias_fan_out_is_bounded, teardown),
+		cmocka_unit_test_teardown(config_aliases_reuse_values, teardown),
+		cmocka_unit_test_teardown(config_garbage_does_not_crash, teardown),
+		cmocka_unit_test_teardown(config_parse_without_errs_or_twice_frees_cleanly, teardown),
+		cmocka_unit_test_teardown(config_load_reads_a_file, teardown),
+		cmocka_unit_test_teardown(config_example_file_parses, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
