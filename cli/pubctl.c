@@ -129,7 +129,7 @@ static int cmd_query(struct pubctl *ctl, int argc, char **argv)
 	struct render rd;
 	pub_client_t *c;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt re-initialises (main parsed with "+") */
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (opt != 'j') {
 			pubctl_err("usage: %s %s%s", ctl->cmd, kind == PUB_Q_GROUP ? "NAME " : "", "[--json]");

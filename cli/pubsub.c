@@ -155,7 +155,7 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 	pub_client_t *c = NULL;
 	int opt, r = 0, ret = 1;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt re-initialises (main parsed with "+") */
 	while ((opt = getopt_long(argc, argv, "f:n:b:r:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
@@ -286,7 +286,7 @@ int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 	struct pub_message m;
 	int opt, r, ret = 1;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt re-initialises (main parsed with "+") */
 	while ((opt = getopt_long(argc, argv, "n:t:o:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
@@ -404,7 +404,7 @@ int cmd_watch(struct pubctl *ctl, int argc, char **argv)
 	pub_client_t *c;
 	int opt, ret = 1;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt re-initialises (main parsed with "+") */
 	while ((opt = getopt_long(argc, argv, "i:", longopts, NULL)) != -1) {
 		if (opt != 'i' || parse_seconds(optarg, "--interval", &interval) < 0 || interval < 0.05) {
 			pubctl_err("usage: watch [--interval SECONDS (>= 0.05)]");

@@ -713,7 +713,7 @@ void pub_table_str(struct pub_table_builder *b, const char *s)
 
 int pub_table_end(struct pub_table_builder *b)
 {
-	size_t body;
+	size_t body = 0;
 
 	if (!b->err && b->col != 0)
 		b->err = -EINVAL; /* the last row is short */
