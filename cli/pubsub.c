@@ -428,10 +428,8 @@ int cmd_watch(struct pubctl *ctl, int argc, char **argv)
 		strftime(stamp, sizeof(stamp), "%F %T", localtime_r(&t, &tm));
 		fprintf(mem, "pubd at %s  %s  (every %gs, Ctrl-C quits)\n\n", ctl->socket, stamp, interval);
 		render_begin(&rd, mem, false);
-		if (watch_query(c, PUB_Q_STATUS, mem, &rd) == 0) {
-			fputc('\n', mem);
+		if (watch_query(c, PUB_Q_STATUS, mem, &rd) == 0)
 			watch_query(c, PUB_Q_DROPS, mem, &rd);
-		}
 		fclose(mem);
 		/* Home and clear, then the whole frame in one write. */
 		if (tty)
