@@ -164,16 +164,15 @@ int pub_proto_frame_peek(const void *buf, size_t avail, size_t max_body, uint8_t
 	/* No flags are defined in version 1, so any set bit is a reserved bit. */
 	if (p[4] == 0 || p[4] >= PUB_FRAME__MAX || p[5] != 0 || get_u16(p + 6) != 0)
 		return -PUB_ERR_PROTO;
-	if (avail - PUB_PROTO_HDR_LEN < len) {
-		if (need)
-			*need = PUB_PROTO_HDR_LEN + (size_t)len;
-		return 0;
-	}
+	/* A valid header is reported even before its body is in: a reader decides
+	 * from type and length how to take a frame larger than its buffer. */
 	*type = p[4];
 	*body_len = len;
-	*body = p + PUB_PROTO_HDR_LEN;
 	if (need)
 		*need = PUB_PROTO_HDR_LEN + (size_t)len;
+	if (avail - PUB_PROTO_HDR_LEN < len)
+		return 0;
+	*body = p + PUB_PROTO_HDR_LEN;
 	return 1;
 }
 

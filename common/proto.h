@@ -99,7 +99,9 @@ struct pub_str {
 /*
  * Look at the start of a receive buffer.
  * Returns  1 and fills *type, *body_len, *body when a whole frame is there;
- *          0 when more bytes are needed (*need says how many in total, if known);
+ *          0 when more bytes are needed (*need says how many in total, if known;
+ *            once the 8-byte header is in and valid, *type and *body_len are
+ *            filled too, *body is not);
  *         -PUB_ERR_PROTO when the header is invalid: unknown type, reserved
  *          bits set, or body_len above max_body (never trust the length: the
  *          caller passes its limit, and nothing is allocated from it).

@@ -50,8 +50,13 @@ static void peek_needs_header_first(void **state)
 		assert_int_equal(need, PUB_PROTO_HDR_LEN);
 	}
 	for (size_t n = PUB_PROTO_HDR_LEN; n < PUB_PROTO_HDR_LEN + 4; n++) {
+		type = 0;
+		len = 0;
 		assert_int_equal(pub_proto_frame_peek(buf, n, BIG, &type, &len, &body, &need), 0);
 		assert_int_equal(need, PUB_PROTO_HDR_LEN + 4);
+		/* The header is known before the body: a reader can plan for a large frame. */
+		assert_int_equal(type, PUB_FRAME_OK);
+		assert_int_equal(len, 4);
 	}
 	assert_int_equal(pub_proto_frame_peek(buf, 12, BIG, &type, &len, &body, NULL), 1);
 	assert_int_equal(len, 4);
