@@ -130,7 +130,7 @@ static void pattern(uint8_t *p, size_t size, uint64_t index)
 static int publish_failed(struct pubctl *ctl, pub_client_t *c, int r)
 {
 	if (r == -ENOTCONN) {
-		pubctl_err("cannot reach pubd at %s: %s", ctl->socket, pub_errmsg(c));
+		pubctl_err("cannot reach pubd at %s: %s", ctl->socket, pub_strerror(r));
 		return EXIT_UNREACHABLE;
 	}
 	pubctl_err("%s", pub_errmsg(c));

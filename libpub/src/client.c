@@ -1059,7 +1059,7 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 	for (int attempt = 0;; attempt++) {
 		r = ensure_up(c);
 		if (r < 0)
-			return set_err(c, r, "%s: %s (messages are not queued while pubd is down)", what, c->errmsg);
+			return set_err(c, r, "%s: %s", what, c->errmsg);
 		if (len > c->info.max_message)
 			return set_err(c, -PUB_ETOOLARGE,
 				       "%s: message of %zu bytes exceeds pubd's max_message_size (%u)", what, len,
