@@ -359,9 +359,9 @@ int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 				fwrite(m.data, 1, m.len, out);
 			else
 				print_message(&m);
-			if (out == stdout && !output)
-				fflush(out);
 		}
+		/* Whatever arrived together is written together: a reader of a pipe sees each batch at once. */
+		fflush(out);
 	}
 	if (count && got < count) {
 		if (interrupted)
