@@ -215,13 +215,17 @@ PUB_API int pub_unsubscribe(pub_client_t *c, const char *group);
  *
  * Sends straight from @data (no copy). Without flags it waits until the
  * whole message is written to the socket, but not for pubd's answer: an
- * error pubd reports later (an ACL denial, an unknown group) is returned
- * by the next pub_publish(), pub_flush() or pub_recv() call.
+ * error pubd reports later (an ACL denial, an unknown group) is kept and
+ * returned once by a later pub_publish() (a handle without subscriptions
+ * looks for such errors every 16 publishes, so the fast path costs no extra
+ * system call per message), by pub_flush() or by pub_recv().
  * PUB_NONBLOCK: if the socket has no room, return -EAGAIN having written
  * nothing of this message; if it took part of it, the rest is kept inside
  * the handle and the call succeeds (the next call writes it first).
  * PUB_SYNC: also wait for pubd to accept or refuse this message, so its
- * error comes back here; this confirms every earlier message as well.
+ * error comes back here. pubd answers in order, so this also confirms every
+ * earlier message: afterwards pub_flush(c, 0) returns 0 or the error pubd
+ * reported about one of them.
  * A negative return means this message was not published.
  *
  * @param c     handle.
