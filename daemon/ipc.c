@@ -824,6 +824,13 @@ static void client_read(struct pubd_client *c)
 				continue;
 			}
 		} else {
+			/* Parsing leaves a full buffer only when it is paused (then
+			 * we are not here) or a frame can never fit; a read of 0
+			 * bytes would look like end of connection. */
+			if (c->rlen == c->rcap) {
+				protocol_error(c, "frame does not fit the receive buffer");
+				return;
+			}
 			n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
 			if (n > 0) {
 				c->rlen += (size_t)n;
