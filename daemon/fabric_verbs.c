@@ -1,3 +1,1965 @@
 /* SPDX-License-Identifier: MIT */
-/* placeholder: being written */
-typedef int pubd_placeholder_fabric_verbs_t;
+/*
+ * The verbs fabric: RDMA unreliable-datagram (UD) multicast through librdmacm.
+ *
+ * One rdma_cm_id (RDMA_PS_UDP) bound to fabric.address selects the device and
+ * port. On it: a PD, one CQ with a completion channel, one SRQ fed from one
+ * registered slab, one UD QP on that SRQ, and one registered send slab.
+ * Every group address is joined once with rdma_join_multicast_ex(), however
+ * many slots share it; the join event gives the AH attributes, the remote
+ * QPN (0xffffff) and the Q_Key to send with.
+ *
+ * Three fds sit on the daemon's loop: the rdmacm event channel, the CQ's
+ * completion channel and the device's async fd. Nothing here blocks or
+ * sleeps; joins complete on RDMA_CM_EVENT_MULTICAST_JOIN.
+ *
+ * Failures after open are never fatal: a group error is retried with
+ * backoff; a port going down leaves every group and rejoins when the port is
+ * active again (RoCE raises no multicast error on a link flap, so nobody
+ * else would); device removal, an address change or a fatal QP/CQ/device
+ * event tear the device resources down and build them again, retrying each
+ * second until the device is back.
+ *
+ * Facts used below come from rdma-core's man pages and librdmacm/cma.c
+ * (v44), the kernel's drivers/infiniband/sw/rxe and core/cma.c (6.1), and
+ * /work/shared/verbs-facts.md.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "config.h"
+#include "fabric.h"
+#include "log.h"
+#include "loop.h"
+#include "proto.h"
+
+/* Every UD receive buffer starts with 40 bytes for the GRH (ibv_post_recv(3)). */
+#define GRH_LEN 40
+/* RoCEv2/IPv4 puts the IPv4 header in GRH bytes 20..39; its destination
+ * address is at 36..39. A real GRH (IB, RoCEv1) and an IPv6 header carry
+ * the destination GID at 24..39, whose last 4 bytes are the IPv4 address of
+ * an IPv4-mapped group GID (::ffff:a.b.c.d). So 36..39 names an IPv4 group
+ * in every encoding, and 24..39 an IPv6 one. */
+#define GRH_DGID_OFF 24
+#define GRH_DST4_OFF 36
+
+#define CQ_BATCH     32		  /* work completions per ibv_poll_cq */
+#define POST_BATCH   32		  /* WRs linked per post call */
+#define CQ_BUDGET    512	  /* completions per dispatch before yielding to the loop */
+#define TX_WRID	     (1ull << 63) /* send WR ids carry this bit and the post sequence */
+#define MAX_SLOTS    65535	  /* the join context keeps the mc index in 16 bits */
+#define REQ_INLINE   256	  /* max_inline_data asked for; providers may give less */
+#define RETRY_MIN_NS 500000000ull
+#define RETRY_MAX_NS 30000000000ull
+#define DEV_RETRY_NS 1000000000ull
+
+#define COUNTERS(X)                                \
+	X(RX_DGRAMS, "rx_datagrams")               \
+	X(RX_BYTES, "rx_bytes")                    \
+	X(RX_UNKNOWN_GROUP, "rx_unknown_group")    \
+	X(RX_TRUNCATED, "rx_truncated")            \
+	X(RX_WC_ERRORS, "rx_completion_errors")    \
+	X(RX_POST_ERRORS, "rx_post_errors")        \
+	X(TX_DGRAMS, "tx_datagrams")               \
+	X(TX_BYTES, "tx_bytes")                    \
+	X(TX_INLINE, "tx_inline")                  \
+	X(TX_WC_ERRORS, "tx_completion_errors")    \
+	X(TX_POST_ERRORS, "tx_post_errors")        \
+	X(TX_NO_CREDITS, "tx_out_of_credits")      \
+	X(TX_TOO_BIG, "tx_too_big")                \
+	X(SRQ_LIMIT_EVENTS, "srq_limit_events")    \
+	X(SRQ_REFILLS, "srq_refills")              \
+	X(CQ_EVENTS, "cq_events")                  \
+	X(JOINS, "joins")                          \
+	X(JOIN_ERRORS, "join_errors")              \
+	X(MC_ERRORS, "multicast_errors")           \
+	X(REJOINS, "rejoins")                      \
+	X(ADDR_CHANGE, "addr_change_events")       \
+	X(DEVICE_REMOVAL, "device_removal_events") \
+	X(PORT_ERR, "port_err_events")             \
+	X(PORT_ACTIVE, "port_active_events")       \
+	X(PORT_OTHER, "port_other_events")         \
+	X(FATAL_EVENTS, "fatal_async_events")      \
+	X(REBUILDS, "device_rebuilds")
+
+enum vc {
+#define X(id, name) VC_##id,
+	COUNTERS(X)
+#undef X
+		VC__COUNT /* add new ones before this */
+};
+
+static const char *const counter_names[VC__COUNT] = {
+#define X(id, name) [VC_##id] = name,
+	COUNTERS(X)
+#undef X
+};
+
+/* One joined multicast address; several slots may share it. */
+struct vmc {
+	bool used;
+	bool joined;	     /* librdmacm holds a join for addr: leave it before anything else */
+	bool pending;	     /* join issued, its event not seen yet */
+	bool up;	     /* ah is valid: sends go out */
+	bool want_recv;	     /* some slot receives: needs a full-member join */
+	bool no_sendonly;    /* a send-only join failed here: use full member */
+	uint32_t join_flags; /* RDMA_MC_JOIN_FLAG_* of the current join */
+	uint32_t gen;	     /* tells this join's events from a previous one's */
+	unsigned refs;
+	int32_t rx_slot; /* slot reported for datagrams to this address */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	char name[INET6_ADDRSTRLEN];
+	uint8_t mgid[16];
+	uint32_t dst4; /* mgid bytes 12..15, as found at GRH bytes 36..39 */
+	struct ibv_ah *ah;
+	uint32_t qpn, qkey;
+	uint64_t retry_at; /* 0: no retry scheduled */
+	uint64_t retry_delay;
+};
+
+struct vslot {
+	bool used;
+	bool up;     /* group_state(up) was reported */
+	bool notify; /* report up from the kick timer (never from inside join()) */
+	int mc;
+	enum pubd_join_mode mode;
+};
+
+/* An AH may still be named by posted sends: free it once they completed. */
+struct dead_ah {
+	struct ibv_ah *ah;
+	uint64_t seq; /* tx_posted when it was retired */
+};
+
+struct pubd_fabric {
+	struct pubd_loop *loop;
+	struct pubd_fabric_events ev;
+	void *ctx;
+
+	/* configuration */
+	char address[128];
+	struct sockaddr_storage bind_addr;
+	uint32_t cfg_mtu, srq_depth, srq_wm, sq_depth;
+
+	/* lives as long as the fabric */
+	struct rdma_event_channel *cm_ch;
+	struct pubd_loop_watch *cm_watch;
+	struct pubd_loop_timer *kick;  /* deferred work: notifications, CQ beyond budget */
+	struct pubd_loop_timer *retry; /* rejoins and device rebuilds */
+	bool kicked;
+
+	/* device resources: dev_setup() builds, dev_teardown() releases */
+	bool dev_ok;
+	bool port_active;
+	bool sendonly_ok; /* cleared when the provider refuses send-only joins */
+	uint64_t dev_retry_at;
+	unsigned dev_retry_logged;
+	struct rdma_cm_id *id;
+	char dev_name[64];
+	uint8_t port;
+	uint8_t link_layer;
+	uint32_t active_mtu; /* bytes */
+	uint32_t mtu;	     /* largest datagram we send */
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *comp_ch;
+	struct ibv_cq *cq;
+	unsigned cq_unacked;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp; /* owned by id (rdma_create_qp_ex / rdma_destroy_qp) */
+	bool block_self_lb;
+	uint32_t max_inline;
+	struct pubd_loop_watch *comp_watch;
+	bool hub_attached; /* on the async hub of id->verbs */
+
+	uint8_t *rx_slab;
+	size_t rx_stride;
+	struct ibv_mr *rx_mr;
+	uint32_t *rx_free; /* buffers not posted to the SRQ */
+	uint32_t rx_nfree;
+	uint32_t srq_posted;
+	uint32_t srq_min_fill;
+
+	uint8_t *tx_slab;
+	size_t tx_stride;
+	struct ibv_mr *tx_mr;
+	uint64_t tx_posted, tx_done; /* sequence numbers: credits = sq_depth - (posted - done) */
+	unsigned signal_every;
+	bool tx_blocked; /* a send came up short: call ev.writable when credits return */
+
+	struct dead_ah *dead;
+	unsigned ndead, capdead;
+
+	struct vslot *slots;
+	unsigned nslots;
+	struct vmc *mcs;
+	unsigned nmcs;
+	uint32_t gen;
+	int last_rx_mc; /* one-entry cache for the rx address lookup */
+
+	uint64_t cnt[VC__COUNT];
+};
+
+static void process_cq(struct pubd_fabric *f);
+static void dev_lost(struct pubd_fabric *f, const char *why, bool removed);
+static int dev_setup(struct pubd_fabric *f, bool quiet);
+static void rejoin_all(struct pubd_fabric *f);
+
+/* ---- small helpers ---- */
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static const char *err_str(int neg)
+{
+	return strerror(neg < 0 ? -neg : neg);
+}
+
+static void addr_text(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const void *a = sa->sa_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+						  : (const void *)&((const struct sockaddr_in *)sa)->sin_addr;
+
+	if (!inet_ntop(sa->sa_family, a, buf, len))
+		snprintf(buf, len, "?");
+}
+
+/*
+ * fabric.address: an IP literal (v4 or v6, "%scope" allowed) or an
+ * interface name, whose first IPv4 address (else first IPv6) is used.
+ */
+static int parse_address(const char *text, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST, .ai_family = AF_UNSPEC}, *ai = NULL;
+	struct ifaddrs *ifa = NULL, *i;
+	int ret = -ENOENT;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!text || !*text)
+		return -EINVAL;
+	if (getaddrinfo(text, NULL, &hints, &ai) == 0) {
+		memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+		freeaddrinfo(ai);
+		return 0;
+	}
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (int fam = 0; fam < 2 && ret; fam++)
+		for (i = ifa; i; i = i->ifa_next) {
+			if (!i->ifa_addr || strcmp(i->ifa_name, text))
+				continue;
+			if (i->ifa_addr->sa_family != (fam ? AF_INET6 : AF_INET))
+				continue;
+			memcpy(ss, i->ifa_addr, fam ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+			ret = 0;
+			break;
+		}
+	freeifaddrs(ifa);
+	return ret;
+}
+
+/* A canonical copy of a group address: same bytes for the same group, so
+ * rdma_leave_multicast (which memcmp()s the address, librdmacm/cma.c) finds it. */
+static int norm_group(const struct sockaddr *sa, socklen_t len, struct sockaddr_storage *out, socklen_t *outlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in *o = (struct sockaddr_in *)out;
+
+		o->sin_family = AF_INET;
+		o->sin_addr = ((const struct sockaddr_in *)sa)->sin_addr;
+		*outlen = sizeof(*o);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 *o = (struct sockaddr_in6 *)out;
+
+		o->sin6_family = AF_INET6;
+		o->sin6_addr = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+		o->sin6_scope_id = ((const struct sockaddr_in6 *)sa)->sin6_scope_id;
+		*outlen = sizeof(*o);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+static uint32_t mtu_bytes(enum ibv_mtu m)
+{
+	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 0;
+}
+
+static const char *link_layer_name(uint8_t ll)
+{
+	switch (ll) {
+	case IBV_LINK_LAYER_INFINIBAND:
+		return "InfiniBand";
+	case IBV_LINK_LAYER_ETHERNET:
+		return "Ethernet (RoCE)";
+	default:
+		return "unspecified";
+	}
+}
+
+/* The join context: mc index and generation, no pointer to outlive. */
+static void *join_ctx(unsigned idx, uint32_t gen)
+{
+	return (void *)(((uintptr_t)gen << 16) | idx);
+}
+
+static void join_ctx_decode(const void *p, unsigned *idx, uint32_t *gen)
+{
+	uintptr_t v = (uintptr_t)p;
+
+	*idx = v & 0xffff;
+	*gen = (uint32_t)(v >> 16);
+}
+
+static bool gen_matches(uint32_t a, uint32_t b)
+{
+	/* On 32-bit only 16 bits of the generation survive the pointer. */
+	if (sizeof(uintptr_t) < 8)
+		return (a & 0xffff) == (b & 0xffff);
+	return a == b;
+}
+
+static void kick(struct pubd_fabric *f)
+{
+	if (!f->kicked) {
+		f->kicked = true;
+		pubd_loop_timer_arm(f->kick, 0); /* a deadline in the past: next iteration */
+	}
+}
+
+static void arm_retry(struct pubd_fabric *f)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (!f->dev_ok && f->dev_retry_at)
+		next = f->dev_retry_at;
+	for (unsigned i = 0; i < f->nmcs; i++)
+		if (f->mcs[i].used && f->mcs[i].retry_at && f->mcs[i].retry_at < next)
+			next = f->mcs[i].retry_at;
+	pubd_loop_timer_arm(f->retry, next);
+}
+
+/* ---- address handles ---- */
+
+static void ah_retire(struct pubd_fabric *f, struct ibv_ah *ah)
+{
+	struct dead_ah *d;
+
+	if (!ah)
+		return;
+	/* Sends are completed in order; once tx_done passes this point no WR
+	 * that could name the AH is outstanding. */
+	if (f->tx_done >= f->tx_posted) {
+		ibv_destroy_ah(ah);
+		return;
+	}
+	if (f->ndead == f->capdead) {
+		unsigned cap = f->capdead ? f->capdead * 2 : 8;
+
+		d = realloc(f->dead, cap * sizeof(*d));
+		if (!d) {
+			/* Cannot defer: destroying early only risks sends that
+			 * are failing anyway; leaking would be worse over time. */
+			log_warn("verbs: out of memory deferring an AH; destroying it now");
+			ibv_destroy_ah(ah);
+			return;
+		}
+		f->dead = d;
+		f->capdead = cap;
+	}
+	f->dead[f->ndead++] = (struct dead_ah){ah, f->tx_posted};
+}
+
+static void ah_reap(struct pubd_fabric *f, bool all)
+{
+	unsigned i = 0;
+
+	while (i < f->ndead) {
+		if (all || f->dead[i].seq <= f->tx_done) {
+			ibv_destroy_ah(f->dead[i].ah);
+			f->dead[i] = f->dead[--f->ndead];
+		} else {
+			i++;
+		}
+	}
+}
+
+/* ---- groups ---- */
+
+static void mc_update(struct pubd_fabric *f, int idx)
+{
+	struct vmc *m = &f->mcs[idx];
+
+	m->want_recv = false;
+	m->rx_slot = -1;
+	for (unsigned s = 0; s < f->nslots; s++) {
+		if (!f->slots[s].used || f->slots[s].mc != idx)
+			continue;
+		if (f->slots[s].mode & PUBD_JOIN_RECV) {
+			m->want_recv = true;
+			if (m->rx_slot < 0)
+				m->rx_slot = (int32_t)s;
+		}
+	}
+	if (m->rx_slot < 0) /* send-only groups still name a slot for stray traffic */
+		for (unsigned s = 0; s < f->nslots; s++)
+			if (f->slots[s].used && f->slots[s].mc == idx) {
+				m->rx_slot = (int32_t)s;
+				break;
+			}
+}
+
+/* Tell the daemon about every slot on mc idx whose state changes. */
+static void notify_slots(struct pubd_fabric *f, int idx, bool up, int err)
+{
+	for (unsigned s = 0; s < f->nslots; s++) {
+		/* Re-read each time: the callback may join or leave. */
+		struct vslot *v = &f->slots[s];
+
+		if (!v->used || v->mc != idx || v->up == up)
+			continue;
+		v->up = up;
+		v->notify = false;
+		f->ev.group_state(f->ctx, (int)s, up, err);
+	}
+}
+
+static void mc_retry_later(struct pubd_fabric *f, struct vmc *m)
+{
+	m->retry_delay = m->retry_delay ? m->retry_delay * 2 : RETRY_MIN_NS;
+	if (m->retry_delay > RETRY_MAX_NS)
+		m->retry_delay = RETRY_MAX_NS;
+	m->retry_at = pubd_now_ns() + m->retry_delay;
+	arm_retry(f);
+}
+
+static int mc_join(struct pubd_fabric *f, int idx)
+{
+	struct vmc *m = &f->mcs[idx];
+	struct rdma_cm_join_mc_attr_ex attr = {
+		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
+		.addr = (struct sockaddr *)&m->addr,
+	};
+	int ret;
+
+	if (!f->dev_ok || !f->port_active || m->joined)
+		return 0;
+	m->retry_at = 0;
+	/* A send-only full member is not attached to the QP and, on RoCE,
+	 * sends no IGMP report (rdma_join_multicast(3), core/cma.c): used for
+	 * groups this daemon only publishes to. */
+	if (!m->want_recv && !m->no_sendonly && f->sendonly_ok)
+		attr.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	else
+		attr.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	m->gen = ++f->gen;
+	ret = rdma_join_multicast_ex(f->id, &attr, join_ctx((unsigned)idx, m->gen)) ? -errno : 0;
+	if (ret && attr.join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
+		/* Kernels or providers without send-only support refuse it here;
+		 * a full member works everywhere. */
+		log_info("verbs: %s: send-only join refused (%s); joining as full member", m->name, err_str(ret));
+		if (ret == -ENOSYS || ret == -EINVAL || ret == -EOPNOTSUPP)
+			f->sendonly_ok = false;
+		m->no_sendonly = true;
+		attr.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+		ret = rdma_join_multicast_ex(f->id, &attr, join_ctx((unsigned)idx, m->gen)) ? -errno : 0;
+	}
+	if (ret) {
+		f->cnt[VC_JOIN_ERRORS]++;
+		log_warn("verbs: joining %s on %s failed: %s; retrying", m->name, f->dev_name, err_str(ret));
+		mc_retry_later(f, m);
+		return ret;
+	}
+	m->joined = true;
+	m->pending = true;
+	m->join_flags = attr.join_flags;
+	log_debug("verbs: joining %s on %s as %s", m->name, f->dev_name,
+		  attr.join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER ? "send-only full member" : "full member");
+	return 0;
+}
+
+/* Drop librdmacm's join (and the QP attachment); keep the group's slots. */
+static void mc_leave(struct pubd_fabric *f, struct vmc *m)
+{
+	if (m->joined && f->id) {
+		/* Never called with an unacked event of this join in hand:
+		 * rdma_leave_multicast waits for those acks (librdmacm/cma.c). */
+		if (rdma_leave_multicast(f->id, (struct sockaddr *)&m->addr))
+			log_debug("verbs: leaving %s: %s", m->name, strerror(errno));
+	}
+	m->joined = false;
+	m->pending = false;
+}
+
+static void mc_down(struct pubd_fabric *f, int idx, int err)
+{
+	struct vmc *m = &f->mcs[idx];
+
+	mc_leave(f, m);
+	m->up = false;
+	ah_retire(f, m->ah);
+	m->ah = NULL;
+	notify_slots(f, idx, false, err);
+}
+
+static int mc_find_or_add(struct pubd_fabric *f, const struct sockaddr_storage *a, socklen_t alen)
+{
+	int free_idx = -1;
+
+	for (unsigned i = 0; i < f->nmcs; i++) {
+		if (!f->mcs[i].used) {
+			if (free_idx < 0)
+				free_idx = (int)i;
+			continue;
+		}
+		if (f->mcs[i].addrlen == alen && !memcmp(&f->mcs[i].addr, a, alen))
+			return (int)i;
+	}
+	if (free_idx < 0) {
+		unsigned cap = f->nmcs ? f->nmcs * 2 : 8;
+		struct vmc *n;
+
+		if (cap > MAX_SLOTS)
+			return -ENOSPC;
+		n = realloc(f->mcs, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memset(n + f->nmcs, 0, (cap - f->nmcs) * sizeof(*n));
+		free_idx = (int)f->nmcs;
+		f->mcs = n;
+		f->nmcs = cap;
+	}
+	struct vmc *m = &f->mcs[free_idx];
+
+	memset(m, 0, sizeof(*m));
+	m->used = true;
+	m->rx_slot = -1;
+	m->addr = *a;
+	m->addrlen = alen;
+	addr_text((const struct sockaddr *)a, m->name, sizeof(m->name));
+	return free_idx;
+}
+
+/* ---- receive ---- */
+
+static void rx_arm_limit(struct pubd_fabric *f)
+{
+	struct ibv_srq_attr a = {.srq_limit = f->srq_wm};
+	int ret;
+
+	if (!f->srq || !f->srq_wm)
+		return;
+	/* The device raises IBV_EVENT_SRQ_LIMIT_REACHED once when the posted
+	 * count drops below srq_limit and then clears it (rxe sets it to 0):
+	 * re-armed after every refill (ibv_modify_srq(3)). */
+	ret = ibv_modify_srq(f->srq, &a, IBV_SRQ_LIMIT);
+	if (ret)
+		log_warn("verbs: arming srq_limit %u on %s: %s", f->srq_wm, f->dev_name, strerror(ret));
+}
+
+/* Post every buffer on the free list, in linked batches. */
+static unsigned rx_refill(struct pubd_fabric *f)
+{
+	struct ibv_recv_wr wr[POST_BATCH], *bad;
+	struct ibv_sge sge[POST_BATCH];
+	unsigned posted = 0;
+
+	while (f->rx_nfree) {
+		unsigned n = f->rx_nfree < POST_BATCH ? f->rx_nfree : POST_BATCH;
+		uint32_t *idx = &f->rx_free[f->rx_nfree - n];
+		int ret;
+
+		for (unsigned i = 0; i < n; i++) {
+			sge[i] = (struct ibv_sge){
+				.addr = (uintptr_t)(f->rx_slab + (size_t)idx[i] * f->rx_stride),
+				.length = (uint32_t)f->rx_stride,
+				.lkey = f->rx_mr->lkey,
+			};
+			wr[i] = (struct ibv_recv_wr){
+				.wr_id = idx[i],
+				.next = i + 1 < n ? &wr[i + 1] : NULL,
+				.sg_list = &sge[i],
+				.num_sge = 1,
+			};
+		}
+		ret = ibv_post_srq_recv(f->srq, wr, &bad);
+		if (ret) {
+			/* WRs before bad_wr were posted (ibv_post_srq_recv(3)); the
+			 * rest stay on the free list for the next refill. */
+			unsigned ok = (unsigned)(bad - wr);
+
+			memmove(idx, idx + ok, (n - ok) * sizeof(*idx));
+			f->rx_nfree -= ok;
+			f->srq_posted += ok;
+			posted += ok;
+			f->cnt[VC_RX_POST_ERRORS]++;
+			log_warn("verbs: posting receives on %s: %s (%u buffers unposted)", f->dev_name, strerror(ret),
+				 f->rx_nfree);
+			break;
+		}
+		f->rx_nfree -= n;
+		f->srq_posted += n;
+		posted += n;
+	}
+	return posted;
+}
+
+static int32_t rx_slot_of(struct pubd_fabric *f, const uint8_t *grh, bool has_grh)
+{
+	uint32_t dst4;
+
+	if (!has_grh)
+		return -1;
+	memcpy(&dst4, grh + GRH_DST4_OFF, 4);
+	/* A linear scan over the joined addresses (tens, not thousands),
+	 * with the last hit tried first: a stream hits it every time. */
+	for (unsigned k = 0; k <= f->nmcs; k++) {
+		int i = k == 0 ? f->last_rx_mc : (int)k - 1;
+		struct vmc *m;
+
+		if (i < 0 || (unsigned)i >= f->nmcs)
+			continue;
+		m = &f->mcs[i];
+		if (!m->used || m->dst4 != dst4 || !m->joined)
+			continue;
+		if (m->addr.ss_family == AF_INET6 && memcmp(grh + GRH_DGID_OFF, m->mgid, 16))
+			continue;
+		f->last_rx_mc = i;
+		return m->rx_slot;
+	}
+	return -1;
+}
+
+static void tx_complete(struct pubd_fabric *f, const struct ibv_wc *wc)
+{
+	uint64_t seq = wc->wr_id & ~TX_WRID;
+
+	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR) {
+		f->cnt[VC_TX_WC_ERRORS]++;
+		log_warn("verbs: send completion error on %s: %s (vendor 0x%x)", f->dev_name,
+			 ibv_wc_status_str(wc->status), wc->vendor_err);
+	}
+	/* The send queue completes in order: a signalled WR's completion
+	 * retires every unsignalled one posted before it. */
+	if (seq + 1 > f->tx_done)
+		f->tx_done = seq + 1;
+}
+
+/* Poll up to budget completions; hand receives to the daemon in batches. */
+static unsigned drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
+{
+	struct ibv_wc wc[CQ_BATCH];
+	struct pubd_rx_dgram rx[CQ_BATCH];
+	uint32_t bufs[CQ_BATCH];
+	unsigned done = 0;
+
+	*more = false;
+	while (f->cq) {
+		unsigned nrx = 0, nbuf = 0;
+		int n;
+
+		if (done >= budget) {
+			*more = true;
+			break;
+		}
+		n = ibv_poll_cq(f->cq, CQ_BATCH, wc);
+		if (n < 0) {
+			log_err("verbs: ibv_poll_cq on %s failed (%d)", f->dev_name, n);
+			dev_lost(f, "CQ poll error", false);
+			break;
+		}
+		if (n == 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			const struct ibv_wc *w = &wc[i];
+			uint8_t *buf;
+
+			if (w->wr_id & TX_WRID) {
+				tx_complete(f, w);
+				continue;
+			}
+			bufs[nbuf++] = (uint32_t)w->wr_id;
+			f->srq_posted--;
+			if (w->status != IBV_WC_SUCCESS) {
+				if (w->status != IBV_WC_WR_FLUSH_ERR) {
+					f->cnt[VC_RX_WC_ERRORS]++;
+					log_warn("verbs: receive completion error on %s: %s", f->dev_name,
+						 ibv_wc_status_str(w->status));
+				}
+				continue;
+			}
+			/* byte_len counts the 40 GRH bytes (ibv_poll_cq(3)). */
+			if (w->byte_len < GRH_LEN) {
+				f->cnt[VC_RX_TRUNCATED]++;
+				continue;
+			}
+			buf = f->rx_slab + (size_t)w->wr_id * f->rx_stride;
+			rx[nrx].data = buf + GRH_LEN;
+			rx[nrx].len = w->byte_len - GRH_LEN;
+			rx[nrx].slot = rx_slot_of(f, buf, w->wc_flags & IBV_WC_GRH);
+			if (rx[nrx].slot < 0)
+				f->cnt[VC_RX_UNKNOWN_GROUP]++;
+			f->cnt[VC_RX_BYTES] += rx[nrx].len;
+			nrx++;
+		}
+		if (f->srq_posted < f->srq_min_fill)
+			f->srq_min_fill = f->srq_posted;
+		f->cnt[VC_RX_DGRAMS] += nrx;
+		if (nrx)
+			f->ev.rx(f->ctx, rx, nrx);
+		/* The daemon is done with the bytes: back to the SRQ at once. */
+		if (nbuf && f->rx_free) {
+			memcpy(f->rx_free + f->rx_nfree, bufs, nbuf * sizeof(*bufs));
+			f->rx_nfree += nbuf;
+			rx_refill(f);
+		}
+		done += (unsigned)n;
+	}
+	ah_reap(f, false);
+	if (f->tx_blocked && f->tx_posted - f->tx_done < f->sq_depth) {
+		f->tx_blocked = false;
+		f->ev.writable(f->ctx);
+	}
+	return done;
+}
+
+/* Drain, re-arm, drain again: a completion that lands between the last
+ * empty poll and ibv_req_notify_cq raises no event (ibv_req_notify_cq(3)). */
+static void process_cq(struct pubd_fabric *f)
+{
+	bool more;
+	int ret;
+
+	drain_cq(f, CQ_BUDGET, &more);
+	if (!f->cq)
+		return;
+	if (more) {
+		kick(f); /* yield to the other fds; continue next iteration */
+		return;
+	}
+	ret = ibv_req_notify_cq(f->cq, 0);
+	if (ret) {
+		log_err("verbs: ibv_req_notify_cq on %s: %s", f->dev_name, strerror(ret));
+		dev_lost(f, "CQ notification error", false);
+		return;
+	}
+	drain_cq(f, CQ_BUDGET, &more);
+	if (more)
+		kick(f);
+}
+
+static void on_comp(void *ctx, uint32_t events)
+{
+	struct pubd_fabric *f = ctx;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	while (f->comp_ch && ibv_get_cq_event(f->comp_ch, &cq, &cq_ctx) == 0) {
+		f->cq_unacked++;
+		f->cnt[VC_CQ_EVENTS]++;
+	}
+	/* Acks take a lock: batch them; ibv_destroy_cq waits for all of them. */
+	if (f->cq && f->cq_unacked >= 64) {
+		ibv_ack_cq_events(f->cq, f->cq_unacked);
+		f->cq_unacked = 0;
+	}
+	if (f->cq)
+		process_cq(f);
+}
+
+/* ---- device async events ---- */
+
+static void port_went_down(struct pubd_fabric *f)
+{
+	if (!f->port_active)
+		return;
+	f->port_active = false;
+	/* RoCE keeps the groups through a flap without telling anyone; leave
+	 * them so that the rejoin on PORT_ACTIVE starts clean. */
+	for (unsigned i = 0; i < f->nmcs; i++)
+		if (f->mcs[i].used) {
+			f->mcs[i].retry_at = 0;
+			mc_down(f, (int)i, -ENETDOWN);
+		}
+}
+
+static void port_came_up(struct pubd_fabric *f)
+{
+	struct ibv_port_attr pa;
+	int ret;
+
+	ret = ibv_query_port(f->id->verbs, f->port, &pa);
+	if (ret) {
+		log_warn("verbs: querying %s port %u: %s", f->dev_name, f->port, strerror(ret));
+		return;
+	}
+	/* rxe reports ACTIVE for the netdev coming up and again for its
+	 * carrier: act once. */
+	if (pa.state != IBV_PORT_ACTIVE || f->port_active)
+		return;
+	if (mtu_bytes(pa.active_mtu) != f->active_mtu) {
+		/* Receive buffers are sized for the old MTU: build anew. */
+		log_notice("verbs: %s port %u active MTU changed %u -> %u", f->dev_name, f->port, f->active_mtu,
+			   mtu_bytes(pa.active_mtu));
+		dev_lost(f, "MTU change", false);
+		return;
+	}
+	f->port_active = true;
+	log_notice("verbs: %s port %u active: rejoining", f->dev_name, f->port);
+	rejoin_all(f);
+}
+
+/* One device event for fabric f (already acked). */
+static void handle_async(struct pubd_fabric *f, enum ibv_event_type type, int port)
+{
+	if (!f->dev_ok || (port >= 0 && port != f->port))
+		return;
+	switch (type) {
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		f->cnt[VC_SRQ_LIMIT_EVENTS]++;
+		log_info("verbs: %s SRQ fell below its low watermark %u: draining the CQ and refilling", f->dev_name,
+			 f->srq_wm);
+		process_cq(f); /* consumed buffers sit in the CQ: drain reposts them */
+		if (!f->dev_ok)
+			break;
+		rx_refill(f);
+		f->cnt[VC_SRQ_REFILLS]++;
+		rx_arm_limit(f);
+		break;
+	case IBV_EVENT_PORT_ERR:
+		f->cnt[VC_PORT_ERR]++;
+		log_warn("verbs: %s port %u down: leaving the groups until it is active", f->dev_name, f->port);
+		port_went_down(f);
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+		f->cnt[VC_PORT_ACTIVE]++;
+		port_came_up(f);
+		break;
+	case IBV_EVENT_CLIENT_REREGISTER:
+		/* The SM lost its records (ibacm rejoins here too). */
+		f->cnt[VC_PORT_OTHER]++;
+		log_notice("verbs: %s port %u: client reregister: rejoining", f->dev_name, f->port);
+		port_went_down(f);
+		port_came_up(f);
+		break;
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_GID_CHANGE:
+		/* On IB the kernel turns these into multicast errors for
+		 * the affected joins, handled there. */
+		f->cnt[VC_PORT_OTHER]++;
+		log_info("verbs: %s port %u: %s", f->dev_name, f->port, ibv_event_type_str(type));
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_CQ_ERR:
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_DEVICE_FATAL:
+		f->cnt[VC_FATAL_EVENTS]++;
+		log_err("verbs: %s: %s", f->dev_name, ibv_event_type_str(type));
+		dev_lost(f, ibv_event_type_str(type), type == IBV_EVENT_DEVICE_FATAL);
+		return; /* the context is gone */
+	default:
+		log_debug("verbs: %s: %s", f->dev_name, ibv_event_type_str(type));
+		break;
+	}
+}
+
+/*
+ * librdmacm opens each device once per process and hands the same
+ * ibv_context to every id bound to it (librdmacm/cma.c, ucma_get_device),
+ * so fabrics on one device share one async fd. A hub per context reads it
+ * and routes each event to the fabric that owns the SRQ, QP or CQ named,
+ * and port and device events to every fabric on the context. One loop
+ * thread only, like the rest of pubd.
+ */
+struct async_hub {
+	struct ibv_context *verbs;
+	struct pubd_loop_watch *watch;
+	struct pubd_fabric *fabrics[8];
+	unsigned n;
+	struct async_hub *next;
+};
+
+static struct async_hub *hubs;
+
+static struct async_hub *hub_of(struct ibv_context *verbs)
+{
+	for (struct async_hub *h = hubs; h; h = h->next)
+		if (h->verbs == verbs)
+			return h;
+	return NULL;
+}
+
+static bool hub_has(struct ibv_context *verbs, struct pubd_fabric *f)
+{
+	struct async_hub *h = hub_of(verbs);
+
+	for (unsigned i = 0; h && i < h->n; i++)
+		if (h->fabrics[i] == f)
+			return true;
+	return false;
+}
+
+static void on_async(void *ctx, uint32_t events)
+{
+	struct ibv_context *verbs = ctx;
+	struct async_hub *h;
+	struct ibv_async_event ae;
+
+	while ((h = hub_of(verbs)) && ibv_get_async_event(verbs, &ae) == 0) {
+		struct pubd_fabric *to[8];
+		enum ibv_event_type type = ae.event_type;
+		unsigned n = 0;
+		int port = -1;
+
+		switch (type) {
+		case IBV_EVENT_SRQ_LIMIT_REACHED:
+		case IBV_EVENT_SRQ_ERR:
+			for (unsigned i = 0; i < h->n; i++)
+				if (h->fabrics[i]->srq == ae.element.srq)
+					to[n++] = h->fabrics[i];
+			break;
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+		case IBV_EVENT_COMM_EST:
+		case IBV_EVENT_SQ_DRAINED:
+		case IBV_EVENT_PATH_MIG:
+		case IBV_EVENT_PATH_MIG_ERR:
+			for (unsigned i = 0; i < h->n; i++)
+				if (h->fabrics[i]->qp == ae.element.qp)
+					to[n++] = h->fabrics[i];
+			break;
+		case IBV_EVENT_CQ_ERR:
+			for (unsigned i = 0; i < h->n; i++)
+				if (h->fabrics[i]->cq == ae.element.cq)
+					to[n++] = h->fabrics[i];
+			break;
+		case IBV_EVENT_PORT_ACTIVE:
+		case IBV_EVENT_PORT_ERR:
+		case IBV_EVENT_LID_CHANGE:
+		case IBV_EVENT_PKEY_CHANGE:
+		case IBV_EVENT_SM_CHANGE:
+		case IBV_EVENT_CLIENT_REREGISTER:
+		case IBV_EVENT_GID_CHANGE:
+			port = ae.element.port_num;
+			/* fall through */
+		default:
+			memcpy(to, h->fabrics, h->n * sizeof(*to));
+			n = h->n;
+			break;
+		}
+		/* Ack first: destroying the object waits for its acks
+		 * (ibv_get_async_event(3)), and a handler may destroy it. */
+		ibv_ack_async_event(&ae);
+		for (unsigned i = 0; i < n; i++)
+			if (hub_has(verbs, to[i])) /* an earlier handler may have torn it down */
+				handle_async(to[i], type, port);
+	}
+}
+
+static int hub_attach(struct pubd_fabric *f)
+{
+	struct ibv_context *verbs = f->id->verbs;
+	struct async_hub *h = hub_of(verbs);
+	int ret;
+
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		ret = set_nonblock(verbs->async_fd);
+		if (!ret) {
+			h->watch = pubd_loop_watch(f->loop, verbs->async_fd, EPOLLIN, on_async, verbs);
+			if (!h->watch)
+				ret = errno ? -errno : -ENOMEM;
+		}
+		if (ret) {
+			free(h);
+			return ret;
+		}
+		h->verbs = verbs;
+		h->next = hubs;
+		hubs = h;
+	}
+	if (h->n == sizeof(h->fabrics) / sizeof(h->fabrics[0]))
+		return -EMFILE;
+	h->fabrics[h->n++] = f;
+	f->hub_attached = true;
+	return 0;
+}
+
+static void hub_detach(struct pubd_fabric *f)
+{
+	struct async_hub *h, **pp;
+
+	if (!f->hub_attached)
+		return;
+	f->hub_attached = false;
+	h = hub_of(f->id->verbs);
+	if (!h)
+		return;
+	for (unsigned i = 0; i < h->n; i++)
+		if (h->fabrics[i] == f) {
+			h->fabrics[i] = h->fabrics[--h->n];
+			break;
+		}
+	if (h->n)
+		return;
+	pubd_loop_unwatch(h->watch);
+	for (pp = &hubs; *pp != h; pp = &(*pp)->next)
+		;
+	*pp = h->next;
+	free(h);
+}
+
+/* ---- device setup and teardown ---- */
+
+static void dev_teardown(struct pubd_fabric *f)
+{
+	/* Strict reverse order of dev_setup; the cm id goes last. */
+	hub_detach(f);
+	if (f->comp_watch) {
+		pubd_loop_unwatch(f->comp_watch);
+		f->comp_watch = NULL;
+	}
+	for (unsigned i = 0; i < f->nmcs; i++) {
+		struct vmc *m = &f->mcs[i];
+
+		if (!m->used)
+			continue;
+		mc_leave(f, m); /* detaches the QP: before the QP goes */
+		m->up = false;
+		ah_retire(f, m->ah);
+		m->ah = NULL;
+	}
+	/* The QP before the AHs (created after it, by join events): posted
+	 * sends may still name them until the QP is gone. */
+	if (f->qp) {
+		rdma_destroy_qp(f->id);
+		f->qp = NULL;
+	}
+	ah_reap(f, true);
+	if (f->tx_mr) {
+		ibv_dereg_mr(f->tx_mr);
+		f->tx_mr = NULL;
+	}
+	free(f->tx_slab);
+	f->tx_slab = NULL;
+	if (f->rx_mr) {
+		ibv_dereg_mr(f->rx_mr);
+		f->rx_mr = NULL;
+	}
+	free(f->rx_slab);
+	f->rx_slab = NULL;
+	free(f->rx_free);
+	f->rx_free = NULL;
+	f->rx_nfree = 0;
+	f->srq_posted = 0;
+	if (f->srq) {
+		ibv_destroy_srq(f->srq);
+		f->srq = NULL;
+	}
+	if (f->cq) {
+		if (f->cq_unacked)
+			ibv_ack_cq_events(f->cq, f->cq_unacked);
+		f->cq_unacked = 0;
+		ibv_destroy_cq(f->cq);
+		f->cq = NULL;
+	}
+	if (f->comp_ch) {
+		ibv_destroy_comp_channel(f->comp_ch);
+		f->comp_ch = NULL;
+	}
+	if (f->pd) {
+		ibv_dealloc_pd(f->pd);
+		f->pd = NULL;
+	}
+	if (f->id) {
+		rdma_destroy_id(f->id);
+		f->id = NULL;
+	}
+	f->tx_posted = f->tx_done = 0;
+	f->tx_blocked = false;
+	f->dev_ok = false;
+	f->port_active = false;
+}
+
+static int create_qp(struct pubd_fabric *f)
+{
+	/* Try the most we would like first, then step down: not every
+	 * provider takes IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (there is no
+	 * capability bit for it) or inline data. */
+	static const struct {
+		bool block_lb;
+		uint32_t inl;
+	} tries[] = {{true, REQ_INLINE}, {false, REQ_INLINE}, {false, 0}};
+	int ret = -EINVAL;
+
+	for (unsigned t = 0; t < sizeof(tries) / sizeof(tries[0]); t++) {
+		struct ibv_qp_init_attr_ex a = {
+			.qp_type = IBV_QPT_UD,
+			.send_cq = f->cq,
+			.recv_cq = f->cq,
+			.srq = f->srq,
+			.sq_sig_all = 0,
+			.cap = {.max_send_wr = f->sq_depth, .max_send_sge = 2, .max_inline_data = tries[t].inl},
+			.comp_mask = IBV_QP_INIT_ATTR_PD,
+			.pd = f->pd,
+		};
+
+		if (tries[t].block_lb) {
+			a.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+			a.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+		}
+		/* rdma_create_qp_ex also moves a UD QP to RTS with the
+		 * RDMA_UDP_QKEY (librdmacm/cma.c, ucma_init_ud_qp). */
+		if (rdma_create_qp_ex(f->id, &a) == 0) {
+			f->qp = f->id->qp;
+			f->block_self_lb = tries[t].block_lb;
+			f->max_inline = a.cap.max_inline_data;
+			return 0;
+		}
+		ret = -errno;
+		log_debug("verbs: UD QP on %s (block self loopback %d, inline %u): %s", f->dev_name, tries[t].block_lb,
+			  tries[t].inl, strerror(-ret));
+	}
+	return ret;
+}
+
+static int dev_setup(struct pubd_fabric *f, bool quiet)
+{
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	struct ibv_srq_init_attr sa = {0};
+	char where[sizeof(f->address) + 16];
+	size_t sz;
+	int ret;
+
+	snprintf(where, sizeof(where), "fabric.address %s", f->address);
+	ret = rdma_create_id(f->cm_ch, &f->id, f, RDMA_PS_UDP) ? -errno : 0;
+	if (ret) {
+		f->id = NULL;
+		if (!quiet)
+			log_err("verbs: rdma_create_id: %s", err_str(ret));
+		goto fail;
+	}
+	ret = rdma_bind_addr(f->id, (struct sockaddr *)&f->bind_addr) ? -errno : 0;
+	if (ret) {
+		if (!quiet)
+			log_err("verbs: %s: rdma_bind_addr: %s", where, err_str(ret));
+		goto fail;
+	}
+	if (!f->id->verbs) {
+		ret = -ENODEV;
+		if (!quiet)
+			log_err("verbs: %s is not on an RDMA device (rdma_bind_addr found none)", where);
+		goto fail;
+	}
+	snprintf(f->dev_name, sizeof(f->dev_name), "%s", ibv_get_device_name(f->id->verbs->device));
+	f->port = f->id->port_num;
+	ret = -ibv_query_device(f->id->verbs, &da);
+	if (!ret)
+		ret = -ibv_query_port(f->id->verbs, f->port, &pa);
+	if (ret) {
+		log_err("verbs: querying %s port %u: %s", f->dev_name, f->port, err_str(ret));
+		goto fail;
+	}
+	if (da.max_mcast_grp == 0 || da.max_srq == 0) {
+		ret = -EOPNOTSUPP;
+		log_err("verbs: %s cannot do %s (max_mcast_grp %d, max_srq %d)", f->dev_name,
+			da.max_mcast_grp == 0 ? "multicast" : "shared receive queues", da.max_mcast_grp, da.max_srq);
+		goto fail;
+	}
+	f->link_layer = pa.link_layer;
+	f->active_mtu = mtu_bytes(pa.active_mtu);
+	f->port_active = pa.state == IBV_PORT_ACTIVE;
+	if (f->cfg_mtu && f->cfg_mtu > f->active_mtu) {
+		/* Sending more than the path MTU is not possible on UD: say so
+		 * instead of dropping silently. */
+		ret = -EINVAL;
+		log_err("verbs: fabric.mtu %u is larger than the active MTU %u of %s port %u", f->cfg_mtu,
+			f->active_mtu, f->dev_name, f->port);
+		goto fail;
+	}
+	f->mtu = f->cfg_mtu ? f->cfg_mtu : f->active_mtu;
+	if (f->srq_depth > (uint32_t)da.max_srq_wr) {
+		log_notice("verbs: srq_depth %u exceeds %s's max_srq_wr %d; using %d", f->srq_depth, f->dev_name,
+			   da.max_srq_wr, da.max_srq_wr);
+		f->srq_depth = (uint32_t)da.max_srq_wr;
+	}
+	if (f->sq_depth > (uint32_t)da.max_qp_wr) {
+		log_notice("verbs: send_queue_depth %u exceeds %s's max_qp_wr %d; using %d", f->sq_depth, f->dev_name,
+			   da.max_qp_wr, da.max_qp_wr);
+		f->sq_depth = (uint32_t)da.max_qp_wr;
+	}
+	if (f->srq_wm >= f->srq_depth) {
+		ret = -EINVAL;
+		log_err("verbs: srq_low_watermark %u must be below srq_depth %u", f->srq_wm, f->srq_depth);
+		goto fail;
+	}
+	if ((int)(f->srq_depth + f->sq_depth) > da.max_cqe) {
+		ret = -EINVAL;
+		log_err("verbs: srq_depth + send_queue_depth (%u) exceeds %s's max_cqe %d", f->srq_depth + f->sq_depth,
+			f->dev_name, da.max_cqe);
+		goto fail;
+	}
+
+	f->pd = ibv_alloc_pd(f->id->verbs);
+	if (!f->pd) {
+		ret = -errno;
+		log_err("verbs: ibv_alloc_pd on %s: %s", f->dev_name, err_str(ret));
+		goto fail;
+	}
+	f->comp_ch = ibv_create_comp_channel(f->id->verbs);
+	if (!f->comp_ch) {
+		ret = -errno;
+		log_err("verbs: ibv_create_comp_channel on %s: %s", f->dev_name, err_str(ret));
+		goto fail;
+	}
+	/* One CQ for both directions, deep enough for every posted receive
+	 * and every send, so it cannot overrun. */
+	f->cq = ibv_create_cq(f->id->verbs, (int)(f->srq_depth + f->sq_depth), f, f->comp_ch, 0);
+	if (!f->cq) {
+		ret = -errno;
+		log_err("verbs: ibv_create_cq(%u) on %s: %s", f->srq_depth + f->sq_depth, f->dev_name, err_str(ret));
+		goto fail;
+	}
+	sa.attr.max_wr = f->srq_depth;
+	sa.attr.max_sge = 1;
+	f->srq = ibv_create_srq(f->pd, &sa);
+	if (!f->srq) {
+		ret = -errno;
+		log_err("verbs: ibv_create_srq(%u) on %s: %s", f->srq_depth, f->dev_name, err_str(ret));
+		goto fail;
+	}
+
+	/* Receive slab: GRH + active MTU per buffer (not fabric.mtu: a peer
+	 * may send up to the path MTU), rounded to a cache line. */
+	f->rx_stride = (GRH_LEN + f->active_mtu + 63) & ~(size_t)63;
+	sz = f->rx_stride * f->srq_depth;
+	if (posix_memalign((void **)&f->rx_slab, 4096, sz)) {
+		f->rx_slab = NULL;
+		ret = -ENOMEM;
+		log_err("verbs: no memory for %zu bytes of receive buffers", sz);
+		goto fail;
+	}
+	memset(f->rx_slab, 0, sz);
+	f->rx_mr = ibv_reg_mr(f->pd, f->rx_slab, sz, IBV_ACCESS_LOCAL_WRITE);
+	if (!f->rx_mr) {
+		ret = -errno;
+		log_err("verbs: registering %zu bytes of receive buffers on %s: %s (RLIMIT_MEMLOCK?)", sz, f->dev_name,
+			err_str(ret));
+		goto fail;
+	}
+	f->rx_free = calloc(f->srq_depth, sizeof(*f->rx_free));
+	if (!f->rx_free) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (uint32_t i = 0; i < f->srq_depth; i++)
+		f->rx_free[i] = f->srq_depth - 1 - i;
+	f->rx_nfree = f->srq_depth;
+
+	f->tx_stride = (f->mtu + 63) & ~(size_t)63;
+	sz = f->tx_stride * f->sq_depth;
+	if (posix_memalign((void **)&f->tx_slab, 4096, sz)) {
+		f->tx_slab = NULL;
+		ret = -ENOMEM;
+		log_err("verbs: no memory for %zu bytes of send buffers", sz);
+		goto fail;
+	}
+	memset(f->tx_slab, 0, sz);
+	f->tx_mr = ibv_reg_mr(f->pd, f->tx_slab, sz, 0);
+	if (!f->tx_mr) {
+		ret = -errno;
+		log_err("verbs: registering %zu bytes of send buffers on %s: %s (RLIMIT_MEMLOCK?)", sz, f->dev_name,
+			err_str(ret));
+		goto fail;
+	}
+
+	ret = create_qp(f);
+	if (ret) {
+		log_err("verbs: creating a UD QP on %s: %s", f->dev_name, err_str(ret));
+		goto fail;
+	}
+	f->signal_every = f->sq_depth / 4 ? f->sq_depth / 4 : 1;
+	if (f->signal_every > 64)
+		f->signal_every = 64;
+
+	rx_refill(f);
+	if (f->srq_posted == 0) {
+		ret = -EIO;
+		log_err("verbs: could not post any receive buffer on %s", f->dev_name);
+		goto fail;
+	}
+	f->srq_min_fill = f->srq_posted;
+	rx_arm_limit(f);
+
+	ret = set_nonblock(f->comp_ch->fd);
+	if (ret)
+		goto fail;
+	ret = -ibv_req_notify_cq(f->cq, 0);
+	if (ret) {
+		log_err("verbs: ibv_req_notify_cq on %s: %s", f->dev_name, err_str(ret));
+		goto fail;
+	}
+	f->comp_watch = pubd_loop_watch(f->loop, f->comp_ch->fd, EPOLLIN, on_comp, f);
+	if (!f->comp_watch) {
+		ret = errno ? -errno : -ENOMEM;
+		goto fail;
+	}
+	ret = hub_attach(f);
+	if (ret) {
+		log_err("verbs: watching the async events of %s: %s", f->dev_name, err_str(ret));
+		goto fail;
+	}
+	f->dev_ok = true;
+	f->dev_retry_logged = 0;
+	log_notice("verbs: %s on %s port %u (%s), state %s, MTU %u (active %u), SRQ %u/%u posted, low watermark "
+		   "%u, send queue %u, inline %u, self-loopback block %s",
+		   f->address, f->dev_name, f->port, link_layer_name(f->link_layer), ibv_port_state_str(pa.state),
+		   f->mtu, f->active_mtu, f->srq_posted, f->srq_depth, f->srq_wm, f->sq_depth, f->max_inline,
+		   f->block_self_lb ? "on" : "unsupported (filtering by source id)");
+	return 0;
+fail:
+	dev_teardown(f);
+	return ret;
+}
+
+static void rejoin_all(struct pubd_fabric *f)
+{
+	for (unsigned i = 0; i < f->nmcs; i++)
+		if (f->mcs[i].used && f->mcs[i].refs && !f->mcs[i].joined) {
+			f->cnt[VC_REJOINS]++;
+			f->mcs[i].retry_delay = 0;
+			mc_join(f, (int)i);
+		}
+}
+
+/* Lose the device resources, tell the daemon every group is down, and try
+ * to build them again from the retry timer. */
+static void dev_lost(struct pubd_fabric *f, const char *why, bool removed)
+{
+	if (!f->dev_ok)
+		return;
+	log_warn("verbs: %s on %s: releasing the device and rebuilding", why, f->dev_name);
+	/* Not usable from here on, also for joins the daemon makes from
+	 * inside the group_state callbacks below. */
+	f->dev_ok = false;
+	for (unsigned i = 0; i < f->nmcs; i++)
+		if (f->mcs[i].used) {
+			f->mcs[i].retry_at = 0;
+			mc_down(f, (int)i, -ENETDOWN);
+		}
+	dev_teardown(f);
+	if (removed) {
+		/* librdmacm keeps each device's ibv_context open until its
+		 * device list is resynced, which only a GUID miss or
+		 * rdma_get_devices() does (librdmacm/cma.c, sync_devices_list).
+		 * Providers without disassociate (rxe) make the kernel's
+		 * unregister wait for that close: resync now, so the context
+		 * goes as soon as the last id on the device is destroyed. */
+		struct ibv_context **l = rdma_get_devices(NULL);
+
+		if (l)
+			rdma_free_devices(l);
+	}
+	f->dev_retry_at = pubd_now_ns();
+	arm_retry(f);
+}
+
+static void try_rebuild(struct pubd_fabric *f)
+{
+	int ret = dev_setup(f, true);
+
+	if (ret) {
+		if (!f->dev_retry_logged++)
+			log_warn("verbs: %s: device not back yet (%s); retrying every second", f->address,
+				 err_str(ret));
+		f->dev_retry_at = pubd_now_ns() + DEV_RETRY_NS;
+		arm_retry(f);
+		return;
+	}
+	f->cnt[VC_REBUILDS]++;
+	f->dev_retry_at = 0;
+	rejoin_all(f);
+}
+
+/* ---- timers ---- */
+
+static void on_kick(void *ctx, uint64_t now)
+{
+	struct pubd_fabric *f = ctx;
+
+	f->kicked = false;
+	for (unsigned s = 0; s < f->nslots; s++) {
+		struct vslot *v = &f->slots[s];
+
+		if (!v->used || !v->notify)
+			continue;
+		v->notify = false;
+		if (!v->up && f->mcs[v->mc].up) {
+			v->up = true;
+			f->ev.group_state(f->ctx, (int)s, true, 0);
+		}
+	}
+	if (f->cq)
+		process_cq(f);
+}
+
+static void on_retry(void *ctx, uint64_t now)
+{
+	struct pubd_fabric *f = ctx;
+
+	if (!f->dev_ok) {
+		if (f->dev_retry_at && f->dev_retry_at <= now)
+			try_rebuild(f);
+		else
+			arm_retry(f);
+		return;
+	}
+	for (unsigned i = 0; i < f->nmcs; i++) {
+		struct vmc *m = &f->mcs[i];
+
+		if (m->used && m->refs && m->retry_at && m->retry_at <= now && !m->joined) {
+			f->cnt[VC_REJOINS]++;
+			mc_join(f, (int)i);
+		}
+	}
+	arm_retry(f);
+}
+
+/* ---- rdmacm events ---- */
+
+static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum rdma_cm_event_type type, int status)
+{
+	unsigned idx;
+	uint32_t gen;
+	struct vmc *m;
+
+	join_ctx_decode(e->param.ud.private_data, &idx, &gen);
+	if (idx >= f->nmcs || !f->mcs[idx].used || !f->mcs[idx].joined || !gen_matches(f->mcs[idx].gen, gen)) {
+		/* A join left since (slot reused, group gone): not ours now. */
+		log_debug("verbs: stale %s for join %u/%u ignored", rdma_event_str(type), idx, gen);
+		return;
+	}
+	m = &f->mcs[idx];
+	if (type == RDMA_CM_EVENT_MULTICAST_JOIN) {
+		char mgid[INET6_ADDRSTRLEN];
+		struct ibv_ah *ah = ibv_create_ah(f->pd, &e->param.ud.ah_attr);
+
+		if (!ah) {
+			int err = -errno;
+
+			f->cnt[VC_JOIN_ERRORS]++;
+			log_warn("verbs: %s joined but ibv_create_ah failed: %s; retrying", m->name, err_str(err));
+			mc_down(f, (int)idx, err);
+			mc_retry_later(f, m);
+			return;
+		}
+		f->cnt[VC_JOINS]++;
+		ah_retire(f, m->ah); /* a rejoin or an upgrade replaces it */
+		m->ah = ah;
+		m->qpn = e->param.ud.qp_num;
+		m->qkey = e->param.ud.qkey;
+		memcpy(m->mgid, e->param.ud.ah_attr.grh.dgid.raw, 16);
+		memcpy(&m->dst4, m->mgid + 12, 4);
+		m->pending = false;
+		m->up = true;
+		m->retry_delay = 0;
+		log_info("verbs: joined %s on %s as %s (mgid %s, qpn 0x%x, qkey 0x%x)", m->name, f->dev_name,
+			 m->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER ? "send-only full member"
+										: "full member",
+			 inet_ntop(AF_INET6, m->mgid, mgid, sizeof(mgid)) ? mgid : "?", m->qpn, m->qkey);
+		notify_slots(f, (int)idx, true, 0);
+		return;
+	}
+
+	/* MULTICAST_ERROR: the join failed, or (IB) the SA/port dropped it. */
+	f->cnt[VC_MC_ERRORS]++;
+	log_warn("verbs: multicast error on %s (%s): %s", m->name, f->dev_name, status ? err_str(status) : "no status");
+	bool was_sendonly = m->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER && m->pending;
+
+	mc_down(f, (int)idx, status < 0 ? status : -EIO);
+	if (was_sendonly && !m->no_sendonly) {
+		/* Send-only joins need SM support on IB: fall back at once. */
+		m->no_sendonly = true;
+		f->cnt[VC_REJOINS]++;
+		mc_join(f, (int)idx);
+		return;
+	}
+	mc_retry_later(f, m);
+}
+
+static void on_cm(void *ctx, uint32_t events)
+{
+	struct pubd_fabric *f = ctx;
+	struct rdma_cm_event *e;
+
+	while (rdma_get_cm_event(f->cm_ch, &e) == 0) {
+		/* Copy what we need and ack at once: rdma_leave_multicast and
+		 * rdma_destroy_id wait for the acks of their events. */
+		struct rdma_cm_event copy = *e;
+		enum rdma_cm_event_type type = e->event;
+		int status = e->status;
+		bool ours = e->id == f->id;
+
+		if (type == RDMA_CM_EVENT_MULTICAST_JOIN || type == RDMA_CM_EVENT_MULTICAST_ERROR) {
+			/* ah_attr is copied by value; private_data is the context. */
+			if (ours && f->dev_ok)
+				on_join_event(f, &copy, type, status);
+			rdma_ack_cm_event(e);
+			continue;
+		}
+		rdma_ack_cm_event(e);
+		if (!ours) {
+			log_debug("verbs: %s for an old id ignored", rdma_event_str(type));
+			continue;
+		}
+		switch (type) {
+		case RDMA_CM_EVENT_ADDR_CHANGE:
+			/* E.g. a bonding failover: the address may sit on another
+			 * port or device now. */
+			f->cnt[VC_ADDR_CHANGE]++;
+			log_warn("verbs: address change for %s", f->address);
+			dev_lost(f, "address change", false);
+			break;
+		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			/* The id must be destroyed (rdma_get_cm_event(3)). */
+			f->cnt[VC_DEVICE_REMOVAL]++;
+			log_warn("verbs: device %s removed", f->dev_name);
+			dev_lost(f, "device removal", true);
+			break;
+		default:
+			log_debug("verbs: %s (status %d) ignored", rdma_event_str(type), status);
+			break;
+		}
+	}
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		log_warn("verbs: rdma_get_cm_event: %s", strerror(errno));
+}
+
+/* ---- ops ---- */
+
+static void vclose(struct pubd_fabric *f);
+
+static int vopen(struct pubd_fabric **out, const struct pubd_config *cfg, struct pubd_loop *loop,
+		 const struct pubd_fabric_events *ev, void *ctx)
+{
+	struct pubd_fabric *f;
+	int ret;
+
+	*out = NULL;
+	if (!cfg->fabric_address || !*cfg->fabric_address) {
+		log_err("verbs: fabric.address is not set: it selects the RDMA device and port");
+		return -EINVAL;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->loop = loop;
+	f->ev = *ev;
+	f->ctx = ctx;
+	f->last_rx_mc = -1;
+	f->sendonly_ok = true;
+	snprintf(f->address, sizeof(f->address), "%s", cfg->fabric_address);
+	/* 0 means "not set" for every size: the documented defaults. */
+	f->cfg_mtu = cfg->mtu;
+	f->srq_depth = cfg->srq_depth ? cfg->srq_depth : 1024;
+	f->srq_wm = cfg->srq_low_watermark ? cfg->srq_low_watermark : f->srq_depth / 4;
+	f->sq_depth = cfg->send_queue_depth ? cfg->send_queue_depth : 512;
+
+	ret = parse_address(f->address, &f->bind_addr);
+	if (ret) {
+		log_err("verbs: fabric.address %s is neither an IP address nor an interface with one", f->address);
+		goto fail;
+	}
+	f->cm_ch = rdma_create_event_channel();
+	if (!f->cm_ch) {
+		ret = -errno;
+		log_err("verbs: rdma_create_event_channel: %s (is rdma_ucm loaded?)", err_str(ret));
+		goto fail;
+	}
+	ret = set_nonblock(f->cm_ch->fd);
+	if (ret)
+		goto fail;
+	f->cm_watch = pubd_loop_watch(loop, f->cm_ch->fd, EPOLLIN, on_cm, f);
+	f->kick = pubd_loop_timer(loop, on_kick, f);
+	f->retry = pubd_loop_timer(loop, on_retry, f);
+	if (!f->cm_watch || !f->kick || !f->retry) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = dev_setup(f, false);
+	if (ret)
+		goto fail;
+	*out = f;
+	return 0;
+fail:
+	vclose(f);
+	return ret;
+}
+
+static void vclose(struct pubd_fabric *f)
+{
+	if (!f)
+		return;
+	dev_teardown(f);
+	if (f->retry)
+		pubd_loop_timer_free(f->retry);
+	if (f->kick)
+		pubd_loop_timer_free(f->kick);
+	if (f->cm_watch)
+		pubd_loop_unwatch(f->cm_watch);
+	if (f->cm_ch)
+		rdma_destroy_event_channel(f->cm_ch);
+	free(f->dead);
+	free(f->mcs);
+	free(f->slots);
+	free(f);
+}
+
+static int vjoin(struct pubd_fabric *f, int slot, const struct sockaddr *addr, socklen_t addrlen,
+		 enum pubd_join_mode mode)
+{
+	struct sockaddr_storage a;
+	socklen_t alen;
+	struct vmc *m;
+	bool upgrade;
+	int idx, ret;
+
+	if (slot < 0 || slot >= MAX_SLOTS || !(mode & PUBD_JOIN_BOTH))
+		return -EINVAL;
+	ret = norm_group(addr, addrlen, &a, &alen);
+	if (ret)
+		return ret;
+	if (a.ss_family == AF_INET ? !IN_MULTICAST(ntohl(((struct sockaddr_in *)&a)->sin_addr.s_addr))
+				   : !IN6_IS_ADDR_MULTICAST(&((struct sockaddr_in6 *)&a)->sin6_addr))
+		return -EINVAL;
+	if ((unsigned)slot >= f->nslots) {
+		unsigned cap = f->nslots ? f->nslots : 16;
+		struct vslot *n;
+
+		while (cap <= (unsigned)slot)
+			cap *= 2;
+		n = realloc(f->slots, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memset(n + f->nslots, 0, (cap - f->nslots) * sizeof(*n));
+		f->slots = n;
+		f->nslots = cap;
+	}
+	if (f->slots[slot].used)
+		return -EEXIST;
+	idx = mc_find_or_add(f, &a, alen);
+	if (idx < 0)
+		return idx;
+	m = &f->mcs[idx];
+	f->slots[slot] = (struct vslot){.used = true, .mc = idx, .mode = mode};
+	m->refs++;
+	upgrade = (mode & PUBD_JOIN_RECV) && m->joined && m->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	mc_update(f, idx);
+	if (upgrade) {
+		/* A send-only join is not attached to the QP: rejoin as a full
+		 * member; the old AH keeps sends going until the new event. */
+		mc_leave(f, m);
+		mc_join(f, idx);
+	} else if (!m->joined) {
+		mc_join(f, idx);
+	} else if (m->up) {
+		f->slots[slot].notify = true;
+		kick(f);
+	}
+	return 0;
+}
+
+static void vleave(struct pubd_fabric *f, int slot)
+{
+	struct vmc *m;
+	int idx;
+
+	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
+		return;
+	idx = f->slots[slot].mc;
+	memset(&f->slots[slot], 0, sizeof(f->slots[slot]));
+	m = &f->mcs[idx];
+	if (--m->refs > 0) {
+		mc_update(f, idx); /* a full join stays full: no need to churn */
+		return;
+	}
+	mc_leave(f, m);
+	ah_retire(f, m->ah);
+	memset(m, 0, sizeof(*m)); /* gen 0: any late event is stale */
+	if (f->last_rx_mc == idx)
+		f->last_rx_mc = -1;
+	arm_retry(f);
+}
+
+static int vsend(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n)
+{
+	struct ibv_send_wr wr[POST_BATCH], *bad;
+	struct ibv_sge sge[POST_BATCH][2];
+	struct vmc *m;
+	uint64_t credits;
+	unsigned want, done = 0;
+
+	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
+		return -EBADSLT;
+	m = &f->mcs[f->slots[slot].mc];
+	if (!f->dev_ok || !m->up || !m->ah)
+		return -ENOTCONN;
+	/* Refuse the whole batch before posting any of it: UD cannot carry
+	 * more than the path MTU, and a datagram cut short is worse. */
+	for (unsigned i = 0; i < n; i++)
+		if ((uint64_t)d[i].hdr_len + d[i].payload_len > f->mtu) {
+			f->cnt[VC_TX_TOO_BIG]++;
+			return -EMSGSIZE;
+		}
+	credits = f->sq_depth - (f->tx_posted - f->tx_done);
+	want = n < credits ? n : (unsigned)credits;
+	if (want < n) {
+		f->tx_blocked = true;
+		f->cnt[VC_TX_NO_CREDITS]++;
+	}
+	while (done < want) {
+		unsigned k = want - done < POST_BATCH ? want - done : POST_BATCH;
+		int ret;
+
+		for (unsigned i = 0; i < k; i++) {
+			const struct pubd_tx_dgram *x = &d[done + i];
+			uint64_t seq = f->tx_posted + i;
+			uint32_t len = x->hdr_len + x->payload_len;
+			struct ibv_send_wr *w = &wr[i];
+
+			*w = (struct ibv_send_wr){
+				.wr_id = TX_WRID | seq,
+				.next = i + 1 < k ? &wr[i + 1] : NULL,
+				.sg_list = sge[i],
+				.opcode = IBV_WR_SEND,
+				.wr.ud = {.ah = m->ah, .remote_qpn = m->qpn, .remote_qkey = m->qkey},
+			};
+			if (len <= f->max_inline) {
+				/* Inline: the provider copies at post time, no lkey. */
+				int ns = 0;
+
+				if (x->hdr_len)
+					sge[i][ns++] = (struct ibv_sge){(uintptr_t)x->hdr, x->hdr_len, 0};
+				if (x->payload_len)
+					sge[i][ns++] = (struct ibv_sge){(uintptr_t)x->payload, x->payload_len, 0};
+				w->num_sge = ns;
+				w->send_flags = IBV_SEND_INLINE;
+				f->cnt[VC_TX_INLINE]++;
+			} else {
+				/* Slot seq % depth is free: credits keep at most
+				 * sq_depth sends outstanding. */
+				uint8_t *p = f->tx_slab + (size_t)(seq % f->sq_depth) * f->tx_stride;
+
+				if (x->hdr_len) /* raw groups carry no header */
+					memcpy(p, x->hdr, x->hdr_len);
+				if (x->payload_len)
+					memcpy(p + x->hdr_len, x->payload, x->payload_len);
+				sge[i][0] = (struct ibv_sge){(uintptr_t)p, len, f->tx_mr->lkey};
+				w->num_sge = 1;
+			}
+			/* Signal every Nth and the last of each post, so no
+			 * unsignalled tail is left without a completion to
+			 * return its credits. */
+			if ((seq + 1) % f->signal_every == 0 || i + 1 == k)
+				w->send_flags |= IBV_SEND_SIGNALED;
+			f->cnt[VC_TX_BYTES] += len;
+		}
+		ret = ibv_post_send(f->qp, wr, &bad);
+		if (ret) {
+			unsigned ok = (unsigned)(bad - wr);
+
+			f->tx_posted += ok;
+			done += ok;
+			f->cnt[VC_TX_POST_ERRORS]++;
+			f->cnt[VC_TX_DGRAMS] += ok;
+			log_warn("verbs: ibv_post_send on %s: %s", f->dev_name, strerror(ret));
+			return done ? (int)done : -ret;
+		}
+		f->tx_posted += k;
+		done += k;
+		f->cnt[VC_TX_DGRAMS] += k;
+	}
+	return (int)done;
+}
+
+static uint32_t vmtu(const struct pubd_fabric *f)
+{
+	return f->mtu;
+}
+
+static __attribute__((format(printf, 3, 4))) void row(struct pub_table_builder *tb, const char *key, const char *fmt,
+						      ...)
+{
+	char v[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof(v), fmt, ap);
+	va_end(ap);
+	pub_table_str(tb, key);
+	pub_table_str(tb, v);
+}
+
+/* The kernel's own port counters, read now (never on the hot path). */
+static void sysfs_counters(const struct pubd_fabric *f, struct pub_table_builder *tb, const char *sub)
+{
+	char dir[256], path[512], key[300], val[64];
+	struct dirent **names = NULL;
+	int n;
+
+	snprintf(dir, sizeof(dir), "/sys/class/infiniband/%s/ports/%u/%s", f->dev_name, f->port, sub);
+	n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		FILE *fp;
+
+		if (names[i]->d_name[0] == '.')
+			goto next;
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		fp = fopen(path, "re");
+		if (!fp)
+			goto next;
+		if (fgets(val, sizeof(val), fp)) {
+			val[strcspn(val, "\n")] = 0;
+			snprintf(key, sizeof(key), "%s.%s", sub, names[i]->d_name);
+			row(tb, key, "%s", val);
+		}
+		fclose(fp);
+	next:
+		free(names[i]);
+	}
+	free(names);
+}
+
+static void vstatus(const struct pubd_fabric *f, struct pub_table_builder *tb)
+{
+	unsigned joined = 0, up = 0;
+
+	for (unsigned i = 0; i < f->nmcs; i++) {
+		joined += f->mcs[i].used && f->mcs[i].joined;
+		up += f->mcs[i].used && f->mcs[i].up;
+	}
+	row(tb, "fabric", "verbs");
+	row(tb, "address", "%s", f->address);
+	row(tb, "device", "%s", f->dev_ok ? f->dev_name : "(none: waiting for the device)");
+	row(tb, "port", "%u", f->port);
+	row(tb, "port_state", "%s", f->port_active ? "ACTIVE" : "down");
+	row(tb, "link_layer", "%s", link_layer_name(f->link_layer));
+	row(tb, "mtu", "%u", f->mtu);
+	row(tb, "active_mtu", "%u", f->active_mtu);
+	row(tb, "srq_depth", "%u", f->srq_depth);
+	row(tb, "srq_low_watermark", "%u", f->srq_wm);
+	row(tb, "srq_fill", "%u", f->srq_posted);
+	row(tb, "srq_min_fill", "%u", f->srq_min_fill);
+	row(tb, "send_queue_depth", "%u", f->sq_depth);
+	row(tb, "send_credits", "%" PRIu64, f->dev_ok ? f->sq_depth - (f->tx_posted - f->tx_done) : 0);
+	row(tb, "max_inline", "%u", f->max_inline);
+	row(tb, "self_loopback_block", "%s", f->block_self_lb ? "yes" : "no");
+	row(tb, "groups_joined", "%u", joined);
+	row(tb, "groups_up", "%u", up);
+	for (unsigned i = 0; i < VC__COUNT; i++)
+		row(tb, counter_names[i], "%" PRIu64, f->cnt[i]);
+	if (f->dev_ok) {
+		sysfs_counters(f, tb, "counters");
+		sysfs_counters(f, tb, "hw_counters");
+	}
+}
+
+static int vpoll(struct pubd_fabric *f)
+{
+	bool more;
+
+	return f->cq ? (int)drain_cq(f, CQ_BUDGET, &more) : 0;
+}
+
+const struct pubd_fabric_ops pubd_fabric_verbs_ops = {
+	.name = "verbs",
+	.open = vopen,
+	.close = vclose,
+	.join = vjoin,
+	.leave = vleave,
+	.send = vsend,
+	.mtu = vmtu,
+	.status = vstatus,
+	.poll = vpoll,
+};
+
+int pubd_fabric_verbs_probe(const char *address, char *dev, size_t devlen)
+{
+	struct sockaddr_storage ss;
+	struct rdma_event_channel *ch = NULL;
+	struct rdma_cm_id *id = NULL;
+	int ret;
+
+	if (dev && devlen)
+		dev[0] = 0;
+	ret = parse_address(address, &ss);
+	if (ret)
+		return ret == -ENOENT ? -EADDRNOTAVAIL : ret;
+	ch = rdma_create_event_channel();
+	if (!ch) {
+		ret = -errno;
+		/* No rdma_cm device node or no RDMA device at all: not on one. */
+		if (ret == -ENODEV || ret == -ENOENT || ret == -ENOSYS || ret == -ENXIO)
+			ret = 0;
+		goto out;
+	}
+	ret = rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) ? -errno : 0;
+	if (ret) {
+		id = NULL;
+		if (ret == -ENODEV)
+			ret = 0;
+		goto out;
+	}
+	/* Binding resolves the address to the device and port that carry it;
+	 * an address on a plain NIC binds with no device (id->verbs NULL). */
+	ret = rdma_bind_addr(id, (struct sockaddr *)&ss) ? -errno : 0;
+	if (ret) {
+		if (ret == -ENODEV)
+			ret = 0;
+		goto out;
+	}
+	ret = id->verbs != NULL;
+	if (ret && dev && devlen)
+		snprintf(dev, devlen, "%s", ibv_get_device_name(id->verbs->device));
+out:
+	if (id)
+		rdma_destroy_id(id);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+	return ret;
+}

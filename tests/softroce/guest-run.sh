@@ -54,7 +54,7 @@ while read -r c; do
 	name=$(basename "$c" .sh)
 	log=$results/$name.log
 	t0=$(date +%s)
-	(cd /tmp && timeout -k 5 "$PUBD_CASE_TIMEOUT" bash "$c") >"$log" 2>&1 </dev/null
+	(cd /tmp && timeout -k 5 "$PUBD_CASE_TIMEOUT" bash ${PUBD_TRACE:+-x} "$c") >"$log" 2>&1 </dev/null
 	rc=$?
 	t1=$(date +%s)
 	np=$(grep -c '^PASS' "$log")

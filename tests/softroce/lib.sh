@@ -14,11 +14,13 @@ check() {
 
 # wait_for_file FILE PATTERN SECONDS: until grep finds PATTERN in FILE.
 # Polls a file a background process writes; a bounded wait, not a sleep for an event.
+# Bounded by wall time, not by a count of polls: under TCG each poll
+# (a fork of grep) is slow.
 wait_for_file() {
-	local f=$1 pat=$2 secs=$3 i
-	for ((i = 0; i < secs * 10; i++)); do
+	local f=$1 pat=$2 end=$((SECONDS + $3))
+	while [ $SECONDS -lt $end ]; do
 		grep -q -- "$pat" "$f" 2>/dev/null && return 0
 		sleep 0.1
 	done
-	return 1
+	grep -q -- "$pat" "$f" 2>/dev/null
 }

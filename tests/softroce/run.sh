@@ -15,6 +15,8 @@
 #   PUBD_SOFTROCE_CASE_TIMEOUT per-case limit in seconds inside the guest (default 300)
 #   PUBD_SOFTROCE_KERNEL       kernel image (default: newest /boot/vmlinuz-*-amd64)
 #   PUBD_SOFTROCE_KEEP=1       keep the results dir of a passing run too
+#   PUBD_TRACE=1               run the case scripts with bash -x
+#   ASAN_OPTIONS, UBSAN_OPTIONS, LSAN_OPTIONS, PUBD_DEBUG, FABRIC_PROBE_DEBUG pass into the guest
 #
 # Exit status: 0 when every case passed; 1 when a case failed; 2 when the VM
 # could not be built, booted or did not report (never a silent skip).
@@ -127,6 +129,14 @@ printf '%s\n' "${cases[@]}" >"$results/cases.list"
 	printf 'BUILD=%q\n' "$BUILD"
 	printf 'PUBD_RESULTS=%q\n' "$results"
 	printf 'PUBD_CASE_TIMEOUT=%q\n' "$case_timeout"
+	# Settings for the cases and the programs they run pass through.
+	while IFS='=' read -r name _; do
+		case "$name" in
+		PUBD_TRACE | PUBD_DEBUG | ASAN_OPTIONS | UBSAN_OPTIONS | LSAN_OPTIONS | FABRIC_PROBE_DEBUG)
+			printf 'export %s=%q\n' "$name" "${!name}"
+			;;
+		esac
+	done < <(env)
 } >"$results/env.sh"
 
 echo "softroce: kernel $kernel ($kver), qemu TCG -smp 2 -m 2048"
