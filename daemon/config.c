@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The config loader. libyaml's document API builds the node tree (it keeps
- * every node's mark, and its loader is iterative, so deep nesting costs memory
- * but never stack); one walk then follows keys[] below. The walk's depth is
+ * The config loader. A first pass over libyaml's events checks the syntax
+ * and refuses nesting deeper than any config needs (libyaml's scanner is
+ * quadratic in flow depth). Then libyaml's document API builds the node tree,
+ * keeping every node's mark, and one walk follows keys[] below. The walk's depth is
  * fixed by the schema (root, section, key; or root, groups, group, ACL,
  * entry), so anchors and aliases cannot make it recurse, only repeat: a
  * budget of visited nodes bounds that.
@@ -33,6 +34,8 @@
  * without aliases fanning out. */
 #define MAX_VISITS (1u << 20)
 #define GOT_MAX	   48 /* bytes of an offending value quoted in a message */
+/* No valid config nests deeper than 5 (root, groups, group, ACL, entry). */
+#define MAX_DEPTH 32
 
 enum key_type {
 	K_PATH,	      /* absolute path, 1..max bytes */
@@ -177,6 +180,8 @@ struct parse {
 
 /* ---- errors ---------------------------------------------------------- */
 
+static int errs_addv(struct pubd_config_errors *e, const char *file, unsigned line, unsigned column, const char *fmt,
+		     va_list ap) __attribute__((format(printf, 5, 0)));
 static int errs_addv(struct pubd_config_errors *e, const char *file, unsigned line, unsigned column, const char *fmt,
 		     va_list ap)
 {
@@ -1025,6 +1030,52 @@ static void yaml_problem(struct parse *p, const yaml_parser_t *y)
 	}
 }
 
+/*
+ * libyaml's scanner looks at every open flow level for each token, so
+ * "[[[[..." costs time quadratic in its depth (100k levels: 20 s). A first
+ * pass over the events stops at MAX_DEPTH, before the loader builds
+ * anything; it also reports a syntax error, if any, with its place.
+ */
+static void check_syntax_and_depth(struct parse *p, const void *yaml, size_t len)
+{
+	yaml_parser_t y;
+	yaml_event_t ev;
+	unsigned depth = 0;
+	bool done = false;
+
+	if (!yaml_parser_initialize(&y)) {
+		p->oom = p->stop = true;
+		return;
+	}
+	yaml_parser_set_input_string(&y, yaml, len);
+	while (!done) {
+		if (!yaml_parser_parse(&y, &ev)) {
+			yaml_problem(p, &y);
+			break;
+		}
+		switch (ev.type) {
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			if (++depth > MAX_DEPTH) {
+				report(p, ev.start_mark, "nested deeper than %d levels", MAX_DEPTH);
+				done = true;
+			}
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&y);
+}
+
 /* Anything after the first document is an error, not silently ignored. */
 static void check_single_document(struct parse *p, yaml_parser_t *y)
 {
@@ -1105,6 +1156,9 @@ int pubd_config_parse(struct pubd_config *c, const char *file, const void *yaml,
 	ret = pubd_config_defaults(&tmp);
 	if (ret)
 		goto out_errs;
+	check_syntax_and_depth(&p, yaml, len);
+	if (p.oom || errs->n)
+		goto done;
 	if (!yaml_parser_initialize(&y)) {
 		ret = -ENOMEM;
 		goto out_tmp;
@@ -1122,8 +1176,8 @@ int pubd_config_parse(struct pubd_config *c, const char *file, const void *yaml,
 		yaml_document_delete(&doc);
 	}
 	yaml_parser_delete(&y);
+done:
 	free(p.name_marks);
-
 	ret = p.oom ? -ENOMEM : errs->n ? -EINVAL : 0;
 	if (!ret) {
 		*c = tmp;

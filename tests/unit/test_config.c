@@ -673,7 +673,9 @@ static void config_group_needs_name_and_address(void **state)
 
 /* ---- robustness ------------------------------------------------------ */
 
-static void config_deep_nesting_does_not_crash(void **state)
+/* libyaml's scanner is quadratic in flow depth: the loader must stop early
+ * (100k levels took 20 s before it did). */
+static void config_deep_nesting_is_refused_quickly(void **state)
 {
 	size_t n = 100000, i;
 	char *doc = malloc(4 * n + 32);
@@ -683,16 +685,18 @@ static void config_deep_nesting_does_not_crash(void **state)
 	for (i = 0; i < n; i++)
 		doc[n + i] = ']';
 	doc[2 * n] = 0;
-	assert_int_equal(parse(doc), -EINVAL);
-	assert_int_equal(errs.n, 1);
+	one_error(doc, "t.yaml:1:33: nested deeper than 32 levels");
 
 	strcpy(doc, "daemon: ");
 	for (i = 0; i < n; i++)
 		memcpy(doc + 8 + 4 * i, "{a: ", 4);
-	doc[8 + 4 * n] = 0; /* unclosed: a syntax error at the end */
-	assert_int_equal(parse(doc), -EINVAL);
-	assert_int_equal(errs.n, 1);
+	doc[8 + 4 * n] = 0; /* unclosed, too */
+	one_error(doc, "t.yaml:1:133: nested deeper than 32 levels");
 	free(doc);
+
+	/* 32 levels are still only a wrong type. */
+	one_error("daemon: {socket: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+		  "t.yaml:1:18: daemon.socket: expected an absolute socket path of at most 107 bytes, got a list");
 }
 
 static void config_alias_fan_out_is_bounded(void **state)
@@ -860,7 +864,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_rejects_non_multicast_group_address, teardown),
 		cmocka_unit_test_teardown(config_group_name_rules, teardown),
 		cmocka_unit_test_teardown(config_group_needs_name_and_address, teardown),
-		cmocka_unit_test_teardown(config_deep_nesting_does_not_crash, teardown),
+		cmocka_unit_test_teardown(config_deep_nesting_is_refused_quickly, teardown),
 		cmocka_unit_test_teardown(config_alias_fan_out_is_bounded, teardown),
 		cmocka_unit_test_teardown(config_aliases_reuse_values, teardown),
 		cmocka_unit_test_teardown(config_garbage_does_not_crash, teardown),
