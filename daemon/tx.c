@@ -111,7 +111,8 @@ static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item 
 
 /*
  * Offer up to TX_BATCH datagrams of g's queue. Returns the number the
- * fabric took, or -1 when it took fewer than offered (out of credits).
+ * fabric took, -1 when it took fewer than offered (out of credits), or -2
+ * when the group is not joined.
  */
 static int pump_group(struct pubd *d, struct pubd_group *g)
 {
@@ -147,6 +148,12 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 	if (!n)
 		return 0;
 	sent = d->fops->send(d->fabric, g->slot, dg, n);
+	if (sent == -ENOTCONN) {
+		/* The group is down (link flap, rejoin under way): keep its
+		 * queue and wait for group_state(up) rather than drop. */
+		g->up = false;
+		return -2;
+	}
 	if (sent < 0) {
 		/* A hard error on the head message: drop it, counted, and go on. */
 		it = g->txq_head;
@@ -182,6 +189,8 @@ unsigned pubd_tx_pump(struct pubd *d)
 		return 0;
 	while ((g = ready_pop(tx))) {
 		r = pump_group(d, g);
+		if (r == -2)
+			continue; /* off the ready list until it rejoins */
 		if (r < 0) {
 			tx->stalled = true;
 			d->counters[PUBD_CTR_TX_STALLS]++;
