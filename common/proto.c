@@ -10,6 +10,7 @@
 #include "proto.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <string.h>
 
@@ -835,4 +836,19 @@ int pub_table_next(struct pub_table_reader *r, struct pub_table_cell *cell)
 		r->col_pos += 2 + r->col_pos[1];
 	}
 	return 1;
+}
+
+int pub_table_grow_realloc(struct pub_table_builder *b, size_t need)
+{
+	size_t cap = b->cap ? b->cap : 4096;
+	uint8_t *p;
+
+	while (cap < need)
+		cap *= 2;
+	p = realloc(b->buf, cap);
+	if (!p)
+		return -ENOMEM;
+	b->buf = p;
+	b->cap = cap;
+	return 0;
 }

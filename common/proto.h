@@ -229,6 +229,9 @@ struct pub_table_builder {
 	int err;	    /* first error; later calls are no-ops */
 };
 
+/* A grow() backed by realloc(), for builders whose buf the caller frees. */
+int pub_table_grow_realloc(struct pub_table_builder *b, size_t need);
+
 /* cols: "name:u", "name:i", "name:s" (u64, i64, string). */
 void pub_table_begin(struct pub_table_builder *b, uint32_t req_id, const char *table_name, const char *const *cols,
 		     unsigned ncols);

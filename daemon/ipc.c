@@ -628,24 +628,9 @@ static void handle_publish(struct pubd_client *c, const uint8_t *body, size_t le
 	pubd_msgbuf_put(m);
 }
 
-static int table_grow(struct pub_table_builder *b, size_t need)
-{
-	size_t cap = b->cap ? b->cap : 4096;
-	uint8_t *p;
-
-	while (cap < need)
-		cap *= 2;
-	p = realloc(b->buf, cap);
-	if (!p)
-		return -ENOMEM;
-	b->buf = p;
-	b->cap = cap;
-	return 0;
-}
-
 static void handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 {
-	struct pub_table_builder b = {.grow = table_grow};
+	struct pub_table_builder b = {.grow = pub_table_grow_realloc};
 	struct pub_msg_query q;
 	char err[2048];
 	uint8_t ok[16];
@@ -667,7 +652,7 @@ static void handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 		goto out;
 	}
 	n = pub_proto_enc_ok(ok, sizeof(ok), q.req_id);
-	if (b.err || (b.len + (size_t)n > b.cap && table_grow(&b, b.len + (size_t)n) < 0)) {
+	if (b.err || (b.len + (size_t)n > b.cap && pub_table_grow_realloc(&b, b.len + (size_t)n) < 0)) {
 		reply_error(c, q.req_id, PUB_ERR_INTERNAL, "out of memory");
 		goto out;
 	}

@@ -207,26 +207,11 @@ static bool wait_rx(struct tf *t, unsigned n, unsigned ms)
 
 /* ---- status rows ---- */
 
-static int grow(struct pub_table_builder *b, size_t need)
-{
-	size_t cap = b->cap ? b->cap : 4096;
-	uint8_t *p;
-
-	while (cap < need)
-		cap *= 2;
-	p = realloc(b->buf, cap);
-	if (!p)
-		return -ENOMEM;
-	b->buf = p;
-	b->cap = cap;
-	return 0;
-}
-
 /* Value of status key in fabric t (into out), or false. print dumps all rows. */
 static bool status_get(struct tf *t, const char *key, char *out, size_t outlen, bool print)
 {
 	static const char *const cols[] = {"key:s", "value:s"};
-	struct pub_table_builder b = {.grow = grow};
+	struct pub_table_builder b = {.grow = pub_table_grow_realloc};
 	struct pub_table_reader r;
 	struct pub_table_cell k, v;
 	bool found = false;
