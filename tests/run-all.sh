@@ -50,8 +50,9 @@ install_packages() {
 configure_build() { # dir, cmake args...
 	local dir=$1
 	shift
-	cmake -S "$repo" -B "$dir" -G Ninja "$@" >"$dir.configure.log" 2>&1 || {
-		cat "$dir.configure.log"
+	mkdir -p "$dir"
+	cmake -S "$repo" -B "$dir" -G Ninja "$@" >"$dir/configure.log" 2>&1 || {
+		cat "$dir/configure.log"
 		return 1
 	}
 	ninja -C "$dir" -j"$jobs"
