@@ -1,0 +1,392 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Benchmarks 1-3, inside the Soft-RoCE VM, side by side with perftest's raw
+# verbs on the same rxa -> rxb pair in the same boot:
+#   1. throughput, 1 KiB messages:  bench_tput (pub on A/rxa, sub on B/rxb)
+#      vs ib_send_bw -c UD -x 1 -s 1024 -M <group>          (messages/s)
+#   2. throughput, 64 KiB messages (fragmented at the 1024-byte MTU)
+#      vs the same ib_send_bw at the MTU size                (payload bytes/s)
+#   3. latency, 64 B ping-pong through two groups (bench_lat), one-way p50/p99
+#      vs ib_send_lat -c UD -x 1 -s 64                       (t_typical)
+#
+# A case of tests/softroce/run.sh (the guest has run guest-setup.sh: rxa
+# 192.168.77.1, rxb 192.168.77.2); tests/bench/run.sh vm boots it so:
+#   BUILD=<build> PUBD_SOFTROCE_KEEP=1 tests/softroce/run.sh $PWD/tests/bench/vm-bench.sh
+# Figures go to $PUBD_RESULTS/bench-vm.jsonl (one JSON line per figure) and
+# a table to the case log. Each benchmark that ran prints one PASS line;
+# targets missed are figures, not failures. FAIL only when one could not run.
+#
+# On the host, for debugging the programs (not figures to report):
+#   tests/bench/vm-bench.sh --udp      two daemons on the udp fabric (loopback), no perftest
+#
+# Settings: from $BUILD/bench/vm-params.sh when present (run.sh writes it;
+# the guest sees only files), else the defaults below.
+set -u
+
+mode=verbs
+[ "${1:-}" = --udp ] && mode=udp
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PUBD_REPO=${PUBD_REPO:-$(cd "$here/../.." && pwd)}
+BUILD=${BUILD:-$PUBD_REPO/build-bench}
+bin=$BUILD/tests/bench
+PUBD=$BUILD/daemon/pubd
+PUBCTL=$BUILD/cli/pubctl
+
+# Defaults; vm-params.sh may override.
+TPUT_1K_COUNT=20000
+TPUT_64K_COUNT=400
+LAT_COUNT=2000
+LAT_WARMUP=100
+PERF_BW_COUNT=20000
+PERF_LAT_COUNT=2000
+# shellcheck source=/dev/null
+[ -r "$BUILD/bench/vm-params.sh" ] && . "$BUILD/bench/vm-params.sh"
+
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; }
+
+work=$(mktemp -d /tmp/pubd-vmbench-XXXXXX)
+if [ -n "${PUBD_RESULTS:-}" ]; then
+	results=$PUBD_RESULTS
+else
+	results=$work
+fi
+jsonl=$results/bench-vm.jsonl
+: >"$jsonl"
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	cp "$work"/*.log "$work"/*.txt "$results"/ 2>/dev/null
+	[ "$results" = "$work" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+# jget FILE KEY: a number or string from the last flat JSON line of FILE that has KEY.
+jget() {
+	grep "\"$2\":" "$1" 2>/dev/null | tail -n1 | sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
+}
+
+# wait_line FILE PATTERN SECONDS
+wait_line() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# emit BENCH CASE METRIC PUBD BASELINE_NAME BASELINE [TARGET CMP]: one JSON figure line.
+# CMP is ge (ratio >= target is met) or le.
+emit() {
+	local ratio verdict=""
+	ratio=$(awk -v a="$4" -v b="$6" 'BEGIN { if (b + 0 > 0 && a != "") printf "%.4f", a / b; else print 0 }')
+	if [ -n "${7:-}" ] && [ "$ratio" = 0 ]; then
+		verdict=no-baseline
+	elif [ -n "${7:-}" ]; then
+		verdict=$(awk -v r="$ratio" -v t="$7" -v c="$8" 'BEGIN { ok = (c == "ge") ? r >= t : r <= t; print (r > 0 && ok) ? "met" : "missed" }')
+	fi
+	printf '{"bench":"%s","case":"%s","metric":"%s","pubd":%s,"baseline_name":"%s","baseline":%s,"ratio":%s%s%s,"fabric":"%s"}\n' \
+		"$1" "$2" "$3" "${4:-0}" "$5" "${6:-0}" "$ratio" \
+		"${7:+,\"target\":$7}" "${verdict:+,\"verdict\":\"$verdict\"}" "$mode" | tee -a "$jsonl"
+}
+
+# ---- perftest baselines (verbs only) ----
+# perf_pair NAME SERVER_ARGS... -- CLIENT_ARGS...: server on rxb, client on rxa
+# (which connects to the server over TCP to exchange QP numbers).
+perf_pair() {
+	local name=$1 sargs=() cargs=() seen=0 a i
+	shift
+	for a in "$@"; do
+		if [ "$a" = -- ]; then seen=1; continue; fi
+		if [ $seen = 0 ]; then sargs+=("$a"); else cargs+=("$a"); fi
+	done
+	timeout 120 stdbuf -oL "${sargs[@]}" >"$work/$name-server.log" 2>&1 &
+	local spid=$!
+	pids+=("$spid")
+	for ((i = 0; i < 100; i++)); do
+		ss -ltn 2>/dev/null | grep -q ':18515 ' && break
+		sleep 0.1
+	done
+	timeout 120 stdbuf -oL "${cargs[@]}" >"$work/$name-client.log" 2>&1
+	local rc=$?
+	wait "$spid"
+	return $rc
+}
+
+# The last row of figures perftest printed (lines that start with two numbers).
+perf_row() {
+	grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]' "$1" 2>/dev/null | tail -n1
+}
+
+bw_mcast_rate= bw_mcast_bytes= lat_typ= lat_p99=
+if [ $mode = verbs ]; then
+	if perf_pair bw-mcast ib_send_bw -d rxb -c UD -x 1 -s 1024 -n "$PERF_BW_COUNT" -M 239.1.9.9 -- \
+		ib_send_bw -d rxa -c UD -x 1 -s 1024 -n "$PERF_BW_COUNT" -M 239.1.9.9 192.168.77.2; then
+		# Receiver's row when it printed one (what our subscriber measures), else the sender's.
+		row=$(perf_row "$work/bw-mcast-server.log")
+		[ -n "$row" ] || row=$(perf_row "$work/bw-mcast-client.log")
+		bw_mcast_rate=$(echo "$row" | awk '{ printf "%.0f", $5 * 1000000 }')
+		bw_mcast_bytes=$(echo "$row" | awk '{ printf "%.0f", $5 * 1000000 * $1 }')
+		pass "perftest ib_send_bw UD multicast 1024 B: $bw_mcast_rate msg/s"
+	else
+		fail "perftest ib_send_bw UD multicast did not run"
+		tail -n 20 "$work"/bw-mcast-*.log
+	fi
+	# Unicast for scale (not a baseline of a target).
+	if perf_pair bw-ucast ib_send_bw -d rxb -c UD -x 1 -s 1024 -n "$PERF_BW_COUNT" -- \
+		ib_send_bw -d rxa -c UD -x 1 -s 1024 -n "$PERF_BW_COUNT" 192.168.77.2; then
+		row=$(perf_row "$work/bw-ucast-server.log")
+		[ -n "$row" ] || row=$(perf_row "$work/bw-ucast-client.log")
+		echo "perftest ib_send_bw UD unicast 1024 B: $(echo "$row" | awk '{ printf "%.0f msg/s", $5 * 1000000 }')"
+	fi
+	if perf_pair lat ib_send_lat -d rxb -c UD -x 1 -s 64 -n "$PERF_LAT_COUNT" -- \
+		ib_send_lat -d rxa -c UD -x 1 -s 64 -n "$PERF_LAT_COUNT" 192.168.77.2; then
+		row=$(perf_row "$work/lat-client.log")
+		[ -n "$row" ] || row=$(perf_row "$work/lat-server.log")
+		lat_typ=$(echo "$row" | awk '{ print $5 }')
+		lat_p99=$(echo "$row" | awk '{ print $8 }')
+		pass "perftest ib_send_lat UD 64 B: typical $lat_typ us, p99 $lat_p99 us"
+	else
+		fail "perftest ib_send_lat did not run"
+		tail -n 20 "$work"/lat-*.log
+	fi
+fi
+
+# ---- pubd: two daemons, A on rxa and B on rxb (or both on udp loopback) ----
+if [ $mode = verbs ]; then
+	fab_a="  type: verbs
+  address: 192.168.77.1"
+	fab_b="  type: verbs
+  address: 192.168.77.2"
+	g=239.1.2
+else
+	port=$((20000 + RANDOM % 20000))
+	fab_a="  type: udp
+  udp_port: $port"
+	fab_b=$fab_a
+	g=239.$((100 + RANDOM % 100)).$((RANDOM % 250))
+fi
+
+# start_daemon NAME PUBD_BIN FABRIC_YAML BUSY_POLL
+start_daemon() {
+	cat >"$work/$1.yaml" <<EOF
+daemon:
+  socket: $work/$1.sock
+  log_level: notice
+fabric:
+$3
+  busy_poll: $4
+limits:
+  max_message_size: 1MiB
+groups:
+  - name: t1k
+    address: $g.1
+  - name: t64k
+    address: $g.2
+  - name: ping
+    address: $g.3
+  - name: pong
+    address: $g.4
+EOF
+	"$2" -c "$work/$1.yaml" >>"$work/pubd-$1.log" 2>&1 &
+	eval "pid_$1=\$!"
+	pids+=($!)
+}
+stop_daemon() { # NAME
+	local p
+	eval "p=\${pid_$1:-}"
+	[ -n "$p" ] || return 0
+	kill "$p" 2>/dev/null
+	timeout 20 tail --pid="$p" -f /dev/null
+}
+# all_joined SOCK: every group of the daemon reports joined.
+all_joined() {
+	local out
+	out=$("$PUBCTL" -s "$1" --json groups 2>/dev/null) || return 1
+	echo "$out" | grep -q '"joined":1' && ! echo "$out" | grep -q '"joined":0'
+}
+
+# Per-process cost while a benchmark runs (PROFILE=1): CPU time, context
+# switches and system calls of each daemon, from perf stat attached to it.
+# PROFILE=2 adds a system-wide perf record (kernel and rxe included) of each
+# run, reported by command, object and symbol in perf-TAG.txt.
+prof_pids=()
+prof_start() { # TAG
+	prof_pids=()
+	[ "${PROFILE:-0}" -ge 1 ] || return 0
+	local d p
+	if [ "${PROFILE:-0}" -ge 2 ]; then
+		perf record -a -g -F 499 -o "$work/perf-$1.data" >/dev/null 2>&1 &
+		prof_pids+=($!)
+	fi
+	for d in a b; do
+		eval "p=\${pid_$d:-}"
+		perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -p "$p" \
+			-o "$work/perf-$1-$d.csv" >/dev/null 2>&1 &
+		prof_pids+=($!)
+	done
+	sleep 0.5 # perf attaches asynchronously
+}
+prof_stop() { # TAG MESSAGES
+	[ "${PROFILE:-0}" -ge 1 ] || return 0
+	local p d
+	for p in "${prof_pids[@]}"; do kill -INT "$p" 2>/dev/null; done
+	for p in "${prof_pids[@]}"; do timeout 10 tail --pid="$p" -f /dev/null; done
+	for d in a b; do
+		awk -F, -v d="$d" -v n="$2" -v tag="$1" '
+			$3 == "task-clock" { cpu = $1 } $3 == "context-switches" { cs = $1 }
+			$3 ~ /sys_enter/ { sc = $1 }
+			END { if (n > 0) printf "profile %s daemon %s: %.1f us CPU, %.2f syscalls, %.2f context switches per message\n", tag, toupper(d), cpu * 1000 / n, sc / n, cs / n }' \
+			"$work/perf-$1-$d.csv"
+	done
+	if [ -s "$work/perf-$1.data" ]; then
+		{
+			perf report -i "$work/perf-$1.data" --no-children -g none --sort comm 2>/dev/null | grep -v '^#' | grep . | head -12
+			echo
+			perf report -i "$work/perf-$1.data" --no-children -g none --sort comm,dso,sym 2>/dev/null |
+				grep -v '^#' | grep . | head -60
+		} >"$work/perf-$1.txt"
+		rm -f "$work/perf-$1.data"
+	fi
+}
+
+# tput VARIANT NAME GROUP SIZE COUNT: subscriber on B, publisher on A.
+tput() {
+	local sub=$work/$1-$2-sub.log pub=$work/$1-$2-pub.log spid
+	"$bin/bench_tput" sub -s "$work/b.sock" -g "$3" --size "$4" --count "$5" --idle-ms 3000 >"$sub" 2>&1 &
+	spid=$!
+	pids+=("$spid")
+	wait_line "$sub" READY 30 || { fail "bench_tput sub $2 not ready"; cat "$sub"; return 1; }
+	prof_start "$1-$2"
+	timeout 600 "$bin/bench_tput" pub -s "$work/a.sock" -g "$3" --size "$4" --count "$5" >"$pub" 2>&1
+	timeout 60 tail --pid="$spid" -f /dev/null
+	prof_stop "$1-$2" "$5"
+	grep -v '^READY' "$sub"
+	cat "$pub"
+	grep -q '"case":"sub"' "$sub"
+}
+
+# lat VARIANT NAME PONG_SOCK: ping from A, pong on PONG_SOCK (B: across the
+# fabric; A: through one daemon, local fan-out only).
+lat() {
+	local pong=$work/$1-$2-pong.log ping=$work/$1-$2-ping.log ppid rc
+	"$bin/bench_lat" pong -s "$3" --ping ping --pong pong >"$pong" 2>&1 &
+	ppid=$!
+	pids+=("$ppid")
+	if ! wait_line "$pong" READY 30; then
+		cat "$pong"
+		return 1
+	fi
+	prof_start "$1-$2"
+	timeout 600 "$bin/bench_lat" ping -s "$work/a.sock" --ping ping --pong pong --count "$LAT_COUNT" \
+		--warmup "$LAT_WARMUP" --size 64 >"$ping" 2>&1
+	rc=$?
+	prof_stop "$1-$2" $((2 * (LAT_COUNT + LAT_WARMUP)))
+	timeout 30 tail --pid="$ppid" -f /dev/null
+	cat "$ping"
+	[ $rc = 0 ]
+}
+
+# run_variant NAME PUBD_BIN BUSY_POLL: benchmarks 1-3 with one build/config of pubd.
+run_variant() {
+	local v=$1 sfx= up=0 i d
+	[ "$v" = pubd ] || sfx="_$v"
+	start_daemon a "$2" "$fab_a" "$3"
+	start_daemon b "$2" "$fab_b" "$3"
+	for ((i = 0; i < 300; i++)); do
+		if all_joined "$work/a.sock" && all_joined "$work/b.sock"; then
+			up=1
+			break
+		fi
+		sleep 0.1
+	done
+	if [ $up = 0 ]; then
+		fail "$v: pubd daemons did not come up with every group joined in 30 s ($mode fabric)"
+		tail -n 20 "$work"/pubd-*.log
+		stop_daemon a
+		stop_daemon b
+		return 1
+	fi
+	echo "== $v: $2 (busy_poll $3): A and B up on the $mode fabric"
+
+	if tput "$v" tput1k t1k 1024 "$TPUT_1K_COUNT"; then
+		pass "$v bench 1: throughput 1 KiB ran"
+		emit tput "1KiB_msgs$sfx" msgs_per_s "$(jget "$work/$v-tput1k-sub.log" msgs_per_s)" \
+			ib_send_bw_ud_mcast_1024 "${bw_mcast_rate:-0}" 0.90 ge
+	else
+		fail "$v bench 1: throughput 1 KiB did not complete"
+	fi
+	if tput "$v" tput64k t64k 65536 "$TPUT_64K_COUNT"; then
+		pass "$v bench 2: throughput 64 KiB ran"
+		emit tput "64KiB_bytes$sfx" payload_bytes_per_s "$(jget "$work/$v-tput64k-sub.log" bytes_per_s)" \
+			ib_send_bw_ud_mcast_1024 "${bw_mcast_bytes:-0}" 0.85 ge
+	else
+		fail "$v bench 2: throughput 64 KiB did not complete"
+	fi
+	if lat "$v" lat "$work/b.sock"; then
+		pass "$v bench 3: ping-pong latency ran"
+		# Target: p50 <= 1.5 x ib_send_lat typical, i.e. ratio <= 1.5.
+		emit lat "64B_p50$sfx" oneway_p50_us "$(jget "$work/$v-lat-ping.log" oneway_p50_us)" \
+			ib_send_lat_ud_typical "${lat_typ:-0}" 1.5 le
+		emit lat "64B_p99$sfx" oneway_p99_us "$(jget "$work/$v-lat-ping.log" oneway_p99_us)" \
+			ib_send_lat_ud_p99 "${lat_p99:-0}"
+	else
+		fail "$v bench 3: ping-pong did not complete"
+	fi
+	# For the decomposition: the same ping-pong through A alone (no fabric).
+	if lat "$v" latlocal "$work/a.sock"; then
+		emit lat "64B_p50_local$sfx" oneway_p50_us "$(jget "$work/$v-latlocal-ping.log" oneway_p50_us)" \
+			ib_send_lat_ud_typical "${lat_typ:-0}"
+	fi
+	for d in a b; do
+		{
+			echo "== $v"
+			"$PUBCTL" -s "$work/$d.sock" status
+			"$PUBCTL" -s "$work/$d.sock" drops
+		} >>"$work/status-$d.log" 2>&1
+	done
+	stop_daemon a
+	stop_daemon b
+}
+
+if [ "${PROFILE:-0}" -ge 1 ] && ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+fi
+
+# The floor of a local hop in this boot: one Unix SOCK_SEQPACKET ping-pong.
+if "$bin/bench_lat" pair --count "$LAT_COUNT" --warmup "$LAT_WARMUP" --size 64 >"$work/lat-pair.log" 2>&1; then
+	cat "$work/lat-pair.log"
+	emit lat 64B_p50_unix_pair oneway_p50_us "$(jget "$work/lat-pair.log" oneway_p50_us)" \
+		ib_send_lat_ud_typical "${lat_typ:-0}"
+fi
+
+# Variants: "NAME|PUBD_BIN|BUSY_POLL" entries (vm-params.sh may set VARIANTS
+# to compare builds or settings in the same boot); the first gives the figures.
+if [ -z "${VARIANTS+x}" ] || [ ${#VARIANTS[@]} -eq 0 ]; then
+	VARIANTS=("pubd|$PUBD|false")
+fi
+for v in "${VARIANTS[@]}"; do
+	IFS='|' read -r vname vbin vbusy <<<"$v"
+	run_variant "$vname" "$vbin" "${vbusy:-false}"
+done
+
+echo
+echo "Benchmarks 1-3 ($mode fabric; ratio = pubd / baseline)"
+printf '%-6s %-12s %-22s %14s %14s %8s %7s %s\n' bench case metric pubd baseline ratio target verdict
+while IFS= read -r l; do
+	printf '%-6s %-12s %-22s %14s %14s %8s %7s %s\n' \
+		"$(echo "$l" | sed -n 's/.*"bench":"\([^"]*\)".*/\1/p')" \
+		"$(echo "$l" | sed -n 's/.*"case":"\([^"]*\)".*/\1/p')" \
+		"$(echo "$l" | sed -n 's/.*"metric":"\([^"]*\)".*/\1/p')" \
+		"$(echo "$l" | sed -n 's/.*"pubd":\([^,]*\).*/\1/p')" \
+		"$(echo "$l" | sed -n 's/.*"baseline":\([^,]*\).*/\1/p')" \
+		"$(echo "$l" | sed -n 's/.*"ratio":\([^,}]*\).*/\1/p')" \
+		"$(echo "$l" | sed -n 's/.*"target":\([^,}]*\).*/\1/p')" \
+		"$(echo "$l" | sed -n 's/.*"verdict":"\([^"]*\)".*/\1/p')"
+done <"$jsonl"
+echo "figures: $jsonl"
+exit 0
