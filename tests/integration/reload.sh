@@ -1,0 +1,93 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# SIGHUP reload: a group added and one removed while subscribers are
+# connected; the other groups' subscribers are untouched (same connection,
+# counters go on, still receiving). A broken new configuration is reported
+# (in the log with FILE:LINE:COLUMN, and by `pubctl reload`) and the running
+# one is kept.
+. "$(dirname "$0")/lib.sh"
+it_setup reload
+
+it_host_lo h1
+conf=$(it_conf h1)
+write_conf() { # GROUP...
+	local g i=0
+	{
+		for g in "$@"; do
+			i=$((i + 1))
+			printf '  - name: %s\n    address: 239.82.1.%d\n' "$g" "$i"
+		done
+	} | {
+		echo "groups:"
+		cat
+	} | it_conf_write h1 -
+}
+write_conf ka kb kc
+ns=$(it_ns h1)
+sock=$(it_sock h1)
+it_pubd_start h1 "$ns" || it_die "pubd did not start"
+pid=$(it_pid h1)
+
+it_bg sub-ka "$ns" "$ITEST_CLIENT" sub -s "$sock" -g ka --log "$IT_WORK/ka.log" --timeout-ms 120000
+ka_pid=$IT_BG_PID
+it_bg sub-kc "$ns" "$ITEST_CLIENT" sub -s "$sock" -g kc --log "$IT_WORK/kc.log" --timeout-ms 120000
+kc_pid=$IT_BG_PID
+it_wait "ka subscriber" 20 it_subscribers_at_least h1 ka 1 || it_die "no subscriber"
+it_wait "kc subscriber" 20 it_subscribers_at_least h1 kc 1 || it_die "no subscriber"
+"$ITEST_CLIENT" pub -s "$sock" -g ka --count 3 --size 64 --start 0 || it_fail "publish ka"
+it_wait "ka subscriber got 3" 20 it_lines_at_least "$IT_WORK/ka.log" '^msg ka ' 3
+ka_client=$(it_q h1 group ka '.subscribers[0].client')
+
+# Reload: kc removed, kd added, ka and kb kept.
+write_conf ka kb kd
+kill -HUP "$pid"
+it_wait "kd appeared" 20 it_group_is h1 kd joined 1
+it_wait "kc is gone" 20 it_group_absent h1 kc
+it_eq "reloads counted" "$(it_counter h1 reloads)" 1
+it_eq "groups now" "$(it_q h1 groups '[.groups[].name] | sort | join(",")')" "ka,kb,kd"
+it_eq "ka's subscriber is the same connection" "$(it_q h1 group ka '.subscribers[0].client')" "$ka_client"
+it_eq "ka's counters went on (delivered 3)" "$(it_q h1 group ka '.subscribers[0].delivered')" 3
+"$ITEST_CLIENT" pub -s "$sock" -g ka --count 3 --size 64 --start 3 || it_fail "publish ka after reload"
+it_wait "ka subscriber got 6, untouched by the reload" 20 it_lines_at_least "$IT_WORK/ka.log" '^msg ka ' 6
+it_eq "ka's subscriber saw no error" "$(it_lines "$IT_WORK/ka.log" '^error')" 0
+it_eq "ka's subscriber did not reconnect" "$(it_lines "$IT_WORK/ka.log" '^reconnected')" 0
+it_wait "kc's subscriber was told its group is gone (PUB_ENOGROUP)" 20 \
+	it_lines_at_least "$IT_WORK/kc.log" '^error 2004 ' 1
+# The new group works.
+it_bg sub-kd "$ns" "$PUBCTL" -s "$sock" sub kd --count 1 --timeout 30 --output "$IT_WORK/kd.bin"
+kd_pid=$IT_BG_PID
+it_wait "kd subscriber" 20 it_subscribers_at_least h1 kd 1
+it_ctl h1 pub kd "hello kd" >/dev/null || it_fail "publish kd"
+it_reap "$kd_pid" 30
+it_eq "the new group delivers" "$IT_STATUS:$(cat "$IT_WORK/kd.bin")" "0:hello kd"
+"$ITEST_CLIENT" pub -s "$sock" -g kc --count 1 --size 64 >/dev/null 2>&1 &&
+	it_fail "publishing to the removed group kc still works"
+
+# A broken configuration: reported, the running one kept.
+cp "$conf" "$IT_WORK/good.yaml"
+printf 'groups:\n  - name: kz\n    address: not-an-address\n  - name: [broken\n' >>"$conf"
+kill -HUP "$pid"
+it_wait "the failed reload is counted" 20 it_counter_is h1 reload_failures 1
+it_wait "the log names the file, line and column" 20 grep -Eq "$conf:[0-9]+:[0-9]+:" "$IT_WORK/h1.log"
+grep -E "$conf:[0-9]+:[0-9]+:" "$IT_WORK/h1.log" | head -3 >&2
+it_check "pubd still runs" kill -0 "$pid"
+it_eq "the running groups are kept" "$(it_q h1 groups '[.groups[].name] | sort | join(",")')" "ka,kb,kd"
+out=$(it_ctl h1 reload 2>&1)
+st=$?
+it_log "pubctl reload: exit $st: $out"
+it_check "pubctl reload fails on the broken file" test "$st" -ne 0
+it_check "and names the file and place" grep -Eq "$conf:[0-9]+:[0-9]+:" <<<"$out"
+it_eq "reload failures counted" "$(it_counter h1 reload_failures)" 2
+"$ITEST_CLIENT" pub -s "$sock" -g ka --count 1 --size 64 --start 6 || it_fail "publish ka after a failed reload"
+it_wait "ka subscriber still receives" 20 it_lines_at_least "$IT_WORK/ka.log" '^msg ka ' 7
+
+# A good config again applies.
+cp "$IT_WORK/good.yaml" "$conf"
+it_check "pubctl reload of a good file" it_ctl h1 reload
+it_eq "reloads counted" "$(it_counter h1 reloads)" 2
+
+kill -TERM "$ka_pid" "$kc_pid"
+it_reap "$ka_pid" 10
+it_reap "$kc_pid" 10
+it_finish

@@ -1,0 +1,42 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# pubd killed (SIGKILL: no goodbye, a stale socket file left behind) and
+# started again under a subscribed libpub client: the client reconnects and
+# resubscribes by itself and receives again; the application (itest_client
+# sub, one pub_recv loop) does nothing about it and keeps running.
+. "$(dirname "$0")/lib.sh"
+it_setup restart
+
+it_host_lo h1
+it_conf_write h1 - <<-EOF
+	groups:
+	  - name: r1
+	    address: 239.81.1.1
+EOF
+ns=$(it_ns h1)
+sock=$(it_sock h1)
+it_pubd_start h1 "$ns" || it_die "pubd did not start"
+
+it_bg client "$ns" "$ITEST_CLIENT" sub -s "$sock" -g r1 --count 10 --timeout-ms 120000 --log "$IT_WORK/client.log"
+client_pid=$IT_BG_PID
+it_wait "subscribed" 20 it_subscribers_at_least h1 r1 1 || it_die "no subscriber"
+"$ITEST_CLIENT" pub -s "$sock" -g r1 --count 5 --size 100 --start 0 || it_fail "publish 0..4"
+it_wait "5 messages before the kill" 20 it_lines_at_least "$IT_WORK/client.log" '^msg r1 ' 5
+
+first_pid=$(it_pid h1)
+kill -KILL "$first_pid"
+it_reap "$first_pid" 10
+it_eq "pubd died of SIGKILL" "$IT_STATUS" 137
+it_check "the client is still running" kill -0 "$client_pid"
+
+it_pubd_start h1 "$ns" || it_die "pubd did not start again (stale socket $sock?)"
+it_wait "the client resubscribed by itself" 30 it_subscribers_at_least h1 r1 1 || it_die "no resubscription"
+"$ITEST_CLIENT" pub -s "$sock" -g r1 --count 5 --size 100 --start 5 || it_fail "publish 5..9"
+it_reap "$client_pid" 60
+it_eq "the same client process received all 10 messages and exited by itself" "$IT_STATUS" 0
+it_eq "messages 0..9 in order, intact" \
+	"$(awk '$1 == "msg" {printf "%s%s", sep, $6; sep = ","} $1 == "msg" && $7 != "OK" {printf "BAD"}' "$IT_WORK/client.log")" \
+	"0,1,2,3,4,5,6,7,8,9"
+it_check "libpub reported the reconnect" it_lines_at_least "$IT_WORK/client.log" '^reconnected' 1
+it_finish
