@@ -1,0 +1,296 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Inside the VM that tests/systemd/vm-systemd.sh boots, run by
+# pubd-vmtest.service with systemd as PID 1 and a throwaway root (the host's
+# / read-only under a tmpfs). Installs pubd as a package would, then drives
+# it through systemd: socket activation, reload, the watchdog restarting a
+# frozen pubd, the journal's priorities, and verbs (Soft-RoCE) through
+# pubd.service's own sandbox. Prints PASS/FAIL lines and, last, one
+# PUBD-SYSTEMD-RESULT line for the host; systemd powers off when this exits.
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export LANG=C.UTF-8 SYSTEMD_PAGER= SYSTEMD_COLORS=0
+
+R=${PUBD_RESULTS:?}
+# shellcheck source=/dev/null
+. "$R/env.sh"
+# pass/fail/check/wait_for_file, shared with the Soft-RoCE cases.
+# shellcheck source=../softroce/lib.sh
+. "$PUBD_REPO/tests/softroce/lib.sh"
+exec > >(tee -a "$R/guest.log") 2>&1
+tee_pid=$!
+
+passed=0
+failed=0
+pass() {
+	echo "PASS $*"
+	passed=$((passed + 1))
+}
+fail() {
+	echo "FAIL $*"
+	failed=$((failed + 1))
+}
+finish() {
+	echo "PUBD-SYSTEMD-RESULT: passed=$passed failed=$failed"
+	# The host reads this file first: the share is cache=none, so the line
+	# is on the host once echo returns, whatever the console still buffers.
+	echo "PUBD-SYSTEMD-RESULT: passed=$passed failed=$failed" >"$R/result.txt"
+	# Let tee finish the log, then power off at once: the root is a tmpfs
+	# that is thrown away, there is nothing for a clean shutdown to save.
+	exec >&- 2>&-
+	wait "$tee_pid" 2>/dev/null
+	systemctl poweroff --force --force
+	exit 0
+}
+# wait_until SECONDS CMD...: retry CMD until it succeeds or the time is up.
+# For states systemd changes on its own (a restart after the watchdog); every
+# wait is bounded.
+wait_until() {
+	local end=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -lt $end ] || return 1
+		sleep 0.2
+	done
+}
+journal_count() { # PATTERN: how many of pubd's journal lines match
+	journalctl -q -u pubd.service -o cat --no-pager | grep -c -- "$1"
+}
+
+echo "systemd-vm: guest up: kernel $(uname -r), PID 1 is $(cat /proc/1/comm), $(systemctl --version | head -n1)"
+if [ "$(cat /proc/1/comm)" = systemd ]; then
+	pass "systemd_is_pid1 (test started $(cut -d" " -f1 /proc/uptime) s after boot)"
+else
+	fail "systemd_is_pid1: PID 1 is $(cat /proc/1/comm)"
+	finish
+fi
+
+# ---- Soft-RoCE: rxa on va 192.168.77.1, rxb on vb 192.168.77.2 ----
+if "$PUBD_REPO/tests/softroce/guest-setup.sh" >"$R/setup.log" 2>&1; then
+	pass "softroce_setup: $(sed -n 's/^fabric: //p' "$R/setup.log")"
+else
+	fail "softroce_setup (see setup.log)"
+	tail -n 20 "$R/setup.log"
+fi
+{
+	ls -l /dev/infiniband
+	grep -E 'infiniband|misc' /proc/devices
+} >"$R/devices.txt" 2>&1
+sed 's/^/  /' "$R/devices.txt"
+
+# ---- install, as a package's postinst would ----
+# ldconfig: pubctl finds libpub.so.1 in /usr/local/lib like after a package install.
+if cmake --install "$BUILD" >"$R/install.log" 2>&1 && ldconfig; then
+	pass "cmake_install"
+else
+	fail "cmake_install (see install.log)"
+	tail -n 20 "$R/install.log"
+	finish
+fi
+unit=$(systemctl show -p FragmentPath --value pubd.service 2>/dev/null)
+[ -n "$unit" ] || unit=$(grep -l '^ExecStart=.*pubd' /lib/systemd/system/pubd.service /usr/lib/systemd/system/pubd.service 2>/dev/null | head -n1)
+conf=$(sed -n 's/^ExecStart=.* -c \([^ ]*\).*/\1/p' "$unit")
+echo "  unit $unit, config $conf"
+systemd-sysusers
+systemd-tmpfiles --create pubd.conf
+check "sysusers_created_pubd" id pubd
+mkdir -p "$(dirname "$conf")"
+write_config() {
+	cat >"$conf" <<EOF
+daemon:
+  socket: /run/pubd/pubd.sock
+  log_level: info
+fabric:
+  type: $PUBD_VM_FABRIC
+  address: 192.168.77.1
+groups:
+  - name: telemetry
+    address: 239.1.1.1
+  - name: orders
+    address: 239.1.1.2
+EOF
+}
+write_config
+systemctl daemon-reload
+if out=$(systemd-analyze verify pubd.service pubd.socket 2>&1) && [ -z "$out" ]; then
+	pass "systemd_analyze_verify_in_guest"
+else
+	fail "systemd_analyze_verify_in_guest: $out"
+fi
+systemd-analyze security pubd.service --no-pager >"$R/security.txt" 2>&1
+pass "exposure: $(sed -n 's/.*Overall exposure level for pubd.service: //p' "$R/security.txt")"
+
+# ---- verbs through pubd.service's sandbox ----
+# The [Service] settings that confine pubd, as systemd-run properties; the
+# lifecycle ones (Type, Exec*, watchdog, restart, runtime dir) stay out.
+sandbox_props() {
+	sed -n '/^\[Service\]/,/^\[/p' "$unit" | grep -E '^[A-Za-z]+=' |
+		grep -vE '^(Type|NotifyAccess|Exec[A-Za-z]*|WatchdogSec|Restart|RestartSec|TimeoutStopSec|RuntimeDirectory[A-Za-z]*)=' |
+		grep -vE "$1" | sed 's/^/-p\n/'
+}
+mapfile -t props < <(sandbox_props '^$')
+mapfile -t props_nodev < <(sandbox_props '^DeviceAllow=/|^DeviceAllow=char-infiniband')
+echo "  sandbox: ${#props[@]} systemd-run arguments from $unit"
+if out=$(timeout 60 systemd-run --wait --pipe --quiet --unit=pubd-probe-devinfo "${props[@]}" \
+	ibv_devinfo -d rxb 2>&1) && echo "$out" | grep -q PORT_ACTIVE; then
+	pass "sandbox_opens_uverbs (ibv_devinfo -d rxb as user pubd, DevicePolicy=closed + DeviceAllow)"
+else
+	fail "sandbox_opens_uverbs: $out"
+fi
+if out=$(timeout 60 systemd-run --wait --pipe --quiet --unit=pubd-probe-nodev "${props_nodev[@]}" \
+	ibv_devinfo -d rxb 2>&1); then
+	fail "sandbox_without_deviceallow_is_refused: ibv_devinfo worked without the DeviceAllow= lines"
+else
+	pass "sandbox_without_deviceallow_is_refused: $(echo "$out" | grep -m1 -iE 'fail|denied|not permitted' || echo "$out" | tail -n1)"
+fi
+# mckey: the receiver (rdma_cm join, UD QP, verbs receive) inside the sandbox
+# on rxb, a plain sender on rxa once the receiver has joined.
+rm -f "$R/mckey-recv.log"
+timeout 90 systemd-run --wait --pipe --quiet --unit=pubd-probe-mckey "${props[@]}" \
+	stdbuf -oL mckey -m 239.1.1.9 -b 192.168.77.2 -C 5 >"$R/mckey-recv.log" 2>&1 &
+recv=$!
+if wait_for_file "$R/mckey-recv.log" 'joined dgid' 60; then
+	timeout 30 mckey -s -m 239.1.1.9 -b 192.168.77.1 -C 5 >"$R/mckey-send.log" 2>&1
+fi
+if wait "$recv" && grep -q 'data transfers complete' "$R/mckey-recv.log"; then
+	pass "sandbox_receives_verbs_multicast (mckey receiver as user pubd under pubd.service's sandbox)"
+else
+	fail "sandbox_receives_verbs_multicast: $(tail -n 3 "$R/mckey-recv.log" | tr '\n' ' ')"
+fi
+
+# PrivateDevices=: a /dev of pseudo devices, with /dev/infiniband bound in.
+if out=$(timeout 60 systemd-run --wait --pipe --quiet --unit=pubd-probe-dev "${props[@]}" ls /dev /dev/infiniband 2>&1) &&
+	echo "$out" | grep -qx 'uverbs0' && echo "$out" | grep -qx 'rdma_cm' && ! echo "$out" | grep -qx 'ttyS0'; then
+	pass "sandbox_dev_is_private_with_rdma_nodes: $(echo "$out" | sed -n '/^\/dev:$/,/^$/p' | grep -v '^/dev:' | tr '\n' ' ')"
+else
+	fail "sandbox_dev_is_private_with_rdma_nodes: $out"
+fi
+
+# ---- socket activation ----
+systemctl start pubd.socket
+check "socket_listening" systemctl -q is-active pubd.socket
+if systemctl -q is-active pubd.service; then
+	fail "pubd_not_started_before_a_client: pubd.service is already running"
+else
+	pass "pubd_not_started_before_a_client"
+fi
+ls -l /run/pubd/pubd.sock | sed 's/^/  /'
+# shellcheck disable=SC2012
+if [ "$(stat -c '%a %U %G' /run/pubd/pubd.sock)" = "660 root pubd" ]; then
+	pass "socket_mode_0660_group_pubd"
+else
+	fail "socket_mode_0660_group_pubd: $(stat -c '%a %U %G' /run/pubd/pubd.sock)"
+fi
+useradd -M -N -g users -G pubd pubdclient
+useradd -M -N -g users outsider
+if out=$(timeout 60 runuser -u pubdclient -- pubctl status 2>&1); then
+	pass "client_in_group_pubd_served_by_activated_pubd"
+	echo "$out" | sed 's/^/  /'
+else
+	fail "client_in_group_pubd_served_by_activated_pubd: $out"
+fi
+check "pubd_service_active_after_client" systemctl -q is-active pubd.service
+if grep -q 'listening on the socket passed by systemd' <(journalctl -q -u pubd.service -o cat --no-pager); then
+	pass "pubd_took_the_socket_from_systemd"
+else
+	fail "pubd_took_the_socket_from_systemd"
+fi
+if out=$(timeout 30 runuser -u outsider -- pubctl status 2>&1); then
+	fail "client_outside_group_pubd_refused: served"
+else
+	pass "client_outside_group_pubd_refused: $(echo "$out" | head -n1)"
+fi
+st=$(systemctl show -p StatusText --value pubd.service)
+case "$st" in *"groups 2/2 joined"*) pass "status_text: $st" ;; *) fail "status_text: '$st'" ;; esac
+main_pid() { systemctl show -p MainPID --value pubd.service; }
+pid=$(main_pid)
+if [ "${pid:-0}" != 0 ] && [ "$(ps -o user= -p "$pid")" = pubd ]; then
+	pass "runs_as_user_pubd"
+else
+	fail "runs_as_user_pubd: MainPID ${pid:-none}"
+fi
+
+# ---- reload ----
+before=$(journal_count 'reload applied')
+if systemctl reload pubd.service; then
+	if wait_until 30 test "$(journal_count 'reload applied')" -gt "$before"; then
+		pass "systemctl_reload_applies"
+	else
+		fail "systemctl_reload_applies: no new 'reload applied' line"
+	fi
+else
+	fail "systemctl_reload_applies: systemctl reload failed"
+fi
+pid=$(main_pid)
+echo "bogus_key: 1" >>"$conf"
+if systemctl reload pubd.service 2>"$R/bad-reload.txt"; then
+	fail "broken_config_fails_reload: systemctl reload succeeded"
+elif [ "$(main_pid)" = "$pid" ] && systemctl -q is-active pubd.service; then
+	pass "broken_config_fails_reload: pubd keeps running with the old config"
+else
+	fail "broken_config_fails_reload: pubd did not survive"
+fi
+write_config
+
+# ---- watchdog: a frozen loop is killed and restarted ----
+pid=$(main_pid)
+restarts=$(systemctl show -p NRestarts --value pubd.service)
+wdog=$(systemctl show -p WatchdogUSec --value pubd.service)
+new_main_pid() {
+	local p
+	p=$(main_pid)
+	[ "$p" != 0 ] && [ "$p" != "$pid" ] && systemctl -q is-active pubd.service
+}
+# MainPID 0 would make "kill -STOP 0" stop this script's own process group.
+if [ "${pid:-0}" = 0 ]; then
+	fail "watchdog_restarts_frozen_pubd: pubd is not running"
+else
+	t0=$(date +%s)
+	kill -STOP "$pid"
+	if wait_until 120 new_main_pid; then
+		pass "watchdog_restarts_frozen_pubd: WatchdogSec=$wdog, pid $pid -> $(main_pid) in $(($(date +%s) - t0)) s, NRestarts $restarts -> $(systemctl show -p NRestarts --value pubd.service)"
+	else
+		fail "watchdog_restarts_frozen_pubd: no new pubd within 120 s"
+		kill -CONT "$pid"
+	fi
+fi
+if journalctl -q -u pubd.service --no-pager | grep -q 'Watchdog timeout'; then
+	pass "journal_shows_watchdog_timeout: $(journalctl -q -u pubd.service --no-pager -o cat | grep -m1 'Watchdog timeout')"
+else
+	fail "journal_shows_watchdog_timeout"
+fi
+if out=$(timeout 60 runuser -u pubdclient -- pubctl status 2>&1); then
+	pass "socket_survives_restart: client served by the restarted pubd"
+else
+	fail "socket_survives_restart: $out"
+fi
+
+# ---- the journal: priorities from the "<N>" prefixes ----
+# journald turns each stderr line's prefix into PRIORITY= and strips it.
+if journalctl -q -u pubd.service -p notice..notice -o cat --no-pager | grep -q '^ready: ' &&
+	journalctl -q -u pubd.service -p info..info -o cat --no-pager | grep -q '): joined$' &&
+	! journalctl -q -u pubd.service -o cat --no-pager | grep -q '^<[0-7]>'; then
+	pass "journal_priorities: 'ready:' at notice, 'joined' at info, no raw <N> prefixes"
+else
+	fail "journal_priorities"
+fi
+journalctl -q -u pubd.service -o short-monotonic --no-pager >"$R/journal-pubd.txt"
+journalctl -q -u pubd.service -o json --no-pager |
+	sed -n 's/.*"PRIORITY":"\([0-7]\)".*"MESSAGE":"\([^"]*\)".*/\1 \2/p; s/.*"MESSAGE":"\([^"]*\)".*"PRIORITY":"\([0-7]\)".*/\2 \1/p' \
+		>"$R/journal-priorities.txt"
+
+SYSTEMD_COLORS=0 systemctl status pubd.service --no-pager -l -n 12 >"$R/systemctl-status.txt" 2>&1
+grep -q 'Active: active (running)' "$R/systemctl-status.txt" && pass "systemctl_status_running" ||
+	fail "systemctl_status_running"
+
+# ---- stop: a clean exit ----
+systemctl stop pubd.service pubd.socket
+res=$(systemctl show -p Result --value pubd.service)
+code=$(systemctl show -p ExecMainStatus --value pubd.service)
+if [ "$res" = success ] && [ "$code" = 0 ]; then
+	pass "stop_exits_zero"
+else
+	fail "stop_exits_zero: Result=$res ExecMainStatus=$code"
+fi
+finish

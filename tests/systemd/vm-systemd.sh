@@ -1,0 +1,213 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# pubd under a real systemd as PID 1: boot the Debian kernel under qemu (TCG)
+# like the Soft-RoCE tier (tests/softroce/run.sh), but hand the guest to
+# systemd instead of a shell, on a root of its own:
+#
+#   lower: the host's / over virtio-9p, exported read-only by qemu and mounted
+#          read-only, so the guest sees the same binaries and build tree;
+#   upper: a tmpfs inside the guest. Everything the guest writes (installed
+#          units, /etc/passwd, the journal, /var) lands there and vanishes at
+#          power-off: the host's own files and units are never touched.
+#
+# systemd boots with systemd.unit=pubd-vmtest.target, a target written into
+# the upper layer that pulls only basic.target and pubd-vmtest.service, which
+# runs tests/systemd/vm-guest.sh (install the units, start pubd through its
+# socket, reload, watchdog restart of a frozen pubd, journal priorities,
+# verbs through pubd's sandbox). A few of the host's boot services that have
+# no business in a throwaway guest are masked there (AppArmor profile loading,
+# time sync, pstore). Results come back over a second, read-write 9p share.
+#
+#   tests/systemd/vm-systemd.sh
+#
+# Environment:
+#   BUILD                    pubd's CMake build dir (default: <repo>/build); it is
+#                            installed inside the guest with `cmake --install`
+#   PUBD_VM_TIMEOUT          overall limit in seconds (default 900)
+#   PUBD_VM_FABRIC           fabric.type of the guest's pubd.yaml (default verbs:
+#                            pubd itself on Soft-RoCE rxa; udp for the IP fabric)
+#   PUBD_SOFTROCE_KERNEL     kernel image (default: newest /boot/vmlinuz-*-amd64)
+#   PUBD_VM_KEEP=1           keep the results dir of a passing run too
+#
+# Exit status: 0 when every check passed; 1 when one failed; 2 when the VM
+# could not be built, booted or did not report (never a silent skip).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+BUILD=${BUILD:-$repo/build}
+BUILD=$(cd "$BUILD" && pwd)
+timeout_s=${PUBD_VM_TIMEOUT:-900}
+fabric=${PUBD_VM_FABRIC:-verbs}
+
+die() {
+	echo "systemd-vm: FATAL: $*" >&2
+	exit 2
+}
+
+[ "$(id -u)" = 0 ] || die "needs root (9p passthrough export of /)"
+[ -x "$BUILD/daemon/pubd" ] || die "no $BUILD/daemon/pubd: build first"
+kernel=${PUBD_SOFTROCE_KERNEL:-$(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n1)}
+[ -n "$kernel" ] && [ -r "$kernel" ] || die "no readable kernel image (/boot/vmlinuz-*-amd64; apt-get install linux-image-amd64)"
+kver=${kernel##*/vmlinuz-}
+[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver for $kernel"
+for tool in qemu-system-x86_64 modprobe cpio /lib/systemd/systemd cmake; do
+	command -v $tool >/dev/null || die "$tool not found (packages: qemu-system-x86 kmod cpio systemd cmake)"
+done
+busybox=$(command -v busybox || true)
+[ -n "$busybox" ] && ! ldd "$busybox" >/dev/null 2>&1 || die "need a static busybox (package busybox-static)"
+case "$repo" in /tmp/* | /run/*) die "the repo lives under /tmp or /run, which the guest replaces" ;; esac
+
+work=$BUILD/systemd-vm
+mkdir -p "$work/results"
+results=$(mktemp -d "$work/results/run-$(date +%Y%m%d-%H%M%S)-XXXX")
+
+# ---- initramfs: static busybox, virtio + 9p + overlay modules, /init ----
+initrd=$work/initramfs-$kver.cpio
+stage=$work/initramfs-$kver.d
+mods=()
+for m in virtio_pci 9pnet_virtio 9p overlay; do
+	while read -r verb path _; do
+		[ "$verb" = insmod ] || continue
+		case " ${mods[*]-} " in *" $path "*) ;; *) mods+=("$path") ;; esac
+	done < <(modprobe -S "$kver" --show-depends "$m" 2>/dev/null) ||
+		die "modprobe -S $kver --show-depends $m failed"
+done
+if [ ! -s "$initrd" ] || [ "$here/vm-systemd.sh" -nt "$initrd" ]; then
+	rm -rf "$stage"
+	mkdir -p "$stage"/{bin,dev,proc,sys,lower,rw,newroot,lib/modules}
+	cp "$busybox" "$stage/bin/busybox"
+	: >"$stage/modules.order"
+	for p in "${mods[@]}"; do
+		b=$(basename "$p")
+		case "$p" in
+		*.ko) cp "$p" "$stage/lib/modules/$b" ;;
+		*.ko.xz) xz -dc "$p" >"$stage/lib/modules/${b%.xz}" ;;
+		*.ko.zst) zstd -qdc "$p" >"$stage/lib/modules/${b%.zst}" ;;
+		*.ko.gz) gzip -dc "$p" >"$stage/lib/modules/${b%.gz}" ;;
+		*) die "unknown module format $p" ;;
+		esac
+		b=${b%.xz}; b=${b%.zst}; b=${b%.gz}
+		echo "$b" >>"$stage/modules.order"
+	done
+	cat >"$stage/init" <<'INIT'
+#!/bin/busybox sh
+# Stage 1: the host's / read-only under a tmpfs upper layer, then systemd.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+boot_failed() {
+	echo "PUBD-SYSTEMD-RESULT: boot-failed ($*)"
+	poweroff -f
+}
+for m in $(cat /modules.order); do
+	insmod /lib/modules/$m || echo "pubd-systemd-vm: insmod $m failed"
+done
+mount -t 9p -o ro,trans=virtio,version=9p2000.L,msize=262144,cache=loose hostroot /lower || boot_failed "9p mount of /"
+mount -t tmpfs -o mode=0755,size=1536m tmpfs /rw || boot_failed "tmpfs"
+mkdir -p /rw/upper /rw/work
+mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot ||
+	boot_failed "overlay of 9p and tmpfs"
+mkdir -p /newroot/mnt/pubd-results
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none results /newroot/mnt/pubd-results ||
+	boot_failed "9p mount of the results dir"
+
+# The guest's own configuration, in the upper layer only.
+n=/newroot
+echo pubd-vm >$n/etc/hostname
+# The host's / carries /.dockerenv: systemd would take the guest for a
+# container and ignore the kernel command line (systemd.unit=).
+rm -f $n/.dockerenv
+# No host mounts: only a private /tmp.
+echo 'tmpfs /tmp tmpfs mode=1777,nosuid,nodev 0 0' >$n/etc/fstab
+for u in apparmor.service systemd-timesyncd.service systemd-pstore.service; do
+	ln -sf /dev/null $n/etc/systemd/system/$u
+done
+cat >$n/etc/systemd/system/pubd-vmtest.target <<EOF
+[Unit]
+Description=pubd systemd test (VM)
+Requires=basic.target pubd-vmtest.service
+After=basic.target
+AllowIsolate=yes
+EOF
+cat >$n/etc/systemd/system/pubd-vmtest.service <<EOF
+[Unit]
+Description=pubd systemd test (VM)
+After=basic.target
+[Service]
+Type=oneshot
+ExecStart=/bin/bash $pubd_vmtest
+Environment=PUBD_RESULTS=/mnt/pubd-results
+StandardOutput=journal+console
+StandardError=journal+console
+TimeoutStartSec=$pubd_vmtimeout
+FailureAction=poweroff-immediate
+EOF
+mount --move /proc /newroot/proc
+mount --move /sys /newroot/sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot /lib/systemd/systemd
+INIT
+	chmod +x "$stage/init"
+	(cd "$stage" && find . | cpio -o -H newc --quiet) >"$initrd.tmp" || die "cpio failed"
+	mv "$initrd.tmp" "$initrd"
+fi
+
+{
+	printf 'PUBD_REPO=%q\n' "$repo"
+	printf 'BUILD=%q\n' "$BUILD"
+	printf 'PUBD_VM_FABRIC=%q\n' "$fabric"
+} >"$results/env.sh"
+
+echo "systemd-vm: kernel $kernel, qemu TCG -smp 2 -m 2048, systemd $(/lib/systemd/systemd --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') as PID 1"
+echo "systemd-vm: results in $results"
+guest_timeout=$((timeout_s > 120 ? timeout_s - 60 : timeout_s))
+start=$(date +%s)
+set +e
+timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
+	-machine q35,accel=tcg -cpu max -m 2048 -smp 2 -nographic -no-reboot -nic none \
+	-kernel "$kernel" -initrd "$initrd" \
+	-virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hr,multidevs=remap,readonly=on \
+	-virtfs local,path="$results",mount_tag=results,security_model=passthrough,id=res \
+	-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init systemd.unit=pubd-vmtest.target systemd.show_status=error pubd_vmtest=$here/vm-guest.sh pubd_vmtimeout=$guest_timeout" \
+	</dev/null 2>&1 |
+	# The guest's output reaches the console through journald as
+	# "[  12.345] bash[190]: PASS ...": drop that prefix and the escapes.
+	sed -u 's/\r//g; s/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g; s/^\[ *[0-9.]*\] bash\[[0-9]*\]: //' |
+	tee "$results/console.log" |
+	grep --line-buffered -E '^(systemd-vm|PASS|FAIL|PUBD-SYSTEMD|Kernel panic)|^  [^ ]'
+rc=${PIPESTATUS[0]}
+set -e
+echo "systemd-vm: VM wall time $(($(date +%s) - start)) s (boot + checks + poweroff), qemu exit $rc"
+
+# The guest writes the result to the (cache=none) share before it powers off;
+# the console copy may lose its last lines to the power-off.
+marker=$(cat "$results/result.txt" 2>/dev/null || grep -a '^PUBD-SYSTEMD-RESULT:' "$results/console.log" | tail -n1 || true)
+[ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "systemd-vm: FATAL: the VM hit the overall timeout of ${timeout_s}s" >&2
+if [ -z "$marker" ] || ! echo "$marker" | grep -q 'passed='; then
+	echo "systemd-vm: FATAL: the VM did not report a result (${marker:-no marker}); console tail:" >&2
+	tail -n 40 "$results/console.log" >&2
+	echo "systemd-vm: logs kept in $results" >&2
+	exit 2
+fi
+passed=$(echo "$marker" | sed -n 's/.*passed=\([0-9]*\).*/\1/p')
+failed=$(echo "$marker" | sed -n 's/.*failed=\([0-9]*\).*/\1/p')
+if [ -f "$results/systemctl-status.txt" ]; then
+	echo "systemd-vm: systemctl status pubd (in the guest):"
+	sed 's/^/  | /' "$results/systemctl-status.txt"
+fi
+if [ "${failed:-1}" -ne 0 ]; then
+	echo "systemd-vm: logs kept in $results"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+if [ "${PUBD_VM_KEEP:-0}" = 1 ]; then
+	echo "systemd-vm: logs kept in $results"
+else
+	rm -rf "$results"
+fi
+echo "$passed passed, $failed failed"
+exit 0
