@@ -604,11 +604,19 @@ static void check_watchdog(unsigned from)
 		printf("  watchdog: %u pings, interval mean %" PRIu64 " ms, min %" PRIu64 " ms, max %" PRIu64
 		       " ms (WATCHDOG_USEC %llu ms)\n",
 		       n, mean / MS, min / MS, max / MS, WATCHDOG_USEC / 1000);
-		/* Never early (that would mean a second ping source), never
-		 * close to the full timeout (systemd would kill the service). */
-		if (min < half * 9 / 10 || max > half * 3 / 2 || mean > half * 12 / 10)
-			fail("watchdog_pings_at_half_watchdog_usec", "intervals outside %" PRIu64 "..%" PRIu64 " ms",
-			     half * 9 / 10 / MS, half * 3 / 2 / MS);
+		/*
+		 * The mean says "half of WATCHDOG_USEC" (not the full period, not
+		 * the 1 s status timer). No interval far below it (a second ping
+		 * source) or near the full period (systemd would kill pubd). The
+		 * margins absorb scheduling delay on a loaded 2-core CI host,
+		 * which can only make one interval look longer and the next shorter.
+		 */
+		if (mean < half * 9 / 10 || mean > half * 13 / 10 || min < half * 6 / 10 || max > half * 18 / 10)
+			fail("watchdog_pings_at_half_watchdog_usec",
+			     "mean %" PRIu64 " ms (want %" PRIu64 "..%" PRIu64 "), min %" PRIu64 " ms (want >= %" PRIu64
+			     "), max %" PRIu64 " ms (want <= %" PRIu64 ")",
+			     mean / MS, half * 9 / 10 / MS, half * 13 / 10 / MS, min / MS, half * 6 / 10 / MS, max / MS,
+			     half * 18 / 10 / MS);
 		else
 			pass("watchdog_pings_at_half_watchdog_usec");
 	}
@@ -640,6 +648,7 @@ static int run_notify(const char *pubd)
 	uint8_t buf[65536];
 	size_t have = 0;
 	int ready, i, j, fd, err;
+	unsigned mark;
 
 	err = bind_notify();
 	if (err < 0) {
@@ -676,14 +685,17 @@ static int run_notify(const char *pubd)
 	check_status(ready);
 	check_watchdog((unsigned)ready);
 
+	/* Log lines may be recorded ahead of notifications sent before them
+	 * (see drain()), so the log is searched from the signal on. */
+	mark = t.nev;
 	kill(t.pid, SIGHUP);
-	i = wait_event((unsigned)t.nev, EV_NOTIFY, "RELOADING=1", false, STEP_DEADLINE_MS);
+	i = wait_event(mark, EV_NOTIFY, "RELOADING=1", false, STEP_DEADLINE_MS);
 	j = i < 0 ? -1 : wait_event((unsigned)i + 1, EV_NOTIFY, "READY=1", false, STEP_DEADLINE_MS);
 	if (i < 0)
 		fail("sighup_sends_reloading_then_ready", "no RELOADING=1 within %u ms of SIGHUP", STEP_DEADLINE_MS);
 	else if (j < 0)
 		fail("sighup_sends_reloading_then_ready", "no READY=1 after RELOADING=1");
-	else if (find((unsigned)i, EV_LOG, "reload applied", false) < 0)
+	else if (find(mark, EV_LOG, "reload applied", false) < 0)
 		fail("sighup_sends_reloading_then_ready", "no 'reload applied' in the log");
 	else
 		pass("sighup_sends_reloading_then_ready");
