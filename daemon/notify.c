@@ -40,10 +40,36 @@ static void status_line(struct pubd *d, char *buf, size_t cap)
 		 d->counters[PUBD_CTR_MSG_DELIVERED], d->counters[PUBD_CTR_MSG_DROPPED]);
 }
 
+/*
+ * The first READY=1 promises that the socket listens and every configured
+ * group is joined: units ordered after pubd.service rely on it. Checked here
+ * rather than trusted to the caller, because a group's "up" may be reported
+ * while pubd_init is still adding the later groups (a fabric that reports a
+ * join synchronously); pubd_init asks again once it has added them all.
+ */
+static bool fully_up(const struct pubd *d)
+{
+	struct pubd_group *g;
+	unsigned i, n = 0;
+
+	if (d->ipc.listen_fd < 0)
+		return false;
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		if (!g->up)
+			return false;
+		n++;
+	}
+	return n == d->cfg.ngroups;
+}
+
 void pubd_notify_ready(struct pubd *d)
 {
 	char status[512];
 
+	/* Later READY=1s end a reload: they report the state, whatever it is. */
+	if (!d->ready && !fully_up(d))
+		return;
 	status_line(d, status, sizeof(status));
 	if (!d->ready)
 		log_notice("ready: %s", status + 7);
