@@ -76,6 +76,13 @@ else
 	fail "exposure_score: $score, above $max_exposure"
 fi
 
+# sysusers and tmpfiles chown what they create: as another user they cannot
+# run at all, so say so rather than fail.
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP sysusers_creates_pubd_user_and_group, tmpfiles_creates_run_pubd: need root"
+	[ $failed -eq 0 ]
+	exit
+fi
 sysusersdir=$(cmake -L -N "$build" 2>/dev/null | sed -n 's/^PUBD_SYSUSERSDIR:PATH=//p')
 tmpfilesdir=$(cmake -L -N "$build" 2>/dev/null | sed -n 's/^PUBD_TMPFILESDIR:PATH=//p')
 mkdir -p "$root/etc"
@@ -90,14 +97,8 @@ else
 	sed 's/^/  passwd: /' "$root/etc/passwd"
 fi
 
-# Creating a directory owned by pubd needs root; as another user only the
-# mode can be checked.
-if [ "$(id -u)" = 0 ]; then
-	uid=$(sed -n 's/^pubd:x:\([0-9]*\):.*/\1/p' "$root/etc/passwd")
-	want="755 $uid"
-else
-	want="755 $(id -u)"
-fi
+uid=$(sed -n 's/^pubd:x:\([0-9]*\):.*/\1/p' "$root/etc/passwd")
+want="755 $uid"
 out=$(systemd-tmpfiles --root="$root" --create "$root$tmpfilesdir/pubd.conf" 2>&1)
 st=$(stat -c '%a %u' "$root/run/pubd" 2>/dev/null)
 if [ "$st" = "$want" ]; then
