@@ -33,6 +33,8 @@ for h in h1 h2 h3; do
 		    address: 239.78.1.1
 		  - name: lb
 		    address: 239.78.1.2
+		  - name: lc
+		    address: 239.78.1.3
 	EOF
 	it_pubd_start "$h" "$(it_ns "$h")" || it_die "pubd $h did not start"
 done
@@ -41,8 +43,11 @@ done
 ns3=$(it_ns h3)
 ip netns exec "$ns3" nft add table inet loss || it_die "nft table"
 ip netns exec "$ns3" nft add chain inet loss in '{ type filter hook input priority 0; }'
-ip netns exec "$ns3" nft add rule inet loss in udp dport "${IT_PORT:-7470}" numgen random mod 100 '<' "$LOSS" \
-	counter drop || it_die "nft rule"
+ip netns exec "$ns3" nft add rule inet loss in ip daddr != 239.78.1.3 udp dport "${IT_PORT:-7470}" \
+	numgen random mod 100 '<' "$LOSS" counter drop || it_die "nft rule"
+# lc: exactly one loss, the stream's very first datagram.
+ip netns exec "$ns3" nft add rule inet loss in ip daddr 239.78.1.3 udp dport "${IT_PORT:-7470}" \
+	numgen inc mod 1000000000 '<' 1 counter drop || it_die "nft rule"
 
 src() { it_q "$1" status '.status[0].source_id'; }
 SRC_h1=$(src h1)
@@ -119,7 +124,7 @@ done
 
 # The record of this run.
 {
-	echo "== nft on h3: $(ip netns exec "$ns3" nft list chain inet loss in | grep -o 'counter packets [0-9]* bytes [0-9]*')"
+	echo "== nft on h3: $(ip netns exec "$ns3" nft list chain inet loss in | grep -o 'counter packets [0-9]* bytes [0-9]*' | head -n1)"
 	echo "== h3 \$ pubctl groups"
 	it_ctl h3 groups
 	echo "== h3 \$ pubctl drops"
@@ -132,7 +137,7 @@ if [ -n "$IT_ARTIFACTS" ] && [ -d "$IT_ARTIFACTS" ]; then
 	cp "$IT_WORK/loss-pubctl.txt" "$IT_ARTIFACTS/loss-pubctl.txt"
 fi
 
-nft_dropped=$(ip netns exec "$ns3" nft list chain inet loss in | grep -o 'counter packets [0-9]*' | awk '{print $3}')
+nft_dropped=$(ip netns exec "$ns3" nft list chain inet loss in | grep -o 'counter packets [0-9]*' | head -n1 | awk '{print $3}')
 [ "${nft_dropped:-0}" -gt 0 ] || it_fail "nftables dropped nothing: the test saw no loss"
 
 # Per stream on h3: published == delivered + dropped, reasons add up, and the
@@ -186,6 +191,18 @@ for g in la lb; do
 	it_eq "h3 $g: the groups table's dropped agrees" "$(it_group_val h3 "$g" dropped)" \
 		"$(it_ctl h3 --json drops | jq "[.drops[] | select(.scope == \"group\" and .name == \"$g\" and .unit == \"messages\") | .count] | add // 0")"
 done
+
+# The first datagram of a stream lost (deterministically): the stream's
+# first message must be counted too, not silently taken as "before it began".
+it_bg sub-lc "$ns3" "$ITEST_CLIENT" sub -s "$(it_sock h3)" -g lc --log "$IT_WORK/sub-lc.log" --timeout-ms 60000
+it_wait "lc subscriber on h3" 20 it_subscribers_at_least h3 lc 1
+"$ITEST_CLIENT" pub -s "$(it_sock h2)" -g lc --count 10 --size 100 || it_fail "publish lc"
+it_wait "h3 accounts for every message of h2/lc" 30 stream_settled h3 "$SRC_h2" lc 10
+it_eq "h3 h2/lc: nftables dropped exactly the first datagram" \
+	"$(ip netns exec "$ns3" nft list chain inet loss in | grep -o 'counter packets [0-9]*' | tail -n1 | awk '{print $3}')" 1
+it_eq "h3 h2/lc: published 10 == delivered + dropped (first message lost)" "$(stream_total h3 "$SRC_h2" lc)" 10
+it_eq "h3 h2/lc: the lost first message is counted" \
+	"$(it_q h3 sources ".sources[] | select(.source == \"$SRC_h2\" and .group == \"lc\") | .dropped")" 1
 
 # h2 had no loss: everything arrived there.
 for g in la lb; do

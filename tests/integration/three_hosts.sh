@@ -6,7 +6,8 @@
 # carries, as pubctl status reports it), 1 MiB and 16 MiB arrive
 # byte-identical at subscribers on every host, on four groups at once (two of
 # them sharing one multicast address), published from three hosts, with
-# subscribers on the publishing host too.
+# subscribers on the publishing host too. (The 16 MiB messages go one group
+# at a time; see below.)
 #
 # Subscribers: `pubctl sub --count 7 --output F` for every group on every
 # host (sha256 of the concatenated payloads), and on h3 one libpub client on
@@ -94,24 +95,41 @@ for h in h1 h2 h3; do
 	done
 done
 
-# Publish: one publisher per group, all at once; in order within a group.
-publish_group() { # GROUP
+# Publish: one publisher per group, all at once, in order within a group,
+# up to 1 MiB. Then the 16 MiB messages one group at a time, each once the
+# previous one reached every subscriber: the fabric sizes its socket buffer
+# for one 16 MiB burst (there is no flow control on a multicast fabric, and a
+# sanitizer build does not drain three at once in time).
+publish_group() { # GROUP FIRST LAST
 	local g=$1 h=${origin[$1]} i
-	for i in "${!sizes[@]}"; do
+	for ((i = $2; i <= $3; i++)); do
 		ip netns exec "$(it_ns "$h")" "$PUBCTL" -s "$(it_sock "$h")" pub "$g" --file "$IT_WORK/in/$g-$i.bin" ||
 			return 1
 	done
 }
+last=$((n - 1))
 pub_pids=()
 for g in "${groups[@]}"; do
-	publish_group "$g" >"$IT_WORK/pub-$g.out" 2>&1 &
+	publish_group "$g" 0 $((last - 1)) >"$IT_WORK/pub-$g.out" 2>&1 &
 	pub_pids+=($!)
 	IT_PIDS+=($!)
 done
 for i in "${!groups[@]}"; do
 	it_reap "${pub_pids[$i]}" 180
-	it_eq "publisher of ${groups[$i]} (on ${origin[${groups[$i]}]}) confirmed all ${n} messages" "$IT_STATUS" 0 ||
-		cat "$IT_WORK/pub-${groups[$i]}.out" >&2
+	it_eq "publisher of ${groups[$i]} (on ${origin[${groups[$i]}]}) confirmed messages 0..$((last - 1))" \
+		"$IT_STATUS" 0 || cat "$IT_WORK/pub-${groups[$i]}.out" >&2
+done
+delivered_is() { # HOST GROUP WANT
+	it_group_is "$1" "$2" delivered "$3"
+}
+for g in "${groups[@]}"; do
+	publish_group "$g" "$last" "$last" >>"$IT_WORK/pub-$g.out" 2>&1 ||
+		it_fail "publisher of $g (on ${origin[$g]}) confirmed its 16 MiB message"
+	for h in h1 h2 h3; do
+		subs=1
+		[ "$h" = h3 ] && subs=2
+		it_wait "the 16 MiB message of $g reached the subscribers on $h" 120 delivered_is "$h" "$g" $((subs * n))
+	done
 done
 
 # Every pubctl subscriber: 7 messages, the concatenation byte-identical.
