@@ -9,6 +9,7 @@
 #  - ACL denial: `pubctl pub` and `pubctl sub` on a group whose ACLs do not
 #    name root exit non-zero with a message naming the ACL, and the denials
 #    are counted (acl_denied drops, sub_denied).
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup garbage_acl
 

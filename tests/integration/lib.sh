@@ -18,7 +18,6 @@
 
 set -uo pipefail
 
-IT_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILD=${BUILD:-}
 PUBD=${PUBD:-${BUILD:+$BUILD/daemon/pubd}}
 PUBCTL=${PUBCTL:-${BUILD:+$BUILD/cli/pubctl}}
@@ -104,7 +103,9 @@ it_require() {
 		command -v "$t" >/dev/null || it_die "needs $t (packages: iproute2 jq coreutils)"
 	done
 	for t in "$PUBD" "$PUBCTL" "$ITEST_CLIENT"; do
-		[ -n "$t" ] && [ -x "$t" ] || it_die "program not found: '$t' (set BUILD=<cmake build dir>)"
+		if [ -z "$t" ] || [ ! -x "$t" ]; then
+			it_die "program not found: '$t' (set BUILD=<cmake build dir>)"
+		fi
 	done
 }
 

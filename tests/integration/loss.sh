@@ -16,6 +16,7 @@
 #
 # The real `pubctl groups` and `pubctl drops` output of h3 is printed to the
 # test log and saved in $IT_ARTIFACTS/loss-pubctl.txt.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup loss
 command -v nft >/dev/null || it_die "needs nft (package nftables)"
@@ -50,9 +51,13 @@ ip netns exec "$ns3" nft add rule inet loss in ip daddr 239.78.1.3 udp dport "${
 	numgen inc mod 1000000000 '<' 1 counter drop || it_die "nft rule"
 
 src() { it_q "$1" status '.status[0].source_id'; }
-SRC_h1=$(src h1)
-SRC_h2=$(src h2)
-SRC_h3=$(src h3)
+# Read through indirection (SRC_$host).
+# shellcheck disable=SC2034
+{
+	SRC_h1=$(src h1)
+	SRC_h2=$(src h2)
+	SRC_h3=$(src h3)
+}
 P=$(it_q h1 status '.status[0].payload_per_datagram')
 
 # Streams: name origin group count size (sizes: 1, ~3 and ~5 datagrams).

@@ -6,6 +6,7 @@
 # counters go on, still receiving). A broken new configuration is reported
 # (in the log with FILE:LINE:COLUMN, and by `pubctl reload`) and the running
 # one is kept.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup reload
 

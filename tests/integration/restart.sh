@@ -5,6 +5,7 @@
 # started again under a subscribed libpub client: the client reconnects and
 # resubscribes by itself and receives again; the application (itest_client
 # sub, one pub_recv loop) does nothing about it and keeps running.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup restart
 

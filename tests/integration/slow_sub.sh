@@ -19,6 +19,7 @@
 #               reconnects and resubscribes by itself, and it receives again.
 # Every time the fast subscriber receives the whole stream, byte-identical.
 IT_LIMIT=${IT_LIMIT:-300}
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup slow_sub
 
@@ -35,7 +36,7 @@ slow_indices() {
 }
 
 run_policy() {
-	local policy=$1 host="p${1//-/}" ns d name
+	local policy=$1 host="p${1//-/}" ns name
 	name=$host
 	it_host_lo "$host"
 	ns=$(it_ns "$host")

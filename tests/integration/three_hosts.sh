@@ -13,6 +13,7 @@
 # host (sha256 of the concatenated payloads), and on h3 one libpub client on
 # all four groups that saves each message on its own (sha256 per message,
 # matched by group and sequence number).
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup three_hosts
 
@@ -49,7 +50,9 @@ for h in h2 h3; do
 	it_eq "$h has the same payload per datagram" "$(it_q "$h" status '.status[0].payload_per_datagram')" "$P"
 done
 it_log "fabric MTU $MTU, payload per datagram P=$P"
-[ -n "$P" ] && [ "$P" -gt 100 ] || it_die "no payload_per_datagram in pubctl status"
+if [ -z "$P" ] || [ "$P" -le 100 ]; then
+	it_die "no payload_per_datagram in pubctl status"
+fi
 
 # The boundary: P bytes go in one datagram, P+1 in two (gb, no subscribers).
 head -c "$P" /dev/urandom >"$IT_WORK/P.bin"
@@ -150,7 +153,7 @@ it_reap "$client_pid" 180
 it_eq "libpub client on h3 received $((n * 4)) messages" "$IT_STATUS" 0
 k=0
 bad=0
-while read -r kind g src seq len idx ok; do
+while read -r kind g _src seq len _idx _ok; do
 	[ "$kind" = msg ] || continue
 	want_sha=$(sha256sum <"$IT_WORK/in/$g-$seq.bin" 2>/dev/null | cut -d' ' -f1)
 	got_sha=$(sha256sum <"$IT_WORK/h3-msgs/$k.bin" | cut -d' ' -f1)
