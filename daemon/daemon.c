@@ -17,6 +17,10 @@
 #include "wire.h"
 
 #define MS (1000000ull)
+/* Heartbeat periods a group must have been joined before a source heard for
+ * the first time is taken to have started since (see on_rx). Assumes the
+ * daemons of a fabric share fabric.heartbeat_ms, as config/pubd.yaml says. */
+#define NEW_STREAM_GRACE_PERIODS 5
 
 /* ---- receive path ---- */
 
@@ -117,6 +121,7 @@ static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 {
 	struct pubd *d = ctx;
 	uint64_t now = pubd_now_ns();
+	uint64_t grace = NEW_STREAM_GRACE_PERIODS * (uint64_t)d->cfg.heartbeat_ms * MS;
 	const uint8_t *payload;
 	struct pubd_wire_hdr h;
 	struct pubd_group *g;
@@ -157,7 +162,12 @@ static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		g->rx_datagrams++;
 		if (h.flags & PUBD_WIRE_F_HEARTBEAT)
 			d->counters[PUBD_CTR_RX_HEARTBEATS]++;
-		pubd_reasm_push(d->reasm, now, &h, payload, plen);
+		/* Publishing daemons heartbeat every group they ever sent on. A
+		 * source unheard after several heartbeat periods on a joined group
+		 * began publishing since: all of its stream is ours to account for,
+		 * from sequence 0, even when its first datagrams were lost. */
+		pubd_reasm_push_flags(d->reasm, now, &h, payload, plen,
+				      g->up && now - g->up_since_ns > grace ? PUBD_REASM_NEW_FROM_ZERO : 0);
 	}
 	arm_reasm_timer(d);
 }
@@ -197,6 +207,8 @@ static void on_group_state(void *ctx, int slot, bool up, int err)
 			 err ? strerror(-err) : "link down");
 	else if (!up && err)
 		log_warn("group %s (%s): join failed: %s", g->name, g->cfg->address_text, strerror(-err));
+	if (up && !g->up)
+		g->up_since_ns = pubd_now_ns();
 	g->up = up;
 	pubd_tx_group_state(d, g);
 	if (up)
@@ -216,8 +228,15 @@ static const struct pubd_fabric_events fabric_events = {
 
 void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg)
 {
-	uint64_t seq = g->raw ? 0 : g->next_seq++;
+	uint64_t seq;
 	int err;
+
+	/* Before the first message of a stream, announce its start (next seq
+	 * 0): a receiver that loses the first datagrams still learns the
+	 * stream's baseline and counts them. */
+	if (!g->raw && g->next_seq == 0)
+		pubd_tx_announce(d, g);
+	seq = g->raw ? 0 : g->next_seq++;
 
 	g->published++;
 	g->published_bytes += msg->len;

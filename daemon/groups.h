@@ -40,6 +40,7 @@ struct pubd_group {
 	socklen_t addrlen;
 	bool raw;
 	bool up; /* joined: the fabric can send to it */
+	uint64_t up_since_ns; /* when it last became joined */
 	enum pubd_join_mode mode;
 
 	struct pubd_sub **subs;

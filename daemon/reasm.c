@@ -555,7 +555,8 @@ static void stream_forget(struct pubd_reasm *r, struct stream *s, bool report)
  * The stream of (source, group), created with its baseline at seq when
  * new. Moves it to the LRU tail. NULL only when out of memory.
  */
-static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t source, uint64_t group, uint64_t seq)
+static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t source, uint64_t group, uint64_t seq,
+				 bool from_zero)
 {
 	struct stream *s = r->hot;
 	struct hnode *n;
@@ -577,8 +578,10 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 	s->hn.k1 = source;
 	s->hn.k2 = group;
 	s->id = r->next_id++;
-	s->baseline = seq;
-	s->next_seq = seq;
+	/* From zero: the caller knows this stream began after we started
+	 * listening, so everything before seq was sent to us and lost. */
+	s->baseline = from_zero ? 0 : seq;
+	s->next_seq = s->baseline;
 	list_init(&s->partials);
 	list_init(&s->ranges);
 	htab_insert(&r->streams, &s->hn);
@@ -600,7 +603,8 @@ static void stream_advance(struct pubd_reasm *r, struct stream *s, uint64_t now,
 
 /* ---- push ---- */
 
-static void heartbeat(struct pubd_reasm *r, uint64_t now, const struct pubd_wire_hdr *h, size_t payload_len)
+static void heartbeat(struct pubd_reasm *r, uint64_t now, const struct pubd_wire_hdr *h, size_t payload_len,
+		      bool from_zero)
 {
 	struct stream *s;
 
@@ -608,7 +612,7 @@ static void heartbeat(struct pubd_reasm *r, uint64_t now, const struct pubd_wire
 		drop_dgram(r, h, PUB_DROP_MALFORMED);
 		return;
 	}
-	s = stream_get(r, now, h->source_id, h->group_id, h->msg_seq);
+	s = stream_get(r, now, h->source_id, h->group_id, h->msg_seq, from_zero);
 	/* Without memory for the stream there is nothing to announce to. */
 	if (s && h->msg_seq > s->next_seq)
 		stream_advance(r, s, now, h->msg_seq);
@@ -636,6 +640,14 @@ static void message_new(struct pubd_reasm *r, struct stream *s, uint64_t now, ui
 void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
 		     size_t payload_len)
 {
+	pubd_reasm_push_flags(r, now_ns, h, payload, payload_len, 0);
+}
+
+void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h,
+			   const uint8_t *payload, size_t payload_len, unsigned flags)
+{
+	bool from_zero = flags & PUBD_REASM_NEW_FROM_ZERO;
+
 	uint64_t seq = h->msg_seq;
 	struct stream *s;
 	struct partial *p;
@@ -643,7 +655,7 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
 	uint32_t unit;
 
 	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
-		heartbeat(r, now_ns, h, payload_len);
+		heartbeat(r, now_ns, h, payload_len, from_zero);
 		return;
 	}
 	/* UINT64_MAX has no next_seq after it; 64-bit sequences never get there. */
@@ -651,7 +663,7 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
 		drop_dgram(r, h, PUB_DROP_MALFORMED);
 		return;
 	}
-	s = stream_get(r, now_ns, h->source_id, h->group_id, seq);
+	s = stream_get(r, now_ns, h->source_id, h->group_id, seq, from_zero);
 	if (!s) {
 		drop_dgram(r, h, PUB_DROP_REASM_BUDGET);
 		return;

@@ -53,6 +53,7 @@
 #ifndef PUBD_REASM_H
 #define PUBD_REASM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,6 +102,20 @@ void pubd_reasm_set_config(struct pubd_reasm *r, const struct pubd_reasm_config 
  */
 void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
 		     size_t payload_len);
+
+/*
+ * The same, with flags. PUBD_REASM_NEW_FROM_ZERO: if this datagram starts a
+ * stream not seen before, its baseline is sequence 0 rather than its own
+ * sequence, so messages 0..seq-1 count as missing. The caller sets it when
+ * it knows the stream began after it started listening (pubd: its group had
+ * been joined for several heartbeat periods and no heartbeat of this source
+ * was heard, so the source had not published before). A stream forgotten
+ * (idle or max_streams) and heard again is new again: with the flag, its
+ * messages from 0 count as missing, an over-count the caller accepts.
+ */
+#define PUBD_REASM_NEW_FROM_ZERO 0x1u
+void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h,
+			   const uint8_t *payload, size_t payload_len, unsigned flags);
 
 /* Resolve everything whose deadline is <= now_ns. */
 void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns);

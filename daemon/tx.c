@@ -249,11 +249,24 @@ void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c)
 	c->tx_pending = 0;
 }
 
-void pubd_tx_heartbeat(struct pubd *d)
+void pubd_tx_announce(struct pubd *d, struct pubd_group *g)
 {
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_HEARTBEAT};
 	uint8_t buf[PUBD_WIRE_HDR_LEN];
 	struct pubd_tx_dgram dg = {.hdr = buf, .hdr_len = sizeof(buf)};
+
+	if (g->raw || !g->up)
+		return;
+	h.group_id = g->id;
+	h.source_id = d->source_id;
+	h.msg_seq = g->sent_seq;
+	pubd_wire_encode(&h, buf);
+	if (d->fops->send(d->fabric, g->slot, &dg, 1) == 1)
+		d->counters[PUBD_CTR_TX_HEARTBEATS]++;
+}
+
+void pubd_tx_heartbeat(struct pubd *d)
+{
 	struct pubd_group *g;
 	unsigned i;
 
@@ -261,14 +274,8 @@ void pubd_tx_heartbeat(struct pubd *d)
 	{
 		/* Only idle groups: announcing a sequence still queued here would
 		 * make receivers count it missing before it was even sent. */
-		if (g->raw || !g->up || !g->ever_sent || g->txq_head)
-			continue;
-		h.group_id = g->id;
-		h.source_id = d->source_id;
-		h.msg_seq = g->sent_seq;
-		pubd_wire_encode(&h, buf);
-		if (d->fops->send(d->fabric, g->slot, &dg, 1) == 1)
-			d->counters[PUBD_CTR_TX_HEARTBEATS]++;
+		if (g->ever_sent && !g->txq_head)
+			pubd_tx_announce(d, g);
 	}
 }
 

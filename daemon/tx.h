@@ -50,6 +50,8 @@ void pubd_tx_group_state(struct pubd *d, struct pubd_group *g);
 void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g);
 /* A client is going away: its queued messages stay queued, unowned. */
 void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c);
+/* Send one heartbeat on g announcing its next sequence to be sent. */
+void pubd_tx_announce(struct pubd *d, struct pubd_group *g);
 /* Send heartbeats on every idle group that has published. */
 void pubd_tx_heartbeat(struct pubd *d);
 void pubd_tx_free(struct pubd *d);

@@ -132,6 +132,10 @@ static uint8_t dgram[PUBD_WIRE_HDR_LEN + 9000];
 
 /* Fragment idx of message (src, grp, seq) of len bytes cut for mtu, through
  * the encoder and the decoder like a received datagram. */
+/* Flags for pubd_reasm_push_flags in push_frag and push_hb; tests that set
+ * them reset them to 0 before they return. */
+static unsigned push_flags;
+
 static void push_frag(struct pubd_reasm *r, uint64_t now, uint64_t src, uint64_t grp, uint64_t seq, size_t len,
 		      size_t mtu, uint32_t idx)
 {
@@ -147,7 +151,7 @@ static void push_frag(struct pubd_reasm *r, uint64_t now, uint64_t src, uint64_t
 	for (i = 0; i < flen; i++)
 		dgram[PUBD_WIRE_HDR_LEN + i] = pattern(seq, off + i);
 	assert_int_equal(pubd_wire_decode(dgram, PUBD_WIRE_HDR_LEN + flen, &out, &pl, &pll), 0);
-	pubd_reasm_push(r, now, &out, pl, pll);
+	pubd_reasm_push_flags(r, now, &out, pl, pll, push_flags);
 }
 
 static uint32_t nfrags(size_t len, size_t mtu)
@@ -171,7 +175,7 @@ static void push_hb(struct pubd_reasm *r, uint64_t now, uint64_t src, uint64_t g
 	struct pubd_wire_hdr h = {
 		.flags = PUBD_WIRE_F_HEARTBEAT, .source_id = src, .group_id = grp, .msg_seq = next_seq};
 
-	pubd_reasm_push(r, now, &h, NULL, 0);
+	pubd_reasm_push_flags(r, now, &h, NULL, 0, push_flags);
 }
 
 struct infos {
@@ -290,6 +294,51 @@ static void reasm_first_datagram_sets_baseline(void **state)
 	assert_int_equal(sink.delivered, 1);
 	assert_int_equal(sink.msg_drops, 0);
 	assert_int_equal(sink.drops[PUB_DROP_STALE], 1);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_new_stream_from_zero_counts_lost_first_messages(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+
+	/* The caller knows the stream began since it listened: 0..2 were lost. */
+	push_flags = PUBD_REASM_NEW_FROM_ZERO;
+	push_msg(r, 0, SRC_A, GRP_X, 3, 10);
+	push_flags = 0;
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 0);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).missing, 3);
+	push_msg(r, 0, SRC_A, GRP_X, 1, 10); /* a late one is still welcome */
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.delivered, 2);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 2);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_from_zero_heartbeat_counts_unheard_messages(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+
+	push_flags = PUBD_REASM_NEW_FROM_ZERO;
+	push_hb(r, 0, SRC_A, GRP_X, 4);
+	push_flags = 0;
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 4);
+	assert_int_equal(sink.delivered, 0);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_from_zero_leaves_known_streams_alone(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+
+	push_msg(r, 0, SRC_A, GRP_X, 100, 10);
+	push_flags = PUBD_REASM_NEW_FROM_ZERO;
+	push_msg(r, 0, SRC_A, GRP_X, 101, 10);
+	push_flags = 0;
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 100);
+	assert_int_equal(sink.delivered, 2);
+	assert_int_equal(sink.msg_drops, 0);
 	pubd_reasm_destroy(r);
 }
 
@@ -1180,6 +1229,9 @@ int main(void)
 		cmocka_unit_test(reasm_drops_duplicate_fragment),
 		cmocka_unit_test(reasm_drops_fragment_of_delivered_message_as_stale),
 		cmocka_unit_test(reasm_first_datagram_sets_baseline),
+		cmocka_unit_test(reasm_new_stream_from_zero_counts_lost_first_messages),
+		cmocka_unit_test(reasm_from_zero_heartbeat_counts_unheard_messages),
+		cmocka_unit_test(reasm_from_zero_leaves_known_streams_alone),
 		cmocka_unit_test(reasm_counts_gap_when_range_deadline_passes),
 		cmocka_unit_test(reasm_accepts_late_message_in_missing_range),
 		cmocka_unit_test(reasm_times_out_incomplete_message),
