@@ -241,7 +241,9 @@ static int client_flush(struct pubd_client *c)
 		if (c->out_head && c->out_head->written)
 			break; /* short write: the socket is full */
 	}
-	if (!c->out_head && c->closing) {
+	/* A client being closed gets this one attempt to read why: one that
+	 * does not read must not hold its connection and queue open. */
+	if (c->closing) {
 		client_close(c);
 		return 1;
 	}
@@ -279,8 +281,11 @@ void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint6
 	struct pubd_out *o, *prev;
 	long n;
 
-	if (c->closing)
+	if (c->closing) {
+		/* Being disconnected (slow, or a protocol error): counted, not lost. */
+		count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
 		return;
+	}
 	if (c->out_delivers >= d->cfg.subscriber_queue) {
 		switch (d->cfg.slow_subscriber) {
 		case PUBD_SLOW_DROP_NEWEST:
@@ -861,12 +866,21 @@ static void client_close(struct pubd_client *c)
 	struct pubd_client **p;
 	struct pubd_out *o;
 
-	while (c->nsubs)
-		client_unsubscribe(c, c->nsubs - 1);
+	/* Deliveries still queued, a half-written one included, never reach
+	 * the client: each is counted against its subscription. */
 	while ((o = c->out_head)) {
 		out_unlink(c, NULL, o);
+		if (o->sub) {
+			count_sub_drop(d, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
+		} else if (o->head_len) {
+			/* its subscription ended while it was being written */
+			pubd_drops_add(&c->drops, PUB_DROP_SUB_DISCONNECT, 1);
+			d->counters[PUBD_CTR_MSG_DROPPED]++;
+		}
 		out_release(d, o);
 	}
+	while (c->nsubs)
+		client_unsubscribe(c, c->nsubs - 1);
 	pubd_tx_forget_client(d, c);
 	if (c->dirty) {
 		for (p = &d->ipc.dirty; *p; p = &(*p)->next_dirty) {

@@ -31,7 +31,7 @@ SUDO=
 packages=(
 	build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
 	libyaml-dev libsystemd-dev libibverbs-dev librdmacm-dev libcmocka-dev
-	iproute2 nftables procps psmisc
+	iproute2 nftables procps psmisc jq
 	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
 	systemd
