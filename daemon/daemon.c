@@ -28,7 +28,9 @@ static void fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint6
 {
 	unsigned i;
 
-	for (i = 0; i < g->nsubs; i++)
+	/* Backwards: a delivery may disconnect a slow subscriber, which
+	 * removes its entry (swapping the last one into its place). */
+	for (i = g->nsubs; i-- > 0;)
 		pubd_ipc_deliver(d, g->subs[i], source, seq, m);
 }
 
@@ -285,6 +287,7 @@ static void on_status_timer(void *ctx, uint64_t now)
 	struct pubd *d = ctx;
 
 	pubd_notify_status(d);
+	pubd_ipc_tick(d, now);
 	pubd_loop_timer_arm(d->status_timer, now + 1000 * MS);
 }
 

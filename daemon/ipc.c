@@ -30,9 +30,12 @@
 /* A client that does not read its replies stops being read too. */
 #define CTRL_BYTES_HIGH (4u << 20)
 #define FLUSH_IOV	64
+/* How long a client being disconnected may take to read why. */
+#define CLOSE_GRACE_NS (2000ull * 1000 * 1000)
 
 static void client_close(struct pubd_client *c);
 static void client_parse(struct pubd_client *c);
+static void client_unsubscribe(struct pubd_client *c, unsigned idx);
 
 /* ---- output queue ---- */
 
@@ -154,15 +157,32 @@ static void reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, c
 }
 
 /* A malformed frame ends this client only: tell it why, then close. */
+/*
+ * Start disconnecting a client: its subscriptions end now (deliveries queued
+ * and not yet started are counted as sub_disconnect), nothing more is read
+ * from it, and what is queued (the reply saying why) gets CLOSE_GRACE_NS to
+ * drain before the connection is closed regardless. Safe inside fan-out:
+ * only this client's subscriptions go.
+ */
+static void begin_close(struct pubd_client *c)
+{
+	if (c->closing)
+		return;
+	while (c->nsubs)
+		client_unsubscribe(c, c->nsubs - 1);
+	c->closing = true;
+	c->close_deadline_ns = pubd_now_ns() + CLOSE_GRACE_NS;
+	mark_dirty(c);
+}
+
 static void protocol_error(struct pubd_client *c, const char *why)
 {
 	log_notice("client %u (pid %d, %s): protocol error: %s; disconnecting", c->id, (int)c->pid,
 		   c->name[0] ? c->name : "?", why);
 	c->d->counters[PUBD_CTR_CLIENTS_REJECTED]++;
+	begin_close(c);
 	reply_error(c, 0, PUB_ERR_PROTO, "protocol error: %s", why);
-	c->closing = true;
 	c->rlen = 0;
-	mark_dirty(c);
 }
 
 static void update_watch(struct pubd_client *c)
@@ -243,7 +263,7 @@ static int client_flush(struct pubd_client *c)
 	}
 	/* A client being closed gets this one attempt to read why: one that
 	 * does not read must not hold its connection and queue open. */
-	if (c->closing) {
+	if (c->closing && (!c->out_head || pubd_now_ns() >= c->close_deadline_ns)) {
 		client_close(c);
 		return 1;
 	}
@@ -309,24 +329,10 @@ void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint6
 			count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
 			log_notice("client %u (pid %d, %s): subscriber queue full (%u messages); disconnecting as slow",
 				   c->id, (int)c->pid, c->name, c->out_delivers);
-			/* Queued deliveries not yet started are dropped now. */
-			for (prev = NULL, o = c->out_head; o;) {
-				struct pubd_out *next = o->next;
-
-				if (o->sub && !o->written) {
-					out_unlink(c, prev, o);
-					count_sub_drop(d, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
-					out_release(d, o);
-				} else {
-					prev = o;
-				}
-				o = next;
-			}
+			begin_close(c);
 			reply_error(c, 0, PUB_ERR_SLOW,
 				    "disconnected: subscriber queue full (%u messages, policy disconnect)",
 				    d->cfg.subscriber_queue);
-			c->closing = true;
-			mark_dirty(c);
 			return;
 		}
 	}
@@ -471,9 +477,9 @@ static void handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
 	}
 	if (h.version != PUB_PROTO_VERSION) {
 		log_notice("client %u: protocol version %u not supported", c->id, h.version);
+		begin_close(c);
 		reply_error(c, 0, PUB_ERR_VERSION, "protocol version %u not supported (pubd speaks %u)", h.version,
 			    PUB_PROTO_VERSION);
-		c->closing = true;
 		return;
 	}
 	snprintf(c->name, sizeof(c->name), "%.*s", (int)h.client_name.len, h.client_name.ptr);
@@ -1082,6 +1088,20 @@ int pubd_ipc_init(struct pubd *d)
 	return 0;
 }
 
+void pubd_ipc_tick(struct pubd *d, uint64_t now_ns)
+{
+	struct pubd_client *c, *next;
+
+	for (c = d->ipc.clients; c; c = next) {
+		next = c->next;
+		if (c->closing && now_ns >= c->close_deadline_ns) {
+			log_info("client %u (pid %d, %s): closed without reading its last reply", c->id, (int)c->pid,
+				 c->name);
+			client_close(c);
+		}
+	}
+}
+
 void pubd_ipc_shutdown(struct pubd *d)
 {
 	struct pubd_client *c, *next;
@@ -1091,6 +1111,7 @@ void pubd_ipc_shutdown(struct pubd *d)
 		if (!c->closing)
 			reply_error(c, 0, PUB_ERR_SHUTDOWN, "pubd is stopping");
 		c->closing = true;
+		c->close_deadline_ns = 0;
 		/* One non-blocking attempt; a client that is not reading loses it. */
 		if (!client_flush(c))
 			client_close(c);

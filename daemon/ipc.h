@@ -59,6 +59,7 @@ struct pubd_client {
 	char name[64];
 	bool hello;
 	bool closing; /* protocol error: flush the error reply, then close */
+	uint64_t close_deadline_ns; /* closing: closed by then even if the reply did not drain */
 	uint64_t connected_ns;
 
 	uint8_t *rbuf;
@@ -110,6 +111,8 @@ void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint6
 void pubd_ipc_tx_done(struct pubd *d, struct pubd_client *c);
 /* The fabric can take more: resume reading paused publishers. */
 void pubd_ipc_resume_all(struct pubd *d);
+/* Close clients whose disconnect grace period has passed (called every second). */
+void pubd_ipc_tick(struct pubd *d, uint64_t now_ns);
 /* Tell every client the daemon is stopping, flush what we can, close them. */
 void pubd_ipc_shutdown(struct pubd *d);
 /* A group is going away: drop its subscriptions (clients are told). */
