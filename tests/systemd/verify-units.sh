@@ -12,6 +12,7 @@
 #
 # The staged root gets a copy of this host's system units, so the units'
 # dependencies (sysinit.target, rdma-hw.target, ...) resolve inside it.
+# shellcheck disable=SC2001 # sed 's/^/  /' indents multi-line output
 set -uo pipefail
 
 build=${1:?usage: verify-units.sh BUILD_DIR}

@@ -7,16 +7,17 @@
 # it through systemd: socket activation, reload, the watchdog restarting a
 # frozen pubd, the journal's priorities, and verbs (Soft-RoCE) through
 # pubd.service's own sandbox. Prints PASS/FAIL lines and, last, one
-# PUBD-SYSTEMD-RESULT line for the host; systemd powers off when this exits.
+# PUBD-SYSTEMD-RESULT line for the host, then powers the guest off.
+# shellcheck disable=SC2001 # sed 's/^/  /' indents multi-line output
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-export LANG=C.UTF-8 SYSTEMD_PAGER= SYSTEMD_COLORS=0
+export LANG=C.UTF-8 SYSTEMD_PAGER='' SYSTEMD_COLORS=0
 
 R=${PUBD_RESULTS:?}
 # shellcheck source=/dev/null
 . "$R/env.sh"
 # pass/fail/check/wait_for_file, shared with the Soft-RoCE cases.
-# shellcheck source=../softroce/lib.sh
+# shellcheck source-path=SCRIPTDIR source=../softroce/lib.sh
 . "$PUBD_REPO/tests/softroce/lib.sh"
 exec > >(tee -a "$R/guest.log") 2>&1
 tee_pid=$!
@@ -175,8 +176,7 @@ if systemctl -q is-active pubd.service; then
 else
 	pass "pubd_not_started_before_a_client"
 fi
-ls -l /run/pubd/pubd.sock | sed 's/^/  /'
-# shellcheck disable=SC2012
+stat -c '  %A %U %G %n' /run/pubd/pubd.sock
 if [ "$(stat -c '%a %U %G' /run/pubd/pubd.sock)" = "660 root pubd" ]; then
 	pass "socket_mode_0660_group_pubd"
 else
@@ -237,6 +237,7 @@ write_config
 pid=$(main_pid)
 restarts=$(systemctl show -p NRestarts --value pubd.service)
 wdog=$(systemctl show -p WatchdogUSec --value pubd.service)
+# shellcheck disable=SC2317 # called through wait_until
 new_main_pid() {
 	local p
 	p=$(main_pid)
@@ -281,8 +282,11 @@ journalctl -q -u pubd.service -o json --no-pager |
 		>"$R/journal-priorities.txt"
 
 SYSTEMD_COLORS=0 systemctl status pubd.service --no-pager -l -n 12 >"$R/systemctl-status.txt" 2>&1
-grep -q 'Active: active (running)' "$R/systemctl-status.txt" && pass "systemctl_status_running" ||
+if grep -q 'Active: active (running)' "$R/systemctl-status.txt"; then
+	pass "systemctl_status_running"
+else
 	fail "systemctl_status_running"
+fi
 
 # ---- stop: a clean exit ----
 systemctl stop pubd.service pubd.socket

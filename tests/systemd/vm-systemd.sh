@@ -48,15 +48,20 @@ die() {
 
 [ "$(id -u)" = 0 ] || die "needs root (9p passthrough export of /)"
 [ -x "$BUILD/daemon/pubd" ] || die "no $BUILD/daemon/pubd: build first"
-kernel=${PUBD_SOFTROCE_KERNEL:-$(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n1)}
-[ -n "$kernel" ] && [ -r "$kernel" ] || die "no readable kernel image (/boot/vmlinuz-*-amd64; apt-get install linux-image-amd64)"
+kernel=${PUBD_SOFTROCE_KERNEL:-$(printf '%s\n' /boot/vmlinuz-*-amd64 | sort -V | tail -n1)}
+if [ ! -r "$kernel" ]; then
+	die "no readable kernel image (/boot/vmlinuz-*-amd64; apt-get install linux-image-amd64)"
+fi
 kver=${kernel##*/vmlinuz-}
 [ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver for $kernel"
 for tool in qemu-system-x86_64 modprobe cpio /lib/systemd/systemd cmake; do
 	command -v $tool >/dev/null || die "$tool not found (packages: qemu-system-x86 kmod cpio systemd cmake)"
 done
 busybox=$(command -v busybox || true)
-[ -n "$busybox" ] && ! ldd "$busybox" >/dev/null 2>&1 || die "need a static busybox (package busybox-static)"
+# The initramfs has no libraries: the busybox must be the static one.
+if [ -z "$busybox" ] || ldd "$busybox" >/dev/null 2>&1; then
+	die "need a static busybox (package busybox-static)"
+fi
 case "$repo" in /tmp/* | /run/*) die "the repo lives under /tmp or /run, which the guest replaces" ;; esac
 
 work=$BUILD/systemd-vm
@@ -186,7 +191,9 @@ echo "systemd-vm: VM wall time $(($(date +%s) - start)) s (boot + checks + power
 # The guest writes the result to the (cache=none) share before it powers off;
 # the console copy may lose its last lines to the power-off.
 marker=$(cat "$results/result.txt" 2>/dev/null || grep -a '^PUBD-SYSTEMD-RESULT:' "$results/console.log" | tail -n1 || true)
-[ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "systemd-vm: FATAL: the VM hit the overall timeout of ${timeout_s}s" >&2
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+	echo "systemd-vm: FATAL: the VM hit the overall timeout of ${timeout_s}s" >&2
+fi
 if [ -z "$marker" ] || ! echo "$marker" | grep -q 'passed='; then
 	echo "systemd-vm: FATAL: the VM did not report a result (${marker:-no marker}); console tail:" >&2
 	tail -n 40 "$results/console.log" >&2
