@@ -29,6 +29,7 @@ static int check_config(const char *path)
 {
 	struct pubd_config_errors errs = {0};
 	struct pubd_config cfg;
+	const char *prio;
 	char line[1024];
 	size_t i;
 	int err;
@@ -39,12 +40,15 @@ static int check_config(const char *path)
 		pubd_config_free(&cfg);
 		return 0;
 	}
+	/* Under systemd (ExecReload runs this) the journal reads a "<3>"
+	 * prefix as error priority; on a terminal the lines stay plain. */
+	prio = getenv("JOURNAL_STREAM") ? "<3>" : "";
 	for (i = 0; i < errs.n; i++) {
 		pubd_config_error_format(&errs, i, line, sizeof(line));
-		fprintf(stderr, "%s\n", line);
+		fprintf(stderr, "%s%s\n", prio, line);
 	}
 	if (!errs.n)
-		fprintf(stderr, "%s: %s\n", path, strerror(-err));
+		fprintf(stderr, "%s%s: %s\n", prio, path, strerror(-err));
 	pubd_config_errors_free(&errs);
 	return 1;
 }

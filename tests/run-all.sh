@@ -82,8 +82,11 @@ tier_fuzz() {
 }
 
 tier_softroce() {
+	# Two VM boots: the verbs fabric and daemons on Soft-RoCE, then pubd
+	# under a real systemd as PID 1 (units, socket activation, watchdog).
 	configure_build "$repo/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-		BUILD="$repo/build" "$repo/tests/softroce/run.sh"
+		BUILD="$repo/build" "$repo/tests/softroce/run.sh" &&
+		BUILD="$repo/build" "$repo/tests/systemd/vm-systemd.sh"
 }
 
 passed=0
