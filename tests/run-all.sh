@@ -82,11 +82,24 @@ tier_fuzz() {
 }
 
 tier_softroce() {
+	local src=$repo
+
+	# The VM guest shares the host's / but mounts fresh tmpfs on /tmp and
+	# /run: a checkout there (a CI clone may be) runs from a copy of its
+	# files that the guest can see.
+	case "$repo" in
+	/tmp/* | /run/*)
+		src=/var/tmp/pubd-softroce
+		echo "softroce: $repo is under /tmp or /run, which the VM guest replaces; running from a copy in $src"
+		rm -rf "$src" && mkdir -p "$src" || return 1
+		git -C "$repo" ls-files -z | tar -C "$repo" --null -T - -cf - | tar -C "$src" -xf - || return 1
+		;;
+	esac
 	# Two VM boots: the verbs fabric and daemons on Soft-RoCE, then pubd
 	# under a real systemd as PID 1 (units, socket activation, watchdog).
-	configure_build "$repo/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-		BUILD="$repo/build" "$repo/tests/softroce/run.sh" &&
-		BUILD="$repo/build" "$repo/tests/systemd/vm-systemd.sh"
+	configure_build "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+		BUILD="$src/build" "$src/tests/softroce/run.sh" &&
+		BUILD="$src/build" "$src/tests/systemd/vm-systemd.sh"
 }
 
 passed=0
