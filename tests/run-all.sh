@@ -47,11 +47,11 @@ install_packages() {
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${packages[@]}" || return 1
 }
 
-configure_build() { # dir, cmake args...
+configure_build() { # dir, cmake args... (source: $src, default the checkout)
 	local dir=$1
 	shift
 	mkdir -p "$dir"
-	cmake -S "$repo" -B "$dir" -G Ninja "$@" >"$dir/configure.log" 2>&1 || {
+	cmake -S "${src:-$repo}" -B "$dir" -G Ninja "$@" >"$dir/configure.log" 2>&1 || {
 		cat "$dir/configure.log"
 		return 1
 	}
@@ -82,7 +82,7 @@ tier_fuzz() {
 }
 
 tier_softroce() {
-	local src=$repo
+	local src=$repo # configure_build reads it
 
 	# The VM guest shares the host's / but mounts fresh tmpfs on /tmp and
 	# /run: a checkout there (a CI clone may be) runs from a copy of its
