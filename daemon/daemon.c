@@ -250,9 +250,10 @@ void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group 
 	if (err < 0) {
 		pubd_drops_add(&g->drops, err == -EMSGSIZE ? PUB_DROP_TOO_LARGE : PUB_DROP_FABRIC_ERROR, 1);
 		d->counters[PUBD_CTR_MSG_DROPPED]++;
-		return;
 	}
-	pubd_tx_pump(d);
+	/* Sent from on_idle, once per loop iteration: everything published in
+	 * one read of the clients goes out in a few batched calls, not one
+	 * system call (or doorbell) per message. */
 }
 
 int pubd_group_join(struct pubd *d, struct pubd_group *g)
@@ -319,7 +320,9 @@ static void on_signal(void *ctx, int signo)
 static int on_idle(void *ctx)
 {
 	struct pubd *d = ctx;
-	int work = pubd_ipc_flush_all(d);
+	int work = (int)pubd_tx_pump(d);
+
+	work += pubd_ipc_flush_all(d);
 
 	if (d->cfg.busy_poll && d->fops->poll)
 		work += d->fops->poll(d->fabric);
