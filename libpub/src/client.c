@@ -823,7 +823,7 @@ static int group_request(struct pub_client *c, uint8_t type, const char *op, con
 	uint8_t frame[PUB_PROTO_HDR_LEN + 4 + 1 + PUB_PROTO_NAME_MAX];
 	char what[PUB_GROUP_MAX + 32];
 	struct pub_waiter w = {.what = what};
-	size_t len;
+	size_t len = 0; /* set by check_group; gcc -O3 cannot see it */
 	long n;
 	int r;
 
@@ -1034,7 +1034,7 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 	struct pub_waiter w = {.what = what};
 	bool nonblock = flags & PUB_NONBLOCK, partial;
 	uint64_t deadline;
-	size_t glen;
+	size_t glen = 0; /* set by check_group; gcc -O3 cannot see it */
 	long n;
 	int r;
 
