@@ -138,6 +138,13 @@ static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		d->counters[PUBD_CTR_RX_BYTES] += dg->len;
 		g = pubd_groups_by_slot(&d->groups, dg->slot);
 		if (g && g->raw) {
+			/* No header, so no source id: only the fabric can tell
+			 * our own looped-back datagram (local subscribers already
+			 * had it through local fan-out). */
+			if (dg->self) {
+				d->counters[PUBD_CTR_RX_SELF]++;
+				continue;
+			}
 			g->rx_datagrams++;
 			rx_raw(d, g, dg);
 			continue;
@@ -238,7 +245,7 @@ void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group 
 	 * stream's baseline and counts them. */
 	if (!g->raw && g->next_seq == 0)
 		pubd_tx_announce(d, g);
-	seq = g->raw ? 0 : g->next_seq++;
+	seq = g->next_seq++; /* raw groups: a local count only, never on the wire */
 
 	g->published++;
 	g->published_bytes += msg->len;

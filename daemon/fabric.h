@@ -32,6 +32,8 @@ struct pubd_rx_dgram {
 	const uint8_t *data;
 	uint32_t len;
 	int32_t slot; /* group slot, from the destination address; -1 when unknown */
+	bool self;    /* sent by this fabric's own endpoint and looped back, where the
+		       * fabric can tell (verbs: the source QP); raw groups rely on it */
 };
 
 struct pubd_tx_dgram {

@@ -867,6 +867,9 @@ static int rx_batch(struct pubd_fabric *f)
 		f->rx_out[n_out].data = f->rx_iov[i].iov_base;
 		f->rx_out[n_out].len = len;
 		f->rx_out[n_out].slot = slot;
+		/* One port shared by every daemon on the host: the source address
+		 * cannot tell our own datagrams from a neighbour's. */
+		f->rx_out[n_out].self = false;
 		n_out++;
 	}
 	if (n_out && f->ev && f->ev->rx)

@@ -163,6 +163,7 @@ struct pubd_fabric {
 	struct pubd_loop_timer *kick;  /* deferred work: notifications, CQ beyond budget */
 	struct pubd_loop_timer *retry; /* rejoins and device rebuilds */
 	bool kicked;
+	bool qp_check; /* a send failed: the QP may have left RTS */
 
 	/* device resources: dev_setup() builds, dev_teardown() releases */
 	bool dev_ok;
@@ -660,6 +661,7 @@ static void tx_complete(struct pubd_fabric *f, const struct ibv_wc *wc)
 
 	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR) {
 		f->cnt[VC_TX_WC_ERRORS]++;
+		f->qp_check = true;
 		log_warn("verbs: send completion error on %s: %s (vendor 0x%x)", f->dev_name,
 			 ibv_wc_status_str(wc->status), wc->vendor_err);
 	}
@@ -721,6 +723,8 @@ static unsigned drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 			rx[nrx].data = buf + GRH_LEN;
 			rx[nrx].len = w->byte_len - GRH_LEN;
 			rx[nrx].slot = rx_slot_of(f, buf, w->wc_flags & IBV_WC_GRH);
+			/* The adapter loops our own multicast back (rxe cannot block it). */
+			rx[nrx].self = f->qp && w->src_qp == f->qp->qp_num;
 			if (rx[nrx].slot < 0)
 				f->cnt[VC_RX_UNKNOWN_GROUP]++;
 			f->cnt[VC_RX_BYTES] += rx[nrx].len;
@@ -749,6 +753,25 @@ static unsigned drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 
 /* Drain, re-arm, drain again: a completion that lands between the last
  * empty poll and ibv_req_notify_cq raises no event (ibv_req_notify_cq(3)). */
+/*
+ * A failed send can move a UD QP to SQE or ERR (the IB spec's QP state
+ * machine; rxe does it when the link drops under a send), and every later
+ * send is then flushed: the group looks joined but nothing leaves. Nothing
+ * moves it back by itself, so rebuild the device resources when it is not
+ * in RTS.
+ */
+static bool qp_usable(struct pubd_fabric *f)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	if (!f->qp)
+		return false;
+	if (ibv_query_qp(f->qp, &attr, IBV_QP_STATE, &init))
+		return true; /* cannot tell: leave it to the next error */
+	return attr.qp_state == IBV_QPS_RTS;
+}
+
 static void process_cq(struct pubd_fabric *f)
 {
 	bool more;
@@ -757,6 +780,13 @@ static void process_cq(struct pubd_fabric *f)
 	drain_cq(f, CQ_BUDGET, &more);
 	if (!f->cq)
 		return;
+	if (f->qp_check) {
+		f->qp_check = false;
+		if (!qp_usable(f)) {
+			dev_lost(f, "the QP left RTS after a send error", false);
+			return;
+		}
+	}
 	if (more) {
 		kick(f); /* yield to the other fds; continue next iteration */
 		return;
@@ -829,6 +859,10 @@ static void port_came_up(struct pubd_fabric *f)
 		return;
 	}
 	f->port_active = true;
+	if (!qp_usable(f)) {
+		dev_lost(f, "the QP is not in RTS after the link came back", false);
+		return;
+	}
 	log_notice("verbs: %s port %u active: rejoining", f->dev_name, f->port);
 	rejoin_all(f);
 }
