@@ -288,26 +288,11 @@ static void close_node(struct node *nd)
 	nd->f = NULL;
 }
 
-static int grow_buf(struct pub_table_builder *b, size_t need)
-{
-	size_t cap = b->cap ? b->cap : 1024;
-	uint8_t *p;
-
-	while (cap < need)
-		cap *= 2;
-	p = realloc(b->buf, cap);
-	if (!p)
-		return -ENOMEM;
-	b->buf = p;
-	b->cap = cap;
-	return 0;
-}
-
 /* The value of one row of the fabric's status table, as pubctl would show it. */
 static bool status_value(struct node *nd, const char *key, char *out, size_t cap)
 {
 	static const char *const cols[] = {"key:s", "value:s"};
-	struct pub_table_builder b = {.grow = grow_buf};
+	struct pub_table_builder b = {.grow = pub_table_grow_realloc};
 	struct pub_table_reader r;
 	struct pub_table_cell k, v;
 	const uint8_t *body;
