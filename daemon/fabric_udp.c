@@ -124,6 +124,7 @@ struct pubd_fabric {
 	uint8_t *rxbuf;
 	size_t rxbuf_size;
 	struct mmsghdr rx_msgs[RX_BATCH];
+	unsigned rx_dirty; /* headers [0, rx_dirty) were written by the kernel: reset them */
 	struct iovec rx_iov[RX_BATCH];
 	union {
 		struct cmsghdr align;
@@ -476,6 +477,7 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	f->rx_dirty = RX_BATCH; /* every header needs its first setup */
 	f->fd = -1;
 	f->loop = loop;
 	f->ev = ev;
@@ -832,7 +834,9 @@ static int rx_batch(struct pubd_fabric *f)
 	unsigned i, n_out = 0;
 	int n;
 
-	for (i = 0; i < RX_BATCH; i++) {
+	/* recvmmsg rewrites only the headers it filled (their control
+	 * length and flags): set up just those again, not the whole batch. */
+	for (i = 0; i < f->rx_dirty; i++) {
 		struct msghdr *mh = &f->rx_msgs[i].msg_hdr;
 
 		memset(mh, 0, sizeof(*mh));
@@ -842,6 +846,7 @@ static int rx_batch(struct pubd_fabric *f)
 		mh->msg_controllen = sizeof(f->rx_cmsg[i].buf);
 	}
 	n = recvmmsg(f->fd, f->rx_msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+	f->rx_dirty = n > 0 ? (unsigned)n : 0;
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 			return 0;
