@@ -71,6 +71,15 @@ static void mark_dirty(struct pubd_client *c)
 	c->d->ipc.dirty = c;
 }
 
+/* Back-pressure: stop reading a client until pubd_ipc_flush_all resumes it. */
+static void pause_client(struct pubd_client *c)
+{
+	if (c->paused)
+		return;
+	c->paused = true;
+	c->d->ipc.npaused++;
+}
+
 static void out_append(struct pubd_client *c, struct pubd_out *o)
 {
 	if (c->out_tail)
@@ -276,11 +285,13 @@ int pubd_ipc_flush_all(struct pubd *d)
 	struct pubd_client *c, *next;
 	int work = 0;
 
-	/* Resume publishers whose transmit backlog drained. */
-	for (c = d->ipc.clients; c; c = next) {
+	/* Resume publishers whose transmit backlog drained (a walk only while
+	 * some client is paused: this runs every loop iteration). */
+	for (c = d->ipc.npaused ? d->ipc.clients : NULL; c; c = next) {
 		next = c->next;
 		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2) {
 			c->paused = false;
+			d->ipc.npaused--;
 			update_watch(c);
 			client_parse(c);
 			work++;
@@ -361,10 +372,6 @@ void pubd_ipc_tx_done(struct pubd *d, struct pubd_client *c)
 		c->tx_pending--;
 }
 
-void pubd_ipc_resume_all(struct pubd *d)
-{
-	(void)d; /* pubd_ipc_flush_all resumes paused clients on the next iteration */
-}
 
 /* ---- subscriptions ---- */
 
@@ -613,7 +620,7 @@ static void publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_g
 	if (req_id)
 		reply_ok(c, req_id);
 	if (c->tx_pending >= TX_PENDING_HIGH)
-		c->paused = true;
+		pause_client(c);
 }
 
 static void handle_publish(struct pubd_client *c, const uint8_t *body, size_t len)
@@ -791,7 +798,7 @@ static void client_parse(struct pubd_client *c)
 		handle_frame(c, type, body, body_len);
 		off += PUB_PROTO_HDR_LEN + body_len;
 		if (c->out_ctrl_bytes >= CTRL_BYTES_HIGH)
-			c->paused = true;
+			pause_client(c);
 	}
 	if (c->closing)
 		return;
@@ -888,6 +895,8 @@ static void client_close(struct pubd_client *c)
 	while (c->nsubs)
 		client_unsubscribe(c, c->nsubs - 1);
 	pubd_tx_forget_client(d, c);
+	if (c->paused)
+		d->ipc.npaused--;
 	if (c->dirty) {
 		for (p = &d->ipc.dirty; *p; p = &(*p)->next_dirty) {
 			if (*p == c) {

@@ -98,6 +98,7 @@ struct pubd_ipc {
 	unsigned nclients;
 	uint32_t next_id;
 	struct pubd_client *dirty;
+	unsigned npaused; /* clients not being read (back-pressure): the loop looks for them only when there are some */
 	struct pubd_out *free_outs;
 };
 
@@ -109,8 +110,6 @@ int pubd_ipc_flush_all(struct pubd *d);
 void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
 /* A message of this client's left the transmit queue. */
 void pubd_ipc_tx_done(struct pubd *d, struct pubd_client *c);
-/* The fabric can take more: resume reading paused publishers. */
-void pubd_ipc_resume_all(struct pubd *d);
 /* Close clients whose disconnect grace period has passed (called every second). */
 void pubd_ipc_tick(struct pubd *d, uint64_t now_ns);
 /* Tell every client the daemon is stopping, flush what we can, close them. */
