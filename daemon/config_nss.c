@@ -5,6 +5,7 @@
  * dynamic users...). Kept apart from config.c, which stays pure.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -33,10 +34,16 @@ static int not_found(int ret)
 	return ret == 0 || ret == ENOENT || ret == ESRCH || ret == EBADF || ret == EPERM;
 }
 
-static int nss_user(void *ctx, const char *name, uint32_t *uid)
+/*
+ * Look a user (is_user) or group name up through NSS, growing the buffer
+ * on ERANGE: one loop for getpwnam_r and getgrnam_r, which differ only in
+ * the record they fill and the id they give.
+ */
+static int nss_lookup(const char *name, bool is_user, uint32_t *id)
 {
-	size_t size = initial_size(_SC_GETPW_R_SIZE_MAX);
-	struct passwd pw, *res = NULL;
+	size_t size = initial_size(is_user ? _SC_GETPW_R_SIZE_MAX : _SC_GETGR_R_SIZE_MAX);
+	struct passwd pw, *pwres = NULL;
+	struct group gr, *grres = NULL;
 	char *buf = NULL, *nb;
 	int ret;
 
@@ -47,13 +54,13 @@ static int nss_user(void *ctx, const char *name, uint32_t *uid)
 			goto cleanup;
 		}
 		buf = nb;
-		ret = getpwnam_r(name, &pw, buf, size, &res);
+		ret = is_user ? getpwnam_r(name, &pw, buf, size, &pwres) : getgrnam_r(name, &gr, buf, size, &grres);
 		if (ret != ERANGE || size >= NSS_BUF_MAX)
 			break;
 		size *= 2;
 	}
-	if (res) {
-		*uid = (uint32_t)pw.pw_uid;
+	if (pwres || grres) {
+		*id = pwres ? (uint32_t)pw.pw_uid : (uint32_t)gr.gr_gid;
 		ret = 0;
 	} else {
 		ret = not_found(ret) ? -ENOENT : -ret;
@@ -63,34 +70,14 @@ cleanup:
 	return ret;
 }
 
+static int nss_user(void *ctx, const char *name, uint32_t *uid)
+{
+	return nss_lookup(name, true, uid);
+}
+
 static int nss_group(void *ctx, const char *name, uint32_t *gid)
 {
-	size_t size = initial_size(_SC_GETGR_R_SIZE_MAX);
-	struct group gr, *res = NULL;
-	char *buf = NULL, *nb;
-	int ret;
-
-	for (;;) {
-		nb = realloc(buf, size);
-		if (!nb) {
-			ret = -ENOMEM;
-			goto cleanup;
-		}
-		buf = nb;
-		ret = getgrnam_r(name, &gr, buf, size, &res);
-		if (ret != ERANGE || size >= NSS_BUF_MAX)
-			break;
-		size *= 2;
-	}
-	if (res) {
-		*gid = (uint32_t)gr.gr_gid;
-		ret = 0;
-	} else {
-		ret = not_found(ret) ? -ENOENT : -ret;
-	}
-cleanup:
-	free(buf);
-	return ret;
+	return nss_lookup(name, false, gid);
 }
 
 const struct pubd_name_resolver pubd_nss_resolver = {
