@@ -45,18 +45,13 @@
 #include "config.h"
 #include "fabric.h"
 #include "log.h"
+#include "grh.h"
 #include "loop.h"
 #include "proto.h"
 
-/* Every UD receive buffer starts with 40 bytes for the GRH (ibv_post_recv(3)). */
-#define GRH_LEN 40
-/* RoCEv2/IPv4 puts the IPv4 header in GRH bytes 20..39; its destination
- * address is at 36..39. A real GRH (IB, RoCEv1) and an IPv6 header carry
- * the destination GID at 24..39, whose last 4 bytes are the IPv4 address of
- * an IPv4-mapped group GID (::ffff:a.b.c.d). So 36..39 names an IPv4 group
- * in every encoding, and 24..39 an IPv6 one. */
-#define GRH_DGID_OFF 24
-#define GRH_DST4_OFF 36
+/* Every UD receive buffer starts with 40 bytes for the GRH (ibv_post_recv(3));
+ * grh.h says what they hold. */
+#define GRH_LEN PUBD_GRH_LEN
 
 #define CQ_BATCH     32		  /* work completions per ibv_poll_cq */
 #define POST_BATCH   32		  /* WRs linked per post call */
@@ -184,6 +179,8 @@ struct pubd_fabric {
 	struct ibv_srq *srq;
 	struct ibv_qp *qp; /* owned by id (rdma_create_qp_ex / rdma_destroy_qp) */
 	bool block_self_lb;
+	uint8_t self_gid[16]; /* the port GID our sends carry (from the joins) */
+	bool self_gid_ok;
 	uint32_t max_inline;
 	struct pubd_loop_watch *comp_watch;
 	bool hub_attached; /* on the async hub of id->verbs */
@@ -635,7 +632,7 @@ static int32_t rx_slot_of(struct pubd_fabric *f, const uint8_t *grh, bool has_gr
 
 	if (!has_grh)
 		return -1;
-	memcpy(&dst4, grh + GRH_DST4_OFF, 4);
+	memcpy(&dst4, grh + PUBD_GRH_DST4_OFF, 4);
 	/* A linear scan over the joined addresses (tens, not thousands),
 	 * with the last hit tried first: a stream hits it every time. */
 	for (unsigned k = 0; k <= f->nmcs; k++) {
@@ -647,7 +644,7 @@ static int32_t rx_slot_of(struct pubd_fabric *f, const uint8_t *grh, bool has_gr
 		m = &f->mcs[i];
 		if (!m->used || m->dst4 != dst4 || !m->joined)
 			continue;
-		if (m->addr.ss_family == AF_INET6 && memcmp(grh + GRH_DGID_OFF, m->mgid, 16))
+		if (m->addr.ss_family == AF_INET6 && memcmp(grh + PUBD_GRH_DGID_OFF, m->mgid, 16))
 			continue;
 		f->last_rx_mc = i;
 		return m->rx_slot;
@@ -723,8 +720,11 @@ static unsigned drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 			rx[nrx].data = buf + GRH_LEN;
 			rx[nrx].len = w->byte_len - GRH_LEN;
 			rx[nrx].slot = rx_slot_of(f, buf, w->wc_flags & IBV_WC_GRH);
-			/* The adapter loops our own multicast back (rxe cannot block it). */
-			rx[nrx].self = f->qp && w->src_qp == f->qp->qp_num;
+			/* The adapter loops our own multicast back (rxe cannot block
+			 * it). A QP number alone does not tell: QP numbers are per
+			 * device, so a peer on another port can have ours. */
+			rx[nrx].self = f->qp && w->src_qp == f->qp->qp_num && f->self_gid_ok &&
+				       pubd_grh_from_gid(buf, f->self_gid);
 			if (rx[nrx].slot < 0)
 				f->cnt[VC_RX_UNKNOWN_GROUP]++;
 			f->cnt[VC_RX_BYTES] += rx[nrx].len;
@@ -1101,6 +1101,7 @@ static void dev_teardown(struct pubd_fabric *f)
 		rdma_destroy_qp(f->id);
 		f->qp = NULL;
 	}
+	f->self_gid_ok = false;
 	ah_reap(f, true);
 	if (f->tx_mr) {
 		ibv_dereg_mr(f->tx_mr);
@@ -1494,6 +1495,19 @@ static void on_retry(void *ctx, uint64_t now)
 
 /* ---- rdmacm events ---- */
 
+/* The GID our datagrams leave with: the source GID of the AH a join
+ * returns. rx() compares it with a looped-back datagram's source. */
+static void note_self_gid(struct pubd_fabric *f, const struct ibv_ah_attr *ah)
+{
+	union ibv_gid gid;
+
+	if (!ah->is_global || ibv_query_gid(f->id->verbs, f->port, ah->grh.sgid_index, &gid)) {
+		f->self_gid_ok = false;
+		return;
+	}
+	memcpy(f->self_gid, gid.raw, sizeof(f->self_gid));
+	f->self_gid_ok = true;
+}
 static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum rdma_cm_event_type type, int status)
 {
 	unsigned idx;
@@ -1521,6 +1535,7 @@ static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum r
 			return;
 		}
 		f->cnt[VC_JOINS]++;
+		note_self_gid(f, &e->param.ud.ah_attr);
 		ah_retire(f, m->ah); /* a rejoin or an upgrade replaces it */
 		m->ah = ah;
 		m->qpn = e->param.ud.qp_num;
@@ -1923,6 +1938,14 @@ static void vstatus(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	row(tb, "send_credits", "%" PRIu64, f->dev_ok ? f->sq_depth - (f->tx_posted - f->tx_done) : 0);
 	row(tb, "max_inline", "%u", f->max_inline);
 	row(tb, "self_loopback_block", "%s", f->block_self_lb ? "yes" : "no");
+	if (f->qp)
+		row(tb, "qp_num", "%u", f->qp->qp_num);
+	if (f->self_gid_ok) {
+		char gid[INET6_ADDRSTRLEN];
+
+		if (inet_ntop(AF_INET6, f->self_gid, gid, sizeof(gid)))
+			row(tb, "gid", "%s", gid);
+	}
 	row(tb, "groups_joined", "%u", joined);
 	row(tb, "groups_up", "%u", up);
 	for (unsigned i = 0; i < VC__COUNT; i++)

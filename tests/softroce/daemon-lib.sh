@@ -13,7 +13,7 @@
 #   dl_ctr NAME COUNTER              a row of NAME's `pubctl status` counters table
 #   dl_kv NAME fabric|counters KEY...  "KEY VALUE, ..." from one status query
 #   dl_wait SECS CMD...              poll CMD until it succeeds (deadline, not a sleep)
-#   dl_stop                          SIGTERM every daemon, check each exits 0
+#   dl_stop [NAME...]                SIGTERM the daemons (default: every one), check each exits 0
 # Under TCG every exec over 9p costs most of a second: polls make one
 # sr_query call and test its output with shell builtins.
 # Every wait is a poll of a condition with a deadline.
@@ -143,11 +143,12 @@ dl_ready() {
 dl_subs() { [ "$(dl_sq "$1" groups "groups.subscribers[name=$2]")" = "$3" ]; }
 
 dl_stop() {
-	local name rc
-	for name in "${!DL_PID[@]}"; do
+	local name rc names=("$@")
+	[ $# -gt 0 ] || names=("${!DL_PID[@]}")
+	for name in "${names[@]}"; do
 		kill -TERM "${DL_PID[$name]}" 2>/dev/null
 	done
-	for name in "${!DL_PID[@]}"; do
+	for name in "${names[@]}"; do
 		wait "${DL_PID[$name]}"
 		rc=$?
 		if [ $rc -eq 0 ]; then

@@ -28,9 +28,33 @@ EOF
 }
 conf A 192.168.77.1
 conf B 192.168.77.2
+
+# Give A and B the same QP number. rxe numbers QPs per device, so a peer on
+# the other port can have ours, and "from my QP number" alone once made B
+# drop A's raw datagrams as its own loopback (a CI failure that came and
+# went with the QP numbers earlier cases left behind). First measure how
+# many QP numbers a pubd start uses before its own, then move both devices
+# to the same point.
+QPN_ADVANCE=$BUILD/tests/softroce/qpn_advance
+la=$("$QPN_ADVANCE" rxa 0) && lb=$("$QPN_ADVANCE" rxb 0) || { fail "qpn_advance failed"; exit 0; }
+dl_pubd B "$W/B.yaml"
+dl_ready B 60 || exit 0
+qb=$(dl_fab B qp_num)
+dl_stop B
+skip=$((qb - lb - 1))
+target=$(((la > qb ? la : qb) + 10))
+"$QPN_ADVANCE" rxa $((target - skip)) >/dev/null && "$QPN_ADVANCE" rxb $((target - skip)) >/dev/null ||
+	fail "qpn_advance to $((target - skip)) failed"
 dl_pubd A "$W/A.yaml"
 dl_pubd B "$W/B.yaml"
 dl_ready A 60 && dl_ready B 60 || exit 0
+qa=$(dl_fab A qp_num)
+qb=$(dl_fab B qp_num)
+if [ "$qa" = "$qb" ]; then
+	pass "A on rxa and B on rxb have the same QP number ($qa; gids $(dl_fab A gid), $(dl_fab B gid))"
+else
+	fail "could not line up the QP numbers: A $qa, B $qb (wanted $target)"
+fi
 [ "$(dl_sq A groups groups.raw)" = "1 1" ] || fail "A's groups are not raw"
 
 # ---- mckey -s (rxa) -> raw group r1 -> subscribers on B and on A ----
