@@ -219,8 +219,10 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 		}
 		if (have_size)
 			pattern(data, len, i);
-		/* The last message waits for pubd's word, which covers every earlier one. */
-		r = pub_publish(c, group, data, len, i + 1 == count ? PUB_SYNC : 0);
+		/* The last message waits for pubd's word, which covers every earlier
+		 * one. Unpaced, the others go out gathered (PUB_MORE); paced, each
+		 * leaves when it is due. */
+		r = pub_publish(c, group, data, len, i + 1 == count ? PUB_SYNC : rate > 0 ? 0 : PUB_MORE);
 		if (r < 0)
 			break;
 	}

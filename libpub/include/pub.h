@@ -124,6 +124,7 @@ struct pub_message {
 /* pub_publish() flags */
 #define PUB_NONBLOCK 0x1 /* do not wait for socket room: -EAGAIN instead */
 #define PUB_SYNC     0x2 /* wait until pubd accepted or refused this message (one round trip) */
+#define PUB_MORE     0x4 /* more messages follow at once: this one may wait in the handle */
 
 /* Queries (pubctl's view of the daemon). */
 enum pub_query_kind {
@@ -226,13 +227,22 @@ PUB_API int pub_unsubscribe(pub_client_t *c, const char *group);
  * error comes back here. pubd answers in order, so this also confirms every
  * earlier message: afterwards pub_flush(c, 0) returns 0 or the error pubd
  * reported about one of them.
+ * PUB_MORE: more messages follow right away. A message of up to 8 KiB is
+ * copied into the handle instead of written, and what gathered is written
+ * in one go once 64 KiB wait, or by the next pub_publish() without
+ * PUB_MORE, pub_flush() or pub_recv() (like MSG_MORE: one system call for
+ * many small messages). Until then pubd has not seen it: end a burst with
+ * a publish without PUB_MORE or with pub_flush(). pub_fd() polls writable
+ * while something waits. Should the connection to pubd drop before the held
+ * messages are written, they are lost and the next call returns -ENOTCONN
+ * saying how many. Ignored with PUB_SYNC.
  * A negative return means this message was not published.
  *
  * @param c     handle.
  * @param group group name (1..PUB_GROUP_MAX bytes).
  * @param data  payload (may be NULL when len is 0).
  * @param len   payload length, up to pub_info.max_message.
- * @param flags 0, PUB_NONBLOCK, PUB_SYNC.
+ * @param flags 0 or PUB_NONBLOCK, PUB_SYNC, PUB_MORE or'ed.
  * @return 0, -EAGAIN (PUB_NONBLOCK), -ENOTCONN (pubd down: not queued),
  *         -PUB_ETOOLARGE, -PUB_EACL, -PUB_ENOGROUP (from pubd), -ETIMEDOUT
  *         (PUB_SYNC), -EINVAL.
@@ -240,7 +250,7 @@ PUB_API int pub_unsubscribe(pub_client_t *c, const char *group);
 PUB_API int pub_publish(pub_client_t *c, const char *group, const void *data, size_t len, int flags);
 
 /**
- * pub_flush() - write out what a PUB_NONBLOCK publish left in the handle.
+ * pub_flush() - write out what a PUB_NONBLOCK or PUB_MORE publish left in the handle.
  * Returns any error pubd already reported about earlier messages. (To wait
  * for pubd to confirm, publish the last message with PUB_SYNC.)
  * @param c          handle.

@@ -36,6 +36,11 @@
 #define DEFAULT_RECONNECT_MAX_MS 1000
 /* A publisher that never receives still reads what pubd reported, every so many publishes. */
 #define DRAIN_EVERY 16
+/* PUB_MORE holds messages of up to MORE_COPY_MAX bytes (larger ones are
+ * worth their own system call, and copying them would cost more than it
+ * saves) and writes them once MORE_FLUSH_AT bytes wait. */
+#define MORE_COPY_MAX (8 * 1024)
+#define MORE_FLUSH_AT (64 * 1024)
 
 #define NEVER UINT64_MAX
 
@@ -205,6 +210,15 @@ static void conn_close(struct pub_client *c)
 		rx_detach(c);
 	c->rpos = c->rlen = 0;
 	c->wpos = c->wlen = 0;
+	/* pub_publish() said yes to these: say now that they are gone. */
+	if (c->more_held && !c->pending_err) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "connection to pubd lost: %u message%s held by PUB_MORE not sent",
+			 c->more_held, c->more_held == 1 ? "" : "s");
+		set_pending(c, -ENOTCONN, msg);
+	}
+	c->more_held = 0;
 }
 
 /* The connection dropped: close it and make a reconnect attempt due now. */
@@ -462,6 +476,7 @@ static int tx_flush(struct pub_client *c, uint64_t deadline)
 			return -errno;
 	}
 	c->wpos = c->wlen = 0;
+	c->more_held = 0;
 	return 0;
 }
 
@@ -1027,6 +1042,56 @@ static int drain(struct pub_client *c)
 	return 0;
 }
 
+/*
+ * PUB_MORE: append the frame to the output kept in the handle, so that many
+ * small messages leave in one write. -EAGAIN (PUB_NONBLOCK) when the held
+ * output is full and the socket has no room: nothing of this message taken.
+ */
+static int hold_frame(struct pub_client *c, const char *group, size_t glen, const void *data, size_t len, bool nonblock)
+{
+	uint8_t head[PUB_PROTO_MAX_HEAD];
+	size_t need;
+	long n;
+	int r;
+
+	if (c->wlen - c->wpos >= MORE_FLUSH_AT) {
+		r = tx_flush(c, nonblock ? 0 : NEVER);
+		if (r < 0)
+			return r;
+	}
+	n = pub_proto_enc_publish_head(head, sizeof(head), 0, group, glen, len);
+	if (n <= 0)
+		return -PUB_ETOOLARGE;
+	if (c->wpos) { /* keep the waiting bytes at the front */
+		memmove(c->wbuf, c->wbuf + c->wpos, c->wlen - c->wpos);
+		c->wlen -= c->wpos;
+		c->wpos = 0;
+	}
+	need = c->wlen + (size_t)n + len;
+	if (need > c->wcap) {
+		size_t cap = need < MORE_FLUSH_AT + MORE_COPY_MAX + PUB_PROTO_MAX_HEAD
+				     ? MORE_FLUSH_AT + MORE_COPY_MAX + PUB_PROTO_MAX_HEAD
+				     : need;
+		uint8_t *p = realloc(c->wbuf, cap);
+
+		if (!p)
+			return -ENOMEM;
+		c->wbuf = p;
+		c->wcap = cap;
+	}
+	memcpy(c->wbuf + c->wlen, head, (size_t)n);
+	if (len)
+		memcpy(c->wbuf + c->wlen + (size_t)n, data, len);
+	c->wlen = need;
+	c->more_held++;
+	if (c->wlen >= MORE_FLUSH_AT) {
+		r = tx_flush(c, nonblock ? 0 : NEVER);
+		if (r < 0 && r != -EAGAIN)
+			return r;
+	}
+	return 0;
+}
+
 static int publish(struct pub_client *c, const char *group, const void *data, size_t len, int flags)
 {
 	uint8_t head[PUB_PROTO_MAX_HEAD];
@@ -1041,7 +1106,7 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 	r = check_group(c, "publish", group, &glen);
 	if (r < 0)
 		return r;
-	if (flags & ~(PUB_NONBLOCK | PUB_SYNC))
+	if (flags & ~(PUB_NONBLOCK | PUB_SYNC | PUB_MORE))
 		return set_err(c, -EINVAL, "publish '%s': unknown flags 0x%x", group, flags);
 	if (!data && len)
 		return set_err(c, -EINVAL, "publish '%s': no data", group);
@@ -1064,6 +1129,21 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 			return set_err(c, -PUB_ETOOLARGE,
 				       "%s: message of %zu bytes exceeds pubd's max_message_size (%u)", what, len,
 				       c->info.max_message);
+
+		if ((flags & PUB_MORE) && !(flags & PUB_SYNC) && len <= MORE_COPY_MAX) {
+			r = hold_frame(c, group, glen, data, len, nonblock);
+			if (r == 0)
+				return 0;
+			if (r == -EAGAIN)
+				return set_err(c, r, "%s: socket full (PUB_NONBLOCK)", what);
+			if (!is_disconnect(r))
+				return set_err(c, r, "%s: %s", what, pub_strerror(r));
+			/* The held messages went down with the connection; so does this one. */
+			conn_lost(c);
+			take_pending(c);
+			return set_err(c, -ENOTCONN, "%s: connection to pubd lost; this and %s", what,
+				       "the messages held by PUB_MORE before it were not sent");
+		}
 
 		deadline = nonblock ? 0 : NEVER;
 		r = tx_flush(c, deadline);

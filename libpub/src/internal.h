@@ -51,9 +51,11 @@ struct pub_client {
 	bool holding;	   /* the caller's current message lies in rbuf before rpos: do not move rbuf */
 	uint8_t *held_buf; /* an old rbuf still holding the caller's current message */
 
-	/* Output not written yet: the rest of a frame the socket took only part of. */
+	/* Output not written yet: the rest of a frame the socket took only part
+	 * of, and whole frames PUB_MORE held back (more_held of them). */
 	uint8_t *wbuf;
 	size_t wpos, wlen, wcap;
+	unsigned more_held;
 
 	struct pub_queued *qhead, **qtail, *cur;
 
