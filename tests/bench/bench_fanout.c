@@ -20,7 +20,11 @@
  * as in production: local fan-out never skips the fabric.
  *
  *   bench_fanout [--quick] [--rounds N] [--count-small N] [--count-large N]
- *                [--only pair_1to1|pair_1to4|pubd_1to1|pubd_1to4] [--size 64|65536]
+ *                [--only pair_1to1|pair_1to4|pubd_1to1|pubd_1to4|pubd_more_1to1|pubd_more_1to4]
+ *                [--size 64|65536]
+ * The pubd cases run twice: one write per message (pub_publish without
+ * flags, what the pair does too), and with PUB_MORE (libpub gathers
+ * messages and writes them at once; a SEQPACKET pair cannot).
  * (--only and --size narrow the run to one case, e.g. under a profiler.)
  */
 #include <errno.h>
@@ -269,9 +273,11 @@ static int run_pair(size_t size, uint64_t count, unsigned nsubs, struct result *
 	return 0;
 }
 
-/* pubd: one publisher handle (this thread), nsubs subscriber handles (threads). */
+/* pubd: one publisher handle (this thread), nsubs subscriber handles (threads).
+ * more: publish with PUB_MORE (libpub writes many messages at once), flushing
+ * before the window makes the publisher wait and after the last message. */
 static int run_pubd(const char *sock, pid_t pubd, const char *group, size_t size, uint64_t count, unsigned nsubs,
-		    struct result *res)
+		    bool more, struct result *res)
 {
 	uint64_t cpu0, cpu1, dcpu0, dcpu1;
 	struct sub_arg args[MAX_SUBS];
@@ -306,9 +312,13 @@ static int run_pubd(const char *sock, pid_t pubd, const char *group, size_t size
 	pthread_barrier_wait(&r.start);
 	r.t0 = bench_now_ns();
 	for (uint64_t k = 0; k < count; k++) {
+		if (more && k >= min_received(&r) + WINDOW && pub_flush(pub, -1) < 0) {
+			fprintf(stderr, "bench_fanout: flush: %s\n", pub_errmsg(pub));
+			exit(2);
+		}
 		window_wait(&r, k);
 		memcpy(buf, &k, sizeof(k));
-		rc = pub_publish(pub, group, buf, size, 0);
+		rc = pub_publish(pub, group, buf, size, more ? PUB_MORE : 0);
 		if (rc < 0) {
 			fprintf(stderr, "bench_fanout: publish: %s\n", pub_errmsg(pub));
 			exit(2);
@@ -335,24 +345,28 @@ static int run_pubd(const char *sock, pid_t pubd, const char *group, size_t size
 	return 0;
 }
 
-enum kind { PAIR_1, PAIR_4, PUBD_1, PUBD_4, NKINDS };
+enum kind { PAIR_1, PAIR_4, PUBD_1, PUBD_4, MORE_1, MORE_4, NKINDS };
 
 static const struct {
 	const char *label;
 	const char *json;
 	unsigned nsubs;
-	bool pubd;
+	bool pubd, more;
 } kinds[NKINDS] = {
-	[PAIR_1] = {"seqpacket pair 1->1", "pair_1to1", 1, false},
-	[PAIR_4] = {"seqpacket by hand 1->4", "pair_1to4", 4, false},
-	[PUBD_1] = {"pubd 1->1", "pubd_1to1", 1, true},
-	[PUBD_4] = {"pubd 1->4", "pubd_1to4", 4, true},
+	[PAIR_1] = {"seqpacket pair 1->1", "pair_1to1", 1, false, false},
+	[PAIR_4] = {"seqpacket by hand 1->4", "pair_1to4", 4, false, false},
+	[PUBD_1] = {"pubd 1->1", "pubd_1to1", 1, true, false},
+	[PUBD_4] = {"pubd 1->4", "pubd_1to4", 4, true, false},
+	[MORE_1] = {"pubd 1->1 PUB_MORE", "pubd_more_1to1", 1, true, true},
+	[MORE_4] = {"pubd 1->4 PUB_MORE", "pubd_more_1to4", 4, true, true},
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_fanout [--quick] [--rounds N] [--count-small N] [--count-large N]\n"
-		   "                    [--only pair_1to1|pair_1to4|pubd_1to1|pubd_1to4] [--size 64|65536]\n");
+	fprintf(f,
+		"usage: bench_fanout [--quick] [--rounds N] [--count-small N] [--count-large N]\n"
+		"                    [--only pair_1to1|pair_1to4|pubd_1to1|pubd_1to4|pubd_more_1to1|pubd_more_1to4]\n"
+		"                    [--size 64|65536]\n");
 }
 
 int main(int argc, char **argv)
@@ -427,7 +441,8 @@ int main(int argc, char **argv)
 				if ((only && strcmp(only, kinds[k].json)) || (only_size && only_size != sizes[s]))
 					continue;
 				if (kinds[k].pubd)
-					run_pubd(d.sock, d.pid, "fan", sizes[s], counts[s], kinds[k].nsubs, &res);
+					run_pubd(d.sock, d.pid, "fan", sizes[s], counts[s], kinds[k].nsubs,
+						 kinds[k].more, &res);
 				else
 					run_pair(sizes[s], counts[s], kinds[k].nsubs, &res);
 				if (res.lost)
@@ -472,7 +487,9 @@ int main(int argc, char **argv)
 		}
 	}
 	for (unsigned s = 0; s < 2; s++) {
-		for (unsigned k = PUBD_1; k <= PUBD_4; k++) {
+		for (unsigned k = 0; k < NKINDS; k++) {
+			if (!kinds[k].pubd)
+				continue;
 			const struct result *p = &best[s][k], *base = &best[s][PAIR_1], *hand = &best[s][PAIR_4];
 			char kase[64];
 			struct bench_json j;
@@ -489,14 +506,14 @@ int main(int argc, char **argv)
 			bench_json_num(&j, "ratio", ratio);
 			bench_json_num(&j, "pubd_bytes_per_s", p->bytes_per_s);
 			bench_json_num(&j, "baseline_bytes_per_s", base->bytes_per_s);
-			if (k == PUBD_4)
+			if (kinds[k].nsubs == 4)
 				bench_json_num(&j, "ratio_vs_hand_fanout",
 					       bench_ratio(p->deliveries_per_s, hand->deliveries_per_s));
 			bench_json_num(&j, "pubd_path_cpu_ns_per_delivery", p->cpu_ns);
 			bench_json_num(&j, "pubd_daemon_cpu_ns_per_delivery", p->pubd_cpu_ns);
 			bench_json_num(&j, "baseline_cpu_ns_per_delivery", base->cpu_ns);
 			bench_json_int(&j, "lost", (long long)p->lost);
-			if (k == PUBD_1 && sizes[s] == 64) {
+			if (kinds[k].nsubs == 1 && sizes[s] == 64) {
 				bench_json_num(&j, "target", 1.0);
 				bench_json_str(&j, "verdict", ratio >= 1.0 ? "met" : "missed");
 			}

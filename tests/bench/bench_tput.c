@@ -10,9 +10,10 @@
  *       first and the last arrival / that time (so the publisher's start-up
  *       and the idle wait are not counted). Message loss is the gaps in the
  *       sequence the publisher writes into each payload.
- *   bench_tput pub -s SOCK -g GROUP --size BYTES --count N [--rate MSGS_PER_S]
+ *   bench_tput pub -s SOCK -g GROUP --size BYTES --count N [--rate MSGS_PER_S] [--more]
  *       Publishes N messages as fast as pubd takes them (pubd pushes back
- *       when its send queue is full), or paced at --rate.
+ *       when its send queue is full), or paced at --rate. --more publishes
+ *       with PUB_MORE (libpub writes many small messages at once).
  *
  * Each prints one line of figures and one JSON line (bench "tput", case
  * "sub" or "pub"); vm-bench.sh pairs them with ib_send_bw's figure.
@@ -28,7 +29,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: bench_tput sub -s SOCK -g GROUP --size BYTES --count N [--idle-ms MS]\n"
-		   "       bench_tput pub -s SOCK -g GROUP --size BYTES --count N [--rate MSGS_PER_S]\n");
+		   "       bench_tput pub -s SOCK -g GROUP --size BYTES --count N [--rate MSGS_PER_S] [--more]\n");
 }
 
 static int run_sub(const char *sock, const char *group, size_t size, uint64_t count, int idle_ms)
@@ -92,7 +93,7 @@ static int run_sub(const char *sock, const char *group, size_t size, uint64_t co
 	return 0;
 }
 
-static int run_pub(const char *sock, const char *group, size_t size, uint64_t count, double rate)
+static int run_pub(const char *sock, const char *group, size_t size, uint64_t count, double rate, bool more)
 {
 	pub_client_t *c = bench_connect(sock, "bench-tput-pub");
 	uint8_t *buf = calloc(1, size < 8 ? 8 : size);
@@ -114,7 +115,7 @@ static int run_pub(const char *sock, const char *group, size_t size, uint64_t co
 		}
 		memcpy(buf, &k, sizeof(k));
 		/* The last one synchronously: pubd has taken every message when it returns. */
-		r = pub_publish(c, group, buf, size, k + 1 == count ? PUB_SYNC : 0);
+		r = pub_publish(c, group, buf, size, k + 1 == count ? PUB_SYNC : more ? PUB_MORE : 0);
 		if (r < 0) {
 			fprintf(stderr, "bench_tput: publish #%llu: %s\n", (unsigned long long)k, pub_errmsg(c));
 			break;
@@ -141,16 +142,22 @@ static int run_pub(const char *sock, const char *group, size_t size, uint64_t co
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"socket", required_argument, NULL, 's'},  {"group", required_argument, NULL, 'g'},
-		{"size", required_argument, NULL, 'z'},	   {"count", required_argument, NULL, 'n'},
-		{"idle-ms", required_argument, NULL, 'i'}, {"rate", required_argument, NULL, 'r'},
-		{"help", no_argument, NULL, 'h'},	   {NULL, 0, NULL, 0},
+		{"socket", required_argument, NULL, 's'},
+		{"group", required_argument, NULL, 'g'},
+		{"size", required_argument, NULL, 'z'},
+		{"count", required_argument, NULL, 'n'},
+		{"idle-ms", required_argument, NULL, 'i'},
+		{"rate", required_argument, NULL, 'r'},
+		{"more", no_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *sock = NULL, *group = NULL, *role;
 	size_t size = 1024;
 	uint64_t count = 10000;
 	int idle_ms = 3000, c;
 	double rate = 0;
+	bool more = false;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -178,6 +185,9 @@ int main(int argc, char **argv)
 		case 'r':
 			rate = strtod(optarg, NULL);
 			break;
+		case 'm':
+			more = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -193,7 +203,7 @@ int main(int argc, char **argv)
 	if (!strcmp(role, "sub"))
 		return run_sub(sock, group, size, count, idle_ms);
 	if (!strcmp(role, "pub"))
-		return run_pub(sock, group, size, count, rate);
+		return run_pub(sock, group, size, count, rate, more);
 	usage(stderr);
 	return 2;
 }

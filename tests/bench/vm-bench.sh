@@ -279,7 +279,7 @@ prof_stop() { # TAG MESSAGES
 	fi
 }
 
-# tput VARIANT NAME GROUP SIZE COUNT: subscriber on B, publisher on A.
+# tput VARIANT NAME GROUP SIZE COUNT [PUB_ARG...]: subscriber on B, publisher on A.
 tput() {
 	local sub=$work/$1-$2-sub.log pub=$work/$1-$2-pub.log spid
 	"$bin/bench_tput" sub -s "$work/b.sock" -g "$3" --size "$4" --count "$5" --idle-ms 3000 >"$sub" 2>&1 &
@@ -287,7 +287,7 @@ tput() {
 	pids+=("$spid")
 	wait_line "$sub" READY 30 || { fail "bench_tput sub $2 not ready"; cat "$sub"; return 1; }
 	prof_start "$1-$2"
-	timeout 600 "$bin/bench_tput" pub -s "$work/a.sock" -g "$3" --size "$4" --count "$5" >"$pub" 2>&1
+	timeout 600 "$bin/bench_tput" pub -s "$work/a.sock" -g "$3" --size "$4" --count "$5" "${@:6}" >"$pub" 2>&1
 	timeout 60 tail --pid="$spid" -f /dev/null
 	prof_stop "$1-$2" "$5"
 	grep -v '^READY' "$sub"
@@ -344,6 +344,13 @@ run_variant() {
 		record tput "1KiB_msgs$sfx" msgs_per_s "$(jget "$work/$v-tput1k-sub.log" msgs_per_s)" bw_rate 0.90 ge
 	else
 		fail "$v bench 1: throughput 1 KiB did not complete"
+	fi
+	# The same with PUB_MORE: the publisher writes many messages at once.
+	if tput "$v" tput1kmore t1k 1024 "$TPUT_1K_COUNT" --more; then
+		pass "$v bench 1: throughput 1 KiB with PUB_MORE ran"
+		record tput "1KiB_msgs_more$sfx" msgs_per_s "$(jget "$work/$v-tput1kmore-sub.log" msgs_per_s)" bw_rate 0.90 ge
+	else
+		fail "$v bench 1: throughput 1 KiB with PUB_MORE did not complete"
 	fi
 	if tput "$v" tput64k t64k 65536 "$TPUT_64K_COUNT"; then
 		pass "$v bench 2: throughput 64 KiB ran"
