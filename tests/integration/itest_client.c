@@ -16,11 +16,12 @@
  *       --hold: after subscribing, read nothing until a line arrives on stdin;
  *       a number on that line replaces --count. Exits 0 when --count
  *       messages arrived, 3 on timeout.
- *   itest_client pub -s SOCK -g GROUP --count N --size B [--start I] [--rate R]
+ *   itest_client pub -s SOCK -g GROUP --count N --size B [--start I] [--rate R] [--more]
  *       Publish N messages of B >= 8 bytes with indices I.. (the index, then a
  *       pattern of it); the last one with PUB_SYNC, so exit 0 means pubd took
  *       them all. --rate: at most R messages per second (paced against the
- *       clock, for a load that a reading subscriber keeps up with).
+ *       clock, for a load that a reading subscriber keeps up with). --more:
+ *       all but the last with PUB_MORE.
  *   itest_client gen --count N --size B [--start I]
  *       Write those payloads to stdout, concatenated (what `pubctl sub
  *       --output` writes for them).
@@ -61,7 +62,7 @@ struct opts {
 	const char *log, *dir, *ready, *mode;
 	uint64_t count, size, start, rate;
 	long timeout_ms;
-	bool hold;
+	bool hold, more;
 };
 
 static uint64_t now_ns(void)
@@ -262,7 +263,7 @@ static int cmd_pub(const struct opts *o)
 				;
 		}
 		fill(buf, o->size, o->start + i);
-		err = pub_publish(c, o->groups[0], buf, o->size, i + 1 == o->count ? PUB_SYNC : 0);
+		err = pub_publish(c, o->groups[0], buf, o->size, i + 1 == o->count ? PUB_SYNC : o->more ? PUB_MORE : 0);
 		if (err < 0) {
 			fprintf(stderr, "itest_client: publish %" PRIu64 " to %s: %s\n", o->start + i, o->groups[0],
 				pub_errmsg(c));
@@ -465,19 +466,13 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"socket", required_argument, NULL, 's'},
-		{"group", required_argument, NULL, 'g'},
-		{"log", required_argument, NULL, 'l'},
-		{"dir", required_argument, NULL, 'd'},
-		{"count", required_argument, NULL, 'n'},
-		{"size", required_argument, NULL, 'b'},
-		{"start", required_argument, NULL, 'i'},
-		{"timeout-ms", required_argument, NULL, 't'},
-		{"ready", required_argument, NULL, 'r'},
-		{"hold", no_argument, NULL, 'H'},
-		{"mode", required_argument, NULL, 'm'},
-		{"rate", required_argument, NULL, 'R'},
-		{NULL, 0, NULL, 0},
+		{"socket", required_argument, NULL, 's'}, {"group", required_argument, NULL, 'g'},
+		{"log", required_argument, NULL, 'l'},	  {"dir", required_argument, NULL, 'd'},
+		{"count", required_argument, NULL, 'n'},  {"size", required_argument, NULL, 'b'},
+		{"start", required_argument, NULL, 'i'},  {"timeout-ms", required_argument, NULL, 't'},
+		{"ready", required_argument, NULL, 'r'},  {"hold", no_argument, NULL, 'H'},
+		{"mode", required_argument, NULL, 'm'},	  {"rate", required_argument, NULL, 'R'},
+		{"more", no_argument, NULL, 'M'},	  {NULL, 0, NULL, 0},
 	};
 	struct opts o = {0};
 	const char *cmd;
@@ -529,6 +524,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			o.rate = strtoull(optarg, NULL, 0);
+			break;
+		case 'M':
+			o.more = true;
 			break;
 		default:
 			usage();
