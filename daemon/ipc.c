@@ -380,7 +380,6 @@ void pubd_ipc_tx_done(struct pubd *d, struct pubd_client *c)
 		c->tx_pending--;
 }
 
-
 /* ---- subscriptions ---- */
 
 static struct pubd_sub *client_find_sub(struct pubd_client *c, struct pubd_group *g, unsigned *idx)
