@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PUB_PROTO_VERSION 1
-#define PUB_PROTO_HDR_LEN 8
+#define PUB_PROTO_VERSION  1
+#define PUB_PROTO_HDR_LEN  8
 #define PUB_PROTO_NAME_MAX 255 /* group names, client names */
 #define PUB_PROTO_TEXT_MAX 65535
 
@@ -59,17 +59,17 @@ enum pub_query {
 
 /* Error codes carried in ERROR frames; libpub returns them negated. */
 enum pub_err {
-	PUB_ERR_PROTO = 1,	/* malformed frame: the daemon closes the connection after this */
-	PUB_ERR_VERSION = 2,	/* protocol version not supported */
-	PUB_ERR_ACL = 3,	/* not allowed to publish/subscribe to this group */
-	PUB_ERR_NO_GROUP = 4,	/* no such group in the daemon's config */
-	PUB_ERR_TOO_LARGE = 5,	/* message above max_message (or above MTU on a raw group) */
-	PUB_ERR_STATE = 6,	/* request not valid now (e.g. before HELLO, double subscribe) */
-	PUB_ERR_INTERNAL = 7,	/* the daemon failed (out of memory, fabric down) */
-	PUB_ERR_BAD_QUERY = 8,	/* unknown query kind */
-	PUB_ERR_CONFIG = 9,	/* reload rejected: the new config has errors (text lists them) */
-	PUB_ERR_SLOW = 10,	/* disconnected as a slow subscriber (slow_subscriber: disconnect) */
-	PUB_ERR_SHUTDOWN = 11,	/* the daemon is stopping */
+	PUB_ERR_PROTO = 1,     /* malformed frame: the daemon closes the connection after this */
+	PUB_ERR_VERSION = 2,   /* protocol version not supported */
+	PUB_ERR_ACL = 3,       /* not allowed to publish/subscribe to this group */
+	PUB_ERR_NO_GROUP = 4,  /* no such group in the daemon's config */
+	PUB_ERR_TOO_LARGE = 5, /* message above max_message (or above MTU on a raw group) */
+	PUB_ERR_STATE = 6,     /* request not valid now (e.g. before HELLO, double subscribe) */
+	PUB_ERR_INTERNAL = 7,  /* the daemon failed (out of memory, fabric down) */
+	PUB_ERR_BAD_QUERY = 8, /* unknown query kind */
+	PUB_ERR_CONFIG = 9,    /* reload rejected: the new config has errors (text lists them) */
+	PUB_ERR_SLOW = 10,     /* disconnected as a slow subscriber (slow_subscriber: disconnect) */
+	PUB_ERR_SHUTDOWN = 11, /* the daemon is stopping */
 	PUB_ERR__MAX
 };
 const char *pub_proto_err_name(uint32_t code);
@@ -194,8 +194,7 @@ int pub_proto_dec_query(const uint8_t *body, size_t len, struct pub_msg_query *m
  */
 long pub_proto_enc_hello(void *out, size_t cap, uint32_t flags, const char *client_name, size_t name_len);
 long pub_proto_enc_welcome(void *out, size_t cap, const struct pub_msg_welcome *m);
-long pub_proto_enc_group_req(void *out, size_t cap, uint8_t type, uint32_t req_id, const char *group,
-			     size_t group_len);
+long pub_proto_enc_group_req(void *out, size_t cap, uint8_t type, uint32_t req_id, const char *group, size_t group_len);
 long pub_proto_enc_publish_head(void *out, size_t cap, uint32_t req_id, const char *group, size_t group_len,
 				size_t payload_len);
 long pub_proto_enc_deliver_head(void *out, size_t cap, uint64_t source, uint64_t seq, const char *group,
@@ -224,9 +223,9 @@ struct pub_table_builder {
 	size_t frame_start; /* where this TABLE frame starts in buf */
 	size_t nrows_at;    /* offset of the u32 nrows field */
 	uint16_t ncols;
-	uint16_t col;	    /* next column of the current row */
+	uint16_t col; /* next column of the current row */
 	uint32_t nrows;
-	int err;	    /* first error; later calls are no-ops */
+	int err; /* first error; later calls are no-ops */
 };
 
 /* A grow() backed by realloc(), for builders whose buf the caller frees. */
@@ -256,8 +255,8 @@ struct pub_table_reader {
 	uint32_t nrows;
 	const uint8_t *cols; /* column descriptors */
 	const uint8_t *cells, *end;
-	const uint8_t *pos; /* next cell */
-	uint16_t col;	    /* column of the next cell */
+	const uint8_t *pos;	/* next cell */
+	uint16_t col;		/* column of the next cell */
 	const uint8_t *col_pos; /* its descriptor */
 };
 

@@ -14,40 +14,40 @@
 #ifndef PUB_REASONS_H
 #define PUB_REASONS_H
 
-#define PUB_DROP_KIND_MSG 0
+#define PUB_DROP_KIND_MSG   0
 #define PUB_DROP_KIND_DGRAM 1
 
 /* X(id, name, kind, help) */
-#define PUB_DROP_REASONS(X)                                                                                  \
-	X(SEQ_GAP, "seq_gap", PUB_DROP_KIND_MSG,                                                             \
-	  "a source's message never arrived (hole in its sequence numbers): fabric loss; check port counters") \
-	X(REASM_TIMEOUT, "reasm_timeout", PUB_DROP_KIND_MSG,                                                 \
-	  "a fragmented message lost a fragment and did not complete within limits.reassembly_timeout_ms")     \
-	X(REASM_BUDGET, "reasm_budget", PUB_DROP_KIND_MSG,                                                   \
-	  "partial messages exceeded limits.reassembly_budget; the oldest was evicted")                        \
-	X(REASM_INFLIGHT, "reasm_inflight", PUB_DROP_KIND_MSG,                                               \
-	  "one source had too many partial messages at once; the oldest was evicted")                          \
-	X(TOO_LARGE, "too_large", PUB_DROP_KIND_MSG, "message larger than limits.max_message_size")         \
-	X(SUB_OVERFLOW, "sub_overflow", PUB_DROP_KIND_MSG,                                                   \
-	  "a slow local subscriber's queue (limits.subscriber_queue) was full")                                \
-	X(SUB_DISCONNECT, "sub_disconnect", PUB_DROP_KIND_MSG,                                               \
+#define PUB_DROP_REASONS(X)                                                                                     \
+	X(SEQ_GAP, "seq_gap", PUB_DROP_KIND_MSG,                                                                \
+	  "a source's message never arrived (hole in its sequence numbers): fabric loss; check port counters")  \
+	X(REASM_TIMEOUT, "reasm_timeout", PUB_DROP_KIND_MSG,                                                    \
+	  "a fragmented message lost a fragment and did not complete within limits.reassembly_timeout_ms")      \
+	X(REASM_BUDGET, "reasm_budget", PUB_DROP_KIND_MSG,                                                      \
+	  "partial messages exceeded limits.reassembly_budget; the oldest was evicted")                         \
+	X(REASM_INFLIGHT, "reasm_inflight", PUB_DROP_KIND_MSG,                                                  \
+	  "one source had too many partial messages at once; the oldest was evicted")                           \
+	X(TOO_LARGE, "too_large", PUB_DROP_KIND_MSG, "message larger than limits.max_message_size")             \
+	X(SUB_OVERFLOW, "sub_overflow", PUB_DROP_KIND_MSG,                                                      \
+	  "a slow local subscriber's queue (limits.subscriber_queue) was full")                                 \
+	X(SUB_DISCONNECT, "sub_disconnect", PUB_DROP_KIND_MSG,                                                  \
 	  "messages queued for a subscriber that was disconnected (slow_subscriber: disconnect, or it left)")   \
-	X(ACL_DENIED, "acl_denied", PUB_DROP_KIND_MSG, "the client's uid/gid may not publish to the group") \
+	X(ACL_DENIED, "acl_denied", PUB_DROP_KIND_MSG, "the client's uid/gid may not publish to the group")     \
 	X(NO_GROUP, "unknown_group", PUB_DROP_KIND_MSG, "the message named a group pubd is not configured for") \
-	X(MTU_EXCEEDED, "mtu_exceeded", PUB_DROP_KIND_MSG,                                                   \
-	  "a raw-group message larger than the fabric MTU (raw groups cannot fragment)")                       \
-	X(FABRIC_ERROR, "fabric_error", PUB_DROP_KIND_MSG, "the fabric refused or failed to send")           \
-	X(MALFORMED, "malformed", PUB_DROP_KIND_DGRAM,                                                       \
-	  "a datagram failed the header checks (wrong magic/version/lengths)")                                 \
-	X(DUPLICATE, "duplicate", PUB_DROP_KIND_DGRAM, "a fragment already received for a partial message")  \
-	X(STALE, "stale", PUB_DROP_KIND_DGRAM,                                                               \
+	X(MTU_EXCEEDED, "mtu_exceeded", PUB_DROP_KIND_MSG,                                                      \
+	  "a raw-group message larger than the fabric MTU (raw groups cannot fragment)")                        \
+	X(FABRIC_ERROR, "fabric_error", PUB_DROP_KIND_MSG, "the fabric refused or failed to send")              \
+	X(MALFORMED, "malformed", PUB_DROP_KIND_DGRAM,                                                          \
+	  "a datagram failed the header checks (wrong magic/version/lengths)")                                  \
+	X(DUPLICATE, "duplicate", PUB_DROP_KIND_DGRAM, "a fragment already received for a partial message")     \
+	X(STALE, "stale", PUB_DROP_KIND_DGRAM,                                                                  \
 	  "a fragment of a message already delivered or already counted as dropped")
 
 enum pub_drop_reason {
 #define PUB_X_ENUM(id, name, kind, help) PUB_DROP_##id,
 	PUB_DROP_REASONS(PUB_X_ENUM)
 #undef PUB_X_ENUM
-	PUB_DROP__COUNT
+		PUB_DROP__COUNT
 };
 
 /* Name, kind and help of a reason; out-of-range values give "unknown". */

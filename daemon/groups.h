@@ -39,7 +39,7 @@ struct pubd_group {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	bool raw;
-	bool up; /* joined: the fabric can send to it */
+	bool up;	      /* joined: the fabric can send to it */
 	uint64_t up_since_ns; /* when it last became joined */
 	enum pubd_join_mode mode;
 

@@ -58,7 +58,7 @@ struct pubd_client {
 	size_t nsup_gids;
 	char name[64];
 	bool hello;
-	bool closing; /* protocol error: flush the error reply, then close */
+	bool closing;		    /* protocol error: flush the error reply, then close */
 	uint64_t close_deadline_ns; /* closing: closed by then even if the reply did not drain */
 	uint64_t connected_ns;
 

@@ -66,7 +66,7 @@ uint64_t pubd_now_ns(void)
 
 static void rearm_timerfd(struct pubd_loop *l)
 {
-	struct itimerspec its = { 0 };
+	struct itimerspec its = {0};
 	uint64_t min = UINT64_MAX;
 	struct pubd_loop_timer *t;
 
@@ -126,7 +126,7 @@ static void on_signalfd(void *ctx, uint32_t events)
 
 static int add_internal(struct pubd_loop *l, struct pubd_loop_watch *w, int fd, pubd_loop_fd_fn fn)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
 
 	w->loop = l;
 	w->fd = fd;
@@ -191,7 +191,7 @@ void pubd_loop_destroy(struct pubd_loop *l)
 struct pubd_loop_watch *pubd_loop_watch(struct pubd_loop *l, int fd, uint32_t events, pubd_loop_fd_fn fn, void *ctx)
 {
 	struct pubd_loop_watch *w = calloc(1, sizeof(*w));
-	struct epoll_event ev = { .events = events };
+	struct epoll_event ev = {.events = events};
 	int saved;
 
 	if (!w)
@@ -212,7 +212,7 @@ struct pubd_loop_watch *pubd_loop_watch(struct pubd_loop *l, int fd, uint32_t ev
 
 int pubd_loop_watch_mod(struct pubd_loop_watch *w, uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = w };
+	struct epoll_event ev = {.events = events, .data.ptr = w};
 
 	if (w->dead)
 		return -EBADF;

@@ -643,8 +643,8 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
 	pubd_reasm_push_flags(r, now_ns, h, payload, payload_len, 0);
 }
 
-void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h,
-			   const uint8_t *payload, size_t payload_len, unsigned flags)
+void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+			   size_t payload_len, unsigned flags)
 {
 	bool from_zero = flags & PUBD_REASM_NEW_FROM_ZERO;
 

@@ -114,8 +114,8 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
  * messages from 0 count as missing, an over-count the caller accepts.
  */
 #define PUBD_REASM_NEW_FROM_ZERO 0x1u
-void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h,
-			   const uint8_t *payload, size_t payload_len, unsigned flags);
+void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+			   size_t payload_len, unsigned flags);
 
 /* Resolve everything whose deadline is <= now_ns. */
 void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns);
