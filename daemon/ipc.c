@@ -25,9 +25,9 @@
  * once its header is in, not copied out of rbuf: one copy less per message
  * (the copy costs more than the system call it saves from here on). */
 #define BIG_MIN (16 * 1024)
-/* While a big body is read, rbuf takes at most this much of what follows in
- * the same readv: the next header, without reading the next big body into
- * rbuf (and copying it) too. */
+/* While big bodies flow, rbuf takes at most this much per read (or of what
+ * follows a body in its readv): the next header, without reading the next
+ * big body into rbuf (and copying it) too. */
 #define BIG_TAIL_READ (4 * 1024)
 /* Bytes read from one client per wakeup before others get a turn. */
 #define READ_BUDGET (1024 * 1024)
@@ -783,6 +783,8 @@ static void client_parse(struct pubd_client *c)
 			protocol_error(c, "invalid frame header");
 			return;
 		}
+		if (r == 1 || c->rlen - off >= PUB_PROTO_HDR_LEN)
+			c->expect_big = type == PUB_FRAME_PUBLISH && body_len >= BIG_MIN;
 		if (r == 0) {
 			if (c->rlen - off < PUB_PROTO_HDR_LEN)
 				break; /* more bytes will come */
@@ -855,7 +857,11 @@ static void client_read(struct pubd_client *c)
 				protocol_error(c, "frame does not fit the receive buffer");
 				return;
 			}
-			n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+			size_t room = c->rcap - c->rlen;
+
+			if (c->expect_big && room > BIG_TAIL_READ)
+				room = BIG_TAIL_READ;
+			n = read(c->fd, c->rbuf + c->rlen, room);
 			if (n > 0) {
 				c->rlen += (size_t)n;
 				budget -= (size_t)n > budget ? budget : (size_t)n;

@@ -70,6 +70,9 @@ struct pubd_client {
 	uint32_t big_req_id;
 	char big_group[256];
 	size_t big_group_len;
+	/* The last frame seen was a big PUBLISH: read rbuf in small bites, so
+	 * that the next big body is read into its buffer, not into rbuf. */
+	bool expect_big;
 
 	struct pubd_out *out_head, *out_tail;
 	uint32_t out_delivers; /* queued DELIVER frames (the subscriber queue) */
