@@ -327,9 +327,12 @@ static void on_signal(void *ctx, int signo)
 static int on_idle(void *ctx)
 {
 	struct pubd *d = ctx;
-	int work = (int)pubd_tx_pump(d);
+	/* Local subscribers first: a send to the fabric can cost more than
+	 * the local hop (Soft-RoCE runs the whole send inside the post), and
+	 * the local delivery need not wait for it. */
+	int work = pubd_ipc_flush_all(d);
 
-	work += pubd_ipc_flush_all(d);
+	work += (int)pubd_tx_pump(d);
 
 	if (d->cfg.busy_poll && d->fops->poll)
 		work += d->fops->poll(d->fabric);
