@@ -34,7 +34,7 @@ static const struct command commands[] = {
 	{"sources", cmd_query, "", "remote sources heard, with sequence numbers and losses"},
 	{"reload", cmd_query, "", "re-read pubd's configuration (as SIGHUP does)"},
 	{"pub", cmd_pub, "GROUP [MESSAGE] [--file F|-] [--count N] [--size B] [--rate R]",
-	 "publish a message (or N of B bytes), confirmed by pubd"},
+	 "publish a message (or N of B bytes, batched unless --rate), confirmed by pubd"},
 	{"sub", cmd_sub, "GROUP... [--count N] [--timeout S] [--output FILE]",
 	 "print (or save) the messages of groups"},
 	{"watch", cmd_watch, "[--interval S]", "status and drops, redrawn every second until interrupted"},
