@@ -345,6 +345,16 @@ run_variant() {
 	else
 		fail "$v bench 1: throughput 1 KiB did not complete"
 	fi
+	# A 1 KiB message and pubd's 48-byte header do not fit one datagram at a
+	# 1024-byte MTU: pubd sends two where ib_send_bw -s 1024 sends one. The
+	# largest message that fits one (MTU - 48) shows the cost per datagram.
+	one=$("$PUBCTL" -s "$work/a.sock" status | awk '$1 == "payload_per_datagram" { print $2; exit }')
+	one=$((${one:-0}))
+	if [ "$one" -gt 0 ] && tput "$v" tput1dg t1k "$one" "$TPUT_1K_COUNT"; then
+		pass "$v bench 1: throughput at one datagram per message ($one B) ran"
+		record tput "${one}B_msgs_one_datagram$sfx" msgs_per_s "$(jget "$work/$v-tput1dg-sub.log" msgs_per_s)" \
+			bw_rate
+	fi
 	# The same with PUB_MORE: the publisher writes many messages at once.
 	if tput "$v" tput1kmore t1k 1024 "$TPUT_1K_COUNT" --more; then
 		pass "$v bench 1: throughput 1 KiB with PUB_MORE ran"
