@@ -808,7 +808,10 @@ static void on_comp(void *ctx, uint32_t events)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
-	while (f->comp_ch && ibv_get_cq_event(f->comp_ch, &cq, &cq_ctx) == 0) {
+	/* One CQ raises at most one event per ibv_req_notify_cq, so one read
+	 * takes it; a second would only return EAGAIN (a system call per
+	 * wakeup). The fd is level-triggered: anything left wakes us again. */
+	if (f->comp_ch && ibv_get_cq_event(f->comp_ch, &cq, &cq_ctx) == 0) {
 		f->cq_unacked++;
 		f->cnt[VC_CQ_EVENTS]++;
 	}
