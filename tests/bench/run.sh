@@ -5,7 +5,7 @@
 # one table of every figure with its baseline and ratio, and writes the
 # figures as JSON lines.
 #
-#   tests/bench/run.sh [host|vm|all] [--quick] [--out FILE] [--memory-seconds N]
+#   tests/bench/run.sh [host|vm|all] [--quick] [--mtu 1024|4096] [--out FILE] [--memory-seconds N]
 #
 #   host  on this machine, no RDMA needed:
 #           4. local fan-out vs a SOCK_SEQPACKET pair     (bench_fanout)
@@ -15,6 +15,8 @@
 #   vm    1-3 inside the Soft-RoCE VM against perftest on the same rxa/rxb
 #         pair in the same boot (tests/softroce/run.sh with vm-bench.sh)
 #   all   both (the default)
+#   --mtu 4096  run the VM benchmarks at an RDMA MTU of 4096 (the veths at
+#         9000, jumbo frames as production RoCE runs) instead of 1024
 #
 # Environment: BUILD (default <repo>/build-bench), PUBD_SOFTROCE_TIMEOUT
 # (the VM's overall limit, default 1800 here).
@@ -32,13 +34,15 @@ what=all
 quick=0
 out=
 mem_s=60
+vm_mtu=1024
 while [ $# -gt 0 ]; do
 	case $1 in
 	host | vm | all) what=$1 ;;
 	--quick) quick=1 ;;
 	--out) out=$2; shift ;;
 	--memory-seconds) mem_s=$2; shift ;;
-	-h | --help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--mtu) vm_mtu=$2; shift ;;
+	-h | --help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -100,16 +104,15 @@ fi
 
 if [ $what = vm ] || [ $what = all ]; then
 	# What the guest reads: it sees the host's files, not our environment.
+	echo "VM_MTU=$vm_mtu" >"$BUILD/bench/vm-params.sh"
 	if [ $quick = 1 ]; then
-		cat >"$BUILD/bench/vm-params.sh" <<-'EOF'
+		cat >>"$BUILD/bench/vm-params.sh" <<-'EOF'
 			TPUT_1K_COUNT=5000
 			TPUT_64K_COUNT=100
 			LAT_COUNT=500
 			PERF_BW_COUNT=5000
 			PERF_LAT_COUNT=500
 		EOF
-	else
-		rm -f "$BUILD/bench/vm-params.sh"
 	fi
 	say ""
 	say "bench: vm: tests/softroce/run.sh $here/vm-bench.sh"

@@ -5,7 +5,7 @@
 # verbs on the same rxa -> rxb pair in the same boot:
 #   1. throughput, 1 KiB messages:  bench_tput (pub on A/rxa, sub on B/rxb)
 #      vs ib_send_bw -c UD -x 1 -s 1024 -M <group>          (messages/s)
-#   2. throughput, 64 KiB messages (fragmented at the 1024-byte MTU)
+#   2. throughput, 64 KiB messages (fragmented at the MTU: 1024, or VM_MTU)
 #      vs the same ib_send_bw at the MTU size                (payload bytes/s)
 #   3. latency, 64 B ping-pong through two groups (bench_lat), one-way p50/p99
 #      vs ib_send_lat -c UD -x 1 -s 64                       (t_typical)
@@ -40,6 +40,9 @@ LAT_COUNT=2000
 LAT_WARMUP=100
 PERF_BW_COUNT=20000
 PERF_LAT_COUNT=2000
+# VM_MTU: the RDMA MTU to run at (1024: the veth's 1500-byte default; 4096:
+# jumbo frames, as production RoCE fabrics run).
+VM_MTU=1024
 # shellcheck source=/dev/null
 [ -r "$BUILD/bench/vm-params.sh" ] && . "$BUILD/bench/vm-params.sh"
 
@@ -89,9 +92,9 @@ emit() {
 	elif [ -n "${7:-}" ]; then
 		verdict=$(awk -v r="$ratio" -v t="$7" -v c="$8" 'BEGIN { ok = (c == "ge") ? r >= t : r <= t; print (r > 0 && ok) ? "met" : "missed" }')
 	fi
-	printf '{"bench":"%s","case":"%s","metric":"%s","pubd":%s,"baseline_name":"%s","baseline":%s,"ratio":%s%s%s,"fabric":"%s"}\n' \
+	printf '{"bench":"%s","case":"%s","metric":"%s","pubd":%s,"baseline_name":"%s","baseline":%s,"ratio":%s%s%s,"fabric":"%s","mtu":%s}\n' \
 		"$1" "$2" "$3" "${4:-0}" "$5" "${6:-0}" "$ratio" \
-		"${7:+,\"target\":$7}" "${verdict:+,\"verdict\":\"$verdict\"}" "$mode" | tee -a "$jsonl"
+		"${7:+,\"target\":$7}" "${verdict:+,\"verdict\":\"$verdict\"}" "$mode" "$VM_MTU" | tee -a "$jsonl"
 }
 
 # ---- perftest baselines (verbs only) ----
@@ -136,6 +139,16 @@ perftest_run() {
 		bytes=$(echo "$row" | awk '{ printf "%.0f", $5 * 1000000 * $1 }')
 		pass "perftest round $n: ib_send_bw UD multicast 1024 B: $rate msg/s"
 		eval "bw_rate_$n=$rate bw_bytes_$n=$bytes"
+		# At a larger MTU the bytes baseline is ib_send_bw at that size.
+		if [ "$VM_MTU" != 1024 ] &&
+			perf_pair "bw-mcast-mtu-$n" ib_send_bw -d rxb -c UD -x 1 -s "$VM_MTU" -n "$PERF_BW_COUNT" -M 239.1.9.9 -- \
+				ib_send_bw -d rxa -c UD -x 1 -s "$VM_MTU" -n "$PERF_BW_COUNT" -M 239.1.9.9 192.168.77.2; then
+			row=$(perf_row "$work/bw-mcast-mtu-$n-server.log")
+			[ -n "$row" ] || row=$(perf_row "$work/bw-mcast-mtu-$n-client.log")
+			bytes=$(echo "$row" | awk '{ printf "%.0f", $5 * 1000000 * $1 }')
+			pass "perftest round $n: ib_send_bw UD multicast $VM_MTU B: $bytes B/s"
+			eval "bw_bytes_$n=$bytes"
+		fi
 	else
 		fail "perftest round $n: ib_send_bw UD multicast did not run"
 		tail -n 20 "$work"/bw-mcast-$n-*.log
@@ -164,6 +177,16 @@ perftest_run() {
 	fi
 }
 if [ $mode = verbs ]; then
+	if [ "$VM_MTU" != 1024 ]; then
+		# rxe follows its netdev's MTU (NETDEV_CHANGEMTU): jumbo frames give 4096.
+		ip link set va mtu 9000 && ip link set vb mtu 9000 || fail "cannot set va/vb to MTU 9000"
+		for ((i = 0; i < 50; i++)); do
+			ibv_devinfo -d rxb | grep -q "active_mtu:[[:space:]]*$VM_MTU" &&
+				ibv_devinfo -d rxa | grep -q "active_mtu:[[:space:]]*$VM_MTU" && break
+			sleep 0.1
+		done
+		echo "RDMA MTU: $(ibv_devinfo -d rxa | sed -n 's/.*active_mtu:[[:space:]]*//p') (va/vb at MTU 9000)"
+	fi
 	perftest_run 1
 	# Unicast for scale (not a baseline of a target).
 	if perf_pair bw-ucast ib_send_bw -d rxb -c UD -x 1 -s 1024 -n "$PERF_BW_COUNT" -- \
@@ -195,7 +218,10 @@ else
 	g=239.$((100 + RANDOM % 100)).$((RANDOM % 250))
 fi
 
-# start_daemon NAME PUBD_BIN FABRIC_YAML BUSY_POLL
+# start_daemon NAME PUBD_BIN FABRIC_YAML BUSY_POLL [T1KS_ACL]
+# Group t1ks is t1k again, with T1KS_ACL added on the publishing side:
+# `subscribe: []` makes A a send-only member, so (on rxe, which cannot block
+# a QP's own multicast) A stops receiving its own datagrams back.
 start_daemon() {
 	cat >"$work/$1.yaml" <<EOF
 daemon:
@@ -215,6 +241,9 @@ groups:
     address: $g.3
   - name: pong
     address: $g.4
+  - name: t1ks
+    address: $g.5
+${5:-}
 EOF
 	"$2" -c "$work/$1.yaml" >>"$work/pubd-$1.log" 2>&1 &
 	eval "pid_$1=\$!"
@@ -321,7 +350,7 @@ lat() {
 run_variant() {
 	local v=$1 sfx= up=0 i d bin=${4:-$bin}
 	[ "$v" = pubd ] || sfx="_$v"
-	start_daemon a "$2" "$fab_a" "$3"
+	start_daemon a "$2" "$fab_a" "$3" "    subscribe: []"
 	start_daemon b "$2" "$fab_b" "$3"
 	for ((i = 0; i < 300; i++)); do
 		if all_joined "$work/a.sock" && all_joined "$work/b.sock"; then
@@ -350,10 +379,18 @@ run_variant() {
 	# largest message that fits one (MTU - 48) shows the cost per datagram.
 	one=$("$PUBCTL" -s "$work/a.sock" status | awk '$1 == "payload_per_datagram" { print $2; exit }')
 	one=$((${one:-0}))
-	if [ "$one" -gt 0 ] && tput "$v" tput1dg t1k "$one" "$TPUT_1K_COUNT"; then
+	if [ "$VM_MTU" = 1024 ] && [ "$one" -gt 0 ] && tput "$v" tput1dg t1k "$one" "$TPUT_1K_COUNT"; then
 		pass "$v bench 1: throughput at one datagram per message ($one B) ran"
 		record tput "${one}B_msgs_one_datagram$sfx" msgs_per_s "$(jget "$work/$v-tput1dg-sub.log" msgs_per_s)" \
 			bw_rate
+	fi
+	# A publishing host configured as one (send-only join of the group).
+	if tput "$v" tput1ks t1ks 1024 "$TPUT_1K_COUNT"; then
+		pass "$v bench 1: throughput 1 KiB, publisher send-only, ran"
+		record tput "1KiB_msgs_sendonly_pub$sfx" msgs_per_s "$(jget "$work/$v-tput1ks-sub.log" msgs_per_s)" \
+			bw_rate 0.90 ge
+	else
+		fail "$v bench 1: throughput 1 KiB, publisher send-only, did not complete"
 	fi
 	# The same with PUB_MORE: the publisher writes many messages at once.
 	if tput "$v" tput1kmore t1k 1024 "$TPUT_1K_COUNT" --more; then
@@ -431,7 +468,7 @@ if [ $mode = verbs ]; then
 	latev_typ=$(best min "${latev_typ_1:-}" "${latev_typ_2:-}")
 	emit perftest lat_events typical_us "${latev_typ:-0}" ib_send_lat_ud_typical "${lat_typ:-0}"
 fi
-declare -A base_name=([bw_rate]=ib_send_bw_ud_mcast_1024 [bw_bytes]=ib_send_bw_ud_mcast_1024
+declare -A base_name=([bw_rate]=ib_send_bw_ud_mcast_1024 [bw_bytes]=ib_send_bw_ud_mcast_$VM_MTU
 	[lat_typ]=ib_send_lat_ud_typical [lat_p99]=ib_send_lat_ud_p99 [latev_typ]=ib_send_lat_events_typical)
 while IFS='|' read -r b c m v k t cmp; do
 	emit "$b" "$c" "$m" "$v" "${base_name[$k]}" "${!k:-0}" "$t" "$cmp"
