@@ -218,11 +218,18 @@ else
 	g=239.$((100 + RANDOM % 100)).$((RANDOM % 250))
 fi
 
-# start_daemon NAME PUBD_BIN FABRIC_YAML BUSY_POLL [T1KS_ACL]
-# Group t1ks is t1k again, with T1KS_ACL added on the publishing side:
-# `subscribe: []` makes A a send-only member, so (on rxe, which cannot block
-# a QP's own multicast) A stops receiving its own datagrams back.
+# start_daemon NAME PUBD_BIN FABRIC_YAML BUSY_POLL SEND_ONLY_GROUPS...
+# Groups t1ks, pings and pongs are t1k, ping and pong again, joined
+# send-only (`subscribe: []`) on the daemon whose clients only publish to
+# them: rxe cannot block a QP's own multicast, so a full member receives
+# every datagram it sends back.
 start_daemon() {
+	local extra= grp i=5
+	for grp in t1ks pings pongs; do
+		extra+="  - name: $grp"$'\n'"    address: $g.$i"$'\n'
+		[[ " ${*:5} " == *" $grp "* ]] && extra+="    subscribe: []"$'\n'
+		i=$((i + 1))
+	done
 	cat >"$work/$1.yaml" <<EOF
 daemon:
   socket: $work/$1.sock
@@ -241,9 +248,7 @@ groups:
     address: $g.3
   - name: pong
     address: $g.4
-  - name: t1ks
-    address: $g.5
-${5:-}
+$extra
 EOF
 	"$2" -c "$work/$1.yaml" >>"$work/pubd-$1.log" 2>&1 &
 	eval "pid_$1=\$!"
@@ -324,11 +329,11 @@ tput() {
 	grep -q '"case":"sub"' "$sub"
 }
 
-# lat VARIANT NAME PONG_SOCK: ping from A, pong on PONG_SOCK (B: across the
+# lat VARIANT NAME PONG_SOCK [PING_GROUP PONG_GROUP]: ping from A, pong on PONG_SOCK (B: across the
 # fabric; A: through one daemon, local fan-out only).
 lat() {
-	local pong=$work/$1-$2-pong.log ping=$work/$1-$2-ping.log ppid rc
-	"$bin/bench_lat" pong -s "$3" --ping ping --pong pong >"$pong" 2>&1 &
+	local pong=$work/$1-$2-pong.log ping=$work/$1-$2-ping.log ppid rc gping=${4:-ping} gpong=${5:-pong}
+	"$bin/bench_lat" pong -s "$3" --ping "$gping" --pong "$gpong" >"$pong" 2>&1 &
 	ppid=$!
 	pids+=("$ppid")
 	if ! wait_line "$pong" READY 30; then
@@ -336,7 +341,7 @@ lat() {
 		return 1
 	fi
 	prof_start "$1-$2"
-	timeout 600 "$bin/bench_lat" ping -s "$work/a.sock" --ping ping --pong pong --count "$LAT_COUNT" \
+	timeout 600 "$bin/bench_lat" ping -s "$work/a.sock" --ping "$gping" --pong "$gpong" --count "$LAT_COUNT" \
 		--warmup "$LAT_WARMUP" --size 64 >"$ping" 2>&1
 	rc=$?
 	prof_stop "$1-$2" $((2 * (LAT_COUNT + LAT_WARMUP)))
@@ -350,8 +355,8 @@ lat() {
 run_variant() {
 	local v=$1 sfx= up=0 i d bin=${4:-$bin}
 	[ "$v" = pubd ] || sfx="_$v"
-	start_daemon a "$2" "$fab_a" "$3" "    subscribe: []"
-	start_daemon b "$2" "$fab_b" "$3"
+	start_daemon a "$2" "$fab_a" "$3" t1ks pings
+	start_daemon b "$2" "$fab_b" "$3" pongs
 	for ((i = 0; i < 300; i++)); do
 		if all_joined "$work/a.sock" && all_joined "$work/b.sock"; then
 			up=1
@@ -414,6 +419,11 @@ run_variant() {
 		record lat "64B_p50_vs_events$sfx" oneway_p50_us "$(jget "$work/$v-lat-ping.log" oneway_p50_us)" latev_typ
 	else
 		fail "$v bench 3: ping-pong did not complete"
+	fi
+	# Each side's publishing group joined send-only: no looped-back copies.
+	if lat "$v" latso "$work/b.sock" pings pongs; then
+		pass "$v bench 3: ping-pong latency, send-only publishers, ran"
+		record lat "64B_p50_sendonly$sfx" oneway_p50_us "$(jget "$work/$v-latso-ping.log" oneway_p50_us)" lat_typ 1.5 le
 	fi
 	# For the decomposition: the same ping-pong through A alone (no fabric).
 	if lat "$v" latlocal "$work/a.sock"; then
