@@ -14,28 +14,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-
-static int fake_user(void *ctx, const char *name, uint32_t *uid)
-{
-	if (!strcmp(name, "alice"))
-		*uid = 1000;
-	else if (!strcmp(name, "broken"))
-		return -EIO; /* the name service itself failed */
-	else
-		return -ENOENT;
-	return 0;
-}
-
-static int fake_group(void *ctx, const char *name, uint32_t *gid)
-{
-	if (!strcmp(name, "staff"))
-		*gid = 50;
-	else
-		return -ENOENT;
-	return 0;
-}
-
-static const struct pubd_name_resolver fake = {.user = fake_user, .group = fake_group};
+#include "fake_names.h"
 
 static struct pubd_config cfg;
 static struct pubd_config_errors errs;
@@ -61,7 +40,7 @@ static int parse_with(const char *acl_keys, const struct pubd_name_resolver *res
 
 static const struct pubd_group_config *group(const char *acl_keys)
 {
-	int ret = parse_with(acl_keys, &fake);
+	int ret = parse_with(acl_keys, &fake_names);
 
 	for (size_t i = 0; i < errs.n; i++) {
 		pubd_config_error_format(&errs, i, line, sizeof(line));
@@ -140,19 +119,19 @@ static void acl_empty_list_is_present_and_empty(void **state)
 
 static void acl_unknown_user_is_an_error_at_its_place(void **state)
 {
-	one_error("    publish: [uid:1, user:mallory]\n", &fake,
+	one_error("    publish: [uid:1, user:mallory]\n", &fake_names,
 		  "t.yaml:4:22: groups[0].publish[1]: unknown user \"mallory\"");
 }
 
 static void acl_unknown_group_is_an_error_at_its_place(void **state)
 {
-	one_error("    subscribe:\n      - group:wheel\n", &fake,
+	one_error("    subscribe:\n      - group:wheel\n", &fake_names,
 		  "t.yaml:5:9: groups[0].subscribe[0]: unknown group \"wheel\"");
 }
 
 static void acl_failing_lookup_is_reported(void **state)
 {
-	one_error("    publish: [user:broken]\n", &fake,
+	one_error("    publish: [user:broken]\n", &fake_names,
 		  "t.yaml:4:15: groups[0].publish[0]: cannot look up user \"broken\": Input/output error");
 }
 
@@ -179,7 +158,7 @@ static void acl_rejects_malformed_entries(void **state)
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(doc, sizeof(doc), "    publish: [%s]\n", bad[i]);
-		assert_int_equal(parse_with(doc, &fake), -EINVAL);
+		assert_int_equal(parse_with(doc, &fake_names), -EINVAL);
 		assert_int_equal(errs.n, 1);
 		pubd_config_error_format(&errs, 0, line, sizeof(line));
 		assert_non_null(strstr(line, "t.yaml:4:15: groups[0].publish[0]: expected an ACL entry (any, uid:N, "
@@ -189,25 +168,25 @@ static void acl_rejects_malformed_entries(void **state)
 
 static void acl_space_after_colon_gets_a_hint(void **state)
 {
-	one_error("    publish:\n      - uid: 5\n", &fake,
+	one_error("    publish:\n      - uid: 5\n", &fake_names,
 		  "t.yaml:5:9: groups[0].publish[0]: expected an ACL entry (any, uid:N, gid:N, user:NAME, "
 		  "group:NAME), got a mapping; write it without a space after the colon");
 }
 
 static void acl_must_be_a_list(void **state)
 {
-	one_error("    publish: any\n", &fake,
+	one_error("    publish: any\n", &fake_names,
 		  "t.yaml:4:14: groups[0].publish: expected a list of ACL entries (any, uid:N, gid:N, user:NAME, "
 		  "group:NAME; [] for no one), got \"any\"");
 	/* "publish:" alone could mean "anyone" or "no one": say which. */
-	one_error("    publish:\n    raw: false\n", &fake,
+	one_error("    publish:\n    raw: false\n", &fake_names,
 		  "t.yaml:4:13: groups[0].publish: expected a list of ACL entries (any, uid:N, gid:N, user:NAME, "
 		  "group:NAME; [] for no one), got nothing");
 }
 
 static void acl_collects_every_bad_entry(void **state)
 {
-	assert_int_equal(parse_with("    publish: [user:x, uid:1, group:y]\n    subscribe: [nobody]\n", &fake),
+	assert_int_equal(parse_with("    publish: [user:x, uid:1, group:y]\n    subscribe: [nobody]\n", &fake_names),
 			 -EINVAL);
 	assert_int_equal(errs.n, 3);
 	pubd_config_error_format(&errs, 0, line, sizeof(line));

@@ -19,31 +19,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-
-/* Users and groups the fake name service knows. */
-static int fake_user(void *ctx, const char *name, uint32_t *uid)
-{
-	if (!strcmp(name, "root"))
-		*uid = 0;
-	else if (!strcmp(name, "alice"))
-		*uid = 1000;
-	else
-		return -ENOENT;
-	return 0;
-}
-
-static int fake_group(void *ctx, const char *name, uint32_t *gid)
-{
-	if (!strcmp(name, "root"))
-		*gid = 0;
-	else if (!strcmp(name, "staff"))
-		*gid = 50;
-	else
-		return -ENOENT;
-	return 0;
-}
-
-static const struct pubd_name_resolver fake = {.user = fake_user, .group = fake_group};
+#include "fake_names.h"
 
 /* One parse per test: the result stays here for the checks, freed after. */
 static struct pubd_config cfg;
@@ -61,7 +37,7 @@ static int parse(const char *yaml)
 {
 	pubd_config_free(&cfg);
 	pubd_config_errors_free(&errs);
-	return pubd_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), &fake, &errs);
+	return pubd_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), &fake_names, &errs);
 }
 
 static const char *err(size_t i)
@@ -557,7 +533,7 @@ static void config_error_count_is_capped(void **state)
 
 static void config_error_format_without_place(void **state)
 {
-	assert_int_equal(pubd_config_load(&cfg, "/nonexistent/pubd.yaml", &fake, &errs), -ENOENT);
+	assert_int_equal(pubd_config_load(&cfg, "/nonexistent/pubd.yaml", &fake_names, &errs), -ENOENT);
 	assert_int_equal(errs.n, 1);
 	assert_int_equal(errs.v[0].line, 0);
 	assert_string_equal(err(0), "/nonexistent/pubd.yaml: cannot read: No such file or directory");
@@ -743,7 +719,7 @@ static void config_garbage_does_not_crash(void **state)
 		}
 		pubd_config_free(&cfg);
 		pubd_config_errors_free(&errs);
-		if (pubd_config_parse(&cfg, "t.yaml", doc, len, &fake, &errs) == 0)
+		if (pubd_config_parse(&cfg, "t.yaml", doc, len, &fake_names, &errs) == 0)
 			assert_int_equal(errs.n, 0);
 		else
 			assert_true(errs.n > 0);
@@ -756,9 +732,9 @@ static void config_parse_without_errs_or_twice_frees_cleanly(void **state)
 {
 	struct pubd_config c;
 
-	assert_int_equal(pubd_config_parse(&c, "t.yaml", "fabric: {mtu: 1}", 16, &fake, NULL), -EINVAL);
+	assert_int_equal(pubd_config_parse(&c, "t.yaml", "fabric: {mtu: 1}", 16, &fake_names, NULL), -EINVAL);
 	assert_null(c.socket_path);
-	assert_int_equal(pubd_config_parse(&c, "t.yaml", "fabric: {mtu: 1024}", 19, &fake, NULL), 0);
+	assert_int_equal(pubd_config_parse(&c, "t.yaml", "fabric: {mtu: 1024}", 19, &fake_names, NULL), 0);
 	assert_int_equal(c.mtu, 1024);
 	pubd_config_free(&c);
 	pubd_config_free(&c);
@@ -777,14 +753,14 @@ static void config_load_reads_a_file(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
 	close(fd);
-	assert_int_equal(pubd_config_load(&cfg, path, &fake, &errs), 0);
+	assert_int_equal(pubd_config_load(&cfg, path, &fake_names, &errs), 0);
 	assert_int_equal(cfg.mtu, 2048);
 	pubd_config_free(&cfg);
 
 	fd = open(path, O_WRONLY | O_APPEND);
 	assert_int_equal(write(fd, "  mtu: 4096\n", 12), 12);
 	close(fd);
-	assert_int_equal(pubd_config_load(&cfg, path, &fake, &errs), -EINVAL);
+	assert_int_equal(pubd_config_load(&cfg, path, &fake_names, &errs), -EINVAL);
 	assert_int_equal(errs.n, 1);
 	snprintf(line, sizeof(line), "%s:4:3: fabric.mtu: given twice (first at 3:8)", path);
 	assert_string_equal(err(0), line);
@@ -797,7 +773,7 @@ static void config_example_file_parses(void **state)
 	const struct pubd_group_config *g;
 	struct pubd_group_config *groups;
 	size_t ngroups;
-	int ret = pubd_config_load(&cfg, path, &fake, &errs);
+	int ret = pubd_config_load(&cfg, path, &fake_names, &errs);
 
 	for (size_t i = 0; i < errs.n; i++)
 		print_message("%s\n", err(i));
