@@ -216,11 +216,23 @@ struct range {
 	uint64_t deadline;
 };
 
+/* Where a forgotten stream had got to, so that when it is heard again its
+ * messages are counted from there: neither its delivered messages counted
+ * again as a gap (from zero) nor the ones sent meanwhile ignored. */
+struct tomb {
+	struct hnode hn;  /* (source_id, group_id) */
+	struct link fifo; /* pubd_reasm.tombs_fifo, oldest first */
+	uint64_t next_seq;
+};
+
 struct pubd_reasm {
 	struct pubd_reasm_config cfg;
 	struct pubd_reasm_ops ops;
 	void *ctx;
 	struct htab streams;
+	struct htab tombs;
+	struct link tombs_fifo;
+	uint64_t ntombs;
 	struct htab partials;
 	struct link lru;
 	struct link gpartials;
@@ -279,12 +291,17 @@ struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const 
 	list_init(&r->lru);
 	list_init(&r->gpartials);
 	list_init(&r->granges);
+	list_init(&r->tombs_fifo);
 	if (htab_init(&r->streams))
 		goto err_free;
 	if (htab_init(&r->partials))
 		goto err_streams;
+	if (htab_init(&r->tombs))
+		goto err_partials;
 	return r;
 
+err_partials:
+	free(r->partials.b);
 err_streams:
 	free(r->streams.b);
 err_free:
@@ -528,12 +545,61 @@ static void range_take(struct pubd_reasm *r, struct range *g, uint64_t seq)
 	ranges_trim(r, s);
 }
 
+/* ---- tombstones of forgotten streams ---- */
+
+static void tomb_free(struct pubd_reasm *r, struct tomb *t)
+{
+	htab_remove(&r->tombs, &t->hn);
+	list_del(&t->fifo);
+	r->ntombs--;
+	free(t);
+}
+
+/* Remember where (source, group) had got to; at most max_streams of them,
+ * the oldest going first. Without memory it is simply not remembered. */
+static void tomb_put(struct pubd_reasm *r, uint64_t source, uint64_t group, uint64_t next_seq)
+{
+	struct tomb *t;
+
+	while (r->ntombs && r->ntombs >= r->cfg.max_streams)
+		tomb_free(r, container_of(r->tombs_fifo.next, struct tomb, fifo));
+	t = malloc(sizeof(*t));
+	if (!t)
+		return;
+	t->hn.k1 = source;
+	t->hn.k2 = group;
+	t->next_seq = next_seq;
+	htab_insert(&r->tombs, &t->hn);
+	list_add_tail(&r->tombs_fifo, &t->fifo);
+	r->ntombs++;
+}
+
+/* Where a forgotten (source, group) had got to, forgetting that: false when
+ * it is not remembered. */
+static bool tomb_take(struct pubd_reasm *r, uint64_t source, uint64_t group, uint64_t *next_seq)
+{
+	struct hnode *n;
+	struct tomb *t;
+
+	if (!r->ntombs || !(n = htab_find(&r->tombs, source, group)))
+		return false;
+	t = container_of(n, struct tomb, hn);
+	*next_seq = t->next_seq;
+	tomb_free(r, t);
+	return true;
+}
+
 /* ---- streams ---- */
 
-/* Forget s. report: drop what it still waits for as timeouts and gaps. */
+/* Forget s. report: drop what it still waits for as timeouts and gaps, and
+ * remember where it had got to (we are still listening: idle, max_streams).
+ * Without report (the group was left, teardown) nothing is remembered. */
 static void stream_forget(struct pubd_reasm *r, struct stream *s, bool report)
 {
 	uint64_t partials = s->inflight, missing = s->missing;
+
+	if (report)
+		tomb_put(r, s->hn.k1, s->hn.k2, s->next_seq);
 
 	while (!list_empty(&s->partials))
 		partial_free(r, container_of(s->partials.next, struct partial, slink));
@@ -578,9 +644,11 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 	s->hn.k1 = source;
 	s->hn.k2 = group;
 	s->id = r->next_id++;
-	/* From zero: the caller knows this stream began after we started
+	/* A stream forgotten while we listened resumes where it was. From
+	 * zero: the caller knows this stream began after we started
 	 * listening, so everything before seq was sent to us and lost. */
-	s->baseline = from_zero ? 0 : seq;
+	if (!tomb_take(r, source, group, &s->baseline))
+		s->baseline = from_zero ? 0 : seq;
 	s->next_seq = s->baseline;
 	list_init(&s->partials);
 	list_init(&s->ranges);
@@ -757,6 +825,15 @@ void pubd_reasm_forget_group(struct pubd_reasm *r, uint64_t group_id)
 		if (s->hn.k2 == group_id)
 			stream_forget(r, s, false);
 	}
+	/* Not listening any more: where its streams had got to stops meaning
+	 * anything for when (if) the group is joined again. */
+	for (l = r->tombs_fifo.next; l != &r->tombs_fifo; l = next) {
+		struct tomb *t = container_of(l, struct tomb, fifo);
+
+		next = l->next;
+		if (t->hn.k2 == group_id)
+			tomb_free(r, t);
+	}
 }
 
 void pubd_reasm_destroy(struct pubd_reasm *r)
@@ -765,8 +842,11 @@ void pubd_reasm_destroy(struct pubd_reasm *r)
 		return;
 	while (!list_empty(&r->lru))
 		stream_forget(r, container_of(r->lru.next, struct stream, lru), false);
+	while (!list_empty(&r->tombs_fifo))
+		tomb_free(r, container_of(r->tombs_fifo.next, struct tomb, fifo));
 	free(r->partials.b);
 	free(r->streams.b);
+	free(r->tombs.b);
 	free(r);
 }
 

@@ -46,6 +46,11 @@
  *    bitmap always means every byte was written once).
  *  - Forgetting an idle stream reports what it still waits for like
  *    max_streams does (timeouts, gaps); normally nothing is left by then.
+ *  - A stream forgotten that way leaves a tombstone (source, group,
+ *    next_seq); heard again, it resumes from there: messages sent while it
+ *    was forgotten and never heard count as a gap, those before as before.
+ *    At most max_streams tombstones are kept, the oldest going first;
+ *    pubd_reasm_forget_group() (the group was left) clears its tombstones.
  *  - A deadline is never set earlier than the newest one already pending,
  *    so lowering timeout_ns by reload takes effect once older ones drain.
  *  - Callbacks must not call back into the same pubd_reasm.
@@ -110,8 +115,8 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
  * it knows the stream began after it started listening (pubd: its group had
  * been joined for several heartbeat periods and no heartbeat of this source
  * was heard, so the source had not published before). A stream forgotten
- * (idle or max_streams) and heard again is new again: with the flag, its
- * messages from 0 count as missing, an over-count the caller accepts.
+ * while listening (idle or max_streams) is not new: it resumes at the
+ * next_seq it had (tombstones, up to max_streams of them), flag or not.
  */
 #define PUBD_REASM_NEW_FROM_ZERO 0x1u
 void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
@@ -123,8 +128,8 @@ void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns);
 /* Earliest pending deadline, or UINT64_MAX when nothing is pending. */
 uint64_t pubd_reasm_next_deadline(const struct pubd_reasm *r);
 
-/* Forget one stream now (e.g. its group was removed): partials and missing
- * ranges are dropped silently. */
+/* Forget a group's streams now (e.g. its group was left): partials and
+ * missing ranges are dropped silently, and no tombstone is kept. */
 void pubd_reasm_forget_group(struct pubd_reasm *r, uint64_t group_id);
 
 struct pubd_reasm_stream_info {

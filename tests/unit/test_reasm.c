@@ -20,6 +20,7 @@
 #define MS    1000000ull
 #define SRC_A 0xa1a1a1a1a1a1a1a1ull
 #define SRC_B 0xb2b2b2b2b2b2b2b2ull
+#define SRC_C 0xc3c3c3c3c3c3c3c3ull
 #define GRP_X 0x1111ull
 #define GRP_Y 0x2222ull
 
@@ -589,10 +590,91 @@ static void reasm_forgets_idle_stream(void **state)
 	pubd_reasm_totals(r, &t);
 	assert_int_equal(t.streams, 1);
 	assert_true(stream_info(r, SRC_B, GRP_X).source_id == SRC_B);
-	/* Forgotten: the same source is a fresh stream with a fresh baseline. */
+	/* Forgotten, not lost track of: A resumes where it was (1), so the
+	 * messages it sent meanwhile that never arrived (1..4) are a gap. */
 	push_msg(r, 30001 * MS, SRC_A, GRP_X, 5, 10);
-	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 5);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 1);
+	pubd_reasm_expire(r, 31000 * MS);
+	assert_int_equal(per_drops(SRC_A, GRP_X, PUB_DROP_SEQ_GAP), 4);
+	assert_int_equal(sink.msg_drops, 4);
+	assert_int_equal(sink.delivered, 3);
+	pubd_reasm_destroy(r);
+}
+
+/* The over-count this guards against: a stream that pubd counts from zero
+ * (it began while the group was joined), forgotten after 30 s of silence,
+ * must not count its own delivered messages as lost when it speaks again. */
+static void reasm_forgotten_from_zero_stream_resumes_without_false_gap(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	uint64_t seq;
+
+	push_flags = PUBD_REASM_NEW_FROM_ZERO;
+	for (seq = 0; seq < 10; seq++)
+		push_msg(r, 0, SRC_A, GRP_X, seq, 10);
+	pubd_reasm_expire(r, 30000 * MS);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).source_id, 0); /* forgotten */
+	push_msg(r, 30001 * MS, SRC_A, GRP_X, 10, 3000);	     /* fragmented too */
+	push_hb(r, 30001 * MS, SRC_A, GRP_X, 11);
+	push_flags = 0;
+	pubd_reasm_expire(r, 100000 * MS);
+	assert_int_equal(sink.delivered, 11);
 	assert_int_equal(sink.msg_drops, 0);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_evicted_stream_resumes_where_it_was(void **state)
+{
+	struct pubd_reasm *r = make(limit_streams); /* 2 streams */
+
+	push_msg(r, 0, SRC_A, GRP_X, 0, 10);
+	push_msg(r, 0, SRC_A, GRP_X, 1, 10);
+	push_msg(r, 1, SRC_B, GRP_X, 0, 10);
+	push_msg(r, 2, SRC_C, GRP_X, 0, 10); /* A goes (nothing pending) */
+	push_msg(r, 3, SRC_A, GRP_X, 2, 10); /* B goes; A is back at 2 */
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 2);
+	push_msg(r, 4, SRC_B, GRP_X, 3, 10); /* C goes; B resumes at 1: 1, 2 missing */
+	assert_int_equal(stream_info(r, SRC_B, GRP_X).baseline, 1);
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(per_drops(SRC_B, GRP_X, PUB_DROP_SEQ_GAP), 2);
+	assert_int_equal(per_drops(SRC_A, GRP_X, PUB_DROP_SEQ_GAP), 0);
+	assert_int_equal(sink.delivered, 6);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_tombstones_are_bounded_by_max_streams(void **state)
+{
+	struct pubd_reasm *r = make(limit_streams); /* 2 streams, 2 tombstones */
+
+	push_msg(r, 0, SRC_A, GRP_X, 4, 10);
+	push_msg(r, 0, SRC_A, GRP_Y, 4, 10);
+	push_msg(r, 0, SRC_B, GRP_X, 4, 10); /* tombstone A/X */
+	push_msg(r, 0, SRC_B, GRP_Y, 4, 10); /* tombstone A/Y */
+	push_msg(r, 0, SRC_C, GRP_X, 4, 10); /* tombstone B/X; A/X's goes */
+	push_msg(r, 1, SRC_A, GRP_X, 9, 10); /* not remembered: a new baseline */
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 9);
+	push_msg(r, 1, SRC_A, GRP_Y, 5, 10); /* remembered */
+	assert_int_equal(stream_info(r, SRC_A, GRP_Y).baseline, 5);
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.msg_drops, 0);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_forget_group_clears_its_tombstones(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+
+	push_msg(r, 0, SRC_A, GRP_X, 0, 10);
+	push_msg(r, 0, SRC_A, GRP_Y, 0, 10);
+	pubd_reasm_expire(r, 30000 * MS);  /* both forgotten, both remembered */
+	pubd_reasm_forget_group(r, GRP_X); /* X left: not listening meanwhile */
+	push_msg(r, 40000 * MS, SRC_A, GRP_X, 7, 10);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 7);
+	push_msg(r, 40000 * MS, SRC_A, GRP_Y, 3, 10);
+	assert_int_equal(stream_info(r, SRC_A, GRP_Y).baseline, 1);
+	pubd_reasm_expire(r, 41000 * MS);
+	assert_int_equal(per_drops(SRC_A, GRP_X, PUB_DROP_SEQ_GAP), 0);
+	assert_int_equal(per_drops(SRC_A, GRP_Y, PUB_DROP_SEQ_GAP), 2);
 	pubd_reasm_destroy(r);
 }
 
@@ -1244,6 +1326,10 @@ int main(void)
 		cmocka_unit_test(reasm_keeps_groups_and_sources_apart),
 		cmocka_unit_test(reasm_max_streams_forgets_least_recent_stream),
 		cmocka_unit_test(reasm_forgets_idle_stream),
+		cmocka_unit_test(reasm_forgotten_from_zero_stream_resumes_without_false_gap),
+		cmocka_unit_test(reasm_evicted_stream_resumes_where_it_was),
+		cmocka_unit_test(reasm_tombstones_are_bounded_by_max_streams),
+		cmocka_unit_test(reasm_forget_group_clears_its_tombstones),
 		cmocka_unit_test(reasm_forget_group_drops_its_streams_silently),
 		cmocka_unit_test(reasm_budget_evicts_oldest_partials_until_new_one_fits),
 		cmocka_unit_test(reasm_budget_drops_message_larger_than_whole_budget),
