@@ -28,16 +28,13 @@ BUILD=${BUILD:-$repo/build}
 BUILD=$(mkdir -p "$BUILD" && cd "$BUILD" && pwd)
 timeout_s=${PUBD_SOFTROCE_TIMEOUT:-900}
 case_timeout=${PUBD_SOFTROCE_CASE_TIMEOUT:-300}
+vm_tag=softroce
+# The qemu boot that tests/systemd/vm-systemd.sh shares: kernel, initramfs,
+# qemu, result marker.
+# shellcheck source-path=SCRIPTDIR source=vm-lib.sh
+. "$here/vm-lib.sh"
 
-die() {
-	echo "softroce: FATAL: $*" >&2
-	exit 2
-}
-
-kernel=${PUBD_SOFTROCE_KERNEL:-$(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n1)}
-[ -n "$kernel" ] && [ -r "$kernel" ] || die "no readable kernel image (/boot/vmlinuz-*-amd64; apt-get install linux-image-amd64)"
-kver=${kernel##*/vmlinuz-}
-[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver for $kernel"
+vm_kernel
 for tool in qemu-system-x86_64 modprobe cpio; do
 	command -v $tool >/dev/null || die "$tool not found (packages: qemu-system-x86 kmod cpio)"
 done
@@ -64,40 +61,12 @@ else
 fi
 [ ${#cases[@]} -gt 0 ] || die "no cases to run"
 
-work=$BUILD/softroce
-mkdir -p "$work/results"
-results=$(mktemp -d "$work/results/run-$(date +%Y%m%d-%H%M%S)-XXXX")
+vm_results_dir "$BUILD/softroce"
 
 # ---- initramfs: static busybox, the virtio/9p modules, /init ----
-initrd=$work/initramfs-$kver.cpio
-stage=$work/initramfs-$kver.d
-mods=()
-for m in virtio_pci 9pnet_virtio 9p; do
-	while read -r verb path _; do
-		[ "$verb" = insmod ] || continue
-		case " ${mods[*]-} " in *" $path "*) ;; *) mods+=("$path") ;; esac
-	done < <(modprobe -S "$kver" --show-depends "$m" 2>/dev/null) ||
-		die "modprobe -S $kver --show-depends $m failed"
-done
+vm_modules virtio_pci 9pnet_virtio 9p
 [ ${#mods[@]} -ge 4 ] || die "could not resolve the 9p/virtio modules for $kver"
-if [ ! -s "$initrd" ] || [ "$here/run.sh" -nt "$initrd" ]; then
-	rm -rf "$stage"
-	mkdir -p "$stage"/{bin,dev,proc,sys,newroot,lib/modules}
-	cp "$busybox" "$stage/bin/busybox"
-	: >"$stage/modules.order"
-	for p in "${mods[@]}"; do
-		b=$(basename "$p")
-		case "$p" in
-		*.ko) cp "$p" "$stage/lib/modules/$b" ;;
-		*.ko.xz) xz -dc "$p" >"$stage/lib/modules/${b%.xz}" ;;
-		*.ko.zst) zstd -qdc "$p" >"$stage/lib/modules/${b%.zst}" ;;
-		*.ko.gz) gzip -dc "$p" >"$stage/lib/modules/${b%.gz}" ;;
-		*) die "unknown module format $p" ;;
-		esac
-		b=${b%.xz}; b=${b%.zst}; b=${b%.gz}
-		echo "$b" >>"$stage/modules.order"
-	done
-	cat >"$stage/init" <<'INIT'
+vm_initramfs "$here/run.sh" newroot <<'INIT'
 #!/bin/busybox sh
 # Stage 1 (initramfs): load virtio + 9p, mount the host's / and switch_root.
 /bin/busybox --install -s /bin
@@ -117,10 +86,6 @@ mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev
 exec switch_root /newroot /bin/sh -c 'exec "$pubd_vmcmd"'
 INIT
-	chmod +x "$stage/init"
-	(cd "$stage" && find . | cpio -o -H newc --quiet) >"$initrd.tmp" || die "cpio failed"
-	mv "$initrd.tmp" "$initrd"
-fi
 
 # ---- what the guest reads: cases and settings, on the host fs (not tmpfs) ----
 printf '%s\n' "${cases[@]}" >"$results/cases.list"
@@ -143,47 +108,21 @@ echo "softroce: kernel $kernel ($kver), qemu TCG -smp 2 -m 2048"
 echo "softroce: ${#cases[@]} case(s); results in $results"
 
 start=$(date +%s.%N)
-set +e
-timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
-	-machine q35,accel=tcg -cpu max -m 2048 -smp 2 -nographic -no-reboot -nic none \
-	-kernel "$kernel" -initrd "$initrd" \
+vm_qemu '^(softroce|PASS|FAIL|PUBD-SOFTROCE|Kernel panic)|^  ' '' \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hr,multidevs=remap \
-	-append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init pubd_vmcmd=$here/guest-run.sh pubd_results=$results" \
-	</dev/null 2>&1 | sed -u 's/\r//g; s/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g' | tee "$results/console.log" |
-	grep --line-buffered -E '^(softroce|PASS|FAIL|PUBD-SOFTROCE|Kernel panic)|^  ' 
-rc=${PIPESTATUS[0]}
-set -e
+	-append "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init pubd_vmcmd=$here/guest-run.sh pubd_results=$results"
 end=$(date +%s.%N)
 wall=$(echo "$end - $start" | bc 2>/dev/null || awk "BEGIN{print $end-$start}")
 echo "softroce: VM wall time ${wall}s (boot + cases + poweroff), qemu exit $rc"
 
-marker=$(grep -a '^PUBD-SOFTROCE-RESULT:' "$results/console.log" | tail -n1 || true)
-if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-	echo "softroce: FATAL: the VM hit the overall timeout of ${timeout_s}s" >&2
-fi
-if [ -z "$marker" ] || ! echo "$marker" | grep -q 'passed='; then
-	echo "softroce: FATAL: the VM did not report a result (${marker:-no marker}); console tail:" >&2
-	tail -n 40 "$results/console.log" >&2
-	echo "softroce: logs kept in $results" >&2
-	exit 2
-fi
-passed=$(echo "$marker" | sed -n 's/.*passed=\([0-9]*\).*/\1/p')
-failed=$(echo "$marker" | sed -n 's/.*failed=\([0-9]*\).*/\1/p')
-if [ "${failed:-1}" -ne 0 ] || [ $rc -eq 124 ]; then
+vm_result "$(grep -a '^PUBD-SOFTROCE-RESULT:' "$results/console.log" | tail -n1 || true)"
+if [ "${failed:-1}" -ne 0 ] || [ "$rc" -eq 124 ]; then
 	for log in "$results"/*.log; do
 		[ "$log" = "$results/console.log" ] && continue
 		grep -q '^FAIL' "$log" 2>/dev/null || continue
 		echo "---- $log (tail)"
 		tail -n 30 "$log"
 	done
-	echo "softroce: logs kept in $results"
-	echo "$passed passed, $failed failed"
-	exit 1
+	vm_finish 1
 fi
-if [ "${PUBD_SOFTROCE_KEEP:-0}" = 1 ]; then
-	echo "softroce: logs kept in $results"
-else
-	rm -rf "$results"
-fi
-echo "$passed passed, $failed failed"
-exit 0
+vm_finish 0 "${PUBD_SOFTROCE_KEEP:-0}"

@@ -40,20 +40,14 @@ BUILD=${BUILD:-$repo/build}
 BUILD=$(cd "$BUILD" && pwd)
 timeout_s=${PUBD_VM_TIMEOUT:-900}
 fabric=${PUBD_VM_FABRIC:-verbs}
-
-die() {
-	echo "systemd-vm: FATAL: $*" >&2
-	exit 2
-}
+vm_tag=systemd-vm
+# The same boot as the Soft-RoCE tier: kernel, initramfs, qemu, result marker.
+# shellcheck source-path=SCRIPTDIR source=../softroce/vm-lib.sh
+. "$repo/tests/softroce/vm-lib.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (9p passthrough export of /)"
 [ -x "$BUILD/daemon/pubd" ] || die "no $BUILD/daemon/pubd: build first"
-kernel=${PUBD_SOFTROCE_KERNEL:-$(printf '%s\n' /boot/vmlinuz-*-amd64 | sort -V | tail -n1)}
-if [ ! -r "$kernel" ]; then
-	die "no readable kernel image (/boot/vmlinuz-*-amd64; apt-get install linux-image-amd64)"
-fi
-kver=${kernel##*/vmlinuz-}
-[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver for $kernel"
+vm_kernel
 for tool in qemu-system-x86_64 modprobe cpio /lib/systemd/systemd cmake; do
 	command -v $tool >/dev/null || die "$tool not found (packages: qemu-system-x86 kmod cpio systemd cmake)"
 done
@@ -64,39 +58,11 @@ if [ -z "$busybox" ] || ldd "$busybox" >/dev/null 2>&1; then
 fi
 case "$repo" in /tmp/* | /run/*) die "the repo lives under /tmp or /run, which the guest replaces" ;; esac
 
-work=$BUILD/systemd-vm
-mkdir -p "$work/results"
-results=$(mktemp -d "$work/results/run-$(date +%Y%m%d-%H%M%S)-XXXX")
+vm_results_dir "$BUILD/systemd-vm"
 
 # ---- initramfs: static busybox, virtio + 9p + overlay modules, /init ----
-initrd=$work/initramfs-$kver.cpio
-stage=$work/initramfs-$kver.d
-mods=()
-for m in virtio_pci 9pnet_virtio 9p overlay; do
-	while read -r verb path _; do
-		[ "$verb" = insmod ] || continue
-		case " ${mods[*]-} " in *" $path "*) ;; *) mods+=("$path") ;; esac
-	done < <(modprobe -S "$kver" --show-depends "$m" 2>/dev/null) ||
-		die "modprobe -S $kver --show-depends $m failed"
-done
-if [ ! -s "$initrd" ] || [ "$here/vm-systemd.sh" -nt "$initrd" ]; then
-	rm -rf "$stage"
-	mkdir -p "$stage"/{bin,dev,proc,sys,lower,rw,newroot,lib/modules}
-	cp "$busybox" "$stage/bin/busybox"
-	: >"$stage/modules.order"
-	for p in "${mods[@]}"; do
-		b=$(basename "$p")
-		case "$p" in
-		*.ko) cp "$p" "$stage/lib/modules/$b" ;;
-		*.ko.xz) xz -dc "$p" >"$stage/lib/modules/${b%.xz}" ;;
-		*.ko.zst) zstd -qdc "$p" >"$stage/lib/modules/${b%.zst}" ;;
-		*.ko.gz) gzip -dc "$p" >"$stage/lib/modules/${b%.gz}" ;;
-		*) die "unknown module format $p" ;;
-		esac
-		b=${b%.xz}; b=${b%.zst}; b=${b%.gz}
-		echo "$b" >>"$stage/modules.order"
-	done
-	cat >"$stage/init" <<'INIT'
+vm_modules virtio_pci 9pnet_virtio 9p overlay
+vm_initramfs "$here/vm-systemd.sh" lower rw newroot <<'INIT'
 #!/bin/busybox sh
 # Stage 1: the host's / read-only under a tmpfs upper layer, then systemd.
 /bin/busybox --install -s /bin
@@ -156,10 +122,6 @@ mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev
 exec switch_root /newroot /lib/systemd/systemd
 INIT
-	chmod +x "$stage/init"
-	(cd "$stage" && find . | cpio -o -H newc --quiet) >"$initrd.tmp" || die "cpio failed"
-	mv "$initrd.tmp" "$initrd"
-fi
 
 {
 	printf 'PUBD_REPO=%q\n' "$repo"
@@ -171,50 +133,22 @@ echo "systemd-vm: kernel $kernel, qemu TCG -smp 2 -m 2048, systemd $(/lib/system
 echo "systemd-vm: results in $results"
 guest_timeout=$((timeout_s > 120 ? timeout_s - 60 : timeout_s))
 start=$(date +%s)
-set +e
-timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
-	-machine q35,accel=tcg -cpu max -m 2048 -smp 2 -nographic -no-reboot -nic none \
-	-kernel "$kernel" -initrd "$initrd" \
+# The guest's output reaches the console through journald as
+# "[  12.345] bash[190]: PASS ...": drop that prefix too.
+vm_qemu '^(systemd-vm|PASS|FAIL|PUBD-SYSTEMD|Kernel panic)|^  [^ ]' 's/^\[ *[0-9.]*\] bash\[[0-9]*\]: //' \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hr,multidevs=remap,readonly=on \
 	-virtfs local,path="$results",mount_tag=results,security_model=passthrough,id=res \
-	-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init systemd.unit=pubd-vmtest.target systemd.show_status=error pubd_vmtest=$here/vm-guest.sh pubd_vmtimeout=$guest_timeout" \
-	</dev/null 2>&1 |
-	# The guest's output reaches the console through journald as
-	# "[  12.345] bash[190]: PASS ...": drop that prefix and the escapes.
-	sed -u 's/\r//g; s/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g; s/^\[ *[0-9.]*\] bash\[[0-9]*\]: //' |
-	tee "$results/console.log" |
-	grep --line-buffered -E '^(systemd-vm|PASS|FAIL|PUBD-SYSTEMD|Kernel panic)|^  [^ ]'
-rc=${PIPESTATUS[0]}
-set -e
+	-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init systemd.unit=pubd-vmtest.target systemd.show_status=error pubd_vmtest=$here/vm-guest.sh pubd_vmtimeout=$guest_timeout"
 echo "systemd-vm: VM wall time $(($(date +%s) - start)) s (boot + checks + poweroff), qemu exit $rc"
 
 # The guest writes the result to the (cache=none) share before it powers off;
 # the console copy may lose its last lines to the power-off.
-marker=$(cat "$results/result.txt" 2>/dev/null || grep -a '^PUBD-SYSTEMD-RESULT:' "$results/console.log" | tail -n1 || true)
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-	echo "systemd-vm: FATAL: the VM hit the overall timeout of ${timeout_s}s" >&2
-fi
-if [ -z "$marker" ] || ! echo "$marker" | grep -q 'passed='; then
-	echo "systemd-vm: FATAL: the VM did not report a result (${marker:-no marker}); console tail:" >&2
-	tail -n 40 "$results/console.log" >&2
-	echo "systemd-vm: logs kept in $results" >&2
-	exit 2
-fi
-passed=$(echo "$marker" | sed -n 's/.*passed=\([0-9]*\).*/\1/p')
-failed=$(echo "$marker" | sed -n 's/.*failed=\([0-9]*\).*/\1/p')
+vm_result "$(cat "$results/result.txt" 2>/dev/null || grep -a '^PUBD-SYSTEMD-RESULT:' "$results/console.log" | tail -n1 || true)"
 if [ -f "$results/systemctl-status.txt" ]; then
 	echo "systemd-vm: systemctl status pubd (in the guest):"
 	sed 's/^/  | /' "$results/systemctl-status.txt"
 fi
 if [ "${failed:-1}" -ne 0 ]; then
-	echo "systemd-vm: logs kept in $results"
-	echo "$passed passed, $failed failed"
-	exit 1
+	vm_finish 1
 fi
-if [ "${PUBD_VM_KEEP:-0}" = 1 ]; then
-	echo "systemd-vm: logs kept in $results"
-else
-	rm -rf "$results"
-fi
-echo "$passed passed, $failed failed"
-exit 0
+vm_finish 0 "${PUBD_VM_KEEP:-0}"
