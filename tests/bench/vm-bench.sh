@@ -329,6 +329,19 @@ tput() {
 	grep -q '"case":"sub"' "$sub"
 }
 
+# tput_case TITLE NAME GROUP SIZE COUNT CASE METRIC SUB_KEY BASELINE TARGET [PUB_ARG...]:
+# one throughput run of variant $v, its PASS/FAIL line and its figure
+# (SUB_KEY of the subscriber's JSON against BASELINE; TARGET "" for none).
+tput_case() {
+	if tput "$v" "$2" "$3" "$4" "$5" "${@:11}"; then
+		pass "$v bench $1 ran"
+		# shellcheck disable=SC2086 # no target: no TARGET CMP arguments
+		record tput "$6$sfx" "$7" "$(jget "$work/$v-$2-sub.log" "$8")" "$9" ${10:+${10} ge}
+	else
+		fail "$v bench $1 did not complete"
+	fi
+}
+
 # lat VARIANT NAME PONG_SOCK [PING_GROUP PONG_GROUP]: ping from A, pong on PONG_SOCK (B: across the
 # fabric; A: through one daemon, local fan-out only).
 lat() {
@@ -373,44 +386,24 @@ run_variant() {
 	fi
 	echo "== $v: $2 (busy_poll $3): A and B up on the $mode fabric"
 
-	if tput "$v" tput1k t1k 1024 "$TPUT_1K_COUNT"; then
-		pass "$v bench 1: throughput 1 KiB ran"
-		record tput "1KiB_msgs$sfx" msgs_per_s "$(jget "$work/$v-tput1k-sub.log" msgs_per_s)" bw_rate 0.90 ge
-	else
-		fail "$v bench 1: throughput 1 KiB did not complete"
-	fi
+	tput_case "1: throughput 1 KiB" tput1k t1k 1024 "$TPUT_1K_COUNT" "1KiB_msgs" msgs_per_s msgs_per_s bw_rate 0.90
 	# A 1 KiB message and pubd's 48-byte header do not fit one datagram at a
 	# 1024-byte MTU: pubd sends two where ib_send_bw -s 1024 sends one. The
 	# largest message that fits one (MTU - 48) shows the cost per datagram.
 	one=$("$PUBCTL" -s "$work/a.sock" status | awk '$1 == "payload_per_datagram" { print $2; exit }')
 	one=$((${one:-0}))
-	if [ "$VM_MTU" = 1024 ] && [ "$one" -gt 0 ] && tput "$v" tput1dg t1k "$one" "$TPUT_1K_COUNT"; then
-		pass "$v bench 1: throughput at one datagram per message ($one B) ran"
-		record tput "${one}B_msgs_one_datagram$sfx" msgs_per_s "$(jget "$work/$v-tput1dg-sub.log" msgs_per_s)" \
-			bw_rate
+	if [ "$VM_MTU" = 1024 ] && [ "$one" -gt 0 ]; then
+		tput_case "1: throughput at one datagram per message ($one B)" tput1dg t1k "$one" "$TPUT_1K_COUNT" \
+			"${one}B_msgs_one_datagram" msgs_per_s msgs_per_s bw_rate ""
 	fi
 	# A publishing host configured as one (send-only join of the group).
-	if tput "$v" tput1ks t1ks 1024 "$TPUT_1K_COUNT"; then
-		pass "$v bench 1: throughput 1 KiB, publisher send-only, ran"
-		record tput "1KiB_msgs_sendonly_pub$sfx" msgs_per_s "$(jget "$work/$v-tput1ks-sub.log" msgs_per_s)" \
-			bw_rate 0.90 ge
-	else
-		fail "$v bench 1: throughput 1 KiB, publisher send-only, did not complete"
-	fi
+	tput_case "1: throughput 1 KiB, publisher send-only" tput1ks t1ks 1024 "$TPUT_1K_COUNT" \
+		"1KiB_msgs_sendonly_pub" msgs_per_s msgs_per_s bw_rate 0.90
 	# The same with PUB_MORE: the publisher writes many messages at once.
-	if tput "$v" tput1kmore t1k 1024 "$TPUT_1K_COUNT" --more; then
-		pass "$v bench 1: throughput 1 KiB with PUB_MORE ran"
-		record tput "1KiB_msgs_more$sfx" msgs_per_s "$(jget "$work/$v-tput1kmore-sub.log" msgs_per_s)" bw_rate 0.90 ge
-	else
-		fail "$v bench 1: throughput 1 KiB with PUB_MORE did not complete"
-	fi
-	if tput "$v" tput64k t64k 65536 "$TPUT_64K_COUNT"; then
-		pass "$v bench 2: throughput 64 KiB ran"
-		record tput "64KiB_bytes$sfx" payload_bytes_per_s "$(jget "$work/$v-tput64k-sub.log" bytes_per_s)" \
-			bw_bytes 0.85 ge
-	else
-		fail "$v bench 2: throughput 64 KiB did not complete"
-	fi
+	tput_case "1: throughput 1 KiB with PUB_MORE" tput1kmore t1k 1024 "$TPUT_1K_COUNT" \
+		"1KiB_msgs_more" msgs_per_s msgs_per_s bw_rate 0.90 --more
+	tput_case "2: throughput 64 KiB" tput64k t64k 65536 "$TPUT_64K_COUNT" \
+		"64KiB_bytes" payload_bytes_per_s bytes_per_s bw_bytes 0.85
 	if lat "$v" lat "$work/b.sock"; then
 		pass "$v bench 3: ping-pong latency ran"
 		# Target: p50 <= 1.5 x ib_send_lat typical, i.e. ratio <= 1.5.
