@@ -92,12 +92,17 @@ struct slot {
 	struct membership *m;
 };
 
+#define MAX_SELF_ADDRS 16
+
 struct pubd_fabric {
-	int fd;
+	int fd;		 /* receives: bound to the group port every daemon shares */
+	int sfd;	 /* sends: a port of its own, which tells our datagrams apart */
+	uint16_t sport;	 /* sfd's port */
 	int sock_family; /* AF_INET or AF_INET6 */
 	enum fam fams;	 /* which group families the socket carries */
 	struct pubd_loop *loop;
 	struct pubd_loop_watch *watch;
+	struct pubd_loop_watch *swatch; /* sfd: EPOLLOUT while a send waits for room */
 	struct pubd_loop_timer *up_timer;
 	bool want_out;
 	bool loopback; /* the interface is lo */
@@ -109,6 +114,10 @@ struct pubd_fabric {
 	uint32_t if_mtu;
 	char *address;		 /* fabric.address as configured, NULL when unset */
 	struct in_addr if_addr4; /* the configured IPv4 address, or 0 */
+	/* The interface's addresses (IPv4 as v4-mapped): a datagram from one of
+	 * them and from sport is one we sent. */
+	struct in6_addr self_addrs[MAX_SELF_ADDRS];
+	unsigned nself_addrs;
 	uint16_t port;
 	uint32_t mtu;
 	int rcvbuf, sndbuf; /* as the kernel reports them */
@@ -126,6 +135,7 @@ struct pubd_fabric {
 	struct mmsghdr rx_msgs[RX_BATCH];
 	unsigned rx_dirty; /* headers [0, rx_dirty) were written by the kernel: reset them */
 	struct iovec rx_iov[RX_BATCH];
+	struct sockaddr_storage rx_src[RX_BATCH];
 	union {
 		struct cmsghdr align;
 		uint8_t buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo)) +
@@ -395,8 +405,6 @@ static int setup_socket(struct pubd_fabric *f, int literal_family)
 	if (err)
 		return err;
 	err = set_buffer(f->fd, SO_RCVBUFFORCE, SO_RCVBUF, &f->rcvbuf, &f->rcvbuf_forced, "SO_RCVBUF");
-	if (!err)
-		err = set_buffer(f->fd, SO_SNDBUFFORCE, SO_SNDBUF, &f->sndbuf, &f->sndbuf_forced, "SO_SNDBUF");
 	if (err) {
 		log_err("fabric udp: socket buffers: %s", strerror(-err));
 		return err;
@@ -462,7 +470,106 @@ static int setup_socket(struct pubd_fabric *f, int literal_family)
 	return 0;
 }
 
+/*
+ * The send socket: the receive socket's family and multicast options, on an
+ * ephemeral port of its own. Every daemon on a host receives on the one
+ * shared group port, so a datagram's source port is what tells the copies
+ * the kernel loops back to us from a neighbour's (raw groups have no header
+ * to carry a source id).
+ */
+static int setup_send_socket(struct pubd_fabric *f)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof(ss);
+	int err;
+
+	f->sfd = socket(f->sock_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	if (f->sfd < 0) {
+		err = -errno;
+		log_err("fabric udp: send socket: %s", strerror(-err));
+		return err;
+	}
+	err = set_buffer(f->sfd, SO_SNDBUFFORCE, SO_SNDBUF, &f->sndbuf, &f->sndbuf_forced, "SO_SNDBUF");
+	if (err) {
+		log_err("fabric udp: socket buffers: %s", strerror(-err));
+		return err;
+	}
+	if (f->sock_family == AF_INET6) {
+		err = setopt(f->sfd, IPPROTO_IPV6, IPV6_V6ONLY, f->fams == FAM_V6, "IPV6_V6ONLY");
+		if (!err)
+			err = setopt(f->sfd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 1, "IPV6_MULTICAST_LOOP");
+		if (!err)
+			err = setopt(f->sfd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, DEFAULT_HOPS, "IPV6_MULTICAST_HOPS");
+		if (!err)
+			err = setopt(f->sfd, IPPROTO_IPV6, IPV6_MULTICAST_IF, (int)f->ifindex, "IPV6_MULTICAST_IF");
+		if (err)
+			return err;
+	}
+	if (f->fams & FAM_V4) {
+		struct ip_mreqn mr = {.imr_address = f->if_addr4, .imr_ifindex = (int)f->ifindex};
+
+		err = setopt(f->sfd, IPPROTO_IP, IP_MULTICAST_LOOP, 1, "IP_MULTICAST_LOOP");
+		if (!err)
+			err = setopt(f->sfd, IPPROTO_IP, IP_MULTICAST_TTL, DEFAULT_HOPS, "IP_MULTICAST_TTL");
+		if (err)
+			return err;
+		if (setsockopt(f->sfd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)) < 0) {
+			err = -errno;
+			log_err("fabric udp: IP_MULTICAST_IF %s: %s", f->ifname, strerror(-err));
+			return err;
+		}
+	}
+	/* Port 0 on the wildcard address: the kernel picks a port no other
+	 * socket of this host has, on any address. */
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_family = (sa_family_t)f->sock_family;
+	if (bind(f->sfd, (struct sockaddr *)&ss,
+		 f->sock_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) < 0 ||
+	    getsockname(f->sfd, (struct sockaddr *)&ss, &sslen) < 0) {
+		err = -errno;
+		log_err("fabric udp: send socket bind: %s", strerror(-err));
+		return err;
+	}
+	f->sport = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						  : ((struct sockaddr_in *)&ss)->sin_port);
+	return 0;
+}
+
+/* The addresses a datagram we send to a group can carry as its source: the
+ * interface's (the multicast interface chooses the source), or none at all:
+ * on lo, whose 127.0.0.1 has host scope, Linux sends multicast from
+ * 0.0.0.0, which only a local sender can be. */
+static int collect_self_addrs(struct pubd_fabric *f)
+{
+	struct ifaddrs *ifa_list = NULL, *ifa;
+
+	if (getifaddrs(&ifa_list) < 0)
+		return -errno;
+	memset(&f->self_addrs[0], 0, sizeof(f->self_addrs[0])); /* :: */
+	memset(&f->self_addrs[1], 0, sizeof(f->self_addrs[1])); /* ::ffff:0.0.0.0 */
+	f->self_addrs[1].s6_addr[10] = f->self_addrs[1].s6_addr[11] = 0xff;
+	f->nself_addrs = 2;
+	for (ifa = ifa_list; ifa && f->nself_addrs < MAX_SELF_ADDRS; ifa = ifa->ifa_next) {
+		struct in6_addr *a = &f->self_addrs[f->nself_addrs];
+
+		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, f->ifname))
+			continue;
+		if (ifa->ifa_addr->sa_family == AF_INET) {
+			memset(a, 0, sizeof(*a));
+			a->s6_addr[10] = a->s6_addr[11] = 0xff;
+			memcpy(&a->s6_addr[12], &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr, 4);
+			f->nself_addrs++;
+		} else if (ifa->ifa_addr->sa_family == AF_INET6) {
+			*a = ((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
+			f->nself_addrs++;
+		}
+	}
+	freeifaddrs(ifa_list);
+	return 0;
+}
+
 static void on_socket(void *ctx, uint32_t events);
+static void on_send_socket(void *ctx, uint32_t events);
 static void on_up_timer(void *ctx, uint64_t now);
 
 static void udp_close(struct pubd_fabric *f);
@@ -479,6 +586,7 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 		return -ENOMEM;
 	f->rx_dirty = RX_BATCH; /* every header needs its first setup */
 	f->fd = -1;
+	f->sfd = -1;
 	f->loop = loop;
 	f->ev = ev;
 	f->ctx = ctx;
@@ -498,6 +606,10 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 	if (err)
 		goto fail;
 	err = setup_socket(f, literal_family);
+	if (!err)
+		err = setup_send_socket(f);
+	if (!err)
+		err = collect_self_addrs(f);
 	if (err)
 		goto fail;
 	err = choose_mtu(f, cfg);
@@ -522,6 +634,11 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 	}
 	f->watch = pubd_loop_watch(loop, f->fd, EPOLLIN, on_socket, f);
 	if (!f->watch) {
+		err = -errno;
+		goto fail;
+	}
+	f->swatch = pubd_loop_watch(loop, f->sfd, 0, on_send_socket, f);
+	if (!f->swatch) {
 		err = -errno;
 		goto fail;
 	}
@@ -828,6 +945,36 @@ static bool parse_cmsgs(struct pubd_fabric *f, struct msghdr *mh, struct sockadd
 }
 
 /* One recvmmsg batch. Returns datagrams read (0 when drained) or -errno. */
+/* Sent by us: from sfd's port and one of the interface's addresses (the
+ * port is ours alone on this host, whatever the address). */
+static bool from_self(const struct pubd_fabric *f, const struct sockaddr_storage *src, socklen_t len)
+{
+	struct in6_addr a;
+	uint16_t port;
+
+	if (src->ss_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)src;
+
+		port = ntohs(s4->sin_port);
+		memset(&a, 0, sizeof(a));
+		a.s6_addr[10] = a.s6_addr[11] = 0xff;
+		memcpy(&a.s6_addr[12], &s4->sin_addr, 4);
+	} else if (src->ss_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)src;
+
+		port = ntohs(s6->sin6_port);
+		a = s6->sin6_addr;
+	} else {
+		return false;
+	}
+	if (port != f->sport)
+		return false;
+	for (unsigned k = 0; k < f->nself_addrs; k++)
+		if (IN6_ARE_ADDR_EQUAL(&a, &f->self_addrs[k]))
+			return true;
+	return false;
+}
+
 static int rx_batch(struct pubd_fabric *f)
 {
 	struct sockaddr_storage dst;
@@ -840,6 +987,8 @@ static int rx_batch(struct pubd_fabric *f)
 		struct msghdr *mh = &f->rx_msgs[i].msg_hdr;
 
 		memset(mh, 0, sizeof(*mh));
+		mh->msg_name = &f->rx_src[i];
+		mh->msg_namelen = sizeof(f->rx_src[i]);
 		mh->msg_iov = &f->rx_iov[i];
 		mh->msg_iovlen = 1;
 		mh->msg_control = f->rx_cmsg[i].buf;
@@ -872,9 +1021,7 @@ static int rx_batch(struct pubd_fabric *f)
 		f->rx_out[n_out].data = f->rx_iov[i].iov_base;
 		f->rx_out[n_out].len = len;
 		f->rx_out[n_out].slot = slot;
-		/* One port shared by every daemon on the host: the source address
-		 * cannot tell our own datagrams from a neighbour's. */
-		f->rx_out[n_out].self = false;
+		f->rx_out[n_out].self = from_self(f, &f->rx_src[i], mh->msg_namelen);
 		n_out++;
 	}
 	if (n_out && f->ev && f->ev->rx)
@@ -913,9 +1060,22 @@ static void on_socket(void *ctx, uint32_t events)
 	}
 	if (events & EPOLLIN)
 		rx_drain(f);
+}
+
+static void on_send_socket(void *ctx, uint32_t events)
+{
+	struct pubd_fabric *f = ctx;
+
+	if (events & EPOLLERR) {
+		int soerr = 0;
+		socklen_t len = sizeof(soerr);
+
+		if (getsockopt(f->sfd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr)
+			log_warn("fabric udp: send socket error: %s", strerror(soerr));
+	}
 	if ((events & EPOLLOUT) && f->want_out) {
 		f->want_out = false;
-		pubd_loop_watch_mod(f->watch, EPOLLIN);
+		pubd_loop_watch_mod(f->swatch, 0);
 		if (f->ev && f->ev->writable)
 			f->ev->writable(f->ctx);
 	}
@@ -964,7 +1124,7 @@ static int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram 
 			mh->msg_iov = iov[i];
 			mh->msg_iovlen = niov;
 		}
-		r = sendmmsg(f->fd, msgs, k, MSG_DONTWAIT);
+		r = sendmmsg(f->sfd, msgs, k, MSG_DONTWAIT);
 		if (r < 0) {
 			int err = errno;
 
@@ -975,7 +1135,7 @@ static int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram 
 				f->tx_eagain++;
 				if (!f->want_out) {
 					f->want_out = true;
-					pubd_loop_watch_mod(f->watch, EPOLLIN | EPOLLOUT);
+					pubd_loop_watch_mod(f->swatch, EPOLLOUT);
 				}
 				return (int)done;
 			}
@@ -1050,6 +1210,10 @@ static void udp_close(struct pubd_fabric *f)
 		pubd_loop_unwatch(f->watch);
 		f->watch = NULL;
 	}
+	if (f->swatch) {
+		pubd_loop_unwatch(f->swatch);
+		f->swatch = NULL;
+	}
 	if (f->up_timer) {
 		pubd_loop_timer_free(f->up_timer);
 		f->up_timer = NULL;
@@ -1075,6 +1239,10 @@ static void udp_close(struct pubd_fabric *f)
 	if (f->fd >= 0) {
 		close(f->fd);
 		f->fd = -1;
+	}
+	if (f->sfd >= 0) {
+		close(f->sfd);
+		f->sfd = -1;
 	}
 	free(f->rxbuf);
 	free(f->address);

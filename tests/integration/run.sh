@@ -22,7 +22,7 @@ shift
 export BUILD
 export IT_ARTIFACTS=${IT_ARTIFACTS:-$BUILD/tests/integration}
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(fabric_udp_check three_hosts loss slow_sub garbage_acl restart reload big_stream)
+[ ${#tests[@]} -gt 0 ] || tests=(fabric_udp_check three_hosts loss slow_sub garbage_acl restart reload big_stream raw_udp)
 
 passed=()
 failed=()
