@@ -182,6 +182,14 @@ static bool same_group(const struct sockaddr_storage *a, const struct sockaddr_s
 				  &((const struct sockaddr_in6 *)b)->sin6_addr);
 }
 
+/* a as an IPv4-mapped IPv6 address (::ffff:a.b.c.d). */
+static void map_v4(struct in6_addr *out, const struct in_addr *a)
+{
+	memset(out, 0, sizeof(*out));
+	out->s6_addr[10] = out->s6_addr[11] = 0xff;
+	memcpy(&out->s6_addr[12], a, 4);
+}
+
 /* ---- opening: interface, MTU, socket options ---- */
 
 /*
@@ -416,35 +424,17 @@ static int setup_socket(struct pubd_fabric *f, int literal_family)
 			err = setopt(f->fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, 0, "IPV6_MULTICAST_ALL");
 		if (!err)
 			err = setopt(f->fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO");
-		if (!err)
-			err = setopt(f->fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 1, "IPV6_MULTICAST_LOOP");
-		if (!err)
-			err = setopt(f->fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, DEFAULT_HOPS, "IPV6_MULTICAST_HOPS");
-		if (!err)
-			err = setopt(f->fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, (int)f->ifindex, "IPV6_MULTICAST_IF");
 		if (err)
 			return err;
 	}
+	/* Receive options only: what we send leaves through the send socket,
+	 * which carries the multicast send options (setup_send_socket). */
 	if (f->fams & FAM_V4) {
-		/* On a dual-stack socket the IPv4 options still apply to the
-		 * IPv4 traffic (v4-mapped destinations go out through the IPv4
-		 * stack with these settings). */
-		struct ip_mreqn mr = {.imr_address = f->if_addr4, .imr_ifindex = (int)f->ifindex};
-
 		err = setopt(f->fd, IPPROTO_IP, IP_MULTICAST_ALL, 0, "IP_MULTICAST_ALL");
 		if (!err)
 			err = setopt(f->fd, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO");
-		if (!err)
-			err = setopt(f->fd, IPPROTO_IP, IP_MULTICAST_LOOP, 1, "IP_MULTICAST_LOOP");
-		if (!err)
-			err = setopt(f->fd, IPPROTO_IP, IP_MULTICAST_TTL, DEFAULT_HOPS, "IP_MULTICAST_TTL");
 		if (err)
 			return err;
-		if (setsockopt(f->fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)) < 0) {
-			err = -errno;
-			log_err("fabric udp: IP_MULTICAST_IF %s: %s", f->ifname, strerror(-err));
-			return err;
-		}
 	}
 
 	if (f->sock_family == AF_INET6) {
@@ -506,6 +496,9 @@ static int setup_send_socket(struct pubd_fabric *f)
 			return err;
 	}
 	if (f->fams & FAM_V4) {
+		/* On a dual-stack socket the IPv4 options still apply to the
+		 * IPv4 traffic (v4-mapped destinations go out through the IPv4
+		 * stack with these settings). */
 		struct ip_mreqn mr = {.imr_address = f->if_addr4, .imr_ifindex = (int)f->ifindex};
 
 		err = setopt(f->sfd, IPPROTO_IP, IP_MULTICAST_LOOP, 1, "IP_MULTICAST_LOOP");
@@ -545,9 +538,10 @@ static int collect_self_addrs(struct pubd_fabric *f)
 
 	if (getifaddrs(&ifa_list) < 0)
 		return -errno;
-	memset(&f->self_addrs[0], 0, sizeof(f->self_addrs[0])); /* :: */
-	memset(&f->self_addrs[1], 0, sizeof(f->self_addrs[1])); /* ::ffff:0.0.0.0 */
-	f->self_addrs[1].s6_addr[10] = f->self_addrs[1].s6_addr[11] = 0xff;
+	static const struct in_addr any4 = {.s_addr = INADDR_ANY};
+
+	f->self_addrs[0] = in6addr_any;
+	map_v4(&f->self_addrs[1], &any4);
 	f->nself_addrs = 2;
 	for (ifa = ifa_list; ifa && f->nself_addrs < MAX_SELF_ADDRS; ifa = ifa->ifa_next) {
 		struct in6_addr *a = &f->self_addrs[f->nself_addrs];
@@ -555,9 +549,7 @@ static int collect_self_addrs(struct pubd_fabric *f)
 		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, f->ifname))
 			continue;
 		if (ifa->ifa_addr->sa_family == AF_INET) {
-			memset(a, 0, sizeof(*a));
-			a->s6_addr[10] = a->s6_addr[11] = 0xff;
-			memcpy(&a->s6_addr[12], &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr, 4);
+			map_v4(a, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr);
 			f->nself_addrs++;
 		} else if (ifa->ifa_addr->sa_family == AF_INET6) {
 			*a = ((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
@@ -814,9 +806,7 @@ static int udp_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr
 		const struct sockaddr_in *g = (const struct sockaddr_in *)&group;
 
 		d->sin6_family = AF_INET6;
-		d->sin6_addr.s6_addr[10] = 0xff;
-		d->sin6_addr.s6_addr[11] = 0xff;
-		memcpy(&d->sin6_addr.s6_addr[12], &g->sin_addr, 4);
+		map_v4(&d->sin6_addr, &g->sin_addr);
 		d->sin6_port = htons(f->port);
 		s->dest_len = sizeof(*d);
 	} else if (group.ss_family == AF_INET) {
@@ -952,23 +942,24 @@ static bool from_self(const struct pubd_fabric *f, const struct sockaddr_storage
 	struct in6_addr a;
 	uint16_t port;
 
+	/* The port first: it rules out a neighbour's datagram at once. */
 	if (src->ss_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
 		const struct sockaddr_in *s4 = (const struct sockaddr_in *)src;
 
 		port = ntohs(s4->sin_port);
-		memset(&a, 0, sizeof(a));
-		a.s6_addr[10] = a.s6_addr[11] = 0xff;
-		memcpy(&a.s6_addr[12], &s4->sin_addr, 4);
+		if (port != f->sport)
+			return false;
+		map_v4(&a, &s4->sin_addr);
 	} else if (src->ss_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
 		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)src;
 
 		port = ntohs(s6->sin6_port);
+		if (port != f->sport)
+			return false;
 		a = s6->sin6_addr;
 	} else {
 		return false;
 	}
-	if (port != f->sport)
-		return false;
 	for (unsigned k = 0; k < f->nself_addrs; k++)
 		if (IN6_ARE_ADDR_EQUAL(&a, &f->self_addrs[k]))
 			return true;
