@@ -480,23 +480,43 @@ static int tx_flush(struct pub_client *c, uint64_t deadline)
 	return 0;
 }
 
-/* Keep the unwritten rest of a frame [iov from `done`] so the stream stays whole. */
-static int tx_keep(struct pub_client *c, const struct iovec *iov, int iovcnt, size_t done)
+/* Room for `extra` more bytes of output after those waiting, which move to
+ * the front; the buffer grows to at least min_cap when it must grow. */
+static int wbuf_room(struct pub_client *c, size_t extra, size_t min_cap)
 {
-	size_t total = 0, off = 0;
+	size_t need;
 
-	for (int i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len;
-	if (total - done > c->wcap) {
-		uint8_t *p = realloc(c->wbuf, total - done);
+	if (c->wpos) {
+		memmove(c->wbuf, c->wbuf + c->wpos, c->wlen - c->wpos);
+		c->wlen -= c->wpos;
+		c->wpos = 0;
+	}
+	need = c->wlen + extra;
+	if (need > c->wcap) {
+		size_t cap = need < min_cap ? min_cap : need;
+		uint8_t *p = realloc(c->wbuf, cap);
 
 		if (!p)
 			return -ENOMEM;
 		c->wbuf = p;
-		c->wcap = total - done;
+		c->wcap = cap;
 	}
+	return 0;
+}
+
+/* Keep the unwritten rest of a frame [iov from `done`] so the stream stays whole. */
+static int tx_keep(struct pub_client *c, const struct iovec *iov, int iovcnt, size_t done)
+{
+	size_t total = 0, off = 0;
+	int r;
+
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
 	c->wpos = 0;
 	c->wlen = 0;
+	r = wbuf_room(c, total - done, 0);
+	if (r < 0)
+		return r;
 	for (int i = 0; i < iovcnt; i++) {
 		const uint8_t *base = iov[i].iov_base;
 		size_t len = iov[i].iov_len;
@@ -1049,8 +1069,6 @@ static int drain(struct pub_client *c)
  */
 static int hold_frame(struct pub_client *c, const char *group, size_t glen, const void *data, size_t len, bool nonblock)
 {
-	uint8_t head[PUB_PROTO_MAX_HEAD];
-	size_t need;
 	long n;
 	int r;
 
@@ -1059,30 +1077,16 @@ static int hold_frame(struct pub_client *c, const char *group, size_t glen, cons
 		if (r < 0)
 			return r;
 	}
-	n = pub_proto_enc_publish_head(head, sizeof(head), 0, group, glen, len);
+	r = wbuf_room(c, PUB_PROTO_MAX_HEAD + len, MORE_FLUSH_AT + MORE_COPY_MAX + PUB_PROTO_MAX_HEAD);
+	if (r < 0)
+		return r;
+	/* The head straight into the output, the payload after it. */
+	n = pub_proto_enc_publish_head(c->wbuf + c->wlen, PUB_PROTO_MAX_HEAD, 0, group, glen, len);
 	if (n <= 0)
 		return -PUB_ETOOLARGE;
-	if (c->wpos) { /* keep the waiting bytes at the front */
-		memmove(c->wbuf, c->wbuf + c->wpos, c->wlen - c->wpos);
-		c->wlen -= c->wpos;
-		c->wpos = 0;
-	}
-	need = c->wlen + (size_t)n + len;
-	if (need > c->wcap) {
-		size_t cap = need < MORE_FLUSH_AT + MORE_COPY_MAX + PUB_PROTO_MAX_HEAD
-				     ? MORE_FLUSH_AT + MORE_COPY_MAX + PUB_PROTO_MAX_HEAD
-				     : need;
-		uint8_t *p = realloc(c->wbuf, cap);
-
-		if (!p)
-			return -ENOMEM;
-		c->wbuf = p;
-		c->wcap = cap;
-	}
-	memcpy(c->wbuf + c->wlen, head, (size_t)n);
 	if (len)
 		memcpy(c->wbuf + c->wlen + (size_t)n, data, len);
-	c->wlen = need;
+	c->wlen += (size_t)n + len;
 	c->more_held++;
 	if (c->wlen >= MORE_FLUSH_AT) {
 		r = tx_flush(c, nonblock ? 0 : NEVER);
