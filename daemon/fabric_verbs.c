@@ -49,10 +49,6 @@
 #include "loop.h"
 #include "proto.h"
 
-/* Every UD receive buffer starts with 40 bytes for the GRH (ibv_post_recv(3));
- * grh.h says what they hold. */
-#define GRH_LEN PUBD_GRH_LEN
-
 #define CQ_BATCH     32		  /* work completions per ibv_poll_cq */
 #define POST_BATCH   32		  /* WRs linked per post call */
 #define CQ_BUDGET    512	  /* completions per dispatch before yielding to the loop */
@@ -712,13 +708,13 @@ static unsigned drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 				continue;
 			}
 			/* byte_len counts the 40 GRH bytes (ibv_poll_cq(3)). */
-			if (w->byte_len < GRH_LEN) {
+			if (w->byte_len < PUBD_GRH_LEN) {
 				f->cnt[VC_RX_TRUNCATED]++;
 				continue;
 			}
 			buf = f->rx_slab + (size_t)w->wr_id * f->rx_stride;
-			rx[nrx].data = buf + GRH_LEN;
-			rx[nrx].len = w->byte_len - GRH_LEN;
+			rx[nrx].data = buf + PUBD_GRH_LEN;
+			rx[nrx].len = w->byte_len - PUBD_GRH_LEN;
 			rx[nrx].slot = rx_slot_of(f, buf, w->wc_flags & IBV_WC_GRH);
 			/* The adapter loops our own multicast back (rxe cannot block
 			 * it). A QP number alone does not tell: QP numbers are per
@@ -1302,7 +1298,7 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 
 	/* Receive slab: GRH + active MTU per buffer (not fabric.mtu: a peer
 	 * may send up to the path MTU), rounded to a cache line. */
-	f->rx_stride = (GRH_LEN + f->active_mtu + 63) & ~(size_t)63;
+	f->rx_stride = (PUBD_GRH_LEN + f->active_mtu + 63) & ~(size_t)63;
 	sz = f->rx_stride * f->srq_depth;
 	if (posix_memalign((void **)&f->rx_slab, 4096, sz)) {
 		f->rx_slab = NULL;

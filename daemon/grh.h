@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Every UD receive buffer starts with these 40 bytes (ibv_post_recv(3)). */
 #define PUBD_GRH_LEN 40
 
 /* Bytes 36..39: the IPv4 destination, or the last 4 bytes of the DGID

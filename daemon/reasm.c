@@ -230,9 +230,8 @@ struct pubd_reasm {
 	struct pubd_reasm_ops ops;
 	void *ctx;
 	struct htab streams;
-	struct htab tombs;
+	struct htab tombs; /* tombs.n: how many */
 	struct link tombs_fifo;
-	uint64_t ntombs;
 	struct htab partials;
 	struct link lru;
 	struct link gpartials;
@@ -551,7 +550,6 @@ static void tomb_free(struct pubd_reasm *r, struct tomb *t)
 {
 	htab_remove(&r->tombs, &t->hn);
 	list_del(&t->fifo);
-	r->ntombs--;
 	free(t);
 }
 
@@ -561,7 +559,7 @@ static void tomb_put(struct pubd_reasm *r, uint64_t source, uint64_t group, uint
 {
 	struct tomb *t;
 
-	while (r->ntombs && r->ntombs >= r->cfg.max_streams)
+	while (r->tombs.n && r->tombs.n >= r->cfg.max_streams)
 		tomb_free(r, container_of(r->tombs_fifo.next, struct tomb, fifo));
 	t = malloc(sizeof(*t));
 	if (!t)
@@ -571,7 +569,6 @@ static void tomb_put(struct pubd_reasm *r, uint64_t source, uint64_t group, uint
 	t->next_seq = next_seq;
 	htab_insert(&r->tombs, &t->hn);
 	list_add_tail(&r->tombs_fifo, &t->fifo);
-	r->ntombs++;
 }
 
 /* Where a forgotten (source, group) had got to, forgetting that: false when
@@ -581,7 +578,7 @@ static bool tomb_take(struct pubd_reasm *r, uint64_t source, uint64_t group, uin
 	struct hnode *n;
 	struct tomb *t;
 
-	if (!r->ntombs || !(n = htab_find(&r->tombs, source, group)))
+	if (!r->tombs.n || !(n = htab_find(&r->tombs, source, group)))
 		return false;
 	t = container_of(n, struct tomb, hn);
 	*next_seq = t->next_seq;
