@@ -136,15 +136,16 @@ static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 
 		d->counters[PUBD_CTR_RX_DATAGRAMS]++;
 		d->counters[PUBD_CTR_RX_BYTES] += dg->len;
+		/* Our own multicast looped back: local subscribers already had
+		 * it through local fan-out. The fabric knows it by the sender
+		 * (QP and GID, or send port); raw groups, without a header, have
+		 * nothing else to tell it by. */
+		if (dg->self) {
+			d->counters[PUBD_CTR_RX_SELF]++;
+			continue;
+		}
 		g = pubd_groups_by_slot(&d->groups, dg->slot);
 		if (g && g->raw) {
-			/* No header, so no source id: only the fabric can tell
-			 * our own looped-back datagram (local subscribers already
-			 * had it through local fan-out). */
-			if (dg->self) {
-				d->counters[PUBD_CTR_RX_SELF]++;
-				continue;
-			}
 			g->rx_datagrams++;
 			rx_raw(d, g, dg);
 			continue;
@@ -156,8 +157,7 @@ static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 			log_debug("malformed datagram of %u bytes: %s", dg->len, pubd_wire_strerror(err));
 			continue;
 		}
-		/* The fabric loops our own multicast back; local subscribers
-		 * already had it through local fan-out. */
+		/* The same by source id, where the fabric could not tell. */
 		if (h.source_id == d->source_id) {
 			d->counters[PUBD_CTR_RX_SELF]++;
 			continue;
