@@ -84,6 +84,12 @@ static const struct enum_name fabric_types[] = {
 	{NULL, 0},
 };
 
+static const struct enum_name receive_policies[] = {
+	{"on-demand", PUBD_RECEIVE_ON_DEMAND},
+	{"always", PUBD_RECEIVE_ALWAYS},
+	{NULL, 0},
+};
+
 static const struct enum_name slow_policies[] = {
 	{"drop-oldest", PUBD_SLOW_DROP_OLDEST},
 	{"drop-newest", PUBD_SLOW_DROP_NEWEST},
@@ -130,6 +136,8 @@ static const struct key keys[] = {
 	{"fabric.heartbeat_ms", K_DURATION, CFG(heartbeat_ms), .def = 100, .min = 1, .max = 60000,
 	 .expect = "a duration in milliseconds from 1 to 60000"},
 	{"fabric.busy_poll", K_BOOL, CFG(busy_poll), .def = false, .expect = "true or false"},
+	{"fabric.receive", K_ENUM, CFG(receive), .def = PUBD_RECEIVE_ON_DEMAND, .names = receive_policies,
+	 .expect = "one of on-demand, always"},
 
 	{"limits.max_message_size", K_SIZE, CFG(max_message_size), .def = 16 * MIB, .min = 1, .max = GIB,
 	 .expect = "a size from 1 byte to 1 GiB (bytes, or with KiB, MiB or GiB)"},
@@ -1375,6 +1383,11 @@ const char *pubd_fabric_type_name(enum pubd_fabric_type t)
 const char *pubd_slow_policy_name(enum pubd_slow_policy p)
 {
 	return enum_name(slow_policies, (int)p);
+}
+
+const char *pubd_receive_policy_name(enum pubd_receive_policy p)
+{
+	return enum_name(receive_policies, (int)p);
 }
 
 const char *pubd_log_level_name(int level)

@@ -28,6 +28,9 @@
 #define PUBD_CONFIG_MAX_BYTES (4u << 20)
 
 enum pubd_fabric_type { PUBD_FABRIC_AUTO = 0, PUBD_FABRIC_VERBS, PUBD_FABRIC_UDP };
+/* When a group's traffic is taken from the fabric: while a local client
+ * subscribes to it, or from the join on. */
+enum pubd_receive_policy { PUBD_RECEIVE_ON_DEMAND = 0, PUBD_RECEIVE_ALWAYS };
 enum pubd_slow_policy { PUBD_SLOW_DROP_OLDEST = 0, PUBD_SLOW_DROP_NEWEST, PUBD_SLOW_DISCONNECT };
 /* syslog priorities: LOG_DEBUG 7 .. LOG_ERR 3 */
 
@@ -67,13 +70,14 @@ struct pubd_config {
 	 * fabric_address is NULL or an interface name. */
 	struct sockaddr_storage fabric_sockaddr;
 	socklen_t fabric_sockaddr_len;
-	uint16_t udp_port;	    /* default 7470 */
-	uint32_t mtu;		    /* 0 = auto; else the largest datagram (wire header + payload), 256..65507 */
-	uint32_t srq_depth;	    /* default 1024 */
-	uint32_t srq_low_watermark; /* default 256 */
-	uint32_t send_queue_depth;  /* default 512 */
-	uint32_t heartbeat_ms;	    /* default 100 */
-	bool busy_poll;		    /* default false: drain the CQ without waiting for events */
+	uint16_t udp_port;		  /* default 7470 */
+	uint32_t mtu;			  /* 0 = auto; else the largest datagram (wire header + payload), 256..65507 */
+	uint32_t srq_depth;		  /* default 1024 */
+	uint32_t srq_low_watermark;	  /* default 256 */
+	uint32_t send_queue_depth;	  /* default 512 */
+	uint32_t heartbeat_ms;		  /* default 100 */
+	enum pubd_receive_policy receive; /* default on-demand */
+	bool busy_poll;			  /* default false: drain the CQ without waiting for events */
 
 	/* limits */
 	uint64_t max_message_size;	/* default 16 MiB */
@@ -169,6 +173,7 @@ bool pubd_acl_allows(const struct pubd_acl *acl, uint32_t uid, uint32_t gid, con
 /* Names as written in the config ("udp", "drop-oldest", "warning"); "unknown" for a value out of range. */
 const char *pubd_fabric_type_name(enum pubd_fabric_type t);
 const char *pubd_slow_policy_name(enum pubd_slow_policy p);
+const char *pubd_receive_policy_name(enum pubd_receive_policy p);
 const char *pubd_log_level_name(int level);
 
 #endif

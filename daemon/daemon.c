@@ -164,7 +164,9 @@ static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		}
 		if (!g || g->id != h.group_id)
 			g = pubd_groups_by_id(&d->groups, h.group_id);
-		if (!g || g->raw || !(g->mode & PUBD_JOIN_RECV)) {
+		if (!g || g->raw || !g->listening) {
+			/* Not ours, or still in flight from before we stopped
+			 * listening: nobody here takes it. */
 			d->counters[PUBD_CTR_RX_FOREIGN]++;
 			continue;
 		}
@@ -176,7 +178,9 @@ static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		 * began publishing since: all of its stream is ours to account for,
 		 * from sequence 0, even when its first datagrams were lost. */
 		pubd_reasm_push_flags(d->reasm, now, &h, payload, plen,
-				      g->up && now - g->up_since_ns > grace ? PUBD_REASM_NEW_FROM_ZERO : 0);
+				      g->up && now - g->up_since_ns > grace && now - g->listen_since_ns > grace
+					      ? PUBD_REASM_NEW_FROM_ZERO
+					      : 0);
 	}
 	arm_reasm_timer(d);
 }
@@ -265,11 +269,45 @@ void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group 
 
 int pubd_group_join(struct pubd *d, struct pubd_group *g)
 {
-	int err = d->fops->join(d->fabric, g->slot, (const struct sockaddr *)&g->addr, g->addrlen, g->mode);
+	/* Joined idle: receiving starts with pubd_group_listen_sync, at once
+	 * under receive: always, else with the first local subscriber. */
+	enum pubd_join_mode mode = g->mode & PUBD_JOIN_RECV ? g->mode | PUBD_JOIN_IDLE : g->mode;
+	int err = d->fops->join(d->fabric, g->slot, (const struct sockaddr *)&g->addr, g->addrlen, mode);
 
-	if (err < 0)
+	if (err < 0) {
 		log_err("group %s (%s): join: %s", g->name, g->cfg->address_text, strerror(-err));
-	return err;
+		return err;
+	}
+	g->listening = false;
+	return pubd_group_listen_sync(d, g);
+}
+
+int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
+{
+	bool want = (g->mode & PUBD_JOIN_RECV) && (d->cfg.receive == PUBD_RECEIVE_ALWAYS || g->nsubs > 0);
+	int err;
+
+	if (want == g->listening)
+		return 0;
+	err = d->fops->listen(d->fabric, g->slot, want);
+	if (err < 0) {
+		log_warn("group %s (%s): %s receiving: %s", g->name, g->cfg->address_text,
+			 want ? "cannot start" : "cannot stop", strerror(-err));
+		return err;
+	}
+	g->listening = want;
+	if (want) {
+		/* Streams heard from now on start where we first hear them;
+		 * only after the grace period is a new one counted from 0. */
+		g->listen_since_ns = pubd_now_ns();
+	} else {
+		/* Partial messages have nobody to go to, and where the streams
+		 * had got to means nothing once we listen again. The per-source
+		 * counters stay for pubctl sources. */
+		pubd_reasm_forget_group(d->reasm, g->id);
+	}
+	log_info("group %s (%s): %s receiving", g->name, g->cfg->address_text, want ? "started" : "stopped");
+	return 0;
 }
 
 /* ---- timers and signals ---- */
@@ -454,6 +492,13 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 		pubd_config_free(&old);
 	}
 	pubd_log_set_level(d->cfg.log_level);
+	{
+		struct pubd_group *g;
+		unsigned i;
+
+		/* fabric.receive may have changed. */
+		pubd_groups_foreach(&d->groups, g, i) pubd_group_listen_sync(d, g);
+	}
 	reasm_config_from(&d->cfg, &rc);
 	pubd_reasm_set_config(d->reasm, &rc);
 	d->counters[PUBD_CTR_RELOADS]++;

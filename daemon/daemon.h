@@ -52,8 +52,13 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap);
 
 /* A message published by a local client (ipc.c calls this after checks). */
 void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
-/* Join / leave the fabric for a group. */
+/* Join the fabric for a group. */
 int pubd_group_join(struct pubd *d, struct pubd_group *g);
+/* Receive the group's traffic exactly while it should be: it may be
+ * subscribed, and it has local subscribers or fabric.receive is always.
+ * Call after its subscribers change. 0, or -errno when the fabric could not
+ * start (or stop) receiving. */
+int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g);
 
 /* Queries for pubctl (query.c): append TABLE frames for kind; returns 0 or
  * -PUB_ERR_* with a message in err. */

@@ -47,6 +47,10 @@ enum pubd_join_mode {
 	PUBD_JOIN_SEND = 1, /* only publish to it (send-only join where the fabric allows) */
 	PUBD_JOIN_RECV = 2, /* receive from it */
 	PUBD_JOIN_BOTH = 3,
+	/* With RECV: join so that receiving is possible, but do not take the
+	 * group's datagrams until listen(on). pubd joins this way and listens
+	 * only while a local client subscribes (fabric.receive: on-demand). */
+	PUBD_JOIN_IDLE = 4,
 };
 
 struct pubd_fabric_events {
@@ -70,6 +74,13 @@ struct pubd_fabric_ops {
 	int (*join)(struct pubd_fabric *f, int slot, const struct sockaddr *addr, socklen_t addrlen,
 		    enum pubd_join_mode mode);
 	void (*leave)(struct pubd_fabric *f, int slot);
+	/* Start or stop taking a RECV slot's datagrams, keeping the join (verbs:
+	 * attach or detach the QP; udp: add or drop the socket's membership).
+	 * Without it, a host that only publishes to a group still receives
+	 * every datagram it sends back from the fabric, and discards it.
+	 * Takes effect at once where the group is joined, else when it is.
+	 * 0, or -errno when it could not (the slot keeps its old state). */
+	int (*listen)(struct pubd_fabric *f, int slot, bool on);
 	/* Returns how many of the n datagrams were accepted (0..n), or -errno on
 	 * a hard error (the group is not joined, a datagram exceeds the MTU). */
 	int (*send)(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);

@@ -77,6 +77,9 @@
 	X(SRQ_REFILLS, "srq_refills")              \
 	X(CQ_EVENTS, "cq_events")                  \
 	X(JOINS, "joins")                          \
+	X(ATTACHES, "qp_attaches")                 \
+	X(DETACHES, "qp_detaches")                 \
+	X(ATTACH_ERRORS, "qp_attach_errors")       \
 	X(JOIN_ERRORS, "join_errors")              \
 	X(MC_ERRORS, "multicast_errors")           \
 	X(REJOINS, "rejoins")                      \
@@ -108,6 +111,7 @@ struct vmc {
 	bool pending;	     /* join issued, its event not seen yet */
 	bool up;	     /* ah is valid: sends go out */
 	bool want_recv;	     /* some slot receives: needs a full-member join */
+	bool attached;	     /* the QP takes this group's datagrams (ibv_attach_mcast) */
 	bool no_sendonly;    /* a send-only join failed here: use full member */
 	uint32_t join_flags; /* RDMA_MC_JOIN_FLAG_* of the current join */
 	uint32_t gen;	     /* tells this join's events from a previous one's */
@@ -120,14 +124,16 @@ struct vmc {
 	uint32_t dst4; /* mgid bytes 12..15, as found at GRH bytes 36..39 */
 	struct ibv_ah *ah;
 	uint32_t qpn, qkey;
+	uint16_t mlid;	   /* from the join event; what attach and detach name */
 	uint64_t retry_at; /* 0: no retry scheduled */
 	uint64_t retry_delay;
 };
 
 struct vslot {
 	bool used;
-	bool up;     /* group_state(up) was reported */
-	bool notify; /* report up from the kick timer (never from inside join()) */
+	bool up;	/* group_state(up) was reported */
+	bool notify;	/* report up from the kick timer (never from inside join()) */
+	bool listening; /* a RECV slot that wants the group's datagrams now */
 	int mc;
 	enum pubd_join_mode mode;
 };
@@ -507,6 +513,45 @@ static void mc_leave(struct pubd_fabric *f, struct vmc *m)
 	}
 	m->joined = false;
 	m->pending = false;
+	m->attached = false;
+}
+
+/*
+ * Attach the QP to the group while some slot listens, detach it while none
+ * does, keeping the join either way. A full-member join is attached by
+ * librdmacm when its event is processed (ucma_process_join); rdma_leave_
+ * multicast detaches and ignores the result, so a group we detached
+ * ourselves leaves cleanly. Attach and detach are synchronous verbs: the
+ * first datagram after a successful attach is ours.
+ */
+static int mc_sync_attach(struct pubd_fabric *f, int idx)
+{
+	struct vmc *m = &f->mcs[idx];
+	bool want = false;
+	int ret;
+
+	for (unsigned s = 0; s < f->nslots && !want; s++)
+		want = f->slots[s].used && f->slots[s].mc == idx && f->slots[s].listening;
+	if (!m->up || !f->qp || m->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER || want == m->attached)
+		return 0;
+	if (want) {
+		ret = ibv_attach_mcast(f->qp, (const union ibv_gid *)m->mgid, m->mlid);
+		if (ret) {
+			ret = ret > 0 ? -ret : -EIO; /* the verb returns an errno value */
+			f->cnt[VC_ATTACH_ERRORS]++;
+			log_warn("verbs: attaching the QP to %s failed: %s", m->name, err_str(ret));
+			return ret;
+		}
+		f->cnt[VC_ATTACHES]++;
+	} else {
+		ret = ibv_detach_mcast(f->qp, (const union ibv_gid *)m->mgid, m->mlid);
+		if (ret)
+			log_warn("verbs: detaching the QP from %s: %s", m->name, strerror(ret));
+		f->cnt[VC_DETACHES]++;
+	}
+	m->attached = want;
+	log_debug("verbs: %s %s the QP", m->name, want ? "attached to" : "detached from");
+	return 0;
 }
 
 static void mc_down(struct pubd_fabric *f, int idx, int err)
@@ -1539,11 +1584,19 @@ static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum r
 		m->ah = ah;
 		m->qpn = e->param.ud.qp_num;
 		m->qkey = e->param.ud.qkey;
+		m->mlid = e->param.ud.ah_attr.dlid;
 		memcpy(m->mgid, e->param.ud.ah_attr.grh.dgid.raw, 16);
 		memcpy(&m->dst4, m->mgid + 12, 4);
 		m->pending = false;
 		m->up = true;
 		m->retry_delay = 0;
+		/* librdmacm attached the QP for a full member; detach it at once
+		 * if nobody listens yet. A failed attach for a listener leaves
+		 * the group up for sending and tries again with the next
+		 * listen(on) or rejoin. */
+		m->attached = m->join_flags == RDMA_MC_JOIN_FLAG_FULLMEMBER;
+		f->cnt[VC_ATTACHES] += m->attached;
+		mc_sync_attach(f, (int)idx);
 		log_info("verbs: joined %s on %s as %s (mgid %s, qpn 0x%x, qkey 0x%x)", m->name, f->dev_name,
 			 m->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER ? "send-only full member"
 										: "full member",
@@ -1732,7 +1785,10 @@ static int vjoin(struct pubd_fabric *f, int slot, const struct sockaddr *addr, s
 	if (idx < 0)
 		return idx;
 	m = &f->mcs[idx];
-	f->slots[slot] = (struct vslot){.used = true, .mc = idx, .mode = mode};
+	f->slots[slot] = (struct vslot){.used = true,
+					.mc = idx,
+					.mode = mode,
+					.listening = (mode & PUBD_JOIN_RECV) && !(mode & PUBD_JOIN_IDLE)};
 	m->refs++;
 	upgrade = (mode & PUBD_JOIN_RECV) && m->joined && m->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
 	mc_update(f, idx);
@@ -1744,10 +1800,30 @@ static int vjoin(struct pubd_fabric *f, int slot, const struct sockaddr *addr, s
 	} else if (!m->joined) {
 		mc_join(f, idx);
 	} else if (m->up) {
+		mc_sync_attach(f, idx);
 		f->slots[slot].notify = true;
 		kick(f);
 	}
 	return 0;
+}
+
+static int vlisten(struct pubd_fabric *f, int slot, bool on)
+{
+	struct vslot *v;
+	int ret;
+
+	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
+		return -EBADSLT;
+	v = &f->slots[slot];
+	if (!(v->mode & PUBD_JOIN_RECV))
+		return on ? -EINVAL : 0;
+	if (v->listening == on)
+		return 0;
+	v->listening = on;
+	ret = mc_sync_attach(f, v->mc);
+	if (ret)
+		v->listening = !on;
+	return ret;
 }
 
 static void vleave(struct pubd_fabric *f, int slot)
@@ -1762,6 +1838,7 @@ static void vleave(struct pubd_fabric *f, int slot)
 	m = &f->mcs[idx];
 	if (--m->refs > 0) {
 		mc_update(f, idx); /* a full join stays full: no need to churn */
+		mc_sync_attach(f, idx);
 		return;
 	}
 	mc_leave(f, m);
@@ -1915,11 +1992,12 @@ static void sysfs_counters(const struct pubd_fabric *f, struct pub_table_builder
 
 static void vstatus(const struct pubd_fabric *f, struct pub_table_builder *tb)
 {
-	unsigned joined = 0, up = 0;
+	unsigned joined = 0, up = 0, attached = 0;
 
 	for (unsigned i = 0; i < f->nmcs; i++) {
 		joined += f->mcs[i].used && f->mcs[i].joined;
 		up += f->mcs[i].used && f->mcs[i].up;
+		attached += f->mcs[i].used && f->mcs[i].attached;
 	}
 	row(tb, "fabric", "verbs");
 	row(tb, "address", "%s", f->address);
@@ -1947,6 +2025,7 @@ static void vstatus(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	}
 	row(tb, "groups_joined", "%u", joined);
 	row(tb, "groups_up", "%u", up);
+	row(tb, "groups_attached", "%u", attached);
 	for (unsigned i = 0; i < VC__COUNT; i++)
 		row(tb, counter_names[i], "%" PRIu64, f->cnt[i]);
 	if (f->dev_ok) {
@@ -1968,6 +2047,7 @@ const struct pubd_fabric_ops pubd_fabric_verbs_ops = {
 	.close = vclose,
 	.join = vjoin,
 	.leave = vleave,
+	.listen = vlisten,
 	.send = vsend,
 	.mtu = vmtu,
 	.status = vstatus,

@@ -42,6 +42,8 @@ struct pubd_group {
 	bool up;	      /* joined: the fabric can send to it */
 	uint64_t up_since_ns; /* when it last became joined */
 	enum pubd_join_mode mode;
+	bool listening;		  /* the fabric gives us its datagrams (pubd_group_listen_sync) */
+	uint64_t listen_since_ns; /* when it last started */
 
 	struct pubd_sub **subs;
 	unsigned nsubs, subs_cap;

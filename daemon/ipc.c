@@ -403,6 +403,7 @@ static void client_unsubscribe(struct pubd_client *c, unsigned idx)
 	struct pubd_sub *s = c->subs[idx];
 	struct pubd_out *o, *prev, *next;
 	struct pubd *d = c->d;
+	struct pubd_group *g;
 
 	for (prev = NULL, o = c->out_head; o; o = next) {
 		next = o->next;
@@ -423,7 +424,9 @@ static void client_unsubscribe(struct pubd_client *c, unsigned idx)
 		out_release(d, o);
 	}
 	c->subs[idx] = c->subs[--c->nsubs];
-	pubd_group_sub_remove(s->group, s);
+	g = s->group;
+	pubd_group_sub_remove(g, s);
+	pubd_group_listen_sync(d, g); /* the last one gone: stop receiving */
 }
 
 void pubd_ipc_group_removed(struct pubd *d, struct pubd_group *g)
@@ -516,6 +519,7 @@ static void handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 	struct pub_msg_group_req r;
 	struct pubd_group *g;
 	struct pubd_sub *s, **v;
+	int err;
 	unsigned idx;
 
 	if (pub_proto_dec_group_req(body, len, &r) < 0) {
@@ -561,6 +565,15 @@ static void handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 	s = pubd_group_sub_add(g, c);
 	if (!s)
 		goto nomem;
+	/* The first subscriber starts the fabric receiving; answered after,
+	 * so what follows the reply reaches the subscriber. */
+	err = pubd_group_listen_sync(c->d, g);
+	if (err < 0) {
+		pubd_group_sub_remove(g, s);
+		reply_error(c, r.req_id, PUB_ERR_INTERNAL,
+			    "pubd could not start receiving group '%s' from the fabric: %s", g->name, strerror(-err));
+		return;
+	}
 	c->subs[c->nsubs++] = s;
 	reply_ok(c, r.req_id);
 	return;

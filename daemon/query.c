@@ -49,9 +49,9 @@ static unsigned group_sources(const struct pubd *d, const struct pubd_group *g)
 }
 
 static const char *const group_cols[] = {
-	"name:s",	 "address:s",	  "raw:u",	  "joined:u",	"mode:s",
-	"subscribers:u", "publishers:u",  "published:u",  "received:u", "delivered:u",
-	"dropped:u",	 "sub_dropped:u", "sub_denied:u", "sources:u",	"tx_queued:u",
+	"name:s",	 "address:s",	 "raw:u",	"joined:u",    "mode:s",      "receiving:u",
+	"subscribers:u", "publishers:u", "published:u", "received:u",  "delivered:u", "dropped:u",
+	"sub_dropped:u", "sub_denied:u", "sources:u",	"tx_queued:u",
 };
 
 static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
@@ -61,6 +61,7 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->raw);
 	pub_table_u64(b, g->up);
 	pub_table_str(b, mode_name(g->mode));
+	pub_table_u64(b, g->listening);
 	pub_table_u64(b, g->nsubs);
 	pub_table_u64(b, group_publishers(d, g));
 	pub_table_u64(b, g->published);
@@ -102,6 +103,7 @@ static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 		"subscriber_queue:u",
 		"slow_subscriber:s",
 		"heartbeat_ms:u",
+		"receive:s",
 	};
 	static const char *const kv[] = {"key:s", "value:s"};
 	static const char *const ctr[] = {"counter:s", "value:u"};
@@ -140,6 +142,7 @@ static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 	pub_table_u64(b, d->cfg.subscriber_queue);
 	pub_table_str(b, pubd_slow_policy_name(d->cfg.slow_subscriber));
 	pub_table_u64(b, d->cfg.heartbeat_ms);
+	pub_table_str(b, pubd_receive_policy_name(d->cfg.receive));
 	pub_table_end(b);
 
 	pub_table_begin(b, req, "fabric", kv, 2);

@@ -23,10 +23,16 @@ command -v nft >/dev/null || it_die "needs nft (package nftables)"
 
 LOSS=${IT_LOSS_PERCENT:-15}
 it_hosts 78 h1 h2 h3
+# h3 receives every group from its start (receive: always), as a monitoring
+# host would: the lc case below needs it to have listened for seconds before
+# lc's stream begins. h1 and h2 receive on demand (the default).
 for h in h1 h2 h3; do
 	addr_var="IT_ADDR_$h"
+	receive=on-demand
+	[ "$h" = h3 ] && receive=always
 	it_conf_write "$h" "${!addr_var}" <<-EOF
 		  heartbeat_ms: 50
+		  receive: $receive
 		limits:
 		  reassembly_timeout_ms: 300
 		groups:

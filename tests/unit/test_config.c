@@ -84,6 +84,7 @@ static void assert_defaults(const struct pubd_config *c)
 	assert_int_equal(c->send_queue_depth, 512);
 	assert_int_equal(c->heartbeat_ms, 100);
 	assert_false(c->busy_poll);
+	assert_int_equal(c->receive, PUBD_RECEIVE_ON_DEMAND);
 	assert_int_equal(c->max_message_size, 16u << 20);
 	assert_int_equal(c->reassembly_timeout_ms, 500);
 	assert_int_equal(c->reassembly_budget, 64u << 20);
@@ -144,6 +145,7 @@ static void config_parses_every_key(void **state)
 	       "  send_queue_depth: 128\n"
 	       "  heartbeat_ms: 20\n"
 	       "  busy_poll: true\n"
+	       "  receive: always\n"
 	       "limits:\n"
 	       "  max_message_size: 1MiB\n"
 	       "  reassembly_timeout_ms: 250\n"
@@ -173,6 +175,7 @@ static void config_parses_every_key(void **state)
 	assert_int_equal(cfg.send_queue_depth, 128);
 	assert_int_equal(cfg.heartbeat_ms, 20);
 	assert_true(cfg.busy_poll);
+	assert_int_equal(cfg.receive, PUBD_RECEIVE_ALWAYS);
 	assert_int_equal(cfg.max_message_size, 1 << 20);
 	assert_int_equal(cfg.reassembly_timeout_ms, 250);
 	assert_int_equal(cfg.reassembly_budget, 8 << 20);
@@ -224,6 +227,12 @@ static void config_enum_names_round_trip(void **state)
 		parses(doc);
 		assert_string_equal(pubd_fabric_type_name(cfg.fabric_type), types[i]);
 	}
+	parses("fabric: {receive: on-demand}");
+	assert_string_equal(pubd_receive_policy_name(cfg.receive), "on-demand");
+	parses("fabric: {receive: always}");
+	assert_string_equal(pubd_receive_policy_name(cfg.receive), "always");
+	one_error("fabric:\n  receive: sometimes\n",
+		  "t.yaml:2:12: fabric.receive: expected one of on-demand, always, got \"sometimes\"");
 	assert_string_equal(pubd_log_level_name(3), "err");
 	assert_string_equal(pubd_log_level_name(42), "unknown");
 	assert_string_equal(pubd_fabric_type_name((enum pubd_fabric_type)9), "unknown");
@@ -427,7 +436,7 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 {
 	one_error("fabric:\n  type: udp\n  srq_dept: 5\n",
 		  "t.yaml:3:3: fabric: unknown key \"srq_dept\" (expected one of type, address, udp_port, mtu, "
-		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll)");
+		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, receive)");
 	one_error("limits: {colour: red}", "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
 					   "max_message_size, reassembly_timeout_ms, reassembly_budget, "
 					   "reassembly_inflight, subscriber_queue, slow_subscriber)");

@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# fabric.receive: on-demand over real verbs, A on rxa and B on rxb. The QP
+# is attached to a group (ibv_attach_mcast) only while the daemon has a
+# local subscriber of it; the rdmacm join stays either way, so publishing
+# never waits for it. Soft-RoCE cannot block a QP's own multicast
+# (self_loopback_block no): a publishing daemon attached to its group takes
+# back every datagram it sends and discards it (rx_self). Detached, it takes
+# none. B attaches with its first subscriber, gets what follows, counts no
+# gap for what it did not hear, and detaches when the subscriber leaves.
+. "$PUBD_REPO/tests/softroce/lib.sh"
+. "$PUBD_REPO/tests/softroce/daemon-lib.sh"
+dl_init
+
+conf() {
+	cat >"$W/$1.yaml" <<EOF
+daemon:
+  socket: $W/$1.sock
+fabric:
+  type: verbs
+  address: $2
+groups:
+  - {name: od, address: 239.77.80.1}
+EOF
+}
+conf A 192.168.77.1
+conf B 192.168.77.2
+dl_pubd A "$W/A.yaml"
+dl_pubd B "$W/B.yaml"
+dl_ready A 60 && dl_ready B 60 || exit 0
+SRC_A=$(dl_sq A status status.source_id)
+
+expect() { # WHAT GOT WANT
+	if [ "$2" = "$3" ]; then pass "$1 ($2)"; else fail "$1: got '$2', want '$3'"; fi
+}
+attached() { dl_fab "$1" groups_attached; }
+attached_is() { [ "$(attached "$1")" = "$2" ]; }
+settled() { # "inflight missing" of B's row for A's stream is "0 0"
+	local v
+	v=$(dl_stream B "$SRC_A" od) || return 1
+	[ "${v% * *}" = "0 0" ]
+}
+
+for d in A B; do
+	expect "$d: od joined, QP not attached (no subscriber)" \
+		"$(dl_sq "$d" groups 'groups.joined[name=od]' 'groups.receiving[name=od]' | paste -sd' ') $(attached "$d")" \
+		"1 0 0"
+done
+
+# Nobody subscribes: A's datagrams come back to nobody, A included.
+dl_ctl A pub od --count 50 --size 100 >/dev/null || fail "publish 50 on A"
+dl_wait 30 eval '[ "$(dl_sq A groups "groups.tx_queued[name=od]")" = 0 ]' || fail "A did not send its 50"
+TX=$(dl_fab A tx_datagrams)
+if [ "$TX" -ge 50 ]; then pass "A sent $TX datagrams (50 messages, its heartbeats)"; else fail "A sent $TX datagrams, want >= 50"; fi
+expect "A received none of them back (rx_datagrams, rx_self)" \
+	"$(dl_fab A rx_datagrams) $(dl_ctr A rx_self)" "0 0"
+expect "B received none" "$(dl_fab B rx_datagrams)" 0
+
+# B's first subscriber attaches its QP before the SUBSCRIBE is answered.
+dl_ctl B sub od --count 20 >"$W/B.list" 2>"$W/B.err" &
+SUB=$!
+DL_BG+=("$SUB")
+dl_wait 30 dl_subs B od 1 || fail "B's subscriber not there within 30s"
+# librdmacm attaches a full member's QP at the join; pubd detached it then.
+expect "B: QP attached with the subscriber (groups_attached, qp_attaches, qp_detaches)" \
+	"$(attached B) $(dl_fab B qp_attaches) $(dl_fab B qp_detaches)" "1 2 1"
+dl_ctl A pub od --count 20 --size 100 >/dev/null || fail "publish 20 more on A"
+if dl_wait 60 eval '! kill -0 $SUB 2>/dev/null' && wait "$SUB"; then
+	pass "B's subscriber got its 20 messages"
+else
+	fail "B's subscriber did not get 20 messages: $(cat "$W/B.err")"
+fi
+expect "B's subscriber saw seqs 50..69" "$(awk 'NR == 1 { f = $3 } END { print f, $3 }' "$W/B.list")" "50 69"
+dl_wait 30 settled || fail "B's row for A's stream did not settle: $(dl_stream B "$SRC_A" od)"
+expect "B: A's stream delivered 20, dropped 0 (no gap for 0..49, sent before B listened)" \
+	"$(dl_stream B "$SRC_A" od | awk '{ print $3, $4 }')" "20 0"
+dl_wait 30 attached_is B 0 || fail "B kept its QP attached after the subscriber left"
+expect "B: QP detached with the last subscriber (groups_attached, qp_detaches)" \
+	"$(attached B) $(dl_fab B qp_detaches)" "0 2"
+expect "A, still without a subscriber, received nothing back" "$(dl_fab A rx_datagrams)" 0
+expect "no attach errors" "$(dl_fab A qp_attach_errors) $(dl_fab B qp_attach_errors)" "0 0"
+dl_stop
