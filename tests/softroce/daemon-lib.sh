@@ -5,7 +5,9 @@
 # (or pubctl for the text tables), and stopped at the end. Sourced after lib.sh, inside the guest.
 #
 #   dl_init                          work dir $W (guest tmpfs), teardown trap
+#   dl_conf NAME ADDRESS <YAML       $W/NAME.yaml: a verbs daemon on ADDRESS, the rest from stdin
 #   dl_pubd NAME CONFIG_FILE         start pubd; socket $W/NAME.sock, log in the results dir
+#   dl_start_ab                      start A and B from $W/A.yaml, $W/B.yaml; wait until ready
 #   dl_ready NAME SECS               wait until NAME answers and every group is joined
 #   dl_ctl NAME ARGS...              pubctl -s $W/NAME.sock ARGS...
 #   dl_sq NAME QUERY EXPR...         sr_query (tests/softroce/sr_query.c): one line per EXPR
@@ -54,6 +56,24 @@ dl_pubd() {
 	"$PUBD" -c "$conf" {DL_TICK}>&- 2>"$DL_LOGS/$DL_CASE-$name.pubd.log" &
 	DL_PID[$name]=$!
 	dl_log "pubd $name pid ${DL_PID[$name]} config $conf"
+}
+
+# dl_conf NAME ADDRESS: write $W/NAME.yaml for a verbs daemon on ADDRESS
+# (socket $W/NAME.sock); stdin follows its fabric section (more fabric keys,
+# indented, then limits:, groups:).
+dl_conf() {
+	{
+		printf 'daemon:\n  socket: %s\nfabric:\n  type: verbs\n  address: %s\n' "$W/$1.sock" "$2"
+		cat
+	} >"$W/$1.yaml"
+}
+
+# dl_start_ab: start A (on rxa) and B (on rxb) from $W/A.yaml and $W/B.yaml
+# and wait until both are ready; ends the case when one is not.
+dl_start_ab() {
+	dl_pubd A "$W/A.yaml"
+	dl_pubd B "$W/B.yaml"
+	dl_ready A 60 && dl_ready B 60 || exit 0
 }
 
 dl_ctl() {

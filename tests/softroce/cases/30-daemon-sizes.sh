@@ -12,12 +12,7 @@ dl_init
 
 GRPS=(s1 s2 s3)
 conf() {
-	cat >"$W/$1.yaml" <<EOF
-daemon:
-  socket: $W/$1.sock
-fabric:
-  type: verbs
-  address: $2
+	dl_conf "$1" "$2" <<EOF
   # Room for the burst (3 x 17 MiB at once, both daemons and a dozen clients
   # on two emulated cores): UD has no flow control, an empty SRQ drops.
   # 16384 is rxe's largest SRQ.
@@ -36,9 +31,7 @@ EOF
 }
 conf A 192.168.77.1
 conf B 192.168.77.2
-dl_pubd A "$W/A.yaml"
-dl_pubd B "$W/B.yaml"
-dl_ready A 60 && dl_ready B 60 || exit 0
+dl_start_ab
 
 # The fabric in use, as pubctl shows it (its fabric table, up to the counters).
 for d in A B; do

@@ -16,12 +16,7 @@ COUNT=1000
 declare -A SIZE=([f1]=200 [f2]=3000 [f3]=976)
 GRPS=(f1 f2 f3)
 conf() {
-	cat >"$W/$1.yaml" <<EOF
-daemon:
-  socket: $W/$1.sock
-fabric:
-  type: verbs
-  address: $2
+	dl_conf "$1" "$2" <<EOF
 $3
 limits:
   reassembly_timeout_ms: 300
@@ -34,9 +29,7 @@ EOF
 conf A 192.168.77.1 ""
 conf B 192.168.77.2 "  srq_depth: 64
   srq_low_watermark: 16"
-dl_pubd A "$W/A.yaml"
-dl_pubd B "$W/B.yaml"
-dl_ready A 60 && dl_ready B 60 || exit 0
+dl_start_ab
 v=$(dl_sq B status 'fabric.value[key=srq_depth]' 'fabric.value[key=srq_low_watermark]' 'fabric.value[key=srq_fill]')
 v=${v//$'\n'/ }
 echo "B fabric: srq_depth, srq_low_watermark, srq_fill: $v"

@@ -13,12 +13,7 @@ dl_init
 COUNT=6000
 RATE=500
 conf() {
-	cat >"$W/$1.yaml" <<EOF
-daemon:
-  socket: $W/$1.sock
-fabric:
-  type: verbs
-  address: $2
+	dl_conf "$1" "$2" <<EOF
 limits:
   reassembly_timeout_ms: 300
 groups:
@@ -27,9 +22,7 @@ EOF
 }
 conf A 192.168.77.1
 conf B 192.168.77.2
-dl_pubd A "$W/A.yaml"
-dl_pubd B "$W/B.yaml"
-dl_ready A 60 && dl_ready B 60 || exit 0
+dl_start_ab
 SRC_A=$(dl_sq A status status.source_id)
 # Whatever happens below, the link must be up again for the later cases.
 trap 'ip link set va up; dl_teardown' EXIT

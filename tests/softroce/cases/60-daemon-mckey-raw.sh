@@ -15,12 +15,7 @@ dl_init
 command -v mckey >/dev/null || { fail "mckey not installed (rdmacm-utils)"; exit 0; }
 
 conf() {
-	cat >"$W/$1.yaml" <<EOF
-daemon:
-  socket: $W/$1.sock
-fabric:
-  type: verbs
-  address: $2
+	dl_conf "$1" "$2" <<EOF
 groups:
   - {name: r1, address: 239.77.60.1, raw: true}
   - {name: r2, address: 239.77.60.2, raw: true}
@@ -45,9 +40,7 @@ skip=$((qb - lb - 1))
 target=$(((la > qb ? la : qb) + 10))
 "$QPN_ADVANCE" rxa $((target - skip)) >/dev/null && "$QPN_ADVANCE" rxb $((target - skip)) >/dev/null ||
 	fail "qpn_advance to $((target - skip)) failed"
-dl_pubd A "$W/A.yaml"
-dl_pubd B "$W/B.yaml"
-dl_ready A 60 && dl_ready B 60 || exit 0
+dl_start_ab
 qa=$(dl_fab A qp_num)
 qb=$(dl_fab B qp_num)
 if [ "$qa" = "$qb" ]; then

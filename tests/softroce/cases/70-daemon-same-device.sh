@@ -11,12 +11,7 @@ dl_init
 
 N=300
 conf() {
-	cat >"$W/$1.yaml" <<EOF
-daemon:
-  socket: $W/$1.sock
-fabric:
-  type: verbs
-  address: 192.168.77.1
+	dl_conf "$1" 192.168.77.1 <<EOF
 groups:
   - {name: d1, address: 239.77.70.1}
 EOF

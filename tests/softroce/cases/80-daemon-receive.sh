@@ -13,21 +13,14 @@
 dl_init
 
 conf() {
-	cat >"$W/$1.yaml" <<EOF
-daemon:
-  socket: $W/$1.sock
-fabric:
-  type: verbs
-  address: $2
+	dl_conf "$1" "$2" <<EOF
 groups:
   - {name: od, address: 239.77.80.1}
 EOF
 }
 conf A 192.168.77.1
 conf B 192.168.77.2
-dl_pubd A "$W/A.yaml"
-dl_pubd B "$W/B.yaml"
-dl_ready A 60 && dl_ready B 60 || exit 0
+dl_start_ab
 SRC_A=$(dl_sq A status status.source_id)
 
 expect() { # WHAT GOT WANT
