@@ -77,6 +77,7 @@ struct pubd_config {
 	uint32_t send_queue_depth;	  /* default 512 */
 	uint32_t heartbeat_ms;		  /* default 100 */
 	enum pubd_receive_policy receive; /* default on-demand */
+	uint32_t rx_linger_us;		  /* default 50; 0: sleep on the CQ event at once */
 	bool busy_poll;			  /* default false: drain the CQ without waiting for events */
 
 	/* limits */

@@ -90,6 +90,14 @@ struct pubd_fabric_ops {
 	void (*status)(const struct pubd_fabric *f, struct pub_table_builder *tb);
 	/* Drain pending receive work without waiting (busy-poll hook); returns work done. */
 	int (*poll)(struct pubd_fabric *f);
+	/* Called once per loop iteration, before the daemon may sleep. While
+	 * datagrams keep coming (within fabric.rx_linger_us of each other) the
+	 * fabric takes them by polling, not by waking on an event for each:
+	 * with busy set (the daemon has other work) it polls once; otherwise
+	 * it polls until the linger time has passed since the last datagram,
+	 * then re-arms its wakeup. Returns work done; 0 means sleeping is safe.
+	 * NULL where waking costs little. */
+	int (*linger)(struct pubd_fabric *f, bool busy);
 };
 
 extern const struct pubd_fabric_ops pubd_fabric_udp_ops;

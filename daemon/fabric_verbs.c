@@ -178,6 +178,10 @@ struct pubd_fabric {
 	struct ibv_comp_channel *comp_ch;
 	struct ibv_cq *cq;
 	unsigned cq_unacked;
+	bool cq_armed;	       /* an event will come with the next completion */
+	uint64_t linger_ns;    /* fabric.rx_linger_us */
+	uint32_t linger_polls; /* empty polls that take about linger_ns (calibrated) */
+	uint32_t linger_runs;  /* full lingers since the last calibration */
 	struct ibv_srq *srq;
 	struct ibv_qp *qp; /* owned by id (rdma_create_qp_ex / rdma_destroy_qp) */
 	bool block_self_lb;
@@ -792,8 +796,6 @@ static unsigned drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 	return done;
 }
 
-/* Drain, re-arm, drain again: a completion that lands between the last
- * empty poll and ibv_req_notify_cq raises no event (ibv_req_notify_cq(3)). */
 /*
  * A failed send can move a UD QP to SQE or ERR (the IB spec's QP state
  * machine; rxe does it when the link drops under a send), and every later
@@ -813,12 +815,27 @@ static bool qp_usable(struct pubd_fabric *f)
 	return attr.qp_state == IBV_QPS_RTS;
 }
 
+/* Ask for an event at the next completion. false: the device is gone. */
+static bool arm_cq(struct pubd_fabric *f)
+{
+	int ret = ibv_req_notify_cq(f->cq, 0);
+
+	if (ret) {
+		log_err("verbs: ibv_req_notify_cq on %s: %s", f->dev_name, strerror(ret));
+		dev_lost(f, "CQ notification error", false);
+		return false;
+	}
+	f->cq_armed = true;
+	return true;
+}
+
 static void process_cq(struct pubd_fabric *f)
 {
 	bool more;
-	int ret;
+	unsigned n;
 
-	drain_cq(f, CQ_BUDGET, &more);
+	f->cq_armed = false; /* an event came, or the kick: the arm is spent */
+	n = drain_cq(f, CQ_BUDGET, &more);
 	if (!f->cq)
 		return;
 	if (f->qp_check) {
@@ -832,12 +849,14 @@ static void process_cq(struct pubd_fabric *f)
 		kick(f); /* yield to the other fds; continue next iteration */
 		return;
 	}
-	ret = ibv_req_notify_cq(f->cq, 0);
-	if (ret) {
-		log_err("verbs: ibv_req_notify_cq on %s: %s", f->dev_name, strerror(ret));
-		dev_lost(f, "CQ notification error", false);
+	/* In a train of completions: leave the CQ unarmed and let vlinger
+	 * poll on when the loop is otherwise idle; it arms before we sleep. */
+	if (n && f->linger_ns)
 		return;
-	}
+	/* Drain, re-arm, drain again: a completion that lands between the
+	 * last empty poll and the arm raises no event (ibv_req_notify_cq(3)). */
+	if (!arm_cq(f))
+		return;
 	drain_cq(f, CQ_BUDGET, &more);
 	if (more)
 		kick(f);
@@ -1411,6 +1430,7 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 		log_err("verbs: ibv_req_notify_cq on %s: %s", f->dev_name, err_str(ret));
 		goto fail;
 	}
+	f->cq_armed = true;
 	f->comp_watch = pubd_loop_watch(f->loop, f->comp_ch->fd, EPOLLIN, on_comp, f);
 	if (!f->comp_watch) {
 		ret = errno ? -errno : -ENOMEM;
@@ -1698,6 +1718,9 @@ static int vopen(struct pubd_fabric **out, const struct pubd_config *cfg, struct
 	f->srq_depth = cfg->srq_depth ? cfg->srq_depth : 1024;
 	f->srq_wm = cfg->srq_low_watermark ? cfg->srq_low_watermark : f->srq_depth / 4;
 	f->sq_depth = cfg->send_queue_depth ? cfg->send_queue_depth : 512;
+	/* Busy polling polls anyway, and arms after every drain. */
+	f->linger_ns = cfg->busy_poll ? 0 : (uint64_t)cfg->rx_linger_us * 1000;
+	f->linger_polls = 64; /* a first guess; vlinger corrects it */
 
 	ret = parse_address(f->address, &f->bind_addr);
 	if (ret) {
@@ -2041,6 +2064,64 @@ static int vpoll(struct pubd_fabric *f)
 	return f->cq ? (int)drain_cq(f, CQ_BUDGET, &more) : 0;
 }
 
+/*
+ * Datagrams come in trains (a fragmented message, a burst of publishes),
+ * and waiting for the CQ's event costs an epoll wakeup, a read of the
+ * channel and a re-arm each time: under a train, about one wakeup per two
+ * datagrams. Polling on for a little after the last completion takes the
+ * rest of the train in userspace (ibv_poll_cq does not enter the kernel on
+ * most providers, rxe included). The CQ stays armed, so a completion that
+ * comes after we give up still wakes us.
+ */
+static int vlinger(struct pubd_fabric *f, bool busy)
+{
+	uint64_t t0, spent;
+	unsigned n;
+	bool more;
+
+	if (!f->cq || f->cq_armed)
+		return 0; /* sleeping is safe: the next completion wakes us */
+	if (busy)	  /* the loop comes round again at once: no spinning */
+		return (int)drain_cq(f, CQ_BUDGET, &more);
+	/* Poll a number of times calibrated to take linger_ns: reading the
+	 * clock in the loop would be a system call per read where the VM has
+	 * no vDSO clock (Soft-RoCE under TCG), more than the wakeups saved. */
+	if (f->linger_ns) {
+		/* Timed one time in 32, and never when the first poll finds
+		 * work: the common case reads no clock at all. */
+		bool timed = f->linger_runs++ % 32 == 0;
+
+		t0 = 0;
+		for (uint32_t i = 0; i < f->linger_polls; i++) {
+			n = drain_cq(f, CQ_BUDGET, &more);
+			if (n) {
+				f->linger_runs -= timed; /* not a full linger: time the next */
+				return (int)n;
+			}
+			if (!f->cq)
+				return 0;
+			if (timed && !t0)
+				t0 = pubd_now_ns();
+		}
+		spent = timed ? pubd_now_ns() - t0 : 0;
+		if (spent) {
+			uint64_t polls = (uint64_t)f->linger_polls * f->linger_ns / spent;
+
+			/* Halfway to the new estimate: one preempted run must
+			 * not make the next linger ten times too long. */
+			polls = (polls + f->linger_polls) / 2;
+			f->linger_polls = (uint32_t)(polls < 1 ? 1 : polls > 1000000 ? 1000000 : polls);
+		}
+	}
+	/* The train is over: arm, and take what came in between. */
+	if (!arm_cq(f))
+		return 0;
+	n = drain_cq(f, CQ_BUDGET, &more);
+	if (more)
+		kick(f);
+	return (int)n;
+}
+
 const struct pubd_fabric_ops pubd_fabric_verbs_ops = {
 	.name = "verbs",
 	.open = vopen,
@@ -2052,6 +2133,7 @@ const struct pubd_fabric_ops pubd_fabric_verbs_ops = {
 	.mtu = vmtu,
 	.status = vstatus,
 	.poll = vpoll,
+	.linger = vlinger,
 };
 
 int pubd_fabric_verbs_probe(const char *address, char *dev, size_t devlen)

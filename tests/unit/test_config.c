@@ -85,6 +85,7 @@ static void assert_defaults(const struct pubd_config *c)
 	assert_int_equal(c->heartbeat_ms, 100);
 	assert_false(c->busy_poll);
 	assert_int_equal(c->receive, PUBD_RECEIVE_ON_DEMAND);
+	assert_int_equal(c->rx_linger_us, 50);
 	assert_int_equal(c->max_message_size, 16u << 20);
 	assert_int_equal(c->reassembly_timeout_ms, 500);
 	assert_int_equal(c->reassembly_budget, 64u << 20);
@@ -146,6 +147,7 @@ static void config_parses_every_key(void **state)
 	       "  heartbeat_ms: 20\n"
 	       "  busy_poll: true\n"
 	       "  receive: always\n"
+	       "  rx_linger_us: 0\n"
 	       "limits:\n"
 	       "  max_message_size: 1MiB\n"
 	       "  reassembly_timeout_ms: 250\n"
@@ -176,6 +178,7 @@ static void config_parses_every_key(void **state)
 	assert_int_equal(cfg.heartbeat_ms, 20);
 	assert_true(cfg.busy_poll);
 	assert_int_equal(cfg.receive, PUBD_RECEIVE_ALWAYS);
+	assert_int_equal(cfg.rx_linger_us, 0);
 	assert_int_equal(cfg.max_message_size, 1 << 20);
 	assert_int_equal(cfg.reassembly_timeout_ms, 250);
 	assert_int_equal(cfg.reassembly_budget, 8 << 20);
@@ -436,7 +439,7 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 {
 	one_error("fabric:\n  type: udp\n  srq_dept: 5\n",
 		  "t.yaml:3:3: fabric: unknown key \"srq_dept\" (expected one of type, address, udp_port, mtu, "
-		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, receive)");
+		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, rx_linger_us, receive)");
 	one_error("limits: {colour: red}", "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
 					   "max_message_size, reassembly_timeout_ms, reassembly_budget, "
 					   "reassembly_inflight, subscriber_queue, slow_subscriber)");
