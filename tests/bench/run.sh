@@ -5,7 +5,8 @@
 # one table of every figure with its baseline and ratio, and writes the
 # figures as JSON lines.
 #
-#   tests/bench/run.sh [host|vm|all] [--quick] [--mtu 1024|4096] [--out FILE] [--memory-seconds N]
+#   tests/bench/run.sh [host|vm|all] [--quick] [--mtu 1024|4096] [--only NAMES] [--profile N]
+#                      [--out FILE] [--memory-seconds N]
 #
 #   host  on this machine, no RDMA needed:
 #           4. local fan-out vs a SOCK_SEQPACKET pair     (bench_fanout)
@@ -17,6 +18,12 @@
 #   all   both (the default)
 #   --mtu 4096  run the VM benchmarks at an RDMA MTU of 4096 (the veths at
 #         9000, jumbo frames as production RoCE runs) instead of 1024
+#   --only "NAMES"  VM: only these (tput1k tput1dg tput1ks tput1kmore tput64k
+#         lat latso latlocal), beside the perftest baselines
+#   --profile 1|2|3  VM: perf stat on each daemon (CPU, context switches and
+#         system calls per message: "profile" lines in vm-bench.log); 2 adds
+#         a system-wide perf record, by command and symbol in perf-*.txt; 3,
+#         instead, counts the main system calls one by one
 #
 # Environment: BUILD (default <repo>/build-bench), PUBD_SOFTROCE_TIMEOUT
 # (the VM's overall limit, default 1800 here).
@@ -35,6 +42,8 @@ quick=0
 out=
 mem_s=60
 vm_mtu=1024
+vm_only=
+vm_profile=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	host | vm | all) what=$1 ;;
@@ -42,7 +51,9 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift ;;
 	--memory-seconds) mem_s=$2; shift ;;
 	--mtu) vm_mtu=$2; shift ;;
-	-h | --help) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--only) vm_only=$2; shift ;;
+	--profile) vm_profile=$2; shift ;;
+	-h | --help) sed -n '3,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -104,7 +115,7 @@ fi
 
 if [ $what = vm ] || [ $what = all ]; then
 	# What the guest reads: it sees the host's files, not our environment.
-	echo "VM_MTU=$vm_mtu" >"$BUILD/bench/vm-params.sh"
+	printf 'VM_MTU=%s\nONLY="%s"\nPROFILE=%s\n' "$vm_mtu" "$vm_only" "$vm_profile" >"$BUILD/bench/vm-params.sh"
 	if [ $quick = 1 ]; then
 		cat >>"$BUILD/bench/vm-params.sh" <<-'EOF'
 			TPUT_1K_COUNT=5000

@@ -43,6 +43,11 @@ PERF_LAT_COUNT=2000
 # VM_MTU: the RDMA MTU to run at (1024: the veth's 1500-byte default; 4096:
 # jumbo frames, as production RoCE fabrics run).
 VM_MTU=1024
+# ONLY: run only these benchmarks (names: tput1k tput1dg tput1ks tput1kmore
+# tput64k lat latso latlocal); the perftest baselines always run.
+ONLY=
+# PROFILE: see prof_start below.
+PROFILE=${PROFILE:-0}
 # shellcheck source=/dev/null
 [ -r "$BUILD/bench/vm-params.sh" ] && . "$BUILD/bench/vm-params.sh"
 
@@ -271,20 +276,27 @@ all_joined() {
 # Per-process cost while a benchmark runs (PROFILE=1): CPU time, context
 # switches and system calls of each daemon, from perf stat attached to it.
 # PROFILE=2 adds a system-wide perf record (kernel and rxe included) of each
-# run, reported by command, object and symbol in perf-TAG.txt.
+# run, reported by command, object and symbol in perf-TAG.txt; PROFILE=3
+# instead counts the main system calls one by one.
 prof_pids=()
 prof_start() { # TAG
 	prof_pids=()
 	[ "${PROFILE:-0}" -ge 1 ] || return 0
 	local d p
-	if [ "${PROFILE:-0}" -ge 2 ]; then
+	if [ "${PROFILE:-0}" = 2 ]; then
 		perf record -a -g -F 499 -o "$work/perf-$1.data" >"$work/perf-$1-record.log" 2>&1 &
 		prof_pids+=($!)
 	fi
+	local ev=task-clock,context-switches,raw_syscalls:sys_enter sc
+	# PROFILE=3: which system calls, too.
+	if [ "${PROFILE:-0}" -ge 3 ]; then
+		for sc in read write writev readv epoll_wait ioctl clock_gettime sendmsg recvmsg; do
+			ev+=",syscalls:sys_enter_$sc"
+		done
+	fi
 	for d in a b; do
 		eval "p=\${pid_$d:-}"
-		perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -p "$p" \
-			-o "$work/perf-$1-$d.csv" >/dev/null 2>&1 &
+		perf stat -x, -e "$ev" -p "$p" -o "$work/perf-$1-$d.csv" >/dev/null 2>&1 &
 		prof_pids+=($!)
 	done
 	sleep 0.5 # perf attaches asynchronously
@@ -299,7 +311,8 @@ prof_stop() { # TAG MESSAGES
 		awk -F, -v d="$d" -v n="$2" -v tag="$1" '
 			$3 == "task-clock" { cpu = $1 } $3 == "context-switches" { cs = $1 }
 			$3 ~ /sys_enter/ { sc = $1 }
-			END { if (n > 0) printf "profile %s daemon %s: %.1f us CPU, %.2f syscalls, %.2f context switches per message\n", tag, toupper(d), cpu * 1000 / n, sc / n, cs / n }' \
+			$3 ~ /sys_enter_/ { sub(/.*sys_enter_/, "", $3); each = each sprintf(" %s %.2f", $3, $1 / n) }
+			END { if (n > 0) printf "profile %s daemon %s: %.1f us CPU, %.2f syscalls, %.2f context switches per message%s\n", tag, toupper(d), cpu * 1000 / n, sc / n, cs / n, each ? ";" each : "" }' \
 			"$work/perf-$1-$d.csv"
 	done
 	if [ -s "$work/perf-$1.data" ]; then
@@ -333,6 +346,7 @@ tput() {
 # one throughput run of variant $v, its PASS/FAIL line and its figure
 # (SUB_KEY of the subscriber's JSON against BASELINE; TARGET "" for none).
 tput_case() {
+	selected "$2" || return 0
 	if tput "$v" "$2" "$3" "$4" "$5" "${@:11}"; then
 		pass "$v bench $1 ran"
 		# shellcheck disable=SC2086 # no target: no TARGET CMP arguments
@@ -341,6 +355,9 @@ tput_case() {
 		fail "$v bench $1 did not complete"
 	fi
 }
+
+# selected NAME: the run includes this benchmark (ONLY unset, or NAME in it).
+selected() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 # lat VARIANT NAME PONG_SOCK [PING_GROUP PONG_GROUP]: ping from A, pong on PONG_SOCK (B: across the
 # fabric; A: through one daemon, local fan-out only).
@@ -366,10 +383,12 @@ lat() {
 # run_variant NAME PUBD_BIN BUSY_POLL [BENCH_DIR]: benchmarks 1-3 with one
 # build/config of pubd (and, when given, another build of the client programs).
 run_variant() {
-	local v=$1 sfx= up=0 i d bin=${4:-$bin}
+	local v=$1 sfx= up=0 i d bin=${4:-$bin} extra=${5:-}
 	[ "$v" = pubd ] || sfx="_$v"
-	start_daemon a "$2" "$fab_a" "$3" t1ks pings
-	start_daemon b "$2" "$fab_b" "$3" pongs
+	# EXTRA: more fabric keys for this variant, ";" between them.
+	[ -z "$extra" ] || extra=$'\n'"  ${extra//;/$'\n'  }"
+	start_daemon a "$2" "$fab_a$extra" "$3" t1ks pings
+	start_daemon b "$2" "$fab_b$extra" "$3" pongs
 	for ((i = 0; i < 300; i++)); do
 		if all_joined "$work/a.sock" && all_joined "$work/b.sock"; then
 			up=1
@@ -404,7 +423,9 @@ run_variant() {
 		"1KiB_msgs_more" msgs_per_s msgs_per_s bw_rate 0.90 --more
 	tput_case "2: throughput 64 KiB" tput64k t64k 65536 "$TPUT_64K_COUNT" \
 		"64KiB_bytes" payload_bytes_per_s bytes_per_s bw_bytes 0.85
-	if lat "$v" lat "$work/b.sock"; then
+	if ! selected lat; then
+		:
+	elif lat "$v" lat "$work/b.sock"; then
 		pass "$v bench 3: ping-pong latency ran"
 		# Target: p50 <= 1.5 x ib_send_lat typical, i.e. ratio <= 1.5.
 		record lat "64B_p50$sfx" oneway_p50_us "$(jget "$work/$v-lat-ping.log" oneway_p50_us)" lat_typ 1.5 le
@@ -414,12 +435,12 @@ run_variant() {
 		fail "$v bench 3: ping-pong did not complete"
 	fi
 	# Each side's publishing group joined send-only: no looped-back copies.
-	if lat "$v" latso "$work/b.sock" pings pongs; then
+	if selected latso && lat "$v" latso "$work/b.sock" pings pongs; then
 		pass "$v bench 3: ping-pong latency, send-only publishers, ran"
 		record lat "64B_p50_sendonly$sfx" oneway_p50_us "$(jget "$work/$v-latso-ping.log" oneway_p50_us)" lat_typ 1.5 le
 	fi
 	# For the decomposition: the same ping-pong through A alone (no fabric).
-	if lat "$v" latlocal "$work/a.sock"; then
+	if selected latlocal && lat "$v" latlocal "$work/a.sock"; then
 		record lat "64B_p50_local$sfx" oneway_p50_us "$(jget "$work/$v-latlocal-ping.log" oneway_p50_us)" lat_typ
 	fi
 	for d in a b; do
@@ -443,14 +464,15 @@ if "$bin/bench_lat" pair --count "$LAT_COUNT" --warmup "$LAT_WARMUP" --size 64 >
 	record lat 64B_p50_unix_pair oneway_p50_us "$(jget "$work/lat-pair.log" oneway_p50_us)" lat_typ
 fi
 
-# Variants: "NAME|PUBD_BIN|BUSY_POLL[|BENCH_DIR]" entries (vm-params.sh may set VARIANTS
-# to compare builds or settings in the same boot); the first gives the figures.
+# Variants: "NAME|PUBD_BIN|BUSY_POLL[|BENCH_DIR[|FABRIC_KEYS]]" entries (vm-params.sh may
+# set VARIANTS to compare builds or settings in the same boot; FABRIC_KEYS like
+# "rx_linger_us: 0;receive: always"); the first gives the figures.
 if [ -z "${VARIANTS+x}" ] || [ ${#VARIANTS[@]} -eq 0 ]; then
 	VARIANTS=("pubd|$PUBD|false")
 fi
 for v in "${VARIANTS[@]}"; do
-	IFS='|' read -r vname vbin vbusy vbench <<<"$v"
-	run_variant "$vname" "$vbin" "${vbusy:-false}" "$vbench"
+	IFS='|' read -r vname vbin vbusy vbench vkeys <<<"$v"
+	run_variant "$vname" "$vbin" "${vbusy:-false}" "$vbench" "$vkeys"
 done
 
 # The baselines again, and each pubd figure against the better round.
