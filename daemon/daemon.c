@@ -21,9 +21,6 @@
  * the first time is taken to have started since (see on_rx). Assumes the
  * daemons of a fabric share fabric.heartbeat_ms, as config/pubd.yaml says. */
 #define NEW_STREAM_GRACE_PERIODS 5
-/* Rounds of deliver-and-poll in one idle call while the fabric has a train of
- * datagrams coming in (fabric linger), before the clients get a look in. */
-#define LINGER_ROUNDS 8
 
 /* ---- receive path ---- */
 
@@ -375,18 +372,8 @@ static int on_idle(void *ctx)
 
 	if (d->cfg.busy_poll && d->fops->poll)
 		return work + d->fops->poll(d->fabric);
-	if (!d->fops->linger)
-		return work;
-	/* While a train of datagrams keeps coming, deliver and poll on here a
-	 * few rounds before going back to epoll for the clients' sockets:
-	 * each round through epoll_wait is a system call. */
-	for (int round = 0; round < LINGER_ROUNDS; round++) {
-		int got = d->fops->linger(d->fabric, work > 0);
-
-		if (!got)
-			break;
-		work += got + pubd_ipc_flush_all(d) + (int)pubd_tx_pump(d);
-	}
+	if (d->fops->linger)
+		work += d->fops->linger(d->fabric, work > 0);
 	return work;
 }
 

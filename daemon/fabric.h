@@ -92,10 +92,10 @@ struct pubd_fabric_ops {
 	int (*poll)(struct pubd_fabric *f);
 	/* Called once per loop iteration, before the daemon may sleep. While
 	 * datagrams keep coming (within fabric.rx_linger_us of each other) the
-	 * fabric takes them by polling, not by waking on an event for each:
-	 * with busy set (the daemon has other work) it polls once; otherwise
-	 * it polls until the linger time has passed since the last datagram,
-	 * then re-arms its wakeup. Returns work done; 0 means sleeping is safe.
+	 * fabric takes them by polling here rather than by waking on an event
+	 * for each, and returns non-zero to keep the loop from sleeping; busy
+	 * says the loop has other work (so this poll is not an idle one).
+	 * Returns 0 once the fabric will wake the loop itself (re-armed).
 	 * NULL where waking costs little. */
 	int (*linger)(struct pubd_fabric *f, bool busy);
 };

@@ -180,8 +180,10 @@ struct pubd_fabric {
 	unsigned cq_unacked;
 	bool cq_armed;	       /* an event will come with the next completion */
 	uint64_t linger_ns;    /* fabric.rx_linger_us */
-	uint32_t linger_polls; /* empty polls that take about linger_ns (calibrated) */
-	uint32_t linger_runs;  /* full lingers since the last calibration */
+	uint32_t linger_polls; /* idle loop polls that take about linger_ns (calibrated) */
+	uint32_t linger_left;  /* idle polls before the CQ is armed */
+	uint32_t linger_runs;  /* lingers begun, for timing one in 4 */
+	uint64_t linger_t0;    /* when a timed linger began; 0: not timed */
 	struct ibv_srq *srq;
 	struct ibv_qp *qp; /* owned by id (rdma_create_qp_ex / rdma_destroy_qp) */
 	bool block_self_lb;
@@ -850,9 +852,12 @@ static void process_cq(struct pubd_fabric *f)
 		return;
 	}
 	/* In a train of completions: leave the CQ unarmed and let vlinger
-	 * poll on when the loop is otherwise idle; it arms before we sleep. */
-	if (n && f->linger_ns)
+	 * poll on from the loop; it arms before the loop may sleep. */
+	if (n && f->linger_ns) {
+		f->linger_left = f->linger_polls;
+		f->linger_t0 = 0;
 		return;
+	}
 	/* Drain, re-arm, drain again: a completion that lands between the
 	 * last empty poll and the arm raises no event (ibv_req_notify_cq(3)). */
 	if (!arm_cq(f))
@@ -1720,7 +1725,8 @@ static int vopen(struct pubd_fabric **out, const struct pubd_config *cfg, struct
 	f->sq_depth = cfg->send_queue_depth ? cfg->send_queue_depth : 512;
 	/* Busy polling polls anyway, and arms after every drain. */
 	f->linger_ns = cfg->busy_poll ? 0 : (uint64_t)cfg->rx_linger_us * 1000;
-	f->linger_polls = 64; /* a first guess; vlinger corrects it */
+	/* A first guess of a microsecond a poll round; vlinger corrects it. */
+	f->linger_polls = cfg->rx_linger_us ? cfg->rx_linger_us : 1;
 
 	ret = parse_address(f->address, &f->bind_addr);
 	if (ret) {
@@ -2066,52 +2072,48 @@ static int vpoll(struct pubd_fabric *f)
 
 /*
  * Datagrams come in trains (a fragmented message, a burst of publishes),
- * and waiting for the CQ's event costs an epoll wakeup, a read of the
- * channel and a re-arm each time: under a train, about one wakeup per two
- * datagrams. Polling on for a little after the last completion takes the
- * rest of the train in userspace (ibv_poll_cq does not enter the kernel on
- * most providers, rxe included). The CQ stays armed, so a completion that
- * comes after we give up still wakes us.
+ * and sleeping on the CQ's event costs a wakeup, a read of the channel and
+ * a re-arm each time: under a train, about one wakeup per two datagrams.
+ * Instead, after a completion the CQ is left unarmed and polled once per
+ * loop iteration (the loop does not sleep while this returns work, so the
+ * clients' sockets are served between polls) until linger_ns have passed
+ * without one; then it is armed and the loop may sleep. ibv_poll_cq does
+ * not enter the kernel on most providers, rxe included.
  */
 static int vlinger(struct pubd_fabric *f, bool busy)
 {
-	uint64_t t0, spent;
 	unsigned n;
 	bool more;
 
 	if (!f->cq || f->cq_armed)
 		return 0; /* sleeping is safe: the next completion wakes us */
-	if (busy)	  /* the loop comes round again at once: no spinning */
-		return (int)drain_cq(f, CQ_BUDGET, &more);
-	/* Poll a number of times calibrated to take linger_ns: reading the
-	 * clock in the loop would be a system call per read where the VM has
-	 * no vDSO clock (Soft-RoCE under TCG), more than the wakeups saved. */
-	if (f->linger_ns) {
-		/* Timed one time in 32, and never when the first poll finds
-		 * work: the common case reads no clock at all. */
-		bool timed = f->linger_runs++ % 32 == 0;
+	n = drain_cq(f, CQ_BUDGET, &more);
+	if (n || !f->cq) {
+		f->linger_left = f->linger_polls;
+		f->linger_t0 = 0;
+		return (int)n;
+	}
+	if (busy)
+		return 0; /* the loop comes round again anyway: not an idle poll */
+	if (f->linger_left) {
+		/* Idle polls are counted, not timed: reading the clock is a
+		 * system call where a VM has no vDSO clock (Soft-RoCE under
+		 * TCG). One linger in 4 is timed to recalibrate the count. */
+		if (f->linger_left == f->linger_polls && f->linger_runs++ % 4 == 0)
+			f->linger_t0 = pubd_now_ns();
+		f->linger_left--;
+		return 1;
+	}
+	if (f->linger_t0 && f->linger_ns) {
+		uint64_t spent = pubd_now_ns() - f->linger_t0;
+		uint64_t polls = spent ? (uint64_t)f->linger_polls * f->linger_ns / spent : f->linger_polls;
 
-		t0 = 0;
-		for (uint32_t i = 0; i < f->linger_polls; i++) {
-			n = drain_cq(f, CQ_BUDGET, &more);
-			if (n) {
-				f->linger_runs -= timed; /* not a full linger: time the next */
-				return (int)n;
-			}
-			if (!f->cq)
-				return 0;
-			if (timed && !t0)
-				t0 = pubd_now_ns();
-		}
-		spent = timed ? pubd_now_ns() - t0 : 0;
-		if (spent) {
-			uint64_t polls = (uint64_t)f->linger_polls * f->linger_ns / spent;
-
-			/* Halfway to the new estimate: one preempted run must
-			 * not make the next linger ten times too long. */
+		/* Shorter at once (lingering too long only burns CPU); longer
+		 * halfway, so one preempted run cannot make it ten times long. */
+		if (polls > f->linger_polls)
 			polls = (polls + f->linger_polls) / 2;
-			f->linger_polls = (uint32_t)(polls < 1 ? 1 : polls > 1000000 ? 1000000 : polls);
-		}
+		f->linger_polls = (uint32_t)(polls < 1 ? 1 : polls > 1000000 ? 1000000 : polls);
+		f->linger_t0 = 0;
 	}
 	/* The train is over: arm, and take what came in between. */
 	if (!arm_cq(f))
