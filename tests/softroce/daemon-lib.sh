@@ -7,7 +7,9 @@
 #   dl_init                          work dir $W (guest tmpfs), teardown trap
 #   dl_conf NAME ADDRESS <YAML       $W/NAME.yaml: a verbs daemon on ADDRESS, the rest from stdin
 #   dl_pubd NAME CONFIG_FILE         start pubd; socket $W/NAME.sock, log in the results dir
+#   dl_conf_ab <YAML                 the same for A (rxa) and B (rxb)
 #   dl_start_ab                      start A and B from $W/A.yaml, $W/B.yaml; wait until ready
+#   dl_expect WHAT GOT WANT          PASS when GOT is WANT, else FAIL
 #   dl_ready NAME SECS               wait until NAME answers and every group is joined
 #   dl_ctl NAME ARGS...              pubctl -s $W/NAME.sock ARGS...
 #   dl_sq NAME QUERY EXPR...         sr_query (tests/softroce/sr_query.c): one line per EXPR
@@ -66,6 +68,20 @@ dl_conf() {
 		printf 'daemon:\n  socket: %s\nfabric:\n  type: verbs\n  address: %s\n' "$W/$1.sock" "$2"
 		cat
 	} >"$W/$1.yaml"
+}
+
+# dl_conf_ab: dl_conf for A (rxa, 192.168.77.1) and B (rxb, 192.168.77.2)
+# with the same YAML from stdin.
+dl_conf_ab() {
+	local body
+	body=$(cat)
+	dl_conf A 192.168.77.1 <<<"$body"
+	dl_conf B 192.168.77.2 <<<"$body"
+}
+
+# dl_expect WHAT GOT WANT: PASS when GOT is WANT.
+dl_expect() {
+	if [ "$2" = "$3" ]; then pass "$1 ($2)"; else fail "$1: got '$2', want '$3'"; fi
 }
 
 # dl_start_ab: start A (on rxa) and B (on rxb) from $W/A.yaml and $W/B.yaml

@@ -11,8 +11,7 @@
 dl_init
 
 GRPS=(s1 s2 s3)
-conf() {
-	dl_conf "$1" "$2" <<EOF
+dl_conf_ab <<EOF
   # Room for the burst (3 x 17 MiB at once, both daemons and a dozen clients
   # on two emulated cores): UD has no flow control, an empty SRQ drops.
   # 16384 is rxe's largest SRQ.
@@ -28,9 +27,6 @@ groups:
   - {name: s2, address: 239.77.30.2}
   - {name: s3, address: 239.77.30.3}
 EOF
-}
-conf A 192.168.77.1
-conf B 192.168.77.2
 dl_start_ab
 
 # The fabric in use, as pubctl shows it (its fabric table, up to the counters).

@@ -12,16 +12,12 @@ dl_init
 
 COUNT=6000
 RATE=500
-conf() {
-	dl_conf "$1" "$2" <<EOF
+dl_conf_ab <<EOF
 limits:
   reassembly_timeout_ms: 300
 groups:
   - {name: l1, address: 239.77.50.1}
 EOF
-}
-conf A 192.168.77.1
-conf B 192.168.77.2
 dl_start_ab
 SRC_A=$(dl_sq A status status.source_id)
 # Whatever happens below, the link must be up again for the later cases.

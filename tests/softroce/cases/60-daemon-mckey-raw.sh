@@ -14,15 +14,11 @@
 dl_init
 command -v mckey >/dev/null || { fail "mckey not installed (rdmacm-utils)"; exit 0; }
 
-conf() {
-	dl_conf "$1" "$2" <<EOF
+dl_conf_ab <<EOF
 groups:
   - {name: r1, address: 239.77.60.1, raw: true}
   - {name: r2, address: 239.77.60.2, raw: true}
 EOF
-}
-conf A 192.168.77.1
-conf B 192.168.77.2
 
 # Give A and B the same QP number. rxe numbers QPs per device, so a peer on
 # the other port can have ours, and "from my QP number" alone once made B

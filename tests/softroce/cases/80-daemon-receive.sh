@@ -12,20 +12,13 @@
 . "$PUBD_REPO/tests/softroce/daemon-lib.sh"
 dl_init
 
-conf() {
-	dl_conf "$1" "$2" <<EOF
+dl_conf_ab <<EOF
 groups:
   - {name: od, address: 239.77.80.1}
 EOF
-}
-conf A 192.168.77.1
-conf B 192.168.77.2
 dl_start_ab
 SRC_A=$(dl_sq A status status.source_id)
 
-expect() { # WHAT GOT WANT
-	if [ "$2" = "$3" ]; then pass "$1 ($2)"; else fail "$1: got '$2', want '$3'"; fi
-}
 attached() { dl_fab "$1" groups_attached; }
 attached_is() { [ "$(attached "$1")" = "$2" ]; }
 settled() { # "inflight missing" of B's row for A's stream is "0 0"
@@ -35,7 +28,7 @@ settled() { # "inflight missing" of B's row for A's stream is "0 0"
 }
 
 for d in A B; do
-	expect "$d: od joined, QP not attached (no subscriber)" \
+	dl_expect "$d: od joined, QP not attached (no subscriber)" \
 		"$(dl_sq "$d" groups 'groups.joined[name=od]' 'groups.receiving[name=od]' | paste -sd' ') $(attached "$d")" \
 		"1 0 0"
 done
@@ -45,9 +38,9 @@ dl_ctl A pub od --count 50 --size 100 >/dev/null || fail "publish 50 on A"
 dl_wait 30 eval '[ "$(dl_sq A groups "groups.tx_queued[name=od]")" = 0 ]' || fail "A did not send its 50"
 TX=$(dl_fab A tx_datagrams)
 if [ "$TX" -ge 50 ]; then pass "A sent $TX datagrams (50 messages, its heartbeats)"; else fail "A sent $TX datagrams, want >= 50"; fi
-expect "A received none of them back (rx_datagrams, rx_self)" \
+dl_expect "A received none of them back (rx_datagrams, rx_self)" \
 	"$(dl_fab A rx_datagrams) $(dl_ctr A rx_self)" "0 0"
-expect "B received none" "$(dl_fab B rx_datagrams)" 0
+dl_expect "B received none" "$(dl_fab B rx_datagrams)" 0
 
 # B's first subscriber attaches its QP before the SUBSCRIBE is answered.
 dl_ctl B sub od --count 20 >"$W/B.list" 2>"$W/B.err" &
@@ -55,7 +48,7 @@ SUB=$!
 DL_BG+=("$SUB")
 dl_wait 30 dl_subs B od 1 || fail "B's subscriber not there within 30s"
 # librdmacm attaches a full member's QP at the join; pubd detached it then.
-expect "B: QP attached with the subscriber (groups_attached, qp_attaches, qp_detaches)" \
+dl_expect "B: QP attached with the subscriber (groups_attached, qp_attaches, qp_detaches)" \
 	"$(attached B) $(dl_fab B qp_attaches) $(dl_fab B qp_detaches)" "1 2 1"
 dl_ctl A pub od --count 20 --size 100 >/dev/null || fail "publish 20 more on A"
 if dl_wait 60 eval '! kill -0 $SUB 2>/dev/null' && wait "$SUB"; then
@@ -63,13 +56,13 @@ if dl_wait 60 eval '! kill -0 $SUB 2>/dev/null' && wait "$SUB"; then
 else
 	fail "B's subscriber did not get 20 messages: $(cat "$W/B.err")"
 fi
-expect "B's subscriber saw seqs 50..69" "$(awk 'NR == 1 { f = $3 } END { print f, $3 }' "$W/B.list")" "50 69"
+dl_expect "B's subscriber saw seqs 50..69" "$(awk 'NR == 1 { f = $3 } END { print f, $3 }' "$W/B.list")" "50 69"
 dl_wait 30 settled || fail "B's row for A's stream did not settle: $(dl_stream B "$SRC_A" od)"
-expect "B: A's stream delivered 20, dropped 0 (no gap for 0..49, sent before B listened)" \
+dl_expect "B: A's stream delivered 20, dropped 0 (no gap for 0..49, sent before B listened)" \
 	"$(dl_stream B "$SRC_A" od | awk '{ print $3, $4 }')" "20 0"
 dl_wait 30 attached_is B 0 || fail "B kept its QP attached after the subscriber left"
-expect "B: QP detached with the last subscriber (groups_attached, qp_detaches)" \
+dl_expect "B: QP detached with the last subscriber (groups_attached, qp_detaches)" \
 	"$(attached B) $(dl_fab B qp_detaches)" "0 2"
-expect "A, still without a subscriber, received nothing back" "$(dl_fab A rx_datagrams)" 0
-expect "no attach errors" "$(dl_fab A qp_attach_errors) $(dl_fab B qp_attach_errors)" "0 0"
+dl_expect "A, still without a subscriber, received nothing back" "$(dl_fab A rx_datagrams)" 0
+dl_expect "no attach errors" "$(dl_fab A qp_attach_errors) $(dl_fab B qp_attach_errors)" "0 0"
 dl_stop

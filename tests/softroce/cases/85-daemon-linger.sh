@@ -27,9 +27,6 @@ EOF
 dl_start_ab
 SRC_A=$(dl_sq A status status.source_id)
 
-expect() { # WHAT GOT WANT
-	if [ "$2" = "$3" ]; then pass "$1 ($2)"; else fail "$1: got '$2', want '$3'"; fi
-}
 # cpu_ticks PID: user + system time of a process, in clock ticks.
 cpu_ticks() {
 	local stat
@@ -78,5 +75,5 @@ if dl_wait 30 eval '! kill -0 $SUB 2>/dev/null' && wait "$SUB"; then
 else
 	fail "B's subscriber did not get the message sent after the train: $(cat "$W/B.err")"
 fi
-expect "B delivered both of A's messages, dropped none" "$(dl_stream B "$SRC_A" lg | awk '{ print $3, $4 }')" "2 0"
+dl_expect "B delivered both of A's messages, dropped none" "$(dl_stream B "$SRC_A" lg | awk '{ print $3, $4 }')" "2 0"
 dl_stop
