@@ -8,7 +8,7 @@
 #   dl_conf NAME ADDRESS <YAML       $W/NAME.yaml: a verbs daemon on ADDRESS, the rest from stdin
 #   dl_pubd NAME CONFIG_FILE         start pubd; socket $W/NAME.sock, log in the results dir
 #   dl_conf_ab <YAML                 the same for A (rxa) and B (rxb)
-#   dl_start_ab                      start A and B from $W/A.yaml, $W/B.yaml; wait until ready
+#   dl_start_ab                      start A and B from $W/A.yaml, $W/B.yaml; wait until ready; SRC_A, SRC_B
 #   dl_expect WHAT GOT WANT          PASS when GOT is WANT, else FAIL
 #   dl_ready NAME SECS               wait until NAME answers and every group is joined
 #   dl_ctl NAME ARGS...              pubctl -s $W/NAME.sock ARGS...
@@ -85,11 +85,14 @@ dl_expect() {
 }
 
 # dl_start_ab: start A (on rxa) and B (on rxb) from $W/A.yaml and $W/B.yaml
-# and wait until both are ready; ends the case when one is not.
+# and wait until both are ready (ends the case when one is not); their
+# source ids in SRC_A and SRC_B.
 dl_start_ab() {
 	dl_pubd A "$W/A.yaml"
 	dl_pubd B "$W/B.yaml"
 	dl_ready A 60 && dl_ready B 60 || exit 0
+	SRC_A=$(dl_sq A status status.source_id)
+	SRC_B=$(dl_sq B status status.source_id)
 }
 
 dl_ctl() {

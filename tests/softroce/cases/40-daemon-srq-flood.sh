@@ -34,7 +34,6 @@ v=$(dl_sq B status 'fabric.value[key=srq_depth]' 'fabric.value[key=srq_low_water
 v=${v//$'\n'/ }
 echo "B fabric: srq_depth, srq_low_watermark, srq_fill: $v"
 [ "${v% *}" = "64 16" ] || fail "B's SRQ depth / low watermark are not 64 / 16: $v"
-SRC_A=$(dl_sq A status status.source_id)
 
 # One subscriber on B for the three groups (the flood's bytes go nowhere).
 dl_ctl B sub "${GRPS[@]}" --output /dev/null 2>"$W/B.sub.err" &

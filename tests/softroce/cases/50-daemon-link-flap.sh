@@ -19,7 +19,6 @@ groups:
   - {name: l1, address: 239.77.50.1}
 EOF
 dl_start_ab
-SRC_A=$(dl_sq A status status.source_id)
 # Whatever happens below, the link must be up again for the later cases.
 trap 'ip link set va up; dl_teardown' EXIT
 

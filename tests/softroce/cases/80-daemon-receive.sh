@@ -17,7 +17,6 @@ groups:
   - {name: od, address: 239.77.80.1}
 EOF
 dl_start_ab
-SRC_A=$(dl_sq A status status.source_id)
 
 attached() { dl_fab "$1" groups_attached; }
 attached_is() { [ "$(attached "$1")" = "$2" ]; }

@@ -25,7 +25,6 @@ groups:
   - {name: lg, address: 239.77.85.1}
 EOF
 dl_start_ab
-SRC_A=$(dl_sq A status status.source_id)
 
 # cpu_ticks PID: user + system time of a process, in clock ticks.
 cpu_ticks() {
