@@ -109,4 +109,20 @@ it_eq "h2: g1 received with no subscriber" "$(it_group_val h2 g1 receiving)" 1
 it_eq "h2's kernel joined $G" "$(member)" 1
 publish 80 10
 it_wait "h2 delivers to nobody but receives 10 more" 20 it_group_is h2 g1 received 50
+
+# Stopping with two subscribers that do not read (their sockets full, so
+# pubd cannot close them at once): their subscriptions go only after the
+# groups are left, and must not try to stop (or start) receiving then.
+mkfifo "$IT_WORK/go"
+for s in s1 s2; do
+	it_bg "$s" "$ns1" bash -c "exec \"\$0\" \"\$@\" <\"$IT_WORK/go\"" "$ITEST_CLIENT" sub -s "$(it_sock h1)" \
+		-g g1 --hold --timeout-ms 60000 --log "$IT_WORK/$s.log"
+done
+exec {go}>"$IT_WORK/go"
+it_wait "two subscribers on h1" 20 it_subscribers_at_least h1 g1 2
+ip netns exec "$ns1" "$ITEST_CLIENT" pub -s "$(it_sock h1)" -g g1 --count 3000 --size 1000 ||
+	it_fail "publish 3000 on h1"
+it_pubd_stop h1
+exec {go}>&-
+it_eq "h1's log has no receiving errors at shutdown" "$(grep -c 'receiving:' "$IT_WORK/h1.log")" 0
 it_finish
