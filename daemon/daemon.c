@@ -643,6 +643,7 @@ void pubd_close(struct pubd *d)
 	pubd_groups_free(&d->groups);
 	pubd_reasm_destroy(d->reasm);
 	d->reasm = NULL;
+	pubd_msgbuf_cache_drain();
 	pubd_source_map_free(&d->sources);
 	pubd_loop_timer_free(d->reasm_timer);
 	pubd_loop_timer_free(d->heartbeat_timer);

@@ -131,7 +131,7 @@ static int queue_frame(struct pubd_client *c, const void *frame, size_t len)
 	struct pubd_msgbuf *m = pubd_msgbuf_alloc(len);
 
 	if (!o || !m) {
-		free(m);
+		pubd_msgbuf_put(m);
 		if (o)
 			out_release(c->d, o);
 		return -ENOMEM;
