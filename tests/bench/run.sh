@@ -6,7 +6,7 @@
 # figures as JSON lines.
 #
 #   tests/bench/run.sh [host|vm|all] [--quick] [--mtu 1024|4096] [--only NAMES] [--profile N]
-#                      [--out FILE] [--memory-seconds N]
+#                      [--rounds N] [--out FILE] [--memory-seconds N]
 #
 #   host  on this machine, no RDMA needed:
 #           4. local fan-out vs a SOCK_SEQPACKET pair     (bench_fanout)
@@ -20,6 +20,8 @@
 #         9000, jumbo frames as production RoCE runs) instead of 1024
 #   --only "NAMES"  VM: only these (tput1k tput1dg tput1ks tput1kmore tput64k
 #         lat latso latlocal), beside the perftest baselines
+#   --rounds N  VM: run each pubd benchmark N times and report the median
+#         (emulation swings single runs by +-15%)
 #   --profile 1|2|3  VM: perf stat on each daemon (CPU, context switches and
 #         system calls per message: "profile" lines in vm-bench.log); 2 adds
 #         a system-wide perf record, by command and symbol in perf-*.txt; 3,
@@ -44,6 +46,7 @@ mem_s=60
 vm_mtu=1024
 vm_only=
 vm_profile=0
+vm_rounds=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	host | vm | all) what=$1 ;;
@@ -53,7 +56,8 @@ while [ $# -gt 0 ]; do
 	--mtu) vm_mtu=$2; shift ;;
 	--only) vm_only=$2; shift ;;
 	--profile) vm_profile=$2; shift ;;
-	-h | --help) sed -n '3,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--rounds) vm_rounds=$2; shift ;;
+	-h | --help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -115,7 +119,8 @@ fi
 
 if [ $what = vm ] || [ $what = all ]; then
 	# What the guest reads: it sees the host's files, not our environment.
-	printf 'VM_MTU=%s\nONLY="%s"\nPROFILE=%s\n' "$vm_mtu" "$vm_only" "$vm_profile" >"$BUILD/bench/vm-params.sh"
+	printf 'VM_MTU=%s\nONLY="%s"\nPROFILE=%s\nROUNDS=%s\n' "$vm_mtu" "$vm_only" "$vm_profile" "$vm_rounds" \
+		>"$BUILD/bench/vm-params.sh"
 	if [ $quick = 1 ]; then
 		cat >>"$BUILD/bench/vm-params.sh" <<-'EOF'
 			TPUT_1K_COUNT=5000
