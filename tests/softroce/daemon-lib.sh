@@ -17,6 +17,7 @@
 #   dl_ctr NAME COUNTER              a row of NAME's `pubctl status` counters table
 #   dl_kv NAME fabric|counters KEY...  "KEY VALUE, ..." from one status query
 #   dl_wait SECS CMD...              poll CMD until it succeeds (deadline, not a sleep)
+#   dl_gone PID                      the process has ended (for dl_wait)
 #   dl_stop [NAME...]                SIGTERM the daemons (default: every one), check each exits 0
 # Under TCG every exec over 9p costs most of a second: polls make one
 # sr_query call and test its output with shell builtins.
@@ -91,8 +92,11 @@ dl_start_ab() {
 	dl_pubd A "$W/A.yaml"
 	dl_pubd B "$W/B.yaml"
 	dl_ready A 60 && dl_ready B 60 || exit 0
-	SRC_A=$(dl_sq A status status.source_id)
-	SRC_B=$(dl_sq B status status.source_id)
+	# shellcheck disable=SC2034 # for the cases
+	{
+		SRC_A=$(dl_sq A status status.source_id)
+		SRC_B=$(dl_sq B status status.source_id)
+	}
 }
 
 dl_ctl() {
@@ -177,6 +181,9 @@ dl_ready() {
 	tail -n 20 "$DL_LOGS/$DL_CASE-$name.pubd.log"
 	return 1
 }
+
+# dl_gone PID: the process has ended (for dl_wait).
+dl_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 # dl_subs NAME GROUP N: the group has N local subscribers.
 dl_subs() { [ "$(dl_sq "$1" groups "groups.subscribers[name=$2]")" = "$3" ]; }

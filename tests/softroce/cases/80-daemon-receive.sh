@@ -34,7 +34,8 @@ done
 
 # Nobody subscribes: A's datagrams come back to nobody, A included.
 dl_ctl A pub od --count 50 --size 100 >/dev/null || fail "publish 50 on A"
-dl_wait 30 eval '[ "$(dl_sq A groups "groups.tx_queued[name=od]")" = 0 ]' || fail "A did not send its 50"
+a_sent() { [ "$(dl_sq A groups 'groups.tx_queued[name=od]')" = 0 ]; }
+dl_wait 30 a_sent || fail "A did not send its 50"
 TX=$(dl_fab A tx_datagrams)
 if [ "$TX" -ge 50 ]; then pass "A sent $TX datagrams (50 messages, its heartbeats)"; else fail "A sent $TX datagrams, want >= 50"; fi
 dl_expect "A received none of them back (rx_datagrams, rx_self)" \
@@ -50,7 +51,7 @@ dl_wait 30 dl_subs B od 1 || fail "B's subscriber not there within 30s"
 dl_expect "B: QP attached with the subscriber (groups_attached, qp_attaches, qp_detaches)" \
 	"$(attached B) $(dl_fab B qp_attaches) $(dl_fab B qp_detaches)" "1 2 1"
 dl_ctl A pub od --count 20 --size 100 >/dev/null || fail "publish 20 more on A"
-if dl_wait 60 eval '! kill -0 $SUB 2>/dev/null' && wait "$SUB"; then
+if dl_wait 60 dl_gone "$SUB" && wait "$SUB"; then
 	pass "B's subscriber got its 20 messages"
 else
 	fail "B's subscriber did not get 20 messages: $(cat "$W/B.err")"

@@ -69,7 +69,7 @@ else
 fi
 # ... and the next datagram wakes it.
 dl_ctl A pub lg "after the train" >/dev/null || fail "publish a short message on A"
-if dl_wait 30 eval '! kill -0 $SUB 2>/dev/null' && wait "$SUB"; then
+if dl_wait 30 dl_gone "$SUB" && wait "$SUB"; then
 	pass "the message after the train woke B and reached its subscriber"
 else
 	fail "B's subscriber did not get the message sent after the train: $(cat "$W/B.err")"
