@@ -20,7 +20,7 @@
 #         9000, jumbo frames as production RoCE runs) instead of 1024
 #   --only "NAMES"  VM: only these (tput1k tput1dg tput1ks tput1kmore tput64k
 #         lat latso latlocal), beside the perftest baselines
-#   --rounds N  VM: run each pubd benchmark N times and report the median
+#   --rounds N  VM: run each pubd benchmark N times (default 3) and report the median
 #         (emulation swings single runs by +-15%)
 #   --profile 1|2|3  VM: perf stat on each daemon (CPU, context switches and
 #         system calls per message: "profile" lines in vm-bench.log); 2 adds
@@ -46,7 +46,7 @@ mem_s=60
 vm_mtu=1024
 vm_only=
 vm_profile=0
-vm_rounds=1
+vm_rounds=3
 while [ $# -gt 0 ]; do
 	case $1 in
 	host | vm | all) what=$1 ;;
