@@ -85,12 +85,11 @@ struct membership {
 struct slot {
 	bool used;
 	bool recv;	 /* joined with PUBD_JOIN_RECV: may listen */
-	bool listening;	 /* holds a membership (m) and takes the group's datagrams */
 	bool pending_up; /* group_state(up) not reported yet */
 	int family;	 /* of the group address */
 	struct sockaddr_storage dest;
-	socklen_t dest_len; /* in the socket's family (v4-mapped on a dual socket) */
-	struct membership *m;
+	socklen_t dest_len;	       /* in the socket's family (v4-mapped on a dual socket) */
+	struct membership *m;	       /* held while listening: the group's datagrams come in */
 	struct sockaddr_storage group; /* port 0: what the membership names */
 };
 
@@ -745,6 +744,32 @@ static void membership_put(struct pubd_fabric *f, struct membership *m)
 	free(m);
 }
 
+static int udp_listen(struct pubd_fabric *f, int slot, bool on)
+{
+	struct slot *s = get_slot(f, slot);
+	struct membership *m;
+	int err;
+
+	if (!s)
+		return -EBADSLT;
+	if (!s->recv)
+		return on ? -EINVAL : 0;
+	if (!!s->m == on)
+		return 0;
+	if (on) {
+		err = membership_get(f, &s->group, &s->m);
+		if (err)
+			return err;
+		recompute_first_slot(f, s->m);
+		return 0;
+	}
+	m = s->m;
+	s->m = NULL;
+	recompute_first_slot(f, m);
+	membership_put(f, m);
+	return 0;
+}
+
 static int udp_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr, socklen_t addrlen,
 		    enum pubd_join_mode mode)
 {
@@ -821,22 +846,21 @@ static int udp_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr
 		s->dest_len = sizeof(struct sockaddr_in6);
 	}
 
-	/* Sending to a group needs no membership: a send-only slot joins
-	 * nothing, and an idle one joins when it starts listening. */
-	if ((mode & PUBD_JOIN_RECV) && !(mode & PUBD_JOIN_IDLE)) {
-		err = membership_get(f, &group, &s->m);
-		if (err)
-			return err;
-		s->listening = true;
-	}
 	s->recv = mode & PUBD_JOIN_RECV;
 	s->group = group;
 	s->used = true;
-	if (s->m)
-		recompute_first_slot(f, s->m);
+	/* Sending to a group needs no membership: a send-only slot joins
+	 * nothing, and an idle one joins when it starts listening. */
+	if (s->recv && !(mode & PUBD_JOIN_IDLE)) {
+		err = udp_listen(f, slot, true);
+		if (err) {
+			s->used = false;
+			return err;
+		}
+	}
 	s->pending_up = true;
 	pubd_loop_timer_arm(f->up_timer, 0);
-	log_debug("fabric udp: slot %d %s %s on %s", slot, s->listening ? "joined" : "sends to",
+	log_debug("fabric udp: slot %d %s %s on %s", slot, s->m ? "joined" : "sends to",
 		  addr_str(addr, buf, sizeof(buf)), f->ifname);
 	return 0;
 
@@ -880,34 +904,6 @@ static void udp_leave(struct pubd_fabric *f, int slot)
 		recompute_first_slot(f, m);
 		membership_put(f, m);
 	}
-}
-
-static int udp_listen(struct pubd_fabric *f, int slot, bool on)
-{
-	struct slot *s = get_slot(f, slot);
-	struct membership *m;
-	int err;
-
-	if (!s)
-		return -EBADSLT;
-	if (!s->recv)
-		return on ? -EINVAL : 0;
-	if (s->listening == on)
-		return 0;
-	if (on) {
-		err = membership_get(f, &s->group, &s->m);
-		if (err)
-			return err;
-		s->listening = true;
-		recompute_first_slot(f, s->m);
-		return 0;
-	}
-	m = s->m;
-	s->m = NULL;
-	s->listening = false;
-	recompute_first_slot(f, m);
-	membership_put(f, m);
-	return 0;
 }
 
 /* ---- receive ---- */
