@@ -153,6 +153,12 @@ static const struct key keys[] = {
 	 .expect = "an integer from 1 to 1048576"},
 	{"limits.slow_subscriber", K_ENUM, CFG(slow_subscriber), .def = PUBD_SLOW_DROP_OLDEST, .names = slow_policies,
 	 .expect = "one of drop-oldest, drop-newest, disconnect"},
+	{"limits.client_buffer_budget", K_SIZE, CFG(client_buffer_budget), .def = 256 * MIB, .min = 1 * MIB,
+	 .max = 64 * GIB, .expect = "a size from 1 MiB to 64 GiB (bytes, or with KiB, MiB or GiB)"},
+	{"limits.max_clients", K_UINT, CFG(max_clients), .def = 1024, .min = 1, .max = 1048576,
+	 .expect = "an integer from 1 to 1048576"},
+	{"limits.max_sources", K_UINT, CFG(max_sources), .def = 4096, .min = 16, .max = 1048576,
+	 .expect = "an integer from 16 to 1048576"},
 
 	{"groups.name", K_GROUP_NAME, GRP(name), .min = 1, .max = 255, .required = true,
 	 .expect = "a group name of 1 to 255 bytes without control characters"},

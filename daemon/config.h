@@ -87,6 +87,11 @@ struct pubd_config {
 	uint32_t subscriber_queue;	/* messages per subscriber; default 1024 */
 	enum pubd_slow_policy slow_subscriber;
 	uint32_t reassembly_inflight; /* partial messages per source; default 64 */
+	/* Bytes buffered for all clients together (receive buffers, partly read
+	 * PUBLISH bodies, queued replies); default 256 MiB. */
+	uint64_t client_buffer_budget;
+	uint32_t max_clients; /* connections at once; default 1024 */
+	uint32_t max_sources; /* (source, group) statistics entries; default 4096 */
 
 	struct pubd_group_config *groups;
 	size_t ngroups;

@@ -231,10 +231,28 @@ static void on_group_state(void *ctx, int slot, bool up, int err)
 	pubd_notify_status(d);
 }
 
+static void on_mtu_changed(void *ctx, uint32_t mtu)
+{
+	struct pubd *d = ctx;
+	uint64_t dropped;
+
+	if (mtu == d->mtu)
+		return;
+	log_warn("fabric %s: MTU changed from %u to %u bytes per datagram; messages are cut for %u from now on",
+		 d->fops->name, d->mtu, mtu, mtu);
+	d->mtu = mtu;
+	dropped = pubd_tx_mtu_changed(d);
+	if (dropped)
+		log_warn("fabric %s: %llu queued messages no longer fit the MTU and were dropped (fabric_error)",
+			 d->fops->name, (unsigned long long)dropped);
+	pubd_tx_pump(d);
+}
+
 static const struct pubd_fabric_events fabric_events = {
 	.rx = on_rx,
 	.writable = on_writable,
 	.group_state = on_group_state,
+	.mtu_changed = on_mtu_changed,
 };
 
 /* ---- publish path ---- */

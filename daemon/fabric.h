@@ -59,6 +59,11 @@ struct pubd_fabric_events {
 	void (*writable)(void *ctx);
 	/* A group became usable for sending (joined) or stopped being (err < 0). */
 	void (*group_state)(void *ctx, int slot, bool up, int err);
+	/* Optional (NULL: ignored). The largest datagram changed (a port came back with another active
+	 * MTU, and the fabric was rebuilt with it). Messages are cut for the
+	 * new MTU from then on; datagrams already cut for a larger one are not
+	 * offered again. */
+	void (*mtu_changed)(void *ctx, uint32_t mtu);
 };
 
 struct pubd_fabric;

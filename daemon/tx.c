@@ -232,6 +232,61 @@ void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g)
 	}
 }
 
+/* Re-cut one group's queue for d->mtu. Returns messages dropped. */
+static uint64_t replan_group(struct pubd *d, struct pubd_group *g)
+{
+	struct pubd_tx_item *it, *prev = NULL, *next;
+	uint64_t dropped = 0;
+	int err;
+
+	for (it = g->txq_head; it; it = next) {
+		next = it->next;
+		if (g->raw)
+			err = it->msg->len > d->mtu ? -EMSGSIZE : 0;
+		else if (it->next_frag)
+			/* Partly sent: its fragment unit is fixed, and the rest no
+			 * longer fits. Receivers count it as a reassembly timeout. */
+			err = it->plan.frag_payload + PUBD_WIRE_HDR_LEN > d->mtu ? -EMSGSIZE : 0;
+		else
+			err = pubd_frag_plan(&it->plan, it->msg->len, d->mtu, d->cfg.max_message_size);
+		if (!err) {
+			prev = it;
+			continue;
+		}
+		pubd_drops_add(&g->drops, g->raw ? PUB_DROP_MTU_EXCEEDED : PUB_DROP_FABRIC_ERROR, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		dropped++;
+		/* Unlink it, then release it as item_done would. */
+		if (prev)
+			prev->next = next;
+		else
+			g->txq_head = next;
+		if (g->txq_tail == it)
+			g->txq_tail = prev;
+		it->next = g->txq_head;
+		g->txq_head = it;
+		if (!g->txq_tail)
+			g->txq_tail = it;
+		item_done(d, g, it);
+	}
+	return dropped;
+}
+
+uint64_t pubd_tx_mtu_changed(struct pubd *d)
+{
+	struct pubd_group *g;
+	uint64_t dropped = 0;
+	unsigned i;
+
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		dropped += replan_group(d, g);
+		if (!g->txq_head && g->tx_ready)
+			ready_unlink(&d->tx, g);
+	}
+	return dropped;
+}
+
 void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c)
 {
 	struct pubd_tx_item *it;

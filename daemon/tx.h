@@ -48,6 +48,10 @@ unsigned pubd_tx_pump(struct pubd *d);
 void pubd_tx_group_state(struct pubd *d, struct pubd_group *g);
 /* Drop a group's queue (group removed); messages counted as fabric_error. */
 void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g);
+/* The fabric's MTU changed to d->mtu: messages not yet started are cut
+ * anew; those partly sent (or raw ones) that no longer fit are dropped,
+ * counted. Returns how many were dropped. */
+uint64_t pubd_tx_mtu_changed(struct pubd *d);
 /* A client is going away: its queued messages stay queued, unowned. */
 void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c);
 /* Send one heartbeat on g announcing its next sequence to be sent. */

@@ -115,7 +115,7 @@ static void on_group(void *ctx, int slot, bool up, int err)
 		t->down[slot]++;
 }
 
-static const struct pubd_fabric_events events = {on_rx, on_writable, on_group};
+static const struct pubd_fabric_events events = {.rx = on_rx, .writable = on_writable, .group_state = on_group};
 
 /* ---- waiting for events ---- */
 

@@ -442,7 +442,8 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, rx_linger_us, receive)");
 	one_error("limits: {colour: red}", "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
 					   "max_message_size, reassembly_timeout_ms, reassembly_budget, "
-					   "reassembly_inflight, subscriber_queue, slow_subscriber)");
+					   "reassembly_inflight, subscriber_queue, slow_subscriber, "
+					   "client_buffer_budget, max_clients, max_sources)");
 }
 
 static void config_error_unknown_section(void **state)
