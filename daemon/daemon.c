@@ -162,8 +162,24 @@ static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 			d->counters[PUBD_CTR_RX_SELF]++;
 			continue;
 		}
-		if (!g || g->id != h.group_id)
-			g = pubd_groups_by_id(&d->groups, h.group_id);
+		if (!g) {
+			/* Not sent to a group address joined here: a unicast
+			 * datagram to the fabric's port or QP, or a stale mapping.
+			 * Whatever its header claims, nobody here subscribed to it. */
+			d->counters[PUBD_CTR_RX_UNJOINED]++;
+			continue;
+		}
+		if (g->id != h.group_id) {
+			/* Groups may share an address; the header's group must be
+			 * one of those on the address it arrived on. */
+			struct pubd_group *by_id = pubd_groups_by_id(&d->groups, h.group_id);
+
+			if (by_id && !pubd_group_same_address(by_id, g)) {
+				d->counters[PUBD_CTR_RX_UNJOINED]++;
+				continue;
+			}
+			g = by_id;
+		}
 		if (!g || g->raw || !g->listening) {
 			/* Not ours, or still in flight from before we stopped
 			 * listening: nobody here takes it. */

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "config.h"
@@ -89,6 +90,13 @@ struct pubd_group *pubd_groups_by_id(const struct pubd_groups *gs, uint64_t id);
 static inline struct pubd_group *pubd_groups_by_slot(const struct pubd_groups *gs, int slot)
 {
 	return slot >= 0 && (unsigned)slot < gs->n ? gs->v[slot] : NULL;
+}
+
+/* Do a and b share a multicast address (so a datagram for one may arrive on
+ * the other's)? */
+static inline bool pubd_group_same_address(const struct pubd_group *a, const struct pubd_group *b)
+{
+	return a->addrlen == b->addrlen && memcmp(&a->addr, &b->addr, a->addrlen) == 0;
 }
 
 #define pubd_groups_foreach(gs, g, i)       \
