@@ -4,9 +4,20 @@
  * the prefix as the line's priority (SyslogLevelPrefix=yes, the default);
  * on a terminal it is still readable. One write() per line so lines from
  * concurrent writers do not interleave.
+ *
+ * Every line is escaped here, after formatting, so no call site can forget:
+ * log arguments include strings from outside (a client's HELLO name, group
+ * names in requests, anything in a datagram). A newline in one would start
+ * a forged line with a priority of its choosing ("\n<2>..."); an ESC or C1
+ * byte would drive the operator's terminal. Control characters, DEL, C1
+ * code points, bytes that are not UTF-8 and the backslash itself (so an
+ * escape in the output always means one) are written as \xNN or \\;
+ * printable ASCII and valid UTF-8 text pass unchanged, so our own messages
+ * read as before.
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -24,23 +35,97 @@ int pubd_log_get_level(void)
 	return log_level;
 }
 
+/* Length of a valid UTF-8 sequence at p (n bytes left) that is not a C1
+ * control (U+0080..U+009F), or 0. */
+static size_t utf8_printable_len(const unsigned char *p, size_t n)
+{
+	size_t len, i;
+	uint32_t cp;
+
+	if ((p[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 2 && cp < 0xa0) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+size_t pubd_log_escape(char *out, size_t cap, const char *in, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)in;
+	size_t i = 0, o = 0, n;
+
+	if (!cap)
+		return 0;
+	while (i < len) {
+		unsigned char ch = p[i];
+
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
+			if (o + 1 >= cap)
+				break;
+			out[o++] = (char)ch;
+			i++;
+		} else if (ch == '\\') {
+			if (o + 2 >= cap)
+				break;
+			out[o++] = '\\';
+			out[o++] = '\\';
+			i++;
+		} else if (ch >= 0x80 && (n = utf8_printable_len(p + i, len - i))) {
+			if (o + n >= cap)
+				break;
+			while (n--)
+				out[o++] = (char)p[i++];
+		} else {
+			if (o + 4 >= cap)
+				break;
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[ch >> 4];
+			out[o++] = hex[ch & 15];
+			i++;
+		}
+	}
+	out[o] = 0;
+	return o;
+}
+
 void pubd_log(int prio, const char *fmt, ...)
 {
-	char line[1024];
+	char text[1024], line[1024];
 	int saved = errno, n, m;
 	va_list ap;
 
 	if (prio > log_level)
 		return;
-	n = snprintf(line, sizeof(line), "<%d>", prio);
 	va_start(ap, fmt);
-	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	m = vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	if (m < 0)
 		m = 0;
-	n += m;
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
+	if (m > (int)sizeof(text) - 1)
+		m = (int)sizeof(text) - 1;
+	n = snprintf(line, sizeof(line), "<%d>", prio);
+	/* Room for the newline: escape into all but the last byte. */
+	n += (int)pubd_log_escape(line + n, sizeof(line) - (size_t)n - 1, text, (size_t)m);
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
