@@ -65,7 +65,7 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 	return len;
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped; invalid UTF-8 as U+FFFD. */
+/* A JSON string: quotes, backslashes and control characters (C0, DEL, C1) escaped; invalid UTF-8 as U+FFFD. */
 void json_string(FILE *out, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -97,6 +97,12 @@ void json_string(FILE *out, const char *s, size_t len)
 				break;
 			}
 			n = utf8_len(p + i, len - i);
+			/* C1 controls are valid JSON raw, but not on a terminal. */
+			if (n == 2 && ch == 0xc2 && p[i + 1] < 0xa0) {
+				fprintf(out, "\\u%04x", p[i + 1]);
+				i += 2;
+				continue;
+			}
 			if (!n) {
 				fputs("\\ufffd", out);
 				i++;
@@ -153,15 +159,53 @@ static const char *cell_text(const struct pub_value *v, char *num)
 	return v->s;
 }
 
-/* Text cells are printed as they are, but control characters would break the layout. */
+/*
+ * Display width of s as put_text prints it: every byte it would replace
+ * counts one, a valid UTF-8 sequence one (close enough for alignment).
+ */
+static int text_width(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s), i = 0, n;
+	int w = 0;
+
+	while (i < len) {
+		n = p[i] >= 0x80 ? utf8_len(p + i, len - i) : 1;
+		i += n ? n : 1;
+		w++;
+	}
+	return w;
+}
+
+/*
+ * Text cells come from the daemon, which has them from clients (names) and
+ * configs: control characters, DEL, C1 controls (U+0080..U+009F, e.g. CSI)
+ * and bytes that are not UTF-8 would break the layout or drive the
+ * terminal, so each prints as '?'.
+ */
 static void put_text(FILE *out, const char *s, int width, bool right)
 {
-	int pad = width - (int)strlen(s);
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s), i = 0, n;
+	int pad = width - text_width(s);
 
 	if (right && pad > 0)
 		fprintf(out, "%*s", pad, "");
-	for (const char *p = s; *p; p++)
-		fputc((unsigned char)*p < 0x20 ? '?' : *p, out);
+	while (i < len) {
+		if (p[i] < 0x80) {
+			fputc(p[i] < 0x20 || p[i] == 0x7f ? '?' : p[i], out);
+			i++;
+			continue;
+		}
+		n = utf8_len(p + i, len - i);
+		if (!n || (n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)) {
+			fputc('?', out);
+			i += n ? n : 1;
+			continue;
+		}
+		fwrite(p + i, 1, n, out);
+		i += n;
+	}
 	if (!right && pad > 0)
 		fprintf(out, "%*s", pad, "");
 }
@@ -174,7 +218,8 @@ static void text_table(struct render *r, const struct pub_table *t)
 
 	if (r->ntables)
 		fputc('\n', out);
-	fprintf(out, "%s\n", t->name);
+	put_text(out, t->name, 0, false);
+	fputc('\n', out);
 	if (!t->ncols)
 		return;
 	w = calloc(t->ncols, sizeof(*w));
@@ -186,8 +231,8 @@ static void text_table(struct render *r, const struct pub_table *t)
 		int nw = 0;
 
 		for (unsigned c = 0; c < t->ncols; c++)
-			if ((int)strlen(t->cols[c].name) > nw)
-				nw = (int)strlen(t->cols[c].name);
+			if (text_width(t->cols[c].name) > nw)
+				nw = text_width(t->cols[c].name);
 		for (unsigned c = 0; c < t->ncols; c++) {
 			fputs("  ", out);
 			put_text(out, t->cols[c].name, nw, false);
@@ -199,10 +244,10 @@ static void text_table(struct render *r, const struct pub_table *t)
 		return;
 	}
 	for (unsigned c = 0; c < t->ncols; c++)
-		w[c] = (int)strlen(t->cols[c].name);
+		w[c] = text_width(t->cols[c].name);
 	for (size_t row = 0; row < t->nrows; row++)
 		for (unsigned c = 0; c < t->ncols; c++) {
-			int n = (int)strlen(cell_text(&t->cells[row * t->ncols + c], num));
+			int n = text_width(cell_text(&t->cells[row * t->ncols + c], num));
 
 			if (n > w[c])
 				w[c] = n;
