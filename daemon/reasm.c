@@ -241,7 +241,54 @@ struct pubd_reasm {
 	uint64_t nstreams;
 	uint64_t inflight_msgs;
 	uint64_t inflight_bytes;
+	/* Heap charged to budget_bytes: partials (struct, bitmap, buffer, table
+	 * entry) and missing ranges, each as malloc really holds it. */
+	uint64_t held_bytes;
+	/* Heap of streams and tombstones, bounded by max_streams, not budget. */
+	uint64_t stream_bytes;
 };
+
+/*
+ * What malloc really holds for a request of n bytes (glibc, 64-bit: an
+ * 8-byte size header, 16-byte alignment, 32 bytes at least), so the budget
+ * is charged for memory, not for message bytes: a tiny partial costs
+ * hundreds of bytes of structure, which is what a flood of first fragments
+ * is made of.
+ */
+static inline size_t chunk_bytes(size_t n)
+{
+	size_t c = (n + sizeof(size_t) + 15) & ~(size_t)15;
+
+	return c < 32 ? 32 : c;
+}
+
+/* A message buffer: small ones come in size classes (msgbuf.c). */
+static inline size_t msgbuf_bytes(size_t len)
+{
+	static const size_t classes[] = {256, 1024, PUBD_MSGBUF_CLASS_MAX};
+	unsigned i;
+
+	for (i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (len <= classes[i])
+			return chunk_bytes(sizeof(struct pubd_msgbuf) + classes[i]);
+	return chunk_bytes(sizeof(struct pubd_msgbuf) + len);
+}
+
+/* A hash table entry costs its share of buckets (load <= 1, doubling: at
+ * most two pointers per entry). */
+#define HTAB_ENTRY_BYTES (2 * sizeof(void *))
+
+static inline size_t partial_bytes(uint32_t frag_count, uint32_t msg_len)
+{
+	size_t words = ((size_t)frag_count + 63) / 64;
+
+	return chunk_bytes(sizeof(struct partial) + words * sizeof(uint64_t)) + msgbuf_bytes(msg_len) +
+	       HTAB_ENTRY_BYTES;
+}
+
+#define RANGE_BYTES  chunk_bytes(sizeof(struct range))
+#define STREAM_BYTES (chunk_bytes(sizeof(struct stream)) + HTAB_ENTRY_BYTES)
+#define TOMB_BYTES   (chunk_bytes(sizeof(struct tomb)) + HTAB_ENTRY_BYTES)
 
 static inline uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -321,6 +368,7 @@ static void partial_free(struct pubd_reasm *r, struct partial *p)
 	s->inflight_bytes -= p->msg_len;
 	r->inflight_msgs--;
 	r->inflight_bytes -= p->msg_len;
+	r->held_bytes -= partial_bytes(p->frag_count, p->msg_len);
 	if (s->hot == p)
 		s->hot = NULL;
 	pubd_msgbuf_put(p->buf);
@@ -347,6 +395,8 @@ static inline struct partial *partial_find(struct pubd_reasm *r, struct stream *
 	return n ? container_of(n, struct partial, hn) : NULL;
 }
 
+static void range_drop(struct pubd_reasm *r, struct range *g);
+
 /*
  * Room for a new partial of msg_len bytes: first the stream's in-flight
  * limit, then the global budget. A message that could never fit is refused
@@ -356,7 +406,7 @@ static inline struct partial *partial_find(struct pubd_reasm *r, struct stream *
 static struct partial *partial_new(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
 				   const struct pubd_wire_hdr *h, uint32_t unit)
 {
-	size_t words = ((size_t)h->frag_count + 63) / 64;
+	size_t words = ((size_t)h->frag_count + 63) / 64, charge = partial_bytes(h->frag_count, h->msg_len);
 	struct partial *p;
 	uint64_t deadline;
 
@@ -364,14 +414,20 @@ static struct partial *partial_new(struct pubd_reasm *r, struct stream *s, uint6
 		drop(r, s, PUB_DROP_REASM_INFLIGHT, 1);
 		return NULL;
 	}
-	if (h->msg_len > r->cfg.budget_bytes) {
+	if (charge > r->cfg.budget_bytes) {
 		drop(r, s, PUB_DROP_REASM_BUDGET, 1);
 		return NULL;
 	}
 	while (s->inflight >= r->cfg.max_inflight_per_source)
 		partial_drop(r, container_of(s->partials.next, struct partial, slink), PUB_DROP_REASM_INFLIGHT);
-	while (r->inflight_bytes + h->msg_len > r->cfg.budget_bytes)
-		partial_drop(r, container_of(r->gpartials.next, struct partial, glink), PUB_DROP_REASM_BUDGET);
+	/* Older partials go first; only when none is left do missing ranges
+	 * (which then count as a gap now) make room. */
+	while (r->held_bytes + charge > r->cfg.budget_bytes) {
+		if (!list_empty(&r->gpartials))
+			partial_drop(r, container_of(r->gpartials.next, struct partial, glink), PUB_DROP_REASM_BUDGET);
+		else
+			range_drop(r, container_of(r->granges.next, struct range, glink));
+	}
 
 	p = malloc(sizeof(*p) + words * sizeof(p->bits[0]));
 	if (!p)
@@ -405,6 +461,7 @@ static struct partial *partial_new(struct pubd_reasm *r, struct stream *s, uint6
 	s->inflight_bytes += p->msg_len;
 	r->inflight_msgs++;
 	r->inflight_bytes += p->msg_len;
+	r->held_bytes += charge;
 	return p;
 
 nomem:
@@ -446,8 +503,9 @@ static void partial_add(struct pubd_reasm *r, struct partial *p, const struct pu
 
 /* ---- missing ranges ---- */
 
-static void range_free(struct stream *s, struct range *g)
+static void range_free(struct pubd_reasm *r, struct stream *s, struct range *g)
 {
+	r->held_bytes -= RANGE_BYTES;
 	list_del(&g->slink);
 	list_del(&g->glink);
 	s->nranges--;
@@ -460,7 +518,7 @@ static void range_drop(struct pubd_reasm *r, struct range *g)
 	struct stream *s = g->s;
 	uint64_t n = g->count;
 
-	range_free(s, g);
+	range_free(r, s, g);
 	drop(r, s, PUB_DROP_SEQ_GAP, n);
 }
 
@@ -473,9 +531,14 @@ static void ranges_trim(struct pubd_reasm *r, struct stream *s)
 /* [first, first + count) went missing now, above every existing range. */
 static void range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t first, uint64_t count)
 {
-	struct range *g = malloc(sizeof(*g));
 	uint64_t deadline = sat_add(now, r->cfg.timeout_ns);
+	struct range *g;
 
+	/* Ranges are charged to the budget too, but never evict a partial:
+	 * the oldest ranges are given up (as gaps) instead. */
+	while (r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes && !list_empty(&r->granges))
+		range_drop(r, container_of(r->granges.next, struct range, glink));
+	g = r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes ? NULL : malloc(sizeof(*g));
 	if (!g) {
 		/* No memory to wait for them: they are a gap now. */
 		drop(r, s, PUB_DROP_SEQ_GAP, count);
@@ -491,6 +554,7 @@ static void range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uin
 	g->first = first;
 	g->count = count;
 	g->deadline = deadline;
+	r->held_bytes += RANGE_BYTES;
 	list_add_tail(&s->ranges, &g->slink);
 	list_add_tail(&r->granges, &g->glink);
 	s->nranges++;
@@ -519,7 +583,7 @@ static void range_take(struct pubd_reasm *r, struct range *g, uint64_t seq)
 	struct range *hi;
 
 	if (g->count == 1) {
-		range_free(s, g);
+		range_free(r, s, g);
 		return;
 	}
 	s->missing--;
@@ -531,13 +595,14 @@ static void range_take(struct pubd_reasm *r, struct range *g, uint64_t seq)
 	g->count = seq - g->first;
 	if (!hi_count)
 		return;
-	hi = malloc(sizeof(*hi));
+	hi = r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes ? NULL : malloc(sizeof(*hi));
 	if (!hi) {
 		s->missing -= hi_count;
 		drop(r, s, PUB_DROP_SEQ_GAP, hi_count);
 		return;
 	}
 	*hi = (struct range){.s = s, .first = hi_first, .count = hi_count, .deadline = g->deadline};
+	r->held_bytes += RANGE_BYTES;
 	list_insert_after(&g->slink, &hi->slink);
 	list_insert_after(&g->glink, &hi->glink);
 	s->nranges++;
@@ -550,6 +615,7 @@ static void tomb_free(struct pubd_reasm *r, struct tomb *t)
 {
 	htab_remove(&r->tombs, &t->hn);
 	list_del(&t->fifo);
+	r->stream_bytes -= TOMB_BYTES;
 	free(t);
 }
 
@@ -569,6 +635,7 @@ static void tomb_put(struct pubd_reasm *r, uint64_t source, uint64_t group, uint
 	t->next_seq = next_seq;
 	htab_insert(&r->tombs, &t->hn);
 	list_add_tail(&r->tombs_fifo, &t->fifo);
+	r->stream_bytes += TOMB_BYTES;
 }
 
 /* Where a forgotten (source, group) had got to, forgetting that: false when
@@ -601,7 +668,7 @@ static void stream_forget(struct pubd_reasm *r, struct stream *s, bool report)
 	while (!list_empty(&s->partials))
 		partial_free(r, container_of(s->partials.next, struct partial, slink));
 	while (!list_empty(&s->ranges))
-		range_free(s, container_of(s->ranges.next, struct range, slink));
+		range_free(r, s, container_of(s->ranges.next, struct range, slink));
 	if (report) {
 		drop(r, s, PUB_DROP_REASM_TIMEOUT, partials);
 		drop(r, s, PUB_DROP_SEQ_GAP, missing);
@@ -611,6 +678,7 @@ static void stream_forget(struct pubd_reasm *r, struct stream *s, bool report)
 	if (r->hot == s)
 		r->hot = NULL;
 	r->nstreams--;
+	r->stream_bytes -= STREAM_BYTES;
 	free(s);
 }
 
@@ -652,6 +720,7 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 	htab_insert(&r->streams, &s->hn);
 	list_add_tail(&r->lru, &s->lru);
 	r->nstreams++;
+	r->stream_bytes += STREAM_BYTES;
 out:
 	s->last_active = now;
 	r->hot = s;
@@ -874,4 +943,6 @@ void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)
 	t->streams = r->nstreams;
 	t->inflight_msgs = r->inflight_msgs;
 	t->inflight_bytes = r->inflight_bytes;
+	t->held_bytes = r->held_bytes;
+	t->stream_bytes = r->stream_bytes;
 }

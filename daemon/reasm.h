@@ -22,9 +22,15 @@
  *  - A source that restarts gets a new source id, so a new stream: no false
  *    gap and no false duplicates; the old stream ages out (idle_timeout).
  * Limits:
- *  - budget_bytes: bytes of partial message bodies held. A new partial that
- *    does not fit evicts the oldest partials (PUB_DROP_REASM_BUDGET) until it
- *    does; one larger than the whole budget is dropped itself.
+ *  - budget_bytes: heap held for partial messages and missing ranges, as
+ *    malloc holds it: each partial's struct, fragment bitmap, buffer (its
+ *    size class) and table entry, each range's entry, with allocation
+ *    overhead; not just message bytes. A new partial that does not fit
+ *    evicts the oldest partials (PUB_DROP_REASM_BUDGET) until it does (then
+ *    ranges, as gaps); one larger than the whole budget is dropped itself.
+ *    A range that does not fit gives up the oldest ranges (SEQ_GAP now),
+ *    never a partial. Streams and tombstones (a fixed size each) are
+ *    bounded by max_streams: memory <= budget + 2 * max_streams * ~200 B.
  *  - max_inflight_per_source: partial messages per stream; the oldest is
  *    evicted (PUB_DROP_REASM_INFLIGHT).
  *  - max_message_size: a header announcing a bigger msg_len: PUB_DROP_TOO_LARGE.
@@ -150,7 +156,9 @@ void pubd_reasm_foreach(const struct pubd_reasm *r, void (*fn)(void *ctx, const 
 struct pubd_reasm_totals {
 	uint64_t streams;
 	uint64_t inflight_msgs;
-	uint64_t inflight_bytes;
+	uint64_t inflight_bytes; /* message bytes of the partials */
+	uint64_t held_bytes;	 /* heap charged to budget_bytes (partials and missing ranges) */
+	uint64_t stream_bytes;	 /* heap of streams and tombstones (bounded by max_streams) */
 };
 void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t);
 
