@@ -273,13 +273,32 @@ static void text_table(struct render *r, const struct pub_table *t)
 	free(w);
 }
 
+/*
+ * The daemon bounds every table (rows and bytes) and ends a reply whose
+ * tables were cut with a table "more" (table, rows_not_shown): in text, a
+ * line under what was shown rather than a table of its own.
+ */
+static bool text_more(struct render *r, const struct pub_table *t)
+{
+	if (strcmp(t->name, "more") || t->ncols != 2 || t->cols[0].type != PUB_VALUE_STR ||
+	    t->cols[1].type != PUB_VALUE_U64)
+		return false;
+	for (size_t row = 0; row < t->nrows; row++) {
+		fputs("  ... ", r->out);
+		fprintf(r->out, "%" PRIu64 " more rows of ", t->cells[row * 2 + 1].u);
+		put_text(r->out, t->cells[row * 2].s, 0, false);
+		fputs(" not shown (the daemon caps every table)\n", r->out);
+	}
+	return true;
+}
+
 int render_table(const struct pub_table *t, void *arg)
 {
 	struct render *r = arg;
 
 	if (r->json)
 		json_table(r, t);
-	else
+	else if (!text_more(r, t))
 		text_table(r, t);
 	r->ntables++;
 	return 0;

@@ -34,17 +34,27 @@ static void fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint6
 		pubd_ipc_deliver(d, g->subs[i], source, seq, m);
 }
 
+/* The statistics of (source, group), within limits.max_sources: making
+ * room evicts one (counted; its counts go to the map's evicted row). */
+static struct pubd_source_stats *source_stats(struct pubd *d, uint64_t source, uint64_t group_id)
+{
+	struct pubd_source_stats *s;
+
+	d->sources.max = d->cfg.max_sources;
+	s = pubd_source_map_get(&d->sources, source, group_id, pubd_now_ns());
+	d->counters[PUBD_CTR_SOURCES_EVICTED] = d->sources.evicted.sources;
+	return s;
+}
+
 static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq, const uint8_t *data, size_t len,
 			  struct pubd_msgbuf *owned)
 {
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
-	struct pubd_source_stats *s = pubd_source_map_get(&d->sources, source, group_id);
+	struct pubd_source_stats *s = source_stats(d, source, group_id);
 
-	if (s) {
-		s->delivered++;
-		s->bytes += len;
-	}
+	if (s)
+		pubd_source_map_delivered(&d->sources, s, len);
 	d->counters[PUBD_CTR_MSG_RECEIVED]++;
 	if (!g) {
 		pubd_msgbuf_put(owned);
@@ -77,7 +87,7 @@ static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_d
 {
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
-	struct pubd_source_stats *s = pubd_source_map_get(&d->sources, source, group_id);
+	struct pubd_source_stats *s = source_stats(d, source, group_id);
 
 	if (s)
 		pubd_drops_add(&s->drops, reason, count);

@@ -16,6 +16,75 @@
 
 #define NS_PER_MS 1000000ull
 
+/*
+ * Every table is bounded, whatever peers did to the daemon's state (a flood
+ * of source ids, thousands of clients): rows past either limit are counted,
+ * not sent, and the reply ends with a table "more" (table, rows_not_shown)
+ * that pubctl prints as "... N more rows of T not shown". A row is at most
+ * a few KiB (names are <= 255 bytes), so no TABLE frame comes near the
+ * 16 MiB frame limit.
+ */
+#define TABLE_MAX_ROWS	50000u
+#define TABLE_MAX_BYTES (4u << 20)
+#define MAX_CUTS	8
+
+/* One reply being built: the builder and the tables cut short so far. */
+struct reply {
+	struct pub_table_builder *b;
+	uint32_t req;
+	uint32_t rows; /* rows of the current table */
+	unsigned ncuts;
+	struct {
+		const char *table;
+		uint64_t skipped;
+	} cuts[MAX_CUTS];
+};
+
+static void table_begin(struct reply *r, const char *name, const char *const *cols, unsigned ncols)
+{
+	pub_table_begin(r->b, r->req, name, cols, ncols);
+	r->rows = 0;
+}
+
+/* May one more row go into the current table? If not, it is counted
+ * against the table's name. */
+static bool row_fits(struct reply *r, const char *table)
+{
+	struct pub_table_builder *b = r->b;
+	unsigned i;
+
+	if (r->rows < TABLE_MAX_ROWS && b->len - b->frame_start < TABLE_MAX_BYTES) {
+		r->rows++;
+		return true;
+	}
+	for (i = 0; i < r->ncuts; i++)
+		if (r->cuts[i].table == table)
+			break;
+	if (i == r->ncuts && r->ncuts < MAX_CUTS) {
+		r->cuts[i].table = table;
+		r->cuts[i].skipped = 0;
+		r->ncuts++;
+	}
+	if (i < r->ncuts)
+		r->cuts[i].skipped++;
+	return false;
+}
+
+static void reply_more(struct reply *r)
+{
+	static const char *const cols[] = {"table:s", "rows_not_shown:u"};
+	unsigned i;
+
+	if (!r->ncuts)
+		return;
+	table_begin(r, "more", cols, 2);
+	for (i = 0; i < r->ncuts; i++) {
+		pub_table_str(r->b, r->cuts[i].table);
+		pub_table_u64(r->b, r->cuts[i].skipped);
+	}
+	pub_table_end(r->b);
+}
+
 static const char *mode_name(enum pubd_join_mode m)
 {
 	return m == PUBD_JOIN_SEND ? "send" : m == PUBD_JOIN_RECV ? "recv" : "send+recv";
@@ -74,8 +143,9 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->txq_len);
 }
 
-static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
+static void q_status(struct pubd *d, struct reply *r)
 {
+	struct pub_table_builder *b = r->b;
 	static const char *const cols[] = {
 		"version:s",
 		"pid:u",
@@ -96,6 +166,9 @@ static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 		"reasm_streams:u",
 		"reasm_inflight:u",
 		"reasm_bytes:u",
+		"reasm_held_bytes:u",
+		"sources:u",
+		"max_sources:u",
 		"max_message_size:u",
 		"reassembly_timeout_ms:u",
 		"reassembly_budget:u",
@@ -115,7 +188,7 @@ static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 	pubd_groups_foreach(&d->groups, g, i) ngroups++;
 	pubd_reasm_totals(d->reasm, &t);
 	hex64(src, d->source_id);
-	pub_table_begin(b, req, "status", cols, sizeof(cols) / sizeof(cols[0]));
+	table_begin(r, "status", cols, sizeof(cols) / sizeof(cols[0]));
 	pub_table_str(b, PUBD_VERSION);
 	pub_table_u64(b, (uint64_t)getpid());
 	pub_table_u64(b, (pubd_now_ns() - d->started_ns) / 1000000000ull);
@@ -135,6 +208,9 @@ static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 	pub_table_u64(b, t.streams);
 	pub_table_u64(b, t.inflight_msgs);
 	pub_table_u64(b, t.inflight_bytes);
+	pub_table_u64(b, t.held_bytes);
+	pub_table_u64(b, d->sources.n);
+	pub_table_u64(b, d->cfg.max_sources);
 	pub_table_u64(b, d->cfg.max_message_size);
 	pub_table_u64(b, d->cfg.reassembly_timeout_ms);
 	pub_table_u64(b, d->cfg.reassembly_budget);
@@ -145,11 +221,11 @@ static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 	pub_table_str(b, pubd_receive_policy_name(d->cfg.receive));
 	pub_table_end(b);
 
-	pub_table_begin(b, req, "fabric", kv, 2);
+	table_begin(r, "fabric", kv, 2);
 	d->fops->status(d->fabric, b);
 	pub_table_end(b);
 
-	pub_table_begin(b, req, "counters", ctr, 2);
+	table_begin(r, "counters", ctr, 2);
 	for (i = 0; i < PUBD_CTR__COUNT; i++) {
 		pub_table_str(b, pubd_counter_name(i));
 		pub_table_u64(b, d->counters[i]);
@@ -157,14 +233,18 @@ static void q_status(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 	pub_table_end(b);
 }
 
-static void q_groups(struct pubd *d, struct pub_table_builder *b, uint32_t req)
+static void q_groups(struct pubd *d, struct reply *r)
 {
 	struct pubd_group *g;
 	unsigned i;
 
-	pub_table_begin(b, req, "groups", group_cols, sizeof(group_cols) / sizeof(group_cols[0]));
-	pubd_groups_foreach(&d->groups, g, i) group_row(d, b, g);
-	pub_table_end(b);
+	table_begin(r, "groups", group_cols, sizeof(group_cols) / sizeof(group_cols[0]));
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		if (row_fits(r, "groups"))
+			group_row(d, r->b, g);
+	}
+	pub_table_end(r->b);
 }
 
 struct stream_list {
@@ -200,8 +280,9 @@ static const struct pubd_reasm_stream_info *find_stream(const struct stream_list
 }
 
 /* Rows of the sources table; only_group NULL for all groups. */
-static void sources_table(struct pubd *d, struct pub_table_builder *b, uint32_t req, const struct pubd_group *only)
+static void sources_table(struct pubd *d, struct reply *r, const struct pubd_group *only)
 {
+	struct pub_table_builder *b = r->b;
 	static const char *const cols[] = {"source:s",	"group:s",    "next_seq:u", "delivered:u", "bytes:u",
 					   "dropped:u", "inflight:u", "missing:u",  "idle_ms:u"};
 	struct stream_list streams = {0};
@@ -213,10 +294,10 @@ static void sources_table(struct pubd *d, struct pub_table_builder *b, uint32_t 
 	unsigned i;
 
 	pubd_reasm_foreach(d->reasm, collect_stream, &streams);
-	pub_table_begin(b, req, "sources", cols, sizeof(cols) / sizeof(cols[0]));
+	table_begin(r, "sources", cols, sizeof(cols) / sizeof(cols[0]));
 	for (i = 0; i < d->sources.cap; i++) {
 		s = d->sources.slots[i];
-		if (!s || (only && s->group_id != only->id))
+		if (!s || (only && s->group_id != only->id) || !row_fits(r, "sources"))
 			continue;
 		g = pubd_groups_by_id(&d->groups, s->group_id);
 		si = find_stream(&streams, s->source_id, s->group_id);
@@ -230,6 +311,21 @@ static void sources_table(struct pubd *d, struct pub_table_builder *b, uint32_t 
 		pub_table_u64(b, si ? si->inflight : 0);
 		pub_table_u64(b, si ? si->missing : 0);
 		pub_table_u64(b, si && now > si->last_active_ns ? (now - si->last_active_ns) / NS_PER_MS : 0);
+	}
+	/* What sources evicted for limits.max_sources had counted (all groups),
+	 * so the rows still add up to the totals. */
+	if (!only && d->sources.evicted.sources && row_fits(r, "sources")) {
+		const struct pubd_source_evicted *e = &d->sources.evicted;
+
+		pub_table_str(b, "(evicted)");
+		pub_table_str(b, "*");
+		pub_table_u64(b, 0);
+		pub_table_u64(b, e->delivered);
+		pub_table_u64(b, e->bytes);
+		pub_table_u64(b, pubd_drops_msg_total(&e->drops));
+		pub_table_u64(b, 0);
+		pub_table_u64(b, 0);
+		pub_table_u64(b, 0);
 	}
 	pub_table_end(b);
 	free(streams.v);
@@ -246,9 +342,9 @@ static unsigned queued_for(const struct pubd_client *c, const struct pubd_sub *s
 	return n;
 }
 
-static int q_group(struct pubd *d, struct pub_table_builder *b, uint32_t req, const char *arg, size_t len, char *err,
-		   size_t errcap)
+static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len, char *err, size_t errcap)
 {
+	struct pub_table_builder *b = r->b;
 	static const char *const sub_cols[] = {"client:u",    "name:s",	  "pid:u",    "uid:u",
 					       "delivered:u", "queued:u", "dropped:u"};
 	static const char *const pub_cols[] = {"client:u", "name:s", "pid:u", "uid:u", "published:u", "bytes:u"};
@@ -260,14 +356,16 @@ static int q_group(struct pubd *d, struct pub_table_builder *b, uint32_t req, co
 		snprintf(err, errcap, "no group named '%.*s'", (int)len, arg);
 		return -PUB_ERR_NO_GROUP;
 	}
-	pub_table_begin(b, req, "group", group_cols, sizeof(group_cols) / sizeof(group_cols[0]));
+	table_begin(r, "group", group_cols, sizeof(group_cols) / sizeof(group_cols[0]));
 	group_row(d, b, g);
 	pub_table_end(b);
 
-	pub_table_begin(b, req, "subscribers", sub_cols, sizeof(sub_cols) / sizeof(sub_cols[0]));
+	table_begin(r, "subscribers", sub_cols, sizeof(sub_cols) / sizeof(sub_cols[0]));
 	for (i = 0; i < g->nsubs; i++) {
 		const struct pubd_sub *s = g->subs[i];
 
+		if (!row_fits(r, "subscribers"))
+			continue;
 		pub_table_u64(b, s->client->id);
 		pub_table_str(b, s->client->name);
 		pub_table_u64(b, (uint64_t)s->client->pid);
@@ -278,10 +376,10 @@ static int q_group(struct pubd *d, struct pub_table_builder *b, uint32_t req, co
 	}
 	pub_table_end(b);
 
-	pub_table_begin(b, req, "publishers", pub_cols, sizeof(pub_cols) / sizeof(pub_cols[0]));
+	table_begin(r, "publishers", pub_cols, sizeof(pub_cols) / sizeof(pub_cols[0]));
 	for (c = d->ipc.clients; c; c = c->next) {
 		for (i = 0; i < c->npubs; i++) {
-			if (c->pubs[i].group != g)
+			if (c->pubs[i].group != g || !row_fits(r, "publishers"))
 				continue;
 			pub_table_u64(b, c->id);
 			pub_table_str(b, c->name);
@@ -292,12 +390,13 @@ static int q_group(struct pubd *d, struct pub_table_builder *b, uint32_t req, co
 		}
 	}
 	pub_table_end(b);
-	sources_table(d, b, req, g);
+	sources_table(d, r, g);
 	return 0;
 }
 
-static void q_clients(struct pubd *d, struct pub_table_builder *b, uint32_t req)
+static void q_clients(struct pubd *d, struct reply *r)
 {
+	struct pub_table_builder *b = r->b;
 	static const char *const cols[] = {"id:u",     "name:s",	  "pid:u",	 "uid:u",
 					   "gid:u",    "subscriptions:s", "published:u", "delivered:u",
 					   "queued:u", "dropped:u",	  "paused:u",	 "connected_s:u"};
@@ -307,8 +406,10 @@ static void q_clients(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 	size_t used;
 	unsigned i;
 
-	pub_table_begin(b, req, "clients", cols, sizeof(cols) / sizeof(cols[0]));
+	table_begin(r, "clients", cols, sizeof(cols) / sizeof(cols[0]));
 	for (c = d->ipc.clients; c; c = c->next) {
+		if (!row_fits(r, "clients"))
+			continue;
 		used = 0;
 		subs[0] = 0;
 		for (i = 0; i < c->nsubs && used < sizeof(subs) - 1; i++)
@@ -330,22 +431,23 @@ static void q_clients(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 	pub_table_end(b);
 }
 
-static void drop_rows(struct pub_table_builder *b, const char *scope, const char *name, const struct pubd_drops *dr)
+static void drop_rows(struct reply *r, const char *scope, const char *name, const struct pubd_drops *dr)
 {
-	unsigned r;
+	struct pub_table_builder *b = r->b;
+	unsigned k;
 
-	for (r = 0; r < PUB_DROP__COUNT; r++) {
-		if (!dr->by_reason[r])
+	for (k = 0; k < PUB_DROP__COUNT; k++) {
+		if (!dr->by_reason[k] || !row_fits(r, "drops"))
 			continue;
 		pub_table_str(b, scope);
 		pub_table_str(b, name);
-		pub_table_str(b, pub_drop_reason_name(r));
-		pub_table_str(b, pub_drop_reason_kind(r) == PUB_DROP_KIND_MSG ? "messages" : "datagrams");
-		pub_table_u64(b, dr->by_reason[r]);
+		pub_table_str(b, pub_drop_reason_name(k));
+		pub_table_str(b, pub_drop_reason_kind(k) == PUB_DROP_KIND_MSG ? "messages" : "datagrams");
+		pub_table_u64(b, dr->by_reason[k]);
 	}
 }
 
-static void q_drops(struct pubd *d, struct pub_table_builder *b, uint32_t req)
+static void q_drops(struct pubd *d, struct reply *r)
 {
 	static const char *const cols[] = {"scope:s", "name:s", "reason:s", "unit:s", "count:u"};
 	const struct pubd_source_stats *s;
@@ -354,54 +456,59 @@ static void q_drops(struct pubd *d, struct pub_table_builder *b, uint32_t req)
 	char name[600];
 	unsigned i, k;
 
-	pub_table_begin(b, req, "drops", cols, sizeof(cols) / sizeof(cols[0]));
-	drop_rows(b, "daemon", "-", &d->drops);
-	pubd_groups_foreach(&d->groups, g, i) drop_rows(b, "group", g->name, &g->drops);
+	table_begin(r, "drops", cols, sizeof(cols) / sizeof(cols[0]));
+	/* Scopes that add up to the totals first, so a cut table loses only
+	 * the breakdown by source and subscriber. */
+	drop_rows(r, "daemon", "-", &d->drops);
+	pubd_groups_foreach(&d->groups, g, i) drop_rows(r, "group", g->name, &g->drops);
+	pubd_groups_foreach(&d->groups, g, i) drop_rows(r, "group-subscribers", g->name, &g->sub_drops);
+	/* Sources evicted for limits.max_sources, all groups together: with it
+	 * the source rows still sum to what sources lost. */
+	if (d->sources.evicted.sources)
+		drop_rows(r, "source", "(evicted)", &d->sources.evicted.drops);
 	for (i = 0; i < d->sources.cap; i++) {
 		s = d->sources.slots[i];
 		if (!s)
 			continue;
 		g = pubd_groups_by_id(&d->groups, s->group_id);
 		snprintf(name, sizeof(name), "%016" PRIx64 "/%s", s->source_id, g ? g->name : "?");
-		drop_rows(b, "source", name, &s->drops);
+		drop_rows(r, "source", name, &s->drops);
 	}
 	pubd_groups_foreach(&d->groups, g, i)
 	{
 		for (k = 0; k < g->nsubs; k++) {
 			c = g->subs[k]->client;
 			snprintf(name, sizeof(name), "%u:%s/%s", c->id, c->name, g->name);
-			drop_rows(b, "subscriber", name, &g->subs[k]->drops);
+			drop_rows(r, "subscriber", name, &g->subs[k]->drops);
 		}
 	}
-	/* Drops of subscriptions that have gone (the client left) stay visible
-	 * in the group's subscriber-level total. */
-	pubd_groups_foreach(&d->groups, g, i) drop_rows(b, "group-subscribers", g->name, &g->sub_drops);
-	pub_table_end(b);
+	pub_table_end(r->b);
 }
 
 int pubd_query(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
 	       size_t arglen, char *err, size_t errcap)
 {
+	struct reply rp = {.b = b, .req = req_id};
 	int r = 0;
 
 	switch (kind) {
 	case PUB_QUERY_STATUS:
-		q_status(d, b, req_id);
+		q_status(d, &rp);
 		break;
 	case PUB_QUERY_GROUPS:
-		q_groups(d, b, req_id);
+		q_groups(d, &rp);
 		break;
 	case PUB_QUERY_GROUP:
-		r = q_group(d, b, req_id, arg, arglen, err, errcap);
+		r = q_group(d, &rp, arg, arglen, err, errcap);
 		break;
 	case PUB_QUERY_CLIENTS:
-		q_clients(d, b, req_id);
+		q_clients(d, &rp);
 		break;
 	case PUB_QUERY_DROPS:
-		q_drops(d, b, req_id);
+		q_drops(d, &rp);
 		break;
 	case PUB_QUERY_SOURCES:
-		sources_table(d, b, req_id, NULL);
+		sources_table(d, &rp, NULL);
 		break;
 	case PUB_QUERY_RELOAD:
 		if (pubd_reload(d, err, errcap) < 0)
@@ -411,6 +518,8 @@ int pubd_query(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, uin
 		snprintf(err, errcap, "unknown query kind %u", kind);
 		return -PUB_ERR_BAD_QUERY;
 	}
+	if (r == 0)
+		reply_more(&rp);
 	if (r == 0 && b->err) {
 		snprintf(err, errcap, "building the reply: %s", strerror(-b->err));
 		return -PUB_ERR_INTERNAL;

@@ -4,7 +4,10 @@
  *
  * The map is open addressing with linear probing on a hash of
  * (source, group): lookups happen once per received message, so they must
- * be cheap; it only grows (a removed group's entries are rehashed away).
+ * be cheap. Removal shifts the following entries of the probe run back
+ * (no tombstones), so lookups stay short however many entries were evicted.
+ * Eviction order is two intrusive lists, least recently heard first: one of
+ * entries that never delivered a message, one of those that did.
  */
 #include <stdlib.h>
 
@@ -32,6 +35,39 @@ uint64_t pubd_drops_msg_total(const struct pubd_drops *d)
 	return t;
 }
 
+/* ---- eviction order ---- */
+
+static void lru_del(struct pubd_source_lru *l, struct pubd_source_stats *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		l->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		l->tail = s->prev;
+	s->prev = s->next = NULL;
+}
+
+static void lru_add_tail(struct pubd_source_lru *l, struct pubd_source_stats *s)
+{
+	s->next = NULL;
+	s->prev = l->tail;
+	if (l->tail)
+		l->tail->next = s;
+	else
+		l->head = s;
+	l->tail = s;
+}
+
+static inline struct pubd_source_lru *lru_of(struct pubd_source_map *m, const struct pubd_source_stats *s)
+{
+	return s->delivered ? &m->proven : &m->unproven;
+}
+
+/* ---- the table ---- */
+
 static uint32_t hash_key(uint64_t source, uint64_t group)
 {
 	uint64_t h = source * 0x9e3779b97f4a7c15ull ^ (group + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
@@ -39,7 +75,7 @@ static uint32_t hash_key(uint64_t source, uint64_t group)
 	return (uint32_t)(h ^ (h >> 29));
 }
 
-static int map_insert(struct pubd_source_map *m, struct pubd_source_stats *s)
+static void map_insert(struct pubd_source_map *m, struct pubd_source_stats *s)
 {
 	uint32_t i = hash_key(s->source_id, s->group_id) & (m->cap - 1);
 
@@ -47,7 +83,6 @@ static int map_insert(struct pubd_source_map *m, struct pubd_source_stats *s)
 		i = (i + 1) & (m->cap - 1);
 	m->slots[i] = s;
 	m->n++;
-	return 0;
 }
 
 static int map_grow(struct pubd_source_map *m, uint32_t cap)
@@ -69,16 +104,87 @@ static int map_grow(struct pubd_source_map *m, uint32_t cap)
 	return 0;
 }
 
-struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group)
+static uint32_t map_find_slot(const struct pubd_source_map *m, uint64_t source, uint64_t group)
 {
-	struct pubd_source_stats *s;
+	const struct pubd_source_stats *s;
 	uint32_t i;
 
-	if (m->cap) {
-		for (i = hash_key(source, group) & (m->cap - 1); (s = m->slots[i]); i = (i + 1) & (m->cap - 1))
-			if (s->source_id == source && s->group_id == group)
-				return s;
+	for (i = hash_key(source, group) & (m->cap - 1); (s = m->slots[i]); i = (i + 1) & (m->cap - 1))
+		if (s->source_id == source && s->group_id == group)
+			return i;
+	return UINT32_MAX;
+}
+
+/* Empty slot i and move later members of its probe run back into the hole
+ * where their home slot allows, so every entry stays reachable. */
+static void map_remove_slot(struct pubd_source_map *m, uint32_t i)
+{
+	uint32_t mask = m->cap - 1, j = i, home;
+
+	m->slots[i] = NULL;
+	m->n--;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!m->slots[j])
+			return;
+		home = hash_key(m->slots[j]->source_id, m->slots[j]->group_id) & mask;
+		/* Movable when home is not cyclically in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->slots[i] = m->slots[j];
+			m->slots[j] = NULL;
+			i = j;
+		}
 	}
+}
+
+static void evict(struct pubd_source_map *m, struct pubd_source_stats *s)
+{
+	struct pubd_source_evicted *e = &m->evicted;
+	unsigned r;
+
+	map_remove_slot(m, map_find_slot(m, s->source_id, s->group_id));
+	lru_del(lru_of(m, s), s);
+	e->sources++;
+	e->delivered += s->delivered;
+	e->bytes += s->bytes;
+	for (r = 0; r < PUB_DROP__COUNT; r++)
+		e->drops.by_reason[r] += s->drops.by_reason[r];
+	free(s);
+}
+
+/* The entry to make room with: see stats.h. */
+static struct pubd_source_stats *victim(struct pubd_source_map *m, uint64_t now)
+{
+	struct pubd_source_stats *u = m->unproven.head, *p = m->proven.head, *oldest;
+	uint64_t idle = m->idle_ns ? m->idle_ns : PUBD_SOURCE_IDLE_NS_DEFAULT;
+
+	oldest = !u ? p : !p ? u : p->last_seen_ns < u->last_seen_ns ? p : u;
+	if (oldest && now > oldest->last_seen_ns && now - oldest->last_seen_ns > idle)
+		return oldest;
+	return u ? u : p;
+}
+
+struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group,
+					      uint64_t now_ns)
+{
+	uint32_t max = m->max ? m->max : PUBD_SOURCE_MAX_DEFAULT, i;
+	struct pubd_source_stats *s;
+
+	if (m->cap && (i = map_find_slot(m, source, group)) != UINT32_MAX) {
+		s = m->slots[i];
+		if (s->last_seen_ns != now_ns) {
+			struct pubd_source_lru *l = lru_of(m, s);
+
+			if (l->tail != s) {
+				lru_del(l, s);
+				lru_add_tail(l, s);
+			}
+			s->last_seen_ns = now_ns;
+		}
+		return s;
+	}
+	while (m->n >= max && (s = victim(m, now_ns)))
+		evict(m, s);
 	/* Keep the load under one half so probes stay short. */
 	if ((m->n + 1) * 2 > m->cap && map_grow(m, m->cap ? m->cap * 2 : 64) < 0)
 		return NULL;
@@ -87,32 +193,41 @@ struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_
 		return NULL;
 	s->source_id = source;
 	s->group_id = group;
+	s->first_seen_ns = s->last_seen_ns = now_ns;
 	map_insert(m, s);
+	lru_add_tail(&m->unproven, s);
 	return s;
+}
+
+void pubd_source_map_delivered(struct pubd_source_map *m, struct pubd_source_stats *s, uint64_t bytes)
+{
+	if (!s->delivered) {
+		/* Established now: evicted only after every unproven one. */
+		lru_del(&m->unproven, s);
+		s->delivered = 1;
+		lru_add_tail(&m->proven, s);
+	} else {
+		s->delivered++;
+	}
+	s->bytes += bytes;
 }
 
 void pubd_source_map_forget_group(struct pubd_source_map *m, uint64_t group)
 {
-	struct pubd_source_stats **old = m->slots;
-	uint32_t oldcap = m->cap, i;
+	uint32_t i = 0;
 
-	if (!oldcap)
-		return;
-	m->slots = calloc(oldcap, sizeof(*m->slots));
-	if (!m->slots) {
-		m->slots = old; /* keep the stale entries rather than lose the map */
-		return;
-	}
-	m->n = 0;
-	for (i = 0; i < oldcap; i++) {
-		if (!old[i])
+	/* A removal shifts a later entry into slot i: look at i again. */
+	while (i < m->cap) {
+		struct pubd_source_stats *s = m->slots[i];
+
+		if (s && s->group_id == group) {
+			lru_del(lru_of(m, s), s);
+			map_remove_slot(m, i);
+			free(s);
 			continue;
-		if (old[i]->group_id == group)
-			free(old[i]);
-		else
-			map_insert(m, old[i]);
+		}
+		i++;
 	}
-	free(old);
 }
 
 void pubd_source_map_free(struct pubd_source_map *m)
@@ -124,4 +239,5 @@ void pubd_source_map_free(struct pubd_source_map *m)
 	free(m->slots);
 	m->slots = NULL;
 	m->cap = m->n = 0;
+	m->unproven.head = m->unproven.tail = m->proven.head = m->proven.tail = NULL;
 }

@@ -15,25 +15,27 @@
 #include "../common/pub_reasons.h"
 
 /* X(id, name, help) */
-#define PUBD_COUNTERS(X)                                                                              \
-	X(RX_DATAGRAMS, "rx_datagrams", "datagrams received from the fabric")                         \
-	X(RX_BYTES, "rx_bytes", "bytes received from the fabric")                                     \
-	X(RX_SELF, "rx_self", "own datagrams looped back by the fabric, discarded")                   \
-	X(RX_FOREIGN, "rx_foreign_group", "datagrams for a group id not configured here")             \
-	X(RX_UNJOINED, "rx_unjoined", "datagrams not sent to a group address joined here, discarded") \
-	X(RX_HEARTBEATS, "rx_heartbeats", "heartbeats received")                                      \
-	X(RX_MALFORMED, "rx_malformed", "datagrams that failed the header checks")                    \
-	X(TX_DATAGRAMS, "tx_datagrams", "datagrams sent")                                             \
-	X(TX_BYTES, "tx_bytes", "bytes sent")                                                         \
-	X(TX_HEARTBEATS, "tx_heartbeats", "heartbeats sent")                                          \
-	X(TX_STALLS, "tx_stalls", "times the fabric ran out of send credits (back-pressure)")         \
-	X(MSG_PUBLISHED, "published", "messages published by local clients")                          \
-	X(MSG_RECEIVED, "received", "messages reassembled from remote sources")                       \
-	X(MSG_DELIVERED, "delivered", "messages written to local subscribers")                        \
-	X(MSG_DROPPED, "dropped", "messages dropped, all reasons")                                    \
-	X(CLIENTS_ACCEPTED, "clients_accepted", "client connections accepted")                        \
-	X(CLIENTS_REJECTED, "clients_protocol_errors", "clients disconnected for malformed frames")   \
-	X(RELOADS, "reloads", "configuration reloads applied")                                        \
+#define PUBD_COUNTERS(X)                                                                                   \
+	X(RX_DATAGRAMS, "rx_datagrams", "datagrams received from the fabric")                              \
+	X(RX_BYTES, "rx_bytes", "bytes received from the fabric")                                          \
+	X(RX_SELF, "rx_self", "own datagrams looped back by the fabric, discarded")                        \
+	X(RX_FOREIGN, "rx_foreign_group", "datagrams for a group id not configured here")                  \
+	X(RX_UNJOINED, "rx_unjoined", "datagrams not sent to a group address joined here, discarded")      \
+	X(RX_HEARTBEATS, "rx_heartbeats", "heartbeats received")                                           \
+	X(RX_MALFORMED, "rx_malformed", "datagrams that failed the header checks")                         \
+	X(SOURCES_EVICTED, "sources_evicted",                                                              \
+	  "per-source statistics entries evicted for limits.max_sources (counts kept in the evicted row)") \
+	X(TX_DATAGRAMS, "tx_datagrams", "datagrams sent")                                                  \
+	X(TX_BYTES, "tx_bytes", "bytes sent")                                                              \
+	X(TX_HEARTBEATS, "tx_heartbeats", "heartbeats sent")                                               \
+	X(TX_STALLS, "tx_stalls", "times the fabric ran out of send credits (back-pressure)")              \
+	X(MSG_PUBLISHED, "published", "messages published by local clients")                               \
+	X(MSG_RECEIVED, "received", "messages reassembled from remote sources")                            \
+	X(MSG_DELIVERED, "delivered", "messages written to local subscribers")                             \
+	X(MSG_DROPPED, "dropped", "messages dropped, all reasons")                                         \
+	X(CLIENTS_ACCEPTED, "clients_accepted", "client connections accepted")                             \
+	X(CLIENTS_REJECTED, "clients_protocol_errors", "clients disconnected for malformed frames")        \
+	X(RELOADS, "reloads", "configuration reloads applied")                                             \
 	X(RELOAD_FAILURES, "reload_failures", "reloads rejected because the new config had errors")
 
 enum pubd_counter {
@@ -57,7 +59,16 @@ static inline void pubd_drops_add(struct pubd_drops *d, enum pub_drop_reason r, 
 
 uint64_t pubd_drops_msg_total(const struct pubd_drops *d);
 
-/* Per remote stream (source, group) statistics, kept in a hash map. */
+/*
+ * Per remote stream (source, group) statistics, kept in a hash map bounded
+ * by max (limits.max_sources): source ids come from datagrams, so anyone on
+ * the fabric can invent them. When a new entry finds the map full, one goes:
+ * first the least recently heard if it has been idle longer than idle_ns,
+ * else the least recently heard of those that never delivered a message
+ * (new, unproven: what a flood of forged ids is made of), else the least
+ * recently heard of all. An evicted entry's counts are added to `evicted`,
+ * so the per-source rows plus that one still sum to the totals.
+ */
 struct pubd_source_stats {
 	uint64_t source_id;
 	uint64_t group_id;
@@ -65,15 +76,41 @@ struct pubd_source_stats {
 	uint64_t bytes;
 	uint64_t first_seen_ns, last_seen_ns;
 	struct pubd_drops drops;
+	/* on the map's unproven (delivered == 0) or proven list, least
+	 * recently heard first */
+	struct pubd_source_stats *prev, *next;
+};
+
+struct pubd_source_lru {
+	struct pubd_source_stats *head, *tail;
+};
+
+/* What evicted entries had counted, all groups together. */
+struct pubd_source_evicted {
+	uint64_t sources; /* entries evicted */
+	uint64_t delivered;
+	uint64_t bytes;
+	struct pubd_drops drops;
 };
 
 struct pubd_source_map {
 	struct pubd_source_stats **slots;
 	uint32_t cap, n;
+	uint32_t max;	  /* entries kept; 0 means PUBD_SOURCE_MAX_DEFAULT */
+	uint64_t idle_ns; /* idle longer than this: evicted first; 0 means the default */
+	struct pubd_source_lru unproven, proven;
+	struct pubd_source_evicted evicted;
 };
 
-/* Find or create; NULL only on allocation failure. */
-struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group);
+#define PUBD_SOURCE_MAX_DEFAULT	    4096u
+#define PUBD_SOURCE_IDLE_NS_DEFAULT (30ull * 1000 * 1000 * 1000)
+
+/* Find or create, and mark as heard at now_ns (it moves to the back of the
+ * eviction order). NULL only on allocation failure. */
+struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group,
+					      uint64_t now_ns);
+/* Count one message delivered from s (which makes it established). */
+void pubd_source_map_delivered(struct pubd_source_map *m, struct pubd_source_stats *s, uint64_t bytes);
 void pubd_source_map_free(struct pubd_source_map *m);
 /* Remove every entry of a group (the group was removed by a reload). */
 void pubd_source_map_forget_group(struct pubd_source_map *m, uint64_t group);
