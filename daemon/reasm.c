@@ -178,7 +178,7 @@ static void htab_remove(struct htab *t, struct hnode *n)
 
 struct stream {
 	struct hnode hn; /* (source_id, group_id) */
-	struct link lru; /* pubd_reasm.lru, least recently active first */
+	struct link lru; /* pubd_reasm.lru or .lru_new, least recently active first */
 	struct link partials;
 	struct link ranges;
 	uint64_t id; /* key of its partials in pubd_reasm.partials */
@@ -189,6 +189,7 @@ struct stream {
 	uint64_t inflight_bytes;
 	uint32_t inflight;
 	uint32_t nranges;
+	bool proven;	     /* has completed a message: on lru, else on lru_new */
 	struct partial *hot; /* the partial last filled */
 };
 
@@ -221,8 +222,10 @@ struct range {
  * again as a gap (from zero) nor the ones sent meanwhile ignored. */
 struct tomb {
 	struct hnode hn;  /* (source_id, group_id) */
-	struct link fifo; /* pubd_reasm.tombs_fifo, oldest first */
+	struct link fifo; /* pubd_reasm.tombs_fifo (or _new if never proven), oldest first */
 	uint64_t next_seq;
+	uint64_t last_active;
+	bool proven;
 };
 
 struct pubd_reasm {
@@ -231,9 +234,12 @@ struct pubd_reasm {
 	void *ctx;
 	struct htab streams;
 	struct htab tombs; /* tombs.n: how many */
-	struct link tombs_fifo;
+	struct link tombs_fifo, tombs_fifo_new;
 	struct htab partials;
-	struct link lru;
+	/* Streams that have completed a message, and those that have not (new,
+	 * unproven: what a flood of invented source ids is made of). Making
+	 * room for a new stream or tombstone takes from the unproven first. */
+	struct link lru, lru_new;
 	struct link gpartials;
 	struct link granges;
 	struct stream *hot;
@@ -306,6 +312,21 @@ static inline void drop_dgram(struct pubd_reasm *r, const struct pubd_wire_hdr *
 	r->ops.drop(r->ctx, h->source_id, h->group_id, why, 1);
 }
 
+static inline struct link *lru_of(struct pubd_reasm *r, const struct stream *s)
+{
+	return s->proven ? &r->lru : &r->lru_new;
+}
+
+/* s completed a message: from now on it is evicted after every unproven one. */
+static inline void stream_proven(struct pubd_reasm *r, struct stream *s)
+{
+	if (s->proven)
+		return;
+	s->proven = true;
+	list_del(&s->lru);
+	list_add_tail(&r->lru, &s->lru);
+}
+
 void pubd_reasm_config_defaults(struct pubd_reasm_config *c)
 {
 	c->budget_bytes = (size_t)64 << 20;
@@ -335,6 +356,8 @@ struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const 
 	r->ops = *ops;
 	r->ctx = ctx;
 	list_init(&r->lru);
+	list_init(&r->lru_new);
+	list_init(&r->tombs_fifo_new);
 	list_init(&r->gpartials);
 	list_init(&r->granges);
 	list_init(&r->tombs_fifo);
@@ -498,6 +521,7 @@ static void partial_add(struct pubd_reasm *r, struct partial *p, const struct pu
 	buf = pubd_msgbuf_get(p->buf);
 	seq = p->seq;
 	partial_free(r, p);
+	stream_proven(r, s);
 	r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, seq, buf->data, buf->len, buf);
 }
 
@@ -621,26 +645,31 @@ static void tomb_free(struct pubd_reasm *r, struct tomb *t)
 
 /* Remember where (source, group) had got to; at most max_streams of them,
  * the oldest going first. Without memory it is simply not remembered. */
-static void tomb_put(struct pubd_reasm *r, uint64_t source, uint64_t group, uint64_t next_seq)
+static void tomb_put(struct pubd_reasm *r, const struct stream *s)
 {
 	struct tomb *t;
 
-	while (r->tombs.n && r->tombs.n >= r->cfg.max_streams)
-		tomb_free(r, container_of(r->tombs_fifo.next, struct tomb, fifo));
+	while (r->tombs.n && r->tombs.n >= r->cfg.max_streams) {
+		struct link *l = !list_empty(&r->tombs_fifo_new) ? r->tombs_fifo_new.next : r->tombs_fifo.next;
+
+		tomb_free(r, container_of(l, struct tomb, fifo));
+	}
 	t = malloc(sizeof(*t));
 	if (!t)
 		return;
-	t->hn.k1 = source;
-	t->hn.k2 = group;
-	t->next_seq = next_seq;
+	t->hn.k1 = s->hn.k1;
+	t->hn.k2 = s->hn.k2;
+	t->next_seq = s->next_seq;
+	t->last_active = s->last_active;
+	t->proven = s->proven;
 	htab_insert(&r->tombs, &t->hn);
-	list_add_tail(&r->tombs_fifo, &t->fifo);
+	list_add_tail(s->proven ? &r->tombs_fifo : &r->tombs_fifo_new, &t->fifo);
 	r->stream_bytes += TOMB_BYTES;
 }
 
 /* Where a forgotten (source, group) had got to, forgetting that: false when
  * it is not remembered. */
-static bool tomb_take(struct pubd_reasm *r, uint64_t source, uint64_t group, uint64_t *next_seq)
+static bool tomb_take(struct pubd_reasm *r, uint64_t source, uint64_t group, struct stream *s)
 {
 	struct hnode *n;
 	struct tomb *t;
@@ -648,7 +677,9 @@ static bool tomb_take(struct pubd_reasm *r, uint64_t source, uint64_t group, uin
 	if (!r->tombs.n || !(n = htab_find(&r->tombs, source, group)))
 		return false;
 	t = container_of(n, struct tomb, hn);
-	*next_seq = t->next_seq;
+	s->baseline = t->next_seq;
+	s->last_active = t->last_active;
+	s->proven = t->proven;
 	tomb_free(r, t);
 	return true;
 }
@@ -663,7 +694,7 @@ static void stream_forget(struct pubd_reasm *r, struct stream *s, bool report)
 	uint64_t partials = s->inflight, missing = s->missing;
 
 	if (report)
-		tomb_put(r, s->hn.k1, s->hn.k2, s->next_seq);
+		tomb_put(r, s);
 
 	while (!list_empty(&s->partials))
 		partial_free(r, container_of(s->partials.next, struct partial, slink));
@@ -683,8 +714,32 @@ static void stream_forget(struct pubd_reasm *r, struct stream *s, bool report)
 }
 
 /*
+ * How far ahead of next_seq a stream last heard at last_active may jump at
+ * now and still be taken as that many lost messages. A peer can put any
+ * msg_seq in a datagram; a real publisher cannot send faster than
+ * SEQ_MAX_RATE_PER_US messages a microsecond (well above what one pubd
+ * does), so a bigger jump is a forged or corrupt datagram, counted as
+ * malformed, and not 2^63 "lost" messages that push a real stream's
+ * messages out as stale. A stream that really was silent for long gets a
+ * window that grows with the silence.
+ */
+#define SEQ_JUMP_BASE	    (1ull << 16)
+#define SEQ_MAX_RATE_PER_US 50ull
+
+static inline uint64_t seq_window(uint64_t last_active, uint64_t now)
+{
+	uint64_t us = now > last_active ? (now - last_active) / 1000 : 0;
+
+	if (us > (UINT64_MAX - SEQ_JUMP_BASE) / SEQ_MAX_RATE_PER_US)
+		return UINT64_MAX;
+	return SEQ_JUMP_BASE + us * SEQ_MAX_RATE_PER_US;
+}
+
+/*
  * The stream of (source, group), created with its baseline at seq when
- * new. Moves it to the LRU tail. NULL only when out of memory.
+ * new. Moves it to its LRU tail; *prev_active is when it was last heard
+ * before (now for a stream new to us). last_active is left for the caller
+ * to set once the datagram is accepted. NULL only when out of memory.
  */
 static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t source, uint64_t group, uint64_t seq,
 				 bool from_zero)
@@ -697,34 +752,53 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 		s = n ? container_of(n, struct stream, hn) : NULL;
 	}
 	if (s) {
-		list_move_tail(&r->lru, &s->lru);
+		list_move_tail(lru_of(r, s), &s->lru);
 		goto out;
 	}
 
-	while (r->nstreams >= r->cfg.max_streams)
-		stream_forget(r, container_of(r->lru.next, struct stream, lru), true);
+	/* Unproven streams go first: invented source ids cannot push out the
+	 * streams that deliver. */
+	while (r->nstreams >= r->cfg.max_streams) {
+		struct link *l = !list_empty(&r->lru_new) ? r->lru_new.next : r->lru.next;
+
+		stream_forget(r, container_of(l, struct stream, lru), true);
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	s->hn.k1 = source;
 	s->hn.k2 = group;
 	s->id = r->next_id++;
+	s->last_active = now;
 	/* A stream forgotten while we listened resumes where it was. From
 	 * zero: the caller knows this stream began after we started
-	 * listening, so everything before seq was sent to us and lost. */
-	if (!tomb_take(r, source, group, &s->baseline))
-		s->baseline = from_zero ? 0 : seq;
+	 * listening, so everything before seq was sent to us and lost; no
+	 * more than the window of a new stream, though (see seq_window). */
+	if (!tomb_take(r, source, group, s))
+		s->baseline = from_zero && seq <= SEQ_JUMP_BASE ? 0 : seq;
 	s->next_seq = s->baseline;
 	list_init(&s->partials);
 	list_init(&s->ranges);
 	htab_insert(&r->streams, &s->hn);
-	list_add_tail(&r->lru, &s->lru);
+	list_add_tail(lru_of(r, s), &s->lru);
 	r->nstreams++;
 	r->stream_bytes += STREAM_BYTES;
 out:
-	s->last_active = now;
 	r->hot = s;
 	return s;
+}
+
+/* Is seq (at or beyond next_seq) within the window? If so s is active now;
+ * if not the datagram is counted as malformed. */
+static bool stream_accept_jump(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
+			       const struct pubd_wire_hdr *h)
+{
+	if (seq > s->next_seq && seq - s->next_seq > seq_window(s->last_active, now)) {
+		drop_dgram(r, h, PUB_DROP_MALFORMED);
+		return false;
+	}
+	s->last_active = now;
+	return true;
 }
 
 /* seq is at or beyond next_seq: what lies between went missing. */
@@ -748,7 +822,9 @@ static void heartbeat(struct pubd_reasm *r, uint64_t now, const struct pubd_wire
 	}
 	s = stream_get(r, now, h->source_id, h->group_id, h->msg_seq, from_zero);
 	/* Without memory for the stream there is nothing to announce to. */
-	if (s && h->msg_seq > s->next_seq)
+	if (!s || !stream_accept_jump(r, s, now, h->msg_seq, h))
+		return;
+	if (h->msg_seq > s->next_seq)
 		stream_advance(r, s, now, h->msg_seq);
 }
 
@@ -763,6 +839,7 @@ static void message_new(struct pubd_reasm *r, struct stream *s, uint64_t now, ui
 		return;
 	}
 	if (h->frag_count == 1) {
+		stream_proven(r, s);
 		r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, seq, payload, len, NULL);
 		return;
 	}
@@ -804,11 +881,14 @@ void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct p
 	}
 
 	if (seq >= s->next_seq) {
+		if (!stream_accept_jump(r, s, now_ns, seq, h))
+			return;
 		stream_advance(r, s, now_ns, seq);
 		s->next_seq = seq + 1;
 		message_new(r, s, now_ns, seq, h, unit, payload, payload_len);
 		return;
 	}
+	s->last_active = now_ns;
 	if (seq < s->baseline) {
 		drop(r, s, PUB_DROP_STALE, 1);
 		return;
@@ -829,14 +909,20 @@ void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct p
 
 /* ---- time ---- */
 
+/* The stream of lru (or lru_new) to go idle first, or NULL. */
+static inline struct stream *idle_next(const struct pubd_reasm *r)
+{
+	struct stream *a = list_empty(&r->lru) ? NULL : container_of(r->lru.next, struct stream, lru);
+	struct stream *b = list_empty(&r->lru_new) ? NULL : container_of(r->lru_new.next, struct stream, lru);
+
+	return !a ? b : !b ? a : a->last_active <= b->last_active ? a : b;
+}
+
 static inline uint64_t idle_deadline(const struct pubd_reasm *r)
 {
-	const struct stream *s;
+	const struct stream *s = idle_next(r);
 
-	if (list_empty(&r->lru))
-		return UINT64_MAX;
-	s = container_of(r->lru.next, const struct stream, lru);
-	return sat_add(s->last_active, r->cfg.idle_timeout_ns);
+	return s ? sat_add(s->last_active, r->cfg.idle_timeout_ns) : UINT64_MAX;
 }
 
 void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns)
@@ -855,8 +941,8 @@ void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns)
 			break;
 		range_drop(r, g);
 	}
-	while (!list_empty(&r->lru) && idle_deadline(r) <= now_ns)
-		stream_forget(r, container_of(r->lru.next, struct stream, lru), true);
+	while (idle_next(r) && idle_deadline(r) <= now_ns)
+		stream_forget(r, idle_next(r), true);
 }
 
 uint64_t pubd_reasm_next_deadline(const struct pubd_reasm *r)
@@ -891,9 +977,23 @@ void pubd_reasm_forget_group(struct pubd_reasm *r, uint64_t group_id)
 		if (s->hn.k2 == group_id)
 			stream_forget(r, s, false);
 	}
+	for (l = r->lru_new.next; l != &r->lru_new; l = next) {
+		struct stream *s = container_of(l, struct stream, lru);
+
+		next = l->next;
+		if (s->hn.k2 == group_id)
+			stream_forget(r, s, false);
+	}
 	/* Not listening any more: where its streams had got to stops meaning
 	 * anything for when (if) the group is joined again. */
 	for (l = r->tombs_fifo.next; l != &r->tombs_fifo; l = next) {
+		struct tomb *t = container_of(l, struct tomb, fifo);
+
+		next = l->next;
+		if (t->hn.k2 == group_id)
+			tomb_free(r, t);
+	}
+	for (l = r->tombs_fifo_new.next; l != &r->tombs_fifo_new; l = next) {
 		struct tomb *t = container_of(l, struct tomb, fifo);
 
 		next = l->next;
@@ -908,20 +1008,24 @@ void pubd_reasm_destroy(struct pubd_reasm *r)
 		return;
 	while (!list_empty(&r->lru))
 		stream_forget(r, container_of(r->lru.next, struct stream, lru), false);
+	while (!list_empty(&r->lru_new))
+		stream_forget(r, container_of(r->lru_new.next, struct stream, lru), false);
 	while (!list_empty(&r->tombs_fifo))
 		tomb_free(r, container_of(r->tombs_fifo.next, struct tomb, fifo));
+	while (!list_empty(&r->tombs_fifo_new))
+		tomb_free(r, container_of(r->tombs_fifo_new.next, struct tomb, fifo));
 	free(r->partials.b);
 	free(r->streams.b);
 	free(r->tombs.b);
 	free(r);
 }
 
-void pubd_reasm_foreach(const struct pubd_reasm *r, void (*fn)(void *ctx, const struct pubd_reasm_stream_info *s),
-			void *ctx)
+static void foreach_list(const struct link *head, void (*fn)(void *ctx, const struct pubd_reasm_stream_info *s),
+			 void *ctx)
 {
 	const struct link *l;
 
-	for (l = r->lru.next; l != &r->lru; l = l->next) {
+	for (l = head->next; l != head; l = l->next) {
 		const struct stream *s = container_of(l, const struct stream, lru);
 		struct pubd_reasm_stream_info info = {
 			.source_id = s->hn.k1,
@@ -936,6 +1040,13 @@ void pubd_reasm_foreach(const struct pubd_reasm *r, void (*fn)(void *ctx, const 
 
 		fn(ctx, &info);
 	}
+}
+
+void pubd_reasm_foreach(const struct pubd_reasm *r, void (*fn)(void *ctx, const struct pubd_reasm_stream_info *s),
+			void *ctx)
+{
+	foreach_list(&r->lru, fn, ctx);
+	foreach_list(&r->lru_new, fn, ctx);
 }
 
 void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)

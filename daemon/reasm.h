@@ -35,7 +35,15 @@
  *    evicted (PUB_DROP_REASM_INFLIGHT).
  *  - max_message_size: a header announcing a bigger msg_len: PUB_DROP_TOO_LARGE.
  *  - max_streams: streams tracked; the least recently active is forgotten
- *    (its partials dropped as timeouts, its missing ranges as gaps).
+ *    (its partials dropped as timeouts, its missing ranges as gaps), taken
+ *    first from streams that never completed a message, so invented source
+ *    ids push out each other, not the streams that deliver; tombstones
+ *    likewise.
+ *  - Sequence window: a datagram or heartbeat more than 65,536 + 50 per
+ *    microsecond since the stream was last heard ahead of next_seq is
+ *    MALFORMED, not that many lost messages (a forged msg_seq near 2^63
+ *    would count 2^63 gaps and make the real stream's messages stale). A
+ *    new stream "from zero" further than 65,536 in starts where it is.
  *
  * Invariant (tested): for each stream, every sequence number between the
  * baseline and the last one announced is reported exactly once, as delivered
@@ -47,7 +55,7 @@
  *    memory) are decided at a message's first datagram and counted once;
  *    its other datagrams are then STALE.
  *  - MALFORMED (datagram): a header failing pubd_wire_check_frag(), a bad
- *    heartbeat, msg_seq UINT64_MAX, or a fragment whose msg_len, frag_count
+ *    heartbeat, msg_seq UINT64_MAX, a jump beyond the sequence window, or a fragment whose msg_len, frag_count
  *    or fragment unit disagree with the partial it belongs to (so a full
  *    bitmap always means every byte was written once).
  *  - Forgetting an idle stream reports what it still waits for like

@@ -440,17 +440,25 @@ static void reasm_heartbeat_of_new_stream_sets_baseline(void **state)
 	pubd_reasm_destroy(r);
 }
 
+/* A jump is taken as lost messages only within what a publisher could
+ * have sent meanwhile: 2^40 after 7 hours of silence is one range. */
 static void reasm_counts_huge_jump_as_one_range(void **state)
 {
 	struct pubd_reasm *r = make(NULL);
-	uint64_t jump = 1ull << 40;
+	uint64_t jump = 1ull << 40, later = 7ull * 3600 * 1000 * MS;
 
 	push_msg(r, 0, SRC_A, GRP_X, 0, 10);
+	pubd_reasm_expire(r, 0);
 	push_msg(r, 0, SRC_A, GRP_X, jump, 10);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 1); /* not at once */
+	assert_true(stream_info(r, SRC_A, GRP_X).missing == 0);
+	/* Silent for 7 hours (forgotten, remembered by its tombstone). */
+	pubd_reasm_expire(r, later - 1);
+	push_msg(r, later, SRC_A, GRP_X, jump, 10);
 	assert_true(stream_info(r, SRC_A, GRP_X).missing == jump - 1);
-	push_msg(r, 0, SRC_A, GRP_X, jump / 2, 10);
+	push_msg(r, later, SRC_A, GRP_X, jump / 2, 10);
 	assert_true(stream_info(r, SRC_A, GRP_X).missing == jump - 2);
-	pubd_reasm_expire(r, 1000 * MS);
+	pubd_reasm_expire(r, later + 1000 * MS);
 	assert_true(sink.drops[PUB_DROP_SEQ_GAP] == jump - 2);
 	assert_int_equal(sink.delivered, 3);
 	pubd_reasm_destroy(r);
@@ -697,6 +705,115 @@ static void reasm_forget_group_drops_its_streams_silently(void **state)
 	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 0);
 	assert_int_equal(per_drops(SRC_A, GRP_Y, PUB_DROP_REASM_TIMEOUT), 1);
 	assert_int_equal(sink.msg_drops, 1);
+	pubd_reasm_destroy(r);
+}
+
+/* ---- values a peer sends ---- */
+
+/* A forged datagram or heartbeat far ahead of a known stream is malformed,
+ * not 2^63 lost messages, and the real stream goes on undisturbed. */
+static void reasm_refuses_implausible_sequence_jump(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	uint64_t t = 5 * MS;
+
+	push_msg(r, 0, SRC_A, GRP_X, 0, 10);
+	push_hb(r, t, SRC_A, GRP_X, 1ull << 62);
+	push_msg(r, t, SRC_A, GRP_X, (1ull << 63) - 5, 10);
+	push_frag(r, t, SRC_A, GRP_X, UINT64_MAX - 1, 3000, 1024, 0);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 3);
+	assert_true(stream_info(r, SRC_A, GRP_X).next_seq == 1);
+	push_msg(r, t, SRC_A, GRP_X, 1, 10);
+	/* A real burst of loss within the window still counts. */
+	push_msg(r, t, SRC_A, GRP_X, 1002, 10);
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 1000);
+	assert_int_equal(sink.delivered, 3);
+	pubd_reasm_destroy(r);
+}
+
+/* A new stream "from zero" announcing an absurd sequence starts there. */
+static void reasm_new_stream_from_zero_is_bounded(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+
+	push_flags = PUBD_REASM_NEW_FROM_ZERO;
+	push_hb(r, 0, SRC_A, GRP_X, 1ull << 62);
+	push_msg(r, 0, SRC_B, GRP_X, 7, 10);
+	push_flags = 0;
+	assert_true(stream_info(r, SRC_A, GRP_X).baseline == 1ull << 62);
+	assert_int_equal(stream_info(r, SRC_B, GRP_X).baseline, 0);
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 7);
+	pubd_reasm_destroy(r);
+}
+
+/* Fragment geometry a peer controls: zero or 2^32-1 fragments, 4 GiB
+ * lengths, offsets past the end, and an overlapping fragment with other
+ * bytes: each is counted, none is written, the real message is intact. */
+static void reasm_hostile_fragment_geometry(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	static uint8_t junk[1024];
+	struct pubd_wire_hdr h = {.source_id = SRC_A, .group_id = GRP_X, .msg_seq = 0};
+	uint64_t before;
+
+	memset(junk, 0xee, sizeof(junk));
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 0); /* real: 976-byte unit */
+	h.msg_len = 3000, h.frag_count = 0;
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	h.frag_count = UINT32_MAX, h.frag_index = 1, h.frag_offset = 976;
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	h.msg_len = UINT32_MAX, h.frag_count = 3;
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	h.msg_len = 3000, h.frag_offset = 2990;
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED] + sink.drops[PUB_DROP_TOO_LARGE], 4);
+	/* Same fragment again with other bytes: a duplicate, not a rewrite. */
+	h.msg_len = 3000, h.frag_count = 4, h.frag_index = 0, h.frag_offset = 0;
+	before = sink.drops[PUB_DROP_MALFORMED] + sink.drops[PUB_DROP_DUPLICATE];
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED] + sink.drops[PUB_DROP_DUPLICATE], before + 1);
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 1);
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 2);
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 3);
+	assert_int_equal(sink.delivered, 1);
+	assert_int_equal(sink.bad_content, 0);
+	assert_int_equal(sink.msg_drops - sink.drops[PUB_DROP_TOO_LARGE], 0);
+	pubd_reasm_destroy(r);
+}
+
+static void streams_16(struct pubd_reasm_config *c)
+{
+	c->max_streams = 16;
+}
+
+/* 10,000 invented source ids (first fragments that never complete) do not
+ * push out the streams that deliver, nor their tombstones. */
+static void reasm_flood_of_new_sources_spares_established_streams(void **state)
+{
+	struct pubd_reasm *r = make(streams_16);
+	uint64_t src, k;
+
+	for (k = 0; k < 4; k++)
+		push_msg(r, 0, SRC_A + k, GRP_X, 0, 10);
+	/* B+4 delivered, then went quiet and was forgotten: a tombstone. */
+	push_msg(r, 0, SRC_B, GRP_Y, 0, 10);
+	pubd_reasm_expire(r, 30000 * MS);
+	for (k = 0; k < 4; k++)
+		push_msg(r, 30000 * MS, SRC_A + k, GRP_X, 1, 10);
+	for (src = 1; src <= 10000; src++)
+		push_frag(r, 30000 * MS, src, GRP_X, 0, 3000, 1024, 0);
+	for (k = 0; k < 4; k++) {
+		assert_int_equal(stream_info(r, SRC_A + k, GRP_X).next_seq, 2);
+		push_msg(r, 30001 * MS, SRC_A + k, GRP_X, 2, 10);
+	}
+	push_msg(r, 30001 * MS, SRC_B, GRP_Y, 3, 10); /* resumes at 1: 1, 2 lost */
+	assert_int_equal(stream_info(r, SRC_B, GRP_Y).baseline, 1);
+	pubd_reasm_expire(r, 30002 * MS);
+	for (k = 0; k < 4; k++)
+		assert_int_equal(per_drops(SRC_A + k, GRP_X, PUB_DROP_SEQ_GAP), 0);
+	assert_int_equal(sink.delivered, 5 + 4 + 4 + 1);
 	pubd_reasm_destroy(r);
 }
 
@@ -1404,6 +1521,10 @@ int main(void)
 		cmocka_unit_test(reasm_forget_group_drops_its_streams_silently),
 		cmocka_unit_test(reasm_budget_evicts_oldest_partials_until_new_one_fits),
 		cmocka_unit_test(reasm_budget_bounds_memory_of_tiny_partials),
+		cmocka_unit_test(reasm_refuses_implausible_sequence_jump),
+		cmocka_unit_test(reasm_new_stream_from_zero_is_bounded),
+		cmocka_unit_test(reasm_hostile_fragment_geometry),
+		cmocka_unit_test(reasm_flood_of_new_sources_spares_established_streams),
 		cmocka_unit_test(reasm_budget_bounds_missing_ranges),
 		cmocka_unit_test(reasm_budget_drops_message_larger_than_whole_budget),
 		cmocka_unit_test(reasm_inflight_limit_evicts_oldest_partial_of_stream),
