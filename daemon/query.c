@@ -269,14 +269,22 @@ static void collect_stream(void *ctx, const struct pubd_reasm_stream_info *s)
 	l->v[l->n++] = *s;
 }
 
+static int stream_cmp(const void *a, const void *b)
+{
+	const struct pubd_reasm_stream_info *x = a, *y = b;
+
+	if (x->source_id != y->source_id)
+		return x->source_id < y->source_id ? -1 : 1;
+	return x->group_id < y->group_id ? -1 : x->group_id > y->group_id;
+}
+
+/* Sorted once per query, searched per row: a table of up to max_sources
+ * rows against max_streams streams stays quick. */
 static const struct pubd_reasm_stream_info *find_stream(const struct stream_list *l, uint64_t src, uint64_t grp)
 {
-	size_t i;
+	struct pubd_reasm_stream_info key = {.source_id = src, .group_id = grp};
 
-	for (i = 0; i < l->n; i++)
-		if (l->v[i].source_id == src && l->v[i].group_id == grp)
-			return &l->v[i];
-	return NULL;
+	return l->n ? bsearch(&key, l->v, l->n, sizeof(*l->v), stream_cmp) : NULL;
 }
 
 /* Rows of the sources table; only_group NULL for all groups. */
@@ -294,6 +302,8 @@ static void sources_table(struct pubd *d, struct reply *r, const struct pubd_gro
 	unsigned i;
 
 	pubd_reasm_foreach(d->reasm, collect_stream, &streams);
+	if (streams.n)
+		qsort(streams.v, streams.n, sizeof(*streams.v), stream_cmp);
 	table_begin(r, "sources", cols, sizeof(cols) / sizeof(cols[0]));
 	for (i = 0; i < d->sources.cap; i++) {
 		s = d->sources.slots[i];
