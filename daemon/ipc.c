@@ -673,6 +673,8 @@ static void handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		protocol_error(c, sub ? "malformed SUBSCRIBE" : "malformed UNSUBSCRIBE");
 		return;
 	}
+	if (c->gone)
+		return; /* it hung up: nothing could reach it */
 	g = pubd_groups_by_name(&c->d->groups, r.group.ptr, r.group.len);
 	if (!g) {
 		reply_error(c, r.req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration",

@@ -236,6 +236,7 @@ static int nohello_big(int n)
 	/* Held open for the script to measure pubd, until stdin closes. */
 	touch_ready();
 	wait_stdin();
+	free(fds);
 	return ended == n ? 0 : 1;
 }
 
@@ -389,6 +390,8 @@ static int revoked(const char *what)
 			return 2;
 	} else if (publish(fd, 1, 8) < 0 || expect(fd, PUB_FRAME_OK, &body, &len, now_ms() + timeout_ms) < 0) {
 		return 2;
+	} else {
+		free(body);
 	}
 	touch_ready();
 	if (expect(fd, PUB_FRAME_ERROR, &body, &len, now_ms() + timeout_ms) < 0) {
@@ -397,9 +400,11 @@ static int revoked(const char *what)
 	}
 	if (pub_proto_dec_error(body, len, &e) < 0 || e.req_id != 0 || e.code != PUB_ERR_ACL) {
 		printf("revoked %s: unexpected ERROR\n", what);
+		free(body);
 		return 1;
 	}
 	printf("revoked %s: %.*s\n", what, (int)e.text.len, e.text.ptr);
+	free(body);
 	return 0;
 }
 
@@ -422,10 +427,12 @@ static int too_big(size_t size)
 		return 1;
 	}
 	printf("too-big: %.*s\n", (int)e.text.len, e.text.ptr);
+	free(body);
 	if (publish(fd, 2, 8) < 0 || expect(fd, PUB_FRAME_OK, &body, &len, now_ms() + timeout_ms) < 0) {
 		printf("too-big: the next PUBLISH was not answered\n");
 		return 1;
 	}
+	free(body);
 	return 0;
 }
 
