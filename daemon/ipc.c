@@ -1112,8 +1112,9 @@ static void client_read(struct pubd_client *c)
 				c->rlen += (size_t)n;
 				c->read_since_tick = true;
 				budget -= (size_t)n > budget ? budget : (size_t)n;
-				/* A small buffer filled by one read: a busy client. */
-				if ((size_t)n == room && c->rcap < RBUF_CAP)
+				/* A small buffer filled by one read: a busy client
+				 * (not the small bites taken between big bodies). */
+				if ((size_t)n == room && c->rcap < RBUF_CAP && !c->expect_big)
 					rbuf_grow(c);
 				client_parse(c);
 				continue;

@@ -18,6 +18,8 @@
  *                    wait for an unsolicited ERROR with code ACL
  *   too-big SIZE     HELLO, PUBLISH SIZE bytes: must be refused with an
  *                    ERROR, and a small PUBLISH after it answered OK
+ *   budget-wait SIZE two PUBLISHes of SIZE, together over the budget: the
+ *                    second waits unread until the first completes
  *   hello N          N connections say HELLO: prints welcomed and refused
  *   flood N          N connections (non-blocking connect), held until stdin
  *                    closes; prints how many connected
@@ -30,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -436,6 +440,69 @@ static int too_big(size_t size)
 	return 0;
 }
 
+/* Bytes we sent that the peer has not read yet. */
+static int unread(int fd)
+{
+	int n = -1;
+
+	return ioctl(fd, SIOCOUTQ, &n) < 0 ? -1 : n;
+}
+
+/* A holds SIZE of the budget (half its body read), B's PUBLISH of SIZE
+ * must wait unread until A's completes, then both are answered. */
+static int budget_wait(size_t size)
+{
+	int a = conn(false), b = conn(false), left;
+	uint8_t head[300], *pay = calloc(1, size), *body;
+	long hl = pub_proto_enc_publish_head(head, sizeof(head), 1, group, strlen(group), size);
+	uint64_t deadline;
+	size_t off = 0;
+	uint32_t len;
+
+	if (a < 0 || b < 0 || hello(a) < 0 || hello(b) < 0)
+		return 2;
+	if (send_all(a, head, (size_t)hl) < 0 || send_all(a, pay, size / 2) < 0)
+		return 2;
+	/* pubd has read all of it: A's body is being read, its size held. */
+	for (deadline = now_ms() + timeout_ms; unread(a) > 0 && now_ms() < deadline;)
+		poll(NULL, 0, 10); /* polling a condition, with a deadline */
+	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
+	head[PUB_PROTO_HDR_LEN] = 2; /* req_id 2 */
+	if (send_all(b, head, (size_t)hl) < 0)
+		return 2;
+	while (off < size) {
+		ssize_t w = write(b, pay + off, size - off);
+
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	/* Give pubd a window to (wrongly) read B: it must leave it unread. */
+	for (deadline = now_ms() + 1000; now_ms() < deadline;)
+		poll(NULL, 0, 50);
+	left = unread(b);
+	printf("budget-wait: %d bytes of B's PUBLISH left unread while A held the budget\n", left);
+	if (left < (int)hl) {
+		printf("budget-wait: pubd read B's PUBLISH beyond the budget\n");
+		return 1;
+	}
+	if (send_all(a, pay + size / 2, size - size / 2) < 0 ||
+	    expect(a, PUB_FRAME_OK, &body, &len, now_ms() + timeout_ms) < 0) {
+		printf("budget-wait: A was not answered\n");
+		return 1;
+	}
+	free(body);
+	fcntl(b, F_SETFL, fcntl(b, F_GETFL) & ~O_NONBLOCK);
+	if (send_all(b, pay + off, size - off) < 0 || expect(b, PUB_FRAME_OK, &body, &len, now_ms() + timeout_ms) < 0) {
+		printf("budget-wait: B was not answered once A's memory freed\n");
+		return 1;
+	}
+	free(body);
+	free(pay);
+	printf("budget-wait: both answered\n");
+	return 0;
+}
+
 static int hellos(int n)
 {
 	int i, welcomed = 0, refused = 0;
@@ -508,6 +575,8 @@ int main(int argc, char **argv)
 		return revoked(arg);
 	if (!strcmp(mode, "too-big"))
 		return too_big((size_t)atoll(arg));
+	if (!strcmp(mode, "budget-wait"))
+		return budget_wait((size_t)atoll(arg));
 	if (!strcmp(mode, "hello"))
 		return hellos(atoi(arg));
 usage:

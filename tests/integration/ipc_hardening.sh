@@ -13,6 +13,8 @@
 #  max_clients   limits.max_clients holds, refusals counted (defect 4)
 #  budget        a message limits.client_buffer_budget can never hold is
 #                refused with an error, the connection goes on (defect 4)
+#  budget_wait   a PUBLISH that does not fit the budget now waits unread
+#                (paused, not dropped) until memory frees (defect 4)
 #  emfile        out of fds: no busy loop, a bounded number of log lines,
 #                pubd answers again once fds free (defect 5)
 #  paused_close  a publisher paused by back-pressure closes: everything it
@@ -152,6 +154,14 @@ case_budget() {
 	it_eq "budget: counted as dropped" "$(it_counter budget dropped)" 1
 }
 
+case_budget_wait() {
+	start bwait "  client_buffer_budget: 1MiB" || return
+	it_check "budget_wait: a PUBLISH over the budget waits unread, and is answered once memory frees" \
+		attack bwait budget-wait 716800
+	it_check "budget_wait: the wait was counted" counter_at_least bwait client_budget_waits 1
+	it_eq "budget_wait: both published" "$(it_counter bwait published)" 2
+}
+
 case_emfile() {
 	local pid t0 t1 lines0 lines1 cpid cpu
 	start emfile || return
@@ -244,7 +254,7 @@ case_stuck_socket() {
 	it_wait "stuck_socket: the first pubd answers again" 10 it_ctl stuck status
 }
 
-CASES=(unsub_mid group_removed nohello_big idle_conns max_clients budget emfile paused_close acl_revoked stuck_socket)
+CASES=(unsub_mid group_removed nohello_big idle_conns max_clients budget budget_wait emfile paused_close acl_revoked stuck_socket)
 if [ $# -gt 0 ]; then
 	CASES=("$@")
 fi
