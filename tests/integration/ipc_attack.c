@@ -372,7 +372,7 @@ static int paused_close(int n)
 		break;
 	}
 	/* A PUBLISH wholly in the socket is acknowledged; a torn one is not. */
-	sent = (int)((written + ql) / pair);
+	sent = (int)(written / pair); /* pair k ends with its PUBLISH */
 	close(fd);
 	free(buf);
 	printf("paused-close: %zu bytes, %d whole publishes in the socket at close\n", written, sent);
