@@ -41,7 +41,11 @@
 	  "a datagram failed the header checks (wrong magic/version/lengths)")                                  \
 	X(DUPLICATE, "duplicate", PUB_DROP_KIND_DGRAM, "a fragment already received for a partial message")     \
 	X(STALE, "stale", PUB_DROP_KIND_DGRAM,                                                                  \
-	  "a fragment of a message already delivered or already counted as dropped")
+	  "a fragment of a message already delivered or already counted as dropped")                            \
+	X(CLIENT_BUDGET, "client_budget", PUB_DROP_KIND_MSG,                                                    \
+	  "a published message larger than limits.client_buffer_budget could ever hold")                        \
+	X(CLIENT_GONE, "client_gone", PUB_DROP_KIND_MSG,                                                        \
+	  "a publisher's frames left unread when pubd stopped or the client broke the protocol")
 
 enum pub_drop_reason {
 #define PUB_X_ENUM(id, name, kind, help) PUB_DROP_##id,

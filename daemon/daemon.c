@@ -486,7 +486,9 @@ static int apply_groups(struct pubd *d, struct pubd_config *cfg)
 	{
 		gc = pubd_config_group(cfg, g->name, g->name_len);
 		if (gc && same_address(gc, g)) {
-			g->cfg = gc; /* new ACLs take effect at once */
+			/* New ACLs take effect at once, for live clients too. */
+			g->cfg = gc;
+			pubd_ipc_acl_changed(d, g);
 			continue;
 		}
 		log_notice("group %s: %s", g->name, gc ? "address or mode changed, rejoining" : "removed");
@@ -605,6 +607,7 @@ int pubd_init(struct pubd *d, const char *config_path)
 
 	memset(d, 0, sizeof(*d));
 	d->ipc.listen_fd = -1;
+	d->ipc.reserve_fd = -1;
 	d->config_path = strdup(config_path);
 	if (!d->config_path)
 		return -ENOMEM;

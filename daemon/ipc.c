@@ -19,8 +19,18 @@
 #include "log.h"
 
 /* Receive buffer per client. Frames that do not fit (big PUBLISH bodies)
- * are read straight into their message buffer instead of growing this. */
+ * are read straight into their message buffer instead of growing this.
+ * Every connection starts with RBUF_MIN (enough for HELLO, bounded by
+ * limits.max_clients); a known client that fills it grows it to RBUF_CAP,
+ * charged to limits.client_buffer_budget, and shrinks back when idle. */
 #define RBUF_CAP (256 * 1024)
+#define RBUF_MIN (4 * 1024)
+/* An rbuf that saw no data for this long shrinks back to RBUF_MIN. */
+#define RBUF_IDLE_NS (1000ull * 1000 * 1000)
+/* How often repeating accept errors and refusals are logged. */
+#define ACCEPT_LOG_NS (10000ull * 1000 * 1000)
+/* A client paused for the budget before a query waits for this much. */
+#define QUERY_BUDGET_WAIT (64 * 1024)
 /* A PUBLISH body from this size on is read straight into its message buffer
  * once its header is in, not copied out of rbuf: one copy less per message
  * (the copy costs more than the system call it saves from here on). */
@@ -43,7 +53,28 @@
 
 static void client_close(struct pubd_client *c);
 static void client_parse(struct pubd_client *c);
+static void client_read(struct pubd_client *c);
 static void client_unsubscribe(struct pubd_client *c, unsigned idx);
+
+/* ---- the client buffer budget (limits.client_buffer_budget) ---- */
+
+static bool budget_fits(const struct pubd *d, size_t n)
+{
+	return n <= d->cfg.client_buffer_budget && d->ipc.charged <= d->cfg.client_buffer_budget - n;
+}
+
+static bool budget_take(struct pubd *d, size_t n)
+{
+	if (!budget_fits(d, n))
+		return false;
+	d->ipc.charged += n;
+	return true;
+}
+
+static void budget_give(struct pubd *d, size_t n)
+{
+	d->ipc.charged -= n < d->ipc.charged ? n : d->ipc.charged;
+}
 
 /* ---- output queue ---- */
 
@@ -88,6 +119,15 @@ static void pause_client(struct pubd_client *c)
 	c->d->ipc.npaused++;
 }
 
+/* Not within limits.client_buffer_budget: stop reading the client until n
+ * bytes of it are free (pubd_ipc_flush_all resumes it); nothing is lost. */
+static void pause_for_budget(struct pubd_client *c, size_t n)
+{
+	c->budget_wait = n;
+	c->d->counters[PUBD_CTR_BUDGET_WAITS]++;
+	pause_client(c);
+}
+
 static void out_append(struct pubd_client *c, struct pubd_out *o)
 {
 	if (c->out_tail)
@@ -95,10 +135,14 @@ static void out_append(struct pubd_client *c, struct pubd_out *o)
 	else
 		c->out_head = o;
 	c->out_tail = o;
-	if (o->sub)
+	/* A DELIVER (head_len set) counts against the subscriber queue, a
+	 * reply against the client's reply bytes and the client budget. */
+	if (o->head_len) {
 		c->out_delivers++;
-	else
+	} else {
 		c->out_ctrl_bytes += o->body->len;
+		c->d->ipc.charged += o->body->len;
+	}
 	mark_dirty(c);
 }
 
@@ -111,10 +155,15 @@ static void out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd
 		c->out_head = o->next;
 	if (c->out_tail == o)
 		c->out_tail = prev;
-	if (o->sub)
+	/* By the frame's kind, not by o->sub: a DELIVER whose subscription
+	 * ended mid-write (sub NULL) is still a DELIVER, and counting it as
+	 * reply bytes wrapped out_ctrl_bytes, pausing the client for good. */
+	if (o->head_len) {
 		c->out_delivers--;
-	else
+	} else {
 		c->out_ctrl_bytes -= o->body->len;
+		budget_give(c->d, o->body->len);
+	}
 }
 
 static void count_sub_drop(struct pubd *d, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
@@ -127,8 +176,13 @@ static void count_sub_drop(struct pubd *d, struct pubd_sub *s, enum pub_drop_rea
 
 static int queue_frame(struct pubd_client *c, const void *frame, size_t len)
 {
-	struct pubd_out *o = out_alloc(c->d);
-	struct pubd_msgbuf *m = pubd_msgbuf_alloc(len);
+	struct pubd_out *o;
+	struct pubd_msgbuf *m;
+
+	if (c->gone)
+		return 0; /* nobody left to read it */
+	o = out_alloc(c->d);
+	m = pubd_msgbuf_alloc(len);
 
 	if (!o || !m) {
 		pubd_msgbuf_put(m);
@@ -206,6 +260,8 @@ static void update_watch(struct pubd_client *c)
 {
 	uint32_t ev = 0;
 
+	if (!c->watch)
+		return; /* gone: drained from pubd_ipc_flush_all */
 	if (!c->paused && !c->closing)
 		ev |= EPOLLIN;
 	if (c->out_head)
@@ -214,6 +270,47 @@ static void update_watch(struct pubd_client *c)
 		pubd_loop_watch_mod(c->watch, ev);
 		c->watch_events = ev;
 	}
+}
+
+/* Every queued frame goes; deliveries are counted against their
+ * subscriptions (sub_disconnect), a half-written one included. */
+static void drop_output(struct pubd_client *c)
+{
+	struct pubd *d = c->d;
+	struct pubd_out *o;
+
+	while ((o = c->out_head)) {
+		out_unlink(c, NULL, o);
+		if (o->sub) {
+			count_sub_drop(d, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
+		} else if (o->head_len) {
+			/* its subscription ended while it was being written */
+			pubd_drops_add(&c->drops, PUB_DROP_SUB_DISCONNECT, 1);
+			d->counters[PUBD_CTR_MSG_DROPPED]++;
+		}
+		out_release(d, o);
+	}
+}
+
+/*
+ * The peer hung up, or its socket no longer takes writes. What it sent is
+ * acknowledged from its side (a frame in the socket is as good as sent), so
+ * it is still read and handled to the end of the stream, after any pause;
+ * what was queued for it is dropped and counted, and its subscriptions end.
+ * The fd leaves epoll (it would report EPOLLHUP on every wait): the rest is
+ * read from pubd_ipc_flush_all, which closes the client at end of stream.
+ */
+static void client_hangup(struct pubd_client *c)
+{
+	if (c->gone)
+		return;
+	drop_output(c);
+	while (c->nsubs)
+		client_unsubscribe(c, c->nsubs - 1);
+	c->gone = true;
+	c->d->ipc.ngone++;
+	pubd_loop_unwatch(c->watch);
+	c->watch = NULL;
 }
 
 /* Write as much queued output as the socket takes. Returns 1 if the client
@@ -248,9 +345,14 @@ static int client_flush(struct pubd_client *c)
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
-			log_info("client %u: write failed: %s; closing", c->id, strerror(errno));
-			client_close(c);
-			return 1;
+			if (c->closing) {
+				client_close(c);
+				return 1;
+			}
+			/* Gone for writing; what it sent is still handled. */
+			log_debug("client %u: write failed: %s", c->id, strerror(errno));
+			client_hangup(c);
+			return 0;
 		}
 		left = (size_t)w;
 		while ((o = c->out_head)) {
@@ -293,15 +395,22 @@ int pubd_ipc_flush_all(struct pubd *d)
 	struct pubd_client *c, *next;
 	int work = 0;
 
-	/* Resume publishers whose transmit backlog drained (a walk only while
-	 * some client is paused: this runs every loop iteration). */
-	for (c = d->ipc.npaused ? d->ipc.clients : NULL; c; c = next) {
+	/* Resume publishers whose transmit backlog drained or whose budget
+	 * came free, and drain clients that hung up (a walk only while there
+	 * are some: this runs every loop iteration). */
+	for (c = d->ipc.npaused || d->ipc.ngone ? d->ipc.clients : NULL; c; c = next) {
 		next = c->next;
-		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2) {
+		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2 &&
+		    (!c->budget_wait || budget_fits(d, c->budget_wait))) {
 			c->paused = false;
+			c->budget_wait = 0;
 			d->ipc.npaused--;
 			update_watch(c);
 			client_parse(c);
+			work++;
+		}
+		if (c->gone && !c->paused && !c->closing) {
+			client_read(c); /* may close it */
 			work++;
 		}
 	}
@@ -413,8 +522,8 @@ static void client_unsubscribe(struct pubd_client *c, unsigned idx)
 		}
 		if (o->written) {
 			/* Keep it: the frame must finish. It no longer counts
-			 * against the subscription, which goes away now. */
-			c->out_delivers--;
+			 * against the subscription, which goes away now (it
+			 * stays in out_delivers until written: out_unlink). */
 			o->sub = NULL;
 			prev = o;
 			continue;
@@ -448,6 +557,44 @@ void pubd_ipc_group_removed(struct pubd *d, struct pubd_group *g)
 				c->pubs[i] = c->pubs[--c->npubs];
 				break;
 			}
+		}
+	}
+}
+
+static bool may(const struct pubd_client *c, const struct pubd_acl *acl);
+
+void pubd_ipc_acl_changed(struct pubd *d, struct pubd_group *g)
+{
+	struct pubd_client *c;
+	unsigned i;
+
+	for (c = d->ipc.clients; c; c = c->next) {
+		if (c->closing || c->gone)
+			continue;
+		if (client_find_sub(c, g, &i) && !may(c, &g->cfg->subscribe)) {
+			/* Client-supplied text (its HELLO name) stays out of the log. */
+			log_notice("client %u (pid %d uid %u): subscription to %s ended: the reloaded subscribe ACL "
+				   "no longer allows it",
+				   c->id, (int)c->pid, (unsigned)c->uid, g->name);
+			client_unsubscribe(c, i);
+			d->counters[PUBD_CTR_ACL_REVOKED]++;
+			reply_error(c, 0, PUB_ERR_ACL,
+				    "subscription to '%s' ended: the reloaded subscribe ACL no longer allows uid %u",
+				    g->name, (unsigned)c->uid);
+		}
+		for (i = 0; i < c->npubs; i++) {
+			if (c->pubs[i].group != g || may(c, &g->cfg->publish))
+				continue;
+			/* Its next PUBLISH is refused (acl_denied); it is told now. */
+			log_notice("client %u (pid %d uid %u): publishing to %s ended: the reloaded publish ACL no "
+				   "longer allows it",
+				   c->id, (int)c->pid, (unsigned)c->uid, g->name);
+			c->pubs[i] = c->pubs[--c->npubs];
+			d->counters[PUBD_CTR_ACL_REVOKED]++;
+			reply_error(c, 0, PUB_ERR_ACL,
+				    "publishing to '%s' ended: the reloaded publish ACL no longer allows uid %u",
+				    g->name, (unsigned)c->uid);
+			break;
 		}
 	}
 }
@@ -526,6 +673,8 @@ static void handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		protocol_error(c, sub ? "malformed SUBSCRIBE" : "malformed UNSUBSCRIBE");
 		return;
 	}
+	if (c->gone)
+		return; /* it hung up: nothing could reach it */
 	g = pubd_groups_by_name(&c->d->groups, r.group.ptr, r.group.len);
 	if (!g) {
 		reply_error(c, r.req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration",
@@ -690,6 +839,12 @@ static void handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 		goto out;
 	}
 	n = pub_proto_enc_ok(ok, sizeof(ok), q.req_id);
+	if (b.len + (size_t)n > c->d->cfg.client_buffer_budget) {
+		reply_error(c, q.req_id, PUB_ERR_INTERNAL,
+			    "reply of %zu bytes exceeds limits.client_buffer_budget (%llu bytes)", b.len + (size_t)n,
+			    (unsigned long long)c->d->cfg.client_buffer_budget);
+		goto out;
+	}
 	if (b.err || (b.len + (size_t)n > b.cap && pub_table_grow_realloc(&b, b.len + (size_t)n) < 0)) {
 		reply_error(c, q.req_id, PUB_ERR_INTERNAL, "out of memory");
 		goto out;
@@ -736,13 +891,18 @@ static size_t max_body(const struct pubd *d)
 
 /*
  * A PUBLISH whose body cannot fit the receive buffer: once its group name
- * is in, allocate the message and read the rest of the payload straight
- * into it. Returns bytes consumed from rbuf+off, 0 to wait for more, -1 on
- * a protocol error.
+ * is in, check it (HELLO was, group, ACL, size) and take its size from the
+ * client budget, and only then allocate the message and read the rest of
+ * the payload straight into it. A refused one's body is read and discarded
+ * (c->skip). Returns bytes consumed from rbuf+off, 0 to wait for more (or
+ * for the budget: the client is paused), -1 on a protocol error.
  */
 static long start_big(struct pubd_client *c, const uint8_t *p, size_t avail, uint32_t body_len)
 {
+	struct pubd *d = c->d;
 	size_t nlen, fixed, plen, have;
+	uint32_t req_id;
+	struct pubd_group *g;
 
 	if (avail < PUB_PROTO_HDR_LEN + 5)
 		return 0;
@@ -753,16 +913,37 @@ static long start_big(struct pubd_client *c, const uint8_t *p, size_t avail, uin
 	if (avail < PUB_PROTO_HDR_LEN + fixed)
 		return 0;
 	plen = body_len - fixed;
-	c->big = pubd_msgbuf_alloc(plen);
-	if (!c->big)
-		return -1;
-	memcpy(&c->big_req_id, p + PUB_PROTO_HDR_LEN, 4);
-	c->big_req_id = le32toh(c->big_req_id);
-	memcpy(c->big_group, p + PUB_PROTO_HDR_LEN + 5, nlen);
-	c->big_group_len = nlen;
+	memcpy(&req_id, p + PUB_PROTO_HDR_LEN, 4);
+	req_id = le32toh(req_id);
 	have = avail - PUB_PROTO_HDR_LEN - fixed;
 	if (have > plen)
 		have = plen;
+	g = publish_admit(c, req_id, (const char *)p + PUB_PROTO_HDR_LEN + 5, nlen, plen);
+	if (g && plen > d->cfg.client_buffer_budget) {
+		pubd_drops_add(&c->drops, PUB_DROP_CLIENT_BUDGET, 1);
+		pubd_drops_add(&g->drops, PUB_DROP_CLIENT_BUDGET, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		reply_error(c, req_id, PUB_ERR_TOO_LARGE,
+			    "message of %zu bytes can never fit limits.client_buffer_budget (%llu bytes)", plen,
+			    (unsigned long long)d->cfg.client_buffer_budget);
+		g = NULL;
+	}
+	if (!g) {
+		c->skip = plen - have; /* refused, counted and answered */
+		return (long)(PUB_PROTO_HDR_LEN + fixed + have);
+	}
+	if (!budget_take(d, plen)) {
+		pause_for_budget(c, plen);
+		return 0;
+	}
+	c->big = pubd_msgbuf_alloc(plen);
+	if (!c->big) {
+		budget_give(d, plen);
+		return -1;
+	}
+	c->big_req_id = req_id;
+	memcpy(c->big_group, p + PUB_PROTO_HDR_LEN + 5, nlen);
+	c->big_group_len = nlen;
 	memcpy(c->big->data, p + PUB_PROTO_HDR_LEN + fixed, have);
 	c->big_have = have;
 	return (long)(PUB_PROTO_HDR_LEN + fixed + have);
@@ -774,10 +955,30 @@ static void finish_big(struct pubd_client *c)
 	struct pubd_group *g;
 
 	c->big = NULL;
+	budget_give(c->d, m->len);
+	/* Checked again: a reload may have changed the group or its ACL. */
 	g = publish_admit(c, c->big_req_id, c->big_group, c->big_group_len, m->len);
 	if (g)
 		publish_accept(c, c->big_req_id, g, m);
 	pubd_msgbuf_put(m);
+}
+
+/* Grow rbuf to RBUF_CAP if the client budget has room. */
+static bool rbuf_grow(struct pubd_client *c)
+{
+	size_t more = RBUF_CAP - c->rcap;
+	uint8_t *b;
+
+	if (!c->hello || !more || !budget_take(c->d, more))
+		return false;
+	b = realloc(c->rbuf, RBUF_CAP);
+	if (!b) {
+		budget_give(c->d, more);
+		return false;
+	}
+	c->rbuf = b;
+	c->rcap = RBUF_CAP;
+	return true;
 }
 
 /* Handle every whole frame in rbuf (until paused or closing). */
@@ -790,24 +991,32 @@ static void client_parse(struct pubd_client *c)
 	long used;
 	int r;
 
-	while (!c->closing && !c->paused && !c->big && off < c->rlen) {
+	while (!c->closing && !c->paused && !c->big && !c->skip && off < c->rlen) {
 		r = pub_proto_frame_peek(c->rbuf + off, c->rlen - off, max_body(c->d), &type, &body_len, &body, &need);
 		if (r < 0) {
 			protocol_error(c, "invalid frame header");
 			return;
 		}
-		if (r == 1 || c->rlen - off >= PUB_PROTO_HDR_LEN)
-			c->expect_big = type == PUB_FRAME_PUBLISH && body_len >= BIG_MIN;
+		if (r == 0 && c->rlen - off < PUB_PROTO_HDR_LEN)
+			break; /* more bytes will come */
+		/* Judged on the header, before anything of the body is kept:
+		 * nothing but a small HELLO is buffered for an unknown client. */
+		if (!c->hello && type != PUB_FRAME_HELLO) {
+			protocol_error(c, "first frame must be HELLO");
+			return;
+		}
+		if (!c->hello && PUB_PROTO_HDR_LEN + (size_t)body_len > RBUF_MIN) {
+			protocol_error(c, "HELLO too large");
+			return;
+		}
+		c->expect_big = type == PUB_FRAME_PUBLISH && body_len >= BIG_MIN;
 		if (r == 0) {
-			if (c->rlen - off < PUB_PROTO_HDR_LEN)
-				break; /* more bytes will come */
-			if (type != PUB_FRAME_PUBLISH && PUB_PROTO_HDR_LEN + (size_t)body_len > c->rcap) {
+			if (type != PUB_FRAME_PUBLISH && PUB_PROTO_HDR_LEN + (size_t)body_len > RBUF_CAP) {
 				protocol_error(c, "frame too large");
 				return;
 			}
-			if (type != PUB_FRAME_PUBLISH ||
-			    (body_len < BIG_MIN && PUB_PROTO_HDR_LEN + (size_t)body_len <= c->rcap))
-				break; /* more bytes will come and fit */
+			if (type != PUB_FRAME_PUBLISH || body_len < BIG_MIN)
+				break; /* more bytes will come and fit (rbuf grows) */
 			used = start_big(c, c->rbuf + off, c->rlen - off, body_len);
 			if (used < 0) {
 				protocol_error(c, "malformed PUBLISH");
@@ -816,9 +1025,13 @@ static void client_parse(struct pubd_client *c)
 			if (used == 0)
 				break;
 			off += (size_t)used;
-			if (c->big_have == c->big->len)
+			if (c->big && c->big_have == c->big->len)
 				finish_big(c);
 			continue;
+		}
+		if (type == PUB_FRAME_QUERY && !budget_fits(c->d, QUERY_BUDGET_WAIT)) {
+			pause_for_budget(c, QUERY_BUDGET_WAIT);
+			break;
 		}
 		handle_frame(c, type, body, body_len);
 		off += PUB_PROTO_HDR_LEN + body_len;
@@ -836,11 +1049,22 @@ static void client_parse(struct pubd_client *c)
 
 static void client_read(struct pubd_client *c)
 {
+	/* Where refused bodies go: one buffer for all (single-threaded). */
+	static uint8_t discard[64 * 1024];
 	size_t budget = READ_BUDGET;
 	ssize_t n;
 
 	while (budget && !c->paused && !c->closing) {
-		if (c->big) {
+		if (c->skip) {
+			n = read(c->fd, discard, c->skip < sizeof(discard) ? c->skip : sizeof(discard));
+			if (n > 0) {
+				c->skip -= (size_t)n;
+				budget -= (size_t)n > budget ? budget : (size_t)n;
+				if (!c->skip)
+					client_parse(c);
+				continue;
+			}
+		} else if (c->big) {
 			/* The rest of the body into its buffer, and in the same
 			 * call the start of what follows into rbuf. */
 			size_t want = c->big->len - c->big_have, tail = c->rcap - c->rlen;
@@ -855,6 +1079,7 @@ static void client_read(struct pubd_client *c)
 
 				c->big_have += body;
 				c->rlen += (size_t)n - body;
+				c->read_since_tick = true;
 				budget -= (size_t)n > budget ? budget : (size_t)n;
 				if (c->big_have == c->big->len) {
 					finish_big(c);
@@ -864,11 +1089,19 @@ static void client_read(struct pubd_client *c)
 			}
 		} else {
 			/* Parsing leaves a full buffer only when it is paused (then
-			 * we are not here) or a frame can never fit; a read of 0
-			 * bytes would look like end of connection. */
+			 * we are not here), the buffer is still small, or a frame
+			 * can never fit; a read of 0 bytes would look like end of
+			 * connection. */
 			if (c->rlen == c->rcap) {
-				protocol_error(c, "frame does not fit the receive buffer");
-				return;
+				if (c->rcap >= RBUF_CAP || !c->hello) {
+					protocol_error(c, "frame does not fit the receive buffer");
+					return;
+				}
+				if (!rbuf_grow(c)) {
+					pause_for_budget(c, RBUF_CAP - c->rcap);
+					update_watch(c);
+					return;
+				}
 			}
 			size_t room = c->rcap - c->rlen;
 
@@ -877,7 +1110,12 @@ static void client_read(struct pubd_client *c)
 			n = read(c->fd, c->rbuf + c->rlen, room);
 			if (n > 0) {
 				c->rlen += (size_t)n;
+				c->read_since_tick = true;
 				budget -= (size_t)n > budget ? budget : (size_t)n;
+				/* A small buffer filled by one read: a busy client
+				 * (not the small bites taken between big bodies). */
+				if ((size_t)n == room && c->rcap < RBUF_CAP && !c->expect_big)
+					rbuf_grow(c);
 				client_parse(c);
 				continue;
 			}
@@ -889,6 +1127,10 @@ static void client_read(struct pubd_client *c)
 		}
 		if (errno == EAGAIN || errno == EINTR)
 			break;
+		if (errno == ECONNRESET && !c->gone) {
+			client_hangup(c);
+			continue;
+		}
 		log_info("client %u: read failed: %s", c->id, strerror(errno));
 		client_close(c);
 		return;
@@ -900,13 +1142,20 @@ static void on_client(void *ctx, uint32_t events)
 	struct pubd_client *c = ctx;
 
 	if (events & EPOLLOUT) {
-		if (client_flush(c))
+		if (client_flush(c) || c->gone)
 			return;
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-		if (c->paused || c->closing) {
+		if (c->closing) {
 			if (events & (EPOLLHUP | EPOLLERR))
 				client_close(c);
+			return;
+		}
+		if (c->paused) {
+			/* Its frames still in rbuf and the socket are read
+			 * once the pause ends, not thrown away now. */
+			if (events & (EPOLLHUP | EPOLLERR))
+				client_hangup(c);
 			return;
 		}
 		client_read(c);
@@ -917,26 +1166,20 @@ static void client_close(struct pubd_client *c)
 {
 	struct pubd *d = c->d;
 	struct pubd_client **p;
-	struct pubd_out *o;
 
 	/* Deliveries still queued, a half-written one included, never reach
 	 * the client: each is counted against its subscription. */
-	while ((o = c->out_head)) {
-		out_unlink(c, NULL, o);
-		if (o->sub) {
-			count_sub_drop(d, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
-		} else if (o->head_len) {
-			/* its subscription ended while it was being written */
-			pubd_drops_add(&c->drops, PUB_DROP_SUB_DISCONNECT, 1);
-			d->counters[PUBD_CTR_MSG_DROPPED]++;
-		}
-		out_release(d, o);
-	}
+	drop_output(c);
 	while (c->nsubs)
 		client_unsubscribe(c, c->nsubs - 1);
 	pubd_tx_forget_client(d, c);
 	if (c->paused)
 		d->ipc.npaused--;
+	if (c->gone)
+		d->ipc.ngone--;
+	if (c->big)
+		budget_give(d, c->big->len);
+	budget_give(d, c->rcap - RBUF_MIN);
 	if (c->dirty) {
 		for (p = &d->ipc.dirty; *p; p = &(*p)->next_dirty) {
 			if (*p == c) {
@@ -990,6 +1233,76 @@ static void read_peer(struct pubd_client *c)
 	}
 }
 
+/* Repeating accept failures and refusals: one log line per period, with
+ * the counts since the last, never one per connection. */
+static void accept_log(struct pubd *d, bool now)
+{
+	uint64_t errs = d->counters[PUBD_CTR_ACCEPT_ERRORS] - d->ipc.accept_fail_logged;
+	uint64_t refused = d->counters[PUBD_CTR_CLIENTS_REFUSED] - d->ipc.refused_logged;
+	uint64_t t = pubd_now_ns();
+
+	if (!errs && !refused)
+		return;
+	if (!now && d->ipc.last_accept_log_ns && t - d->ipc.last_accept_log_ns < ACCEPT_LOG_NS)
+		return;
+	log_warn("clients: %llu connections refused (limits.max_clients %u, or out of fds), %llu failed accepts "
+		 "in the last %llu s; %u connected",
+		 (unsigned long long)refused, d->cfg.max_clients, (unsigned long long)errs,
+		 (unsigned long long)(d->ipc.last_accept_log_ns ? (t - d->ipc.last_accept_log_ns) / 1000000000ull : 0),
+		 d->ipc.nclients);
+	d->ipc.accept_fail_logged = d->counters[PUBD_CTR_ACCEPT_ERRORS];
+	d->ipc.refused_logged = d->counters[PUBD_CTR_CLIENTS_REFUSED];
+	d->ipc.last_accept_log_ns = t;
+}
+
+/* Tell a connection pubd will not serve why, and close it. */
+static void refuse(struct pubd *d, int fd, const char *why)
+{
+	uint8_t buf[256];
+	long n = pub_proto_enc_error(buf, sizeof(buf), 0, PUB_ERR_INTERNAL, why, strlen(why));
+
+	/* One non-blocking attempt: the socket buffer of a new connection is
+	 * empty, so it fits unless something is very wrong. */
+	if (n > 0 && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		(void)0;
+	close(fd);
+	d->counters[PUBD_CTR_CLIENTS_REFUSED]++;
+	accept_log(d, false);
+}
+
+/*
+ * accept() failed with err. Out of fds (EMFILE): the reserve fd is given up
+ * for a moment to accept the connection and close it, so it neither waits in
+ * the backlog nor keeps the listener readable (a busy loop). Anything else
+ * that repeats (ENFILE, ENOBUFS, ENOMEM): stop polling the listener until
+ * the next tick. Returns true to try accepting again.
+ */
+static bool accept_failed(struct pubd *d, int err)
+{
+	int fd;
+
+	if (err == EAGAIN || err == EINTR)
+		return false;
+	if (err == ECONNABORTED || err == EPROTO)
+		return true; /* that connection is gone; others may wait */
+	d->counters[PUBD_CTR_ACCEPT_ERRORS]++;
+	if (err == EMFILE && d->ipc.reserve_fd >= 0) {
+		close(d->ipc.reserve_fd);
+		fd = accept4(d->ipc.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			refuse(d, fd, "pubd is out of file descriptors; try again later");
+		d->ipc.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && d->ipc.reserve_fd >= 0)
+			return true;
+	}
+	if (!d->ipc.listen_paused) {
+		d->ipc.listen_paused = true;
+		pubd_loop_watch_mod(d->ipc.listen_watch, 0);
+	}
+	accept_log(d, false);
+	return false;
+}
+
 static void on_accept(void *ctx, uint32_t events)
 {
 	struct pubd *d = ctx;
@@ -1000,12 +1313,16 @@ static void on_accept(void *ctx, uint32_t events)
 	for (;;) {
 		fd = accept4(d->ipc.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				log_warn("accept on %s: %s", d->ipc.path ? d->ipc.path : "socket", strerror(errno));
+			if (accept_failed(d, errno))
+				continue;
 			return;
 		}
+		if (d->ipc.nclients >= d->cfg.max_clients) {
+			refuse(d, fd, "pubd has limits.max_clients connections already; try again later");
+			continue;
+		}
 		c = calloc(1, sizeof(*c));
-		if (!c || !(c->rbuf = malloc(RBUF_CAP))) {
+		if (!c || !(c->rbuf = malloc(RBUF_MIN))) {
 			log_err("out of memory accepting a client");
 			free(c);
 			close(fd);
@@ -1013,7 +1330,7 @@ static void on_accept(void *ctx, uint32_t events)
 		}
 		c->d = d;
 		c->fd = fd;
-		c->rcap = RBUF_CAP;
+		c->rcap = RBUF_MIN;
 		c->id = ++d->ipc.next_id;
 		c->connected_ns = pubd_now_ns();
 		read_peer(c);
@@ -1071,18 +1388,30 @@ static int listen_on_path(struct pubd *d)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* A socket left by a daemon that died is stale unless someone answers. */
+	/* A socket left by a daemon that died is stale unless someone answers.
+	 * The probe never blocks: a Unix connect either completes at once, is
+	 * refused (nobody listens: stale), or finds the backlog full (EAGAIN:
+	 * a daemon is there but stuck, SIGSTOPped or overloaded). Only a
+	 * refusal lets us take the path over. */
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			close(probe);
-			close(fd);
-			log_err("daemon.socket %s: another pubd is listening there", path);
-			return -EADDRINUSE;
-		}
+		err = probe < 0 ? errno : connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
 		if (probe >= 0)
 			close(probe);
+		if (err != ECONNREFUSED && err != ENOENT) {
+			close(fd);
+			if (err == 0 || err == EINPROGRESS)
+				log_err("daemon.socket %s: another pubd is listening there", path);
+			else if (err == EAGAIN)
+				log_err("daemon.socket %s: another process listens there but does not accept "
+					"connections (stuck or stopped?); not taking it over",
+					path);
+			else
+				log_err("daemon.socket %s: cannot tell whether another pubd listens there: %s", path,
+					strerror(err));
+			return -EADDRINUSE;
+		}
 		unlink(path);
 	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -1108,6 +1437,9 @@ int pubd_ipc_init(struct pubd *d)
 	int n, fd = -1;
 
 	d->ipc.listen_fd = -1;
+	/* Held so that, out of fds, a connection can still be accepted and
+	 * closed (see accept_failed). */
+	d->ipc.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* Socket activation: systemd hands us the listening socket. */
 	n = sd_listen_fds(1);
 	if (n > 1) {
@@ -1147,16 +1479,64 @@ void pubd_ipc_tick(struct pubd *d, uint64_t now_ns)
 			log_info("client %u (pid %d, %s): closed without reading its last reply", c->id, (int)c->pid,
 				 c->name);
 			client_close(c);
+			continue;
 		}
+		/* Idle receive buffers go back to the budget. */
+		if (!c->read_since_tick && c->rcap > RBUF_MIN && c->rlen == 0 && !c->big) {
+			uint8_t *b = realloc(c->rbuf, RBUF_MIN);
+
+			if (b) {
+				budget_give(d, c->rcap - RBUF_MIN);
+				c->rbuf = b;
+				c->rcap = RBUF_MIN;
+			}
+		}
+		c->read_since_tick = false;
 	}
+	/* Accepting again after a back-off; the reserve fd back if we can. */
+	if (d->ipc.reserve_fd < 0)
+		d->ipc.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (d->ipc.listen_paused && d->ipc.listen_watch) {
+		d->ipc.listen_paused = false;
+		pubd_loop_watch_mod(d->ipc.listen_watch, EPOLLIN);
+	}
+	accept_log(d, false);
+}
+
+/* PUBLISH frames read from c and not handled (pubd is stopping): counted
+ * client_gone, whole frames in rbuf and a big body being read. */
+static uint64_t count_unhandled(struct pubd_client *c)
+{
+	size_t off = 0, need;
+	const uint8_t *body;
+	uint32_t body_len;
+	uint64_t n = c->big ? 1 : 0;
+	uint8_t type;
+
+	if (c->closing)
+		return 0; /* a protocol error already ended its stream */
+	while (off < c->rlen && pub_proto_frame_peek(c->rbuf + off, c->rlen - off, max_body(c->d), &type, &body_len,
+						     &body, &need) == 1) {
+		n += type == PUB_FRAME_PUBLISH;
+		off += PUB_PROTO_HDR_LEN + body_len;
+	}
+	return n;
 }
 
 void pubd_ipc_shutdown(struct pubd *d)
 {
 	struct pubd_client *c, *next;
+	uint64_t n, lost = 0;
 
 	for (c = d->ipc.clients; c; c = next) {
 		next = c->next;
+		n = count_unhandled(c);
+		if (n) {
+			pubd_drops_add(&c->drops, PUB_DROP_CLIENT_GONE, n);
+			pubd_drops_add(&d->drops, PUB_DROP_CLIENT_GONE, n);
+			d->counters[PUBD_CTR_MSG_DROPPED] += n;
+			lost += n;
+		}
 		if (!c->closing)
 			reply_error(c, 0, PUB_ERR_SHUTDOWN, "pubd is stopping");
 		c->closing = true;
@@ -1166,6 +1546,10 @@ void pubd_ipc_shutdown(struct pubd *d)
 			client_close(c);
 	}
 	d->ipc.dirty = NULL;
+	if (lost)
+		log_warn("stopping: %llu messages read from publishers (paused by back-pressure) were not published "
+			 "(client_gone)",
+			 (unsigned long long)lost);
 }
 
 void pubd_ipc_close(struct pubd *d)
@@ -1183,6 +1567,9 @@ void pubd_ipc_close(struct pubd *d)
 			unlink(d->ipc.path);
 	}
 	d->ipc.listen_fd = -1;
+	if (d->ipc.reserve_fd >= 0)
+		close(d->ipc.reserve_fd);
+	d->ipc.reserve_fd = -1;
 	free(d->ipc.path);
 	d->ipc.path = NULL;
 	while ((o = d->ipc.free_outs)) {

@@ -63,10 +63,12 @@ struct pubd_client {
 	uint64_t connected_ns;
 
 	uint8_t *rbuf;
-	size_t rlen, rcap;
+	size_t rlen, rcap;    /* rcap above RBUF_MIN is charged to the client budget */
+	bool read_since_tick; /* rbuf saw data since the last pubd_ipc_tick */
 	/* A PUBLISH too big for rbuf is read straight into its message buffer. */
-	struct pubd_msgbuf *big;
+	struct pubd_msgbuf *big; /* charged to the client budget while read */
 	size_t big_have;
+	size_t skip; /* body bytes of a refused big PUBLISH still to be read and discarded */
 	uint32_t big_req_id;
 	char big_group[256];
 	size_t big_group_len;
@@ -82,6 +84,8 @@ struct pubd_client {
 
 	uint32_t tx_pending; /* its messages waiting in transmit queues */
 	bool paused;	     /* not reading: back-pressure */
+	size_t budget_wait;  /* paused until this many bytes of the client budget are free */
+	bool gone;	     /* the peer hung up: what it sent is read and handled, nothing written */
 
 	struct pubd_sub **subs;
 	unsigned nsubs, subs_cap;
@@ -102,6 +106,13 @@ struct pubd_ipc {
 	uint32_t next_id;
 	struct pubd_client *dirty;
 	unsigned npaused; /* clients not being read (back-pressure): the loop looks for them only when there are some */
+	unsigned ngone;	  /* hung-up clients whose input is still being drained */
+	size_t charged;	  /* bytes held for clients, against limits.client_buffer_budget */
+	int reserve_fd;	  /* closed to accept and refuse a connection when out of fds */
+	bool listen_paused;	     /* accept kept failing: resumed by pubd_ipc_tick */
+	uint64_t accept_fail_logged; /* accept errors and refusals already logged */
+	uint64_t refused_logged;
+	uint64_t last_accept_log_ns;
 	struct pubd_out *free_outs;
 };
 
@@ -119,5 +130,8 @@ void pubd_ipc_tick(struct pubd *d, uint64_t now_ns);
 void pubd_ipc_shutdown(struct pubd *d);
 /* A group is going away: drop its subscriptions (clients are told). */
 void pubd_ipc_group_removed(struct pubd *d, struct pubd_group *g);
+/* The group's ACLs changed (reload): end the subscriptions and publishing
+ * its new ACLs no longer allow (clients are told, counted acl_revoked). */
+void pubd_ipc_acl_changed(struct pubd *d, struct pubd_group *g);
 
 #endif

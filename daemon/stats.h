@@ -15,28 +15,32 @@
 #include "../common/pub_reasons.h"
 
 /* X(id, name, help) */
-#define PUBD_COUNTERS(X)                                                                                   \
-	X(RX_DATAGRAMS, "rx_datagrams", "datagrams received from the fabric")                              \
-	X(RX_BYTES, "rx_bytes", "bytes received from the fabric")                                          \
-	X(RX_SELF, "rx_self", "own datagrams looped back by the fabric, discarded")                        \
-	X(RX_FOREIGN, "rx_foreign_group", "datagrams for a group id not configured here")                  \
-	X(RX_UNJOINED, "rx_unjoined", "datagrams not sent to a group address joined here, discarded")      \
-	X(RX_HEARTBEATS, "rx_heartbeats", "heartbeats received")                                           \
-	X(RX_MALFORMED, "rx_malformed", "datagrams that failed the header checks")                         \
-	X(SOURCES_EVICTED, "sources_evicted",                                                              \
-	  "per-source statistics entries evicted for limits.max_sources (counts kept in the evicted row)") \
-	X(TX_DATAGRAMS, "tx_datagrams", "datagrams sent")                                                  \
-	X(TX_BYTES, "tx_bytes", "bytes sent")                                                              \
-	X(TX_HEARTBEATS, "tx_heartbeats", "heartbeats sent")                                               \
-	X(TX_STALLS, "tx_stalls", "times the fabric ran out of send credits (back-pressure)")              \
-	X(MSG_PUBLISHED, "published", "messages published by local clients")                               \
-	X(MSG_RECEIVED, "received", "messages reassembled from remote sources")                            \
-	X(MSG_DELIVERED, "delivered", "messages written to local subscribers")                             \
-	X(MSG_DROPPED, "dropped", "messages dropped, all reasons")                                         \
-	X(CLIENTS_ACCEPTED, "clients_accepted", "client connections accepted")                             \
-	X(CLIENTS_REJECTED, "clients_protocol_errors", "clients disconnected for malformed frames")        \
-	X(RELOADS, "reloads", "configuration reloads applied")                                             \
-	X(RELOAD_FAILURES, "reload_failures", "reloads rejected because the new config had errors")
+#define PUBD_COUNTERS(X)                                                                                              \
+	X(RX_DATAGRAMS, "rx_datagrams", "datagrams received from the fabric")                                         \
+	X(RX_BYTES, "rx_bytes", "bytes received from the fabric")                                                     \
+	X(RX_SELF, "rx_self", "own datagrams looped back by the fabric, discarded")                                   \
+	X(RX_FOREIGN, "rx_foreign_group", "datagrams for a group id not configured here")                             \
+	X(RX_UNJOINED, "rx_unjoined", "datagrams not sent to a group address joined here, discarded")                 \
+	X(RX_HEARTBEATS, "rx_heartbeats", "heartbeats received")                                                      \
+	X(RX_MALFORMED, "rx_malformed", "datagrams that failed the header checks")                                    \
+	X(SOURCES_EVICTED, "sources_evicted",                                                                         \
+	  "per-source statistics entries evicted for limits.max_sources (counts kept in the evicted row)")            \
+	X(TX_DATAGRAMS, "tx_datagrams", "datagrams sent")                                                             \
+	X(TX_BYTES, "tx_bytes", "bytes sent")                                                                         \
+	X(TX_HEARTBEATS, "tx_heartbeats", "heartbeats sent")                                                          \
+	X(TX_STALLS, "tx_stalls", "times the fabric ran out of send credits (back-pressure)")                         \
+	X(MSG_PUBLISHED, "published", "messages published by local clients")                                          \
+	X(MSG_RECEIVED, "received", "messages reassembled from remote sources")                                       \
+	X(MSG_DELIVERED, "delivered", "messages written to local subscribers")                                        \
+	X(MSG_DROPPED, "dropped", "messages dropped, all reasons")                                                    \
+	X(CLIENTS_ACCEPTED, "clients_accepted", "client connections accepted")                                        \
+	X(CLIENTS_REJECTED, "clients_protocol_errors", "clients disconnected for malformed frames")                   \
+	X(RELOADS, "reloads", "configuration reloads applied")                                                        \
+	X(RELOAD_FAILURES, "reload_failures", "reloads rejected because the new config had errors")                   \
+	X(CLIENTS_REFUSED, "clients_refused", "connections closed at once: limits.max_clients reached or out of fds") \
+	X(ACCEPT_ERRORS, "accept_errors", "failed accept() calls (fd limit, memory); pubd backs off")                 \
+	X(BUDGET_WAITS, "client_budget_waits", "times a client was paused: limits.client_buffer_budget used up")      \
+	X(ACL_REVOKED, "acl_revoked", "subscriptions and publishers ended at reload by a changed ACL")
 
 enum pubd_counter {
 #define PUBD_X_ENUM(id, name, help) PUBD_CTR_##id,
