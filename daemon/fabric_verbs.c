@@ -1577,6 +1577,15 @@ static void note_self_gid(struct pubd_fabric *f, const struct ibv_ah_attr *ah)
 	memcpy(f->self_gid, gid.raw, sizeof(f->self_gid));
 	f->self_gid_ok = true;
 }
+/*
+ * A join's event, already acknowledged: e is a copy of the event, and only
+ * its values are used (the AH attributes, Q_Key, QPN and our context in
+ * private_data), never what its pointers named. Acknowledged first because
+ * what this may do waits for that acknowledgement: rdma_leave_multicast
+ * (on an error, a failed AH, or a daemon that leaves a group from its
+ * group_state callback) blocks until every event reported for the join is
+ * acked, then frees the join that the ack would touch (librdmacm/cma.c).
+ */
 static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum rdma_cm_event_type type, int status)
 {
 	unsigned idx;
@@ -1652,21 +1661,24 @@ static void on_cm(void *ctx, uint32_t events)
 	struct rdma_cm_event *e;
 
 	while (rdma_get_cm_event(f->cm_ch, &e) == 0) {
-		/* Copy what we need and ack at once: rdma_leave_multicast and
-		 * rdma_destroy_id wait for the acks of their events. */
+		/* Copy what we need and ack before anything else: rdma_leave_
+		 * multicast and rdma_destroy_id wait for the acks of their
+		 * events (a single thread waiting for itself: for ever), and
+		 * free what a later ack would write to. Every handler below
+		 * runs on the copy only. */
 		struct rdma_cm_event copy = *e;
 		enum rdma_cm_event_type type = e->event;
 		int status = e->status;
 		bool ours = e->id == f->id;
 
+		rdma_ack_cm_event(e);
+		e = NULL;
 		if (type == RDMA_CM_EVENT_MULTICAST_JOIN || type == RDMA_CM_EVENT_MULTICAST_ERROR) {
 			/* ah_attr is copied by value; private_data is the context. */
 			if (ours && f->dev_ok)
 				on_join_event(f, &copy, type, status);
-			rdma_ack_cm_event(e);
 			continue;
 		}
-		rdma_ack_cm_event(e);
 		if (!ours) {
 			log_debug("verbs: %s for an old id ignored", rdma_event_str(type));
 			continue;
