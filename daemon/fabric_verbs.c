@@ -746,11 +746,25 @@ static unsigned rx_refill(struct pubd_fabric *f)
 	return posted;
 }
 
+/*
+ * The slot of the group a datagram was addressed to, or -1 when it was not
+ * addressed to a group whose datagrams this QP takes now (joined and
+ * attached). The work completion does not say whether the datagram came by
+ * multicast: a peer can send to this QP's number directly, with the
+ * well-known Q_Key, to a unicast address or even to a group address it knows
+ * we joined but do not listen on. Only the destination in front of the
+ * payload tells, so it must name an attached group exactly: the IPv4
+ * destination of a RoCEv2/IPv4 header, else the whole destination GID.
+ */
 static int32_t rx_slot_of(struct pubd_fabric *f, const uint8_t *grh, bool has_grh)
 {
+	enum pubd_grh_kind kind;
 	uint32_t dst4;
 
 	if (!has_grh)
+		return -1;
+	kind = pubd_grh_kind(grh);
+	if (kind == PUBD_GRH_UNKNOWN)
 		return -1;
 	memcpy(&dst4, grh + PUBD_GRH_DST4_OFF, 4);
 	/* A linear scan over the joined addresses (tens, not thousands),
@@ -762,9 +776,10 @@ static int32_t rx_slot_of(struct pubd_fabric *f, const uint8_t *grh, bool has_gr
 		if (i < 0 || (unsigned)i >= f->nmcs)
 			continue;
 		m = &f->mcs[i];
-		if (!m->used || m->dst4 != dst4 || !m->joined)
+		if (!m->used || m->dst4 != dst4 || !m->joined || !m->attached)
 			continue;
-		if (m->addr.ss_family == AF_INET6 && memcmp(grh + PUBD_GRH_DGID_OFF, m->mgid, 16))
+		if (kind == PUBD_GRH_IPV4 ? m->addr.ss_family != AF_INET
+					  : memcmp(grh + PUBD_GRH_DGID_OFF, m->mgid, 16) != 0)
 			continue;
 		f->last_rx_mc = i;
 		return m->rx_slot;
