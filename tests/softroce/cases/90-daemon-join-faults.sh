@@ -54,6 +54,7 @@ if v=$(timeout 15 "$SR_QUERY" "$W/A.sock" status status.source_id 2>&1); then
 	pass "pubd A answers pubctl status after the faults ($((SECONDS - t0))s, source ${v})"
 else
 	fail "pubd A does not answer pubctl status within 15s of the faults (hung?): '$v'"
+	echo "pubd A: state $(awk '/^State:/ {print $2, $3}' "/proc/${DL_PID[A]}/status" 2>/dev/null), waiting in $(cat "/proc/${DL_PID[A]}/wchan" 2>/dev/null)"
 	grep -E 'verbs|fault_shim' "$logA" | tail -n 10
 	exit 0
 fi

@@ -5,11 +5,12 @@
 # that group uses"). pubd A on rxa subscribes to u1 (QP attached) and has u2
 # joined but not listened to (receive: on-demand, no subscriber: detached).
 # ud_send (tests/softroce/ud_send.c) on rxb sends well-formed pubd datagrams
-# naming u1 straight to A's QP number with rdmacm's Q_Key:
-#   a. to A's unicast address;
-#   b. to u2's group address (A's host joined it, so they reach A's QP
-#      even though it is not attached to u2).
-# Both must be counted rx_unjoined and never delivered. Then, as a control,
+# straight to A's QP number with rdmacm's Q_Key:
+#   a. naming u1, to A's unicast address;
+#   b. naming u2, to u2's group address (A's host joined it, so they reach
+#      A's QP even though the QP is not attached to u2: not by u2's path).
+# Both must be counted rx_unjoined (the fabric gives them no group slot) and
+# never delivered. Then, as a control,
 #   c. the same datagrams to u1's group by multicast (QPN 0xffffff) are
 #      delivered, all of them.
 . "$PUBD_REPO/tests/softroce/lib.sh"
@@ -55,7 +56,7 @@ fi
 
 # b. to u2's group address, but to A's QP number: A joined u2, not attached
 base=$(unjoined)
-if out=$("$UD_SEND" rxb 192.168.77.2 239.77.92.2 "$QPN" u1 $N 2>&1); then
+if out=$("$UD_SEND" rxb 192.168.77.2 239.77.92.2 "$QPN" u2 $N 2>&1); then
 	pass "b: ud_send to 239.77.92.2 QP $QPN: $out"
 else
 	fail "b: ud_send failed: $out"
@@ -65,7 +66,7 @@ if dl_wait 30 at_least unjoined $((base + N)); then
 else
 	fail "b: rx_unjoined $(unjoined), want $((base + N)) ($(dl_kv A counters rx_datagrams rx_foreign_group rx_malformed))"
 fi
-dl_expect "a, b: nothing delivered to u1's subscriber" "$(delivered)" 0
+dl_expect "a, b: nothing delivered (u1, u2)" "$(delivered) $(dl_sq A groups 'groups.delivered[name=u2]')" "0 0"
 
 # c. control: the same datagrams by multicast to u1 are delivered
 if out=$("$UD_SEND" rxb 192.168.77.2 239.77.92.1 0xffffff u1 $N 2>&1); then
