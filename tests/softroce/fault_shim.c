@@ -8,6 +8,10 @@
  *                                   (status -ENETRESET), as the SA or the port
  *                                   would report a failed or dropped join
  *   PUBD_FAULT_AH_FAIL=N[,M...]     the Nth ibv_create_ah call fails (ENOMEM)
+ *   PUBD_FAULT_SEND_FAIL=N:SECS     from the Nth ibv_post_send call on, every
+ *                                   post fails (ENOMEM, nothing posted) for SECS
+ *                                   seconds, as a provider out of queue space or
+ *                                   memory would
  *
  * Each injected fault is reported on stderr ("fault_shim: ..."), so the
  * program's log shows where it happened. The event keeps its librdmacm
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -89,4 +94,62 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		return NULL;
 	}
 	return real(pd, attr);
+}
+
+/*
+ * ibv_post_send is an inline call through the context's ops table, so it
+ * cannot be interposed by name: the QP's context gets a wrapper in its ops
+ * table when rdmacm creates the QP (all QPs of the context then go through
+ * it; pubd has one).
+ */
+static int (*real_post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int faulty_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	static unsigned long calls, failed;
+	static double until;
+	unsigned long from = 0;
+	double secs = 0;
+
+	calls++;
+	if (sscanf(getenv("PUBD_FAULT_SEND_FAIL"), "%lu:%lf", &from, &secs) == 2 && calls >= from) {
+		if (calls == from) {
+			until = now_s() + secs;
+			fprintf(stderr, "fault_shim: ibv_post_send fails from call #%lu for %g s\n", calls, secs);
+		}
+		if (now_s() < until) {
+			failed++;
+			*bad = wr;
+			return ENOMEM;
+		}
+		if (until) {
+			fprintf(stderr, "fault_shim: ibv_post_send works again at call #%lu (%lu failed)\n", calls,
+				failed);
+			until = 0;
+		}
+	}
+	return real_post_send(qp, wr, bad);
+}
+
+int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+	static int (*real)(struct rdma_cm_id *, struct ibv_qp_init_attr_ex *);
+	int ret;
+
+	if (!real)
+		real = (int (*)(struct rdma_cm_id *, struct ibv_qp_init_attr_ex *))next_sym("rdma_create_qp_ex");
+	ret = real(id, attr);
+	if (ret == 0 && getenv("PUBD_FAULT_SEND_FAIL") && id->qp->context->ops.post_send != faulty_post_send) {
+		real_post_send = id->qp->context->ops.post_send;
+		id->qp->context->ops.post_send = faulty_post_send;
+	}
+	return ret;
 }
