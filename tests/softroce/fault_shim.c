@@ -12,6 +12,7 @@
  *                                   post fails (ENOMEM, nothing posted) for SECS
  *                                   seconds, as a provider out of queue space or
  *                                   memory would
+ *   PUBD_FAULT_RECV_FAIL=N:SECS     the same for ibv_post_srq_recv
  *
  * Each injected fault is reported on stderr ("fault_shim: ..."), so the
  * program's log shows where it happened. The event keeps its librdmacm
@@ -97,12 +98,14 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 }
 
 /*
- * ibv_post_send is an inline call through the context's ops table, so it
- * cannot be interposed by name: the QP's context gets a wrapper in its ops
- * table when rdmacm creates the QP (all QPs of the context then go through
- * it; pubd has one).
+ * ibv_post_send and ibv_post_srq_recv are inline calls through the
+ * context's ops table, so they cannot be interposed by name: the QP's
+ * context gets wrappers in its ops table when rdmacm creates the QP (all QPs
+ * and SRQs of the context then go through them; pubd has one of each). pubd
+ * posts its first receives after creating the QP.
  */
 static int (*real_post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
+static int (*real_post_srq_recv)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **);
 
 static double now_s(void)
 {
@@ -112,44 +115,77 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int faulty_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/* One "fail from call N for SECS seconds" window, as env describes it. */
+struct window {
+	const char *env, *what;
+	unsigned long calls, failed;
+	double until;
+};
+
+static bool window_fails(struct window *w)
 {
-	static unsigned long calls, failed;
-	static double until;
 	unsigned long from = 0;
 	double secs = 0;
 
-	calls++;
-	if (sscanf(getenv("PUBD_FAULT_SEND_FAIL"), "%lu:%lf", &from, &secs) == 2 && calls >= from) {
-		if (calls == from) {
-			until = now_s() + secs;
-			fprintf(stderr, "fault_shim: ibv_post_send fails from call #%lu for %g s\n", calls, secs);
-		}
-		if (now_s() < until) {
-			failed++;
-			*bad = wr;
-			return ENOMEM;
-		}
-		if (until) {
-			fprintf(stderr, "fault_shim: ibv_post_send works again at call #%lu (%lu failed)\n", calls,
-				failed);
-			until = 0;
-		}
+	w->calls++;
+	if (sscanf(getenv(w->env), "%lu:%lf", &from, &secs) != 2 || w->calls < from)
+		return false;
+	if (w->calls == from) {
+		w->until = now_s() + secs;
+		fprintf(stderr, "fault_shim: %s fails from call #%lu for %g s\n", w->what, w->calls, secs);
+	}
+	if (w->until && now_s() < w->until) {
+		w->failed++;
+		return true;
+	}
+	if (w->until) {
+		fprintf(stderr, "fault_shim: %s works again at call #%lu (%lu failed)\n", w->what, w->calls, w->failed);
+		w->until = 0;
+	}
+	return false;
+}
+
+static int faulty_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	static struct window w = {.env = "PUBD_FAULT_SEND_FAIL", .what = "ibv_post_send"};
+
+	if (window_fails(&w)) {
+		*bad = wr;
+		return ENOMEM;
 	}
 	return real_post_send(qp, wr, bad);
+}
+
+static int faulty_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	static struct window w = {.env = "PUBD_FAULT_RECV_FAIL", .what = "ibv_post_srq_recv"};
+
+	if (window_fails(&w)) {
+		*bad = wr;
+		return ENOMEM;
+	}
+	return real_post_srq_recv(srq, wr, bad);
 }
 
 int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
 	static int (*real)(struct rdma_cm_id *, struct ibv_qp_init_attr_ex *);
+	struct ibv_context_ops *ops;
 	int ret;
 
 	if (!real)
 		real = (int (*)(struct rdma_cm_id *, struct ibv_qp_init_attr_ex *))next_sym("rdma_create_qp_ex");
 	ret = real(id, attr);
-	if (ret == 0 && getenv("PUBD_FAULT_SEND_FAIL") && id->qp->context->ops.post_send != faulty_post_send) {
-		real_post_send = id->qp->context->ops.post_send;
-		id->qp->context->ops.post_send = faulty_post_send;
+	if (ret)
+		return ret;
+	ops = &id->qp->context->ops;
+	if (getenv("PUBD_FAULT_SEND_FAIL") && ops->post_send != faulty_post_send) {
+		real_post_send = ops->post_send;
+		ops->post_send = faulty_post_send;
 	}
-	return ret;
+	if (getenv("PUBD_FAULT_RECV_FAIL") && ops->post_srq_recv != faulty_post_srq_recv) {
+		real_post_srq_recv = ops->post_srq_recv;
+		ops->post_srq_recv = faulty_post_srq_recv;
+	}
+	return 0;
 }
