@@ -49,15 +49,21 @@
 #include "loop.h"
 #include "proto.h"
 
-#define CQ_BATCH     32		  /* work completions per ibv_poll_cq */
-#define POST_BATCH   32		  /* WRs linked per post call */
-#define CQ_BUDGET    512	  /* completions per dispatch before yielding to the loop */
-#define TX_WRID	     (1ull << 63) /* send WR ids carry this bit and the post sequence */
-#define MAX_SLOTS    65535	  /* the join context keeps the mc index in 16 bits */
-#define REQ_INLINE   256	  /* max_inline_data asked for; providers may give less */
-#define RETRY_MIN_NS 500000000ull
-#define RETRY_MAX_NS 30000000000ull
-#define DEV_RETRY_NS 1000000000ull
+#define CQ_BATCH	  32	       /* work completions per ibv_poll_cq */
+#define POST_BATCH	  32	       /* WRs linked per post call */
+#define CQ_BUDGET	  512	       /* completions per dispatch before yielding to the loop */
+#define TX_WRID		  (1ull << 63) /* send WR ids carry this bit and the post sequence */
+#define MAX_SLOTS	  65535	       /* the join context keeps the mc index in 16 bits */
+#define REQ_INLINE	  256	       /* max_inline_data asked for; providers may give less */
+#define RETRY_MIN_NS	  500000000ull
+#define RETRY_MAX_NS	  30000000000ull
+#define DEV_RETRY_NS	  1000000000ull
+#define REBUILD_MAX_NS	  30000000000ull /* longest wait before rebuilding after a failure */
+#define REBUILD_STABLE_NS 60000000000ull /* up this long: the next loss is not a repeat */
+#define PORT_CHECK_NS	  1000000000ull	 /* how often the port's active MTU is read */
+#define FAULT_LOG_NS	  10000000000ull /* repeating faults: one log line per this period */
+#define POST_RETRY_MIN_NS 1000000ull
+#define POST_RETRY_MAX_NS 1000000000ull
 
 #define COUNTERS(X)                                \
 	X(RX_DGRAMS, "rx_datagrams")               \
@@ -127,6 +133,7 @@ struct vmc {
 	uint16_t mlid;	   /* from the join event; what attach and detach name */
 	uint64_t retry_at; /* 0: no retry scheduled */
 	uint64_t retry_delay;
+	uint64_t up_at; /* when the last join completed; 0: not since the last failure */
 };
 
 struct vslot {
@@ -143,6 +150,31 @@ struct dead_ah {
 	struct ibv_ah *ah;
 	uint64_t seq; /* tx_posted when it was retired */
 };
+
+/*
+ * A fault that can repeat (a post failing, completion errors, a device
+ * that will not come back) is logged once per FAULT_LOG_NS with the count
+ * of those held back since, so a fault storm cannot flood the log.
+ */
+struct ratelog {
+	uint64_t next_ns;
+	uint64_t held;
+};
+
+/* True when this occurrence may be logged; *held says how many were not. */
+static bool ratelog_ok(struct ratelog *r, uint64_t *held)
+{
+	uint64_t now = pubd_now_ns();
+
+	if (r->next_ns && now < r->next_ns) {
+		r->held++;
+		return false;
+	}
+	*held = r->held;
+	r->held = 0;
+	r->next_ns = now + FAULT_LOG_NS;
+	return true;
+}
 
 struct pubd_fabric {
 	struct pubd_loop *loop;
@@ -168,6 +200,18 @@ struct pubd_fabric {
 	bool sendonly_ok; /* cleared when the provider refuses send-only joins */
 	uint64_t dev_retry_at;
 	unsigned dev_retry_logged;
+	uint64_t rebuild_delay; /* grows while rebuilt resources keep failing at once */
+	uint64_t rebuilt_at;	/* when the device resources were last built */
+	uint64_t port_check_at; /* next read of the port's active MTU; 0: none */
+	uint64_t cm_resume_at;	/* the cm channel failed: not watched until then */
+	uint64_t tx_retry_at;	/* a send post failed: writable no sooner than this */
+	uint64_t tx_retry_delay;
+	uint64_t rx_retry_at; /* a receive post failed: refill again then */
+	uint64_t rx_retry_delay;
+	bool opened;	   /* vopen succeeded: a later setup problem is not fatal */
+	bool mtu_capped;   /* fabric.mtu exceeds the port's active MTU (after a change) */
+	uint32_t told_mtu; /* the MTU the daemon knows (open, then ev.mtu_changed) */
+	struct ratelog rl_rx_post, rl_tx_post, rl_rx_wc, rl_tx_wc, rl_srq_limit, rl_rebuild, rl_cm;
 	struct rdma_cm_id *id;
 	char dev_name[64];
 	uint8_t port;
@@ -363,6 +407,15 @@ static void arm_retry(struct pubd_fabric *f)
 
 	if (!f->dev_ok && f->dev_retry_at)
 		next = f->dev_retry_at;
+	if (f->dev_ok) {
+		uint64_t at[] = {f->port_check_at, f->tx_retry_at, f->rx_retry_at};
+
+		for (unsigned i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+			if (at[i] && at[i] < next)
+				next = at[i];
+	}
+	if (f->cm_resume_at && f->cm_resume_at < next)
+		next = f->cm_resume_at;
 	for (unsigned i = 0; i < f->nmcs; i++)
 		if (f->mcs[i].used && f->mcs[i].retry_at && f->mcs[i].retry_at < next)
 			next = f->mcs[i].retry_at;
@@ -456,10 +509,18 @@ static void notify_slots(struct pubd_fabric *f, int idx, bool up, int err)
 
 static void mc_retry_later(struct pubd_fabric *f, struct vmc *m)
 {
+	uint64_t now = pubd_now_ns();
+
+	/* A join that fails again soon after it came up keeps backing off:
+	 * a group that errors at once after every join would otherwise be
+	 * rejoined (and logged) twice a second for ever. */
+	if (m->up_at && now - m->up_at >= REBUILD_STABLE_NS)
+		m->retry_delay = 0;
+	m->up_at = 0;
 	m->retry_delay = m->retry_delay ? m->retry_delay * 2 : RETRY_MIN_NS;
 	if (m->retry_delay > RETRY_MAX_NS)
 		m->retry_delay = RETRY_MAX_NS;
-	m->retry_at = pubd_now_ns() + m->retry_delay;
+	m->retry_at = now + m->retry_delay;
 	arm_retry(f);
 }
 
@@ -656,28 +717,54 @@ static unsigned rx_refill(struct pubd_fabric *f)
 			/* WRs before bad_wr were posted (ibv_post_srq_recv(3)); the
 			 * rest stay on the free list for the next refill. */
 			unsigned ok = (unsigned)(bad - wr);
+			uint64_t held;
 
 			memmove(idx, idx + ok, (n - ok) * sizeof(*idx));
 			f->rx_nfree -= ok;
 			f->srq_posted += ok;
 			posted += ok;
 			f->cnt[VC_RX_POST_ERRORS]++;
-			log_warn("verbs: posting receives on %s: %s (%u buffers unposted)", f->dev_name, strerror(ret),
-				 f->rx_nfree);
-			break;
+			if (ratelog_ok(&f->rl_rx_post, &held))
+				log_warn("verbs: posting receives on %s: %s (%u buffers unposted; %" PRIu64
+					 " more failures since the last report); retrying with back-off",
+					 f->dev_name, strerror(ret), f->rx_nfree, held);
+			/* Completions may never come to refill from (an empty SRQ
+			 * takes nothing): the retry timer tries again. */
+			f->rx_retry_delay = f->rx_retry_delay ? f->rx_retry_delay * 2 : POST_RETRY_MIN_NS;
+			if (f->rx_retry_delay > POST_RETRY_MAX_NS)
+				f->rx_retry_delay = POST_RETRY_MAX_NS;
+			f->rx_retry_at = pubd_now_ns() + f->rx_retry_delay;
+			arm_retry(f);
+			return posted;
 		}
 		f->rx_nfree -= n;
 		f->srq_posted += n;
 		posted += n;
 	}
+	f->rx_retry_delay = 0;
+	f->rx_retry_at = 0;
 	return posted;
 }
 
+/*
+ * The slot of the group a datagram was addressed to, or -1 when it was not
+ * addressed to a group whose datagrams this QP takes now (joined and
+ * attached). The work completion does not say whether the datagram came by
+ * multicast: a peer can send to this QP's number directly, with the
+ * well-known Q_Key, to a unicast address or even to a group address it knows
+ * we joined but do not listen on. Only the destination in front of the
+ * payload tells, so it must name an attached group exactly: the IPv4
+ * destination of a RoCEv2/IPv4 header, else the whole destination GID.
+ */
 static int32_t rx_slot_of(struct pubd_fabric *f, const uint8_t *grh, bool has_grh)
 {
+	enum pubd_grh_kind kind;
 	uint32_t dst4;
 
 	if (!has_grh)
+		return -1;
+	kind = pubd_grh_kind(grh);
+	if (kind == PUBD_GRH_UNKNOWN)
 		return -1;
 	memcpy(&dst4, grh + PUBD_GRH_DST4_OFF, 4);
 	/* A linear scan over the joined addresses (tens, not thousands),
@@ -689,9 +776,10 @@ static int32_t rx_slot_of(struct pubd_fabric *f, const uint8_t *grh, bool has_gr
 		if (i < 0 || (unsigned)i >= f->nmcs)
 			continue;
 		m = &f->mcs[i];
-		if (!m->used || m->dst4 != dst4 || !m->joined)
+		if (!m->used || m->dst4 != dst4 || !m->joined || !m->attached)
 			continue;
-		if (m->addr.ss_family == AF_INET6 && memcmp(grh + PUBD_GRH_DGID_OFF, m->mgid, 16))
+		if (kind == PUBD_GRH_IPV4 ? m->addr.ss_family != AF_INET
+					  : memcmp(grh + PUBD_GRH_DGID_OFF, m->mgid, 16) != 0)
 			continue;
 		f->last_rx_mc = i;
 		return m->rx_slot;
@@ -704,10 +792,14 @@ static void tx_complete(struct pubd_fabric *f, const struct ibv_wc *wc)
 	uint64_t seq = wc->wr_id & ~TX_WRID;
 
 	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR) {
+		uint64_t held;
+
 		f->cnt[VC_TX_WC_ERRORS]++;
 		f->qp_check = true;
-		log_warn("verbs: send completion error on %s: %s (vendor 0x%x)", f->dev_name,
-			 ibv_wc_status_str(wc->status), wc->vendor_err);
+		if (ratelog_ok(&f->rl_tx_wc, &held))
+			log_warn("verbs: send completion error on %s: %s (vendor 0x%x; %" PRIu64
+				 " more since the last report)",
+				 f->dev_name, ibv_wc_status_str(wc->status), wc->vendor_err, held);
 	}
 	/* The send queue completes in order: a signalled WR's completion
 	 * retires every unsignalled one posted before it. */
@@ -751,10 +843,14 @@ static unsigned drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 			bufs[nbuf++] = (uint32_t)w->wr_id;
 			f->srq_posted--;
 			if (w->status != IBV_WC_SUCCESS) {
+				uint64_t held;
+
 				if (w->status != IBV_WC_WR_FLUSH_ERR) {
 					f->cnt[VC_RX_WC_ERRORS]++;
-					log_warn("verbs: receive completion error on %s: %s", f->dev_name,
-						 ibv_wc_status_str(w->status));
+					if (ratelog_ok(&f->rl_rx_wc, &held))
+						log_warn("verbs: receive completion error on %s: %s (%" PRIu64
+							 " more since the last report)",
+							 f->dev_name, ibv_wc_status_str(w->status), held);
 				}
 				continue;
 			}
@@ -791,7 +887,9 @@ static unsigned drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 		done += (unsigned)n;
 	}
 	ah_reap(f, false);
-	if (f->tx_blocked && f->tx_posted - f->tx_done < f->sq_depth) {
+	/* After a failed post, credits alone do not make it writable: the
+	 * retry timer says when to try again (tx_retry_at). */
+	if (f->tx_blocked && !f->tx_retry_at && f->tx_posted - f->tx_done < f->sq_depth) {
 		f->tx_blocked = false;
 		f->ev.writable(f->ctx);
 	}
@@ -879,6 +977,12 @@ static void on_comp(void *ctx, uint32_t events)
 	if (f->comp_ch && ibv_get_cq_event(f->comp_ch, &cq, &cq_ctx) == 0) {
 		f->cq_unacked++;
 		f->cnt[VC_CQ_EVENTS]++;
+	} else if (f->comp_ch && errno != EAGAIN && errno != EWOULDBLOCK) {
+		/* A channel that is readable but cannot be read (the device was
+		 * disassociated) would wake the loop for ever: rebuild. */
+		log_err("verbs: reading the completion channel of %s: %s", f->dev_name, strerror(errno));
+		dev_lost(f, "completion channel error", true);
+		return;
 	}
 	/* Acks take a lock: batch them; ibv_destroy_cq waits for all of them. */
 	if (f->cq && f->cq_unacked >= 64) {
@@ -938,13 +1042,18 @@ static void port_came_up(struct pubd_fabric *f)
 /* One device event for fabric f (already acked). */
 static void handle_async(struct pubd_fabric *f, enum ibv_event_type type, int port)
 {
+	uint64_t held;
+
 	if (!f->dev_ok || (port >= 0 && port != f->port))
 		return;
 	switch (type) {
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
 		f->cnt[VC_SRQ_LIMIT_EVENTS]++;
-		log_info("verbs: %s SRQ fell below its low watermark %u: draining the CQ and refilling", f->dev_name,
-			 f->srq_wm);
+		if (ratelog_ok(&f->rl_srq_limit, &held))
+			log_info(
+				"verbs: %s SRQ fell below its low watermark %u: draining the CQ and refilling (%" PRIu64
+				" more times since the last report)",
+				f->dev_name, f->srq_wm, held);
 		process_cq(f); /* consumed buffers sit in the CQ: drain reposts them */
 		if (!f->dev_ok)
 			break;
@@ -1086,6 +1195,20 @@ static void on_async(void *ctx, uint32_t events)
 			if (hub_has(verbs, to[i])) /* an earlier handler may have torn it down */
 				handle_async(to[i], type, port);
 	}
+	if (h && errno != EAGAIN && errno != EWOULDBLOCK) {
+		/* Readable but failing (a disassociated device): the level-
+		 * triggered fd would wake the loop for ever. Every fabric on the
+		 * context rebuilds; the last one's teardown drops the hub. */
+		struct pubd_fabric *to[8];
+		unsigned n = h->n;
+		int err = errno;
+
+		memcpy(to, h->fabrics, n * sizeof(*to));
+		log_err("verbs: reading the async events of %s: %s", ibv_get_device_name(verbs->device), strerror(err));
+		for (unsigned i = 0; i < n; i++)
+			if (hub_has(verbs, to[i]))
+				dev_lost(to[i], "async event channel error", true);
+	}
 }
 
 static int hub_attach(struct pubd_fabric *f)
@@ -1211,7 +1334,10 @@ static void dev_teardown(struct pubd_fabric *f)
 		f->id = NULL;
 	}
 	f->tx_posted = f->tx_done = 0;
-	f->tx_blocked = false;
+	/* tx_blocked survives: the daemon still waits for ev.writable, which
+	 * try_rebuild gives it once there are credits again. */
+	f->tx_retry_at = f->rx_retry_at = 0;
+	f->port_check_at = 0;
 	f->dev_ok = false;
 	f->port_active = false;
 }
@@ -1258,6 +1384,23 @@ static int create_qp(struct pubd_fabric *f)
 	return ret;
 }
 
+/* While a rebuild keeps failing, its reasons are logged once per period
+ * (try_rebuild), not on every attempt. */
+#define SETUP_ERR(...)                          \
+	do {                                    \
+		if (quiet)                      \
+			log_debug(__VA_ARGS__); \
+		else                            \
+			log_err(__VA_ARGS__);   \
+	} while (0)
+#define SETUP_NOTE(...)                          \
+	do {                                     \
+		if (quiet)                       \
+			log_debug(__VA_ARGS__);  \
+		else                             \
+			log_notice(__VA_ARGS__); \
+	} while (0)
+
 static int dev_setup(struct pubd_fabric *f, bool quiet)
 {
 	struct ibv_device_attr da;
@@ -1271,20 +1414,17 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 	ret = rdma_create_id(f->cm_ch, &f->id, f, RDMA_PS_UDP) ? -errno : 0;
 	if (ret) {
 		f->id = NULL;
-		if (!quiet)
-			log_err("verbs: rdma_create_id: %s", err_str(ret));
+		SETUP_ERR("verbs: rdma_create_id: %s", err_str(ret));
 		goto fail;
 	}
 	ret = rdma_bind_addr(f->id, (struct sockaddr *)&f->bind_addr) ? -errno : 0;
 	if (ret) {
-		if (!quiet)
-			log_err("verbs: %s: rdma_bind_addr: %s", where, err_str(ret));
+		SETUP_ERR("verbs: %s: rdma_bind_addr: %s", where, err_str(ret));
 		goto fail;
 	}
 	if (!f->id->verbs) {
 		ret = -ENODEV;
-		if (!quiet)
-			log_err("verbs: %s is not on an RDMA device (rdma_bind_addr found none)", where);
+		SETUP_ERR("verbs: %s is not on an RDMA device (rdma_bind_addr found none)", where);
 		goto fail;
 	}
 	snprintf(f->dev_name, sizeof(f->dev_name), "%s", ibv_get_device_name(f->id->verbs->device));
@@ -1293,59 +1433,77 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 	if (!ret)
 		ret = -ibv_query_port(f->id->verbs, f->port, &pa);
 	if (ret) {
-		log_err("verbs: querying %s port %u: %s", f->dev_name, f->port, err_str(ret));
+		SETUP_ERR("verbs: querying %s port %u: %s", f->dev_name, f->port, err_str(ret));
 		goto fail;
 	}
 	if (da.max_mcast_grp == 0 || da.max_srq == 0) {
 		ret = -EOPNOTSUPP;
-		log_err("verbs: %s cannot do %s (max_mcast_grp %d, max_srq %d)", f->dev_name,
-			da.max_mcast_grp == 0 ? "multicast" : "shared receive queues", da.max_mcast_grp, da.max_srq);
+		SETUP_ERR("verbs: %s cannot do %s (max_mcast_grp %d, max_srq %d)", f->dev_name,
+			  da.max_mcast_grp == 0 ? "multicast" : "shared receive queues", da.max_mcast_grp, da.max_srq);
 		goto fail;
 	}
 	f->link_layer = pa.link_layer;
 	f->active_mtu = mtu_bytes(pa.active_mtu);
 	f->port_active = pa.state == IBV_PORT_ACTIVE;
-	if (f->cfg_mtu && f->cfg_mtu > f->active_mtu) {
-		/* Sending more than the path MTU is not possible on UD: say so
-		 * instead of dropping silently. */
+	if (f->cfg_mtu && f->cfg_mtu > f->active_mtu && !f->opened) {
+		/* Sending more than the path MTU is not possible on UD (the
+		 * device drops it without a word): refuse to start. */
 		ret = -EINVAL;
-		log_err("verbs: fabric.mtu %u is larger than the active MTU %u of %s port %u", f->cfg_mtu,
-			f->active_mtu, f->dev_name, f->port);
+		SETUP_ERR("verbs: fabric.mtu %u is larger than the active MTU %u of %s port %u (fabric.address %s): "
+			  "set fabric.mtu to at most %u, or auto",
+			  f->cfg_mtu, f->active_mtu, f->dev_name, f->port, f->address, f->active_mtu);
 		goto fail;
 	}
-	f->mtu = f->cfg_mtu ? f->cfg_mtu : f->active_mtu;
+	if (f->cfg_mtu && f->cfg_mtu > f->active_mtu) {
+		/* The port came back (or changed) with a smaller MTU while we
+		 * run: failing the rebuild would leave the fabric down until
+		 * someone edits the configuration. Run at the port's MTU, say so
+		 * once, and go back to fabric.mtu when the port carries it. */
+		if (!f->mtu_capped)
+			log_err("verbs: fabric.mtu %u is larger than the active MTU %u of %s port %u now: sending "
+				"datagrams of at most %u until the port carries %u again",
+				f->cfg_mtu, f->active_mtu, f->dev_name, f->port, f->active_mtu, f->cfg_mtu);
+		f->mtu_capped = true;
+		f->mtu = f->active_mtu;
+	} else {
+		if (f->mtu_capped)
+			log_notice("verbs: %s port %u carries fabric.mtu %u again (active MTU %u)", f->dev_name,
+				   f->port, f->cfg_mtu, f->active_mtu);
+		f->mtu_capped = false;
+		f->mtu = f->cfg_mtu ? f->cfg_mtu : f->active_mtu;
+	}
 	if (f->srq_depth > (uint32_t)da.max_srq_wr) {
-		log_notice("verbs: srq_depth %u exceeds %s's max_srq_wr %d; using %d", f->srq_depth, f->dev_name,
+		SETUP_NOTE("verbs: srq_depth %u exceeds %s's max_srq_wr %d; using %d", f->srq_depth, f->dev_name,
 			   da.max_srq_wr, da.max_srq_wr);
 		f->srq_depth = (uint32_t)da.max_srq_wr;
 	}
 	if (f->sq_depth > (uint32_t)da.max_qp_wr) {
-		log_notice("verbs: send_queue_depth %u exceeds %s's max_qp_wr %d; using %d", f->sq_depth, f->dev_name,
+		SETUP_NOTE("verbs: send_queue_depth %u exceeds %s's max_qp_wr %d; using %d", f->sq_depth, f->dev_name,
 			   da.max_qp_wr, da.max_qp_wr);
 		f->sq_depth = (uint32_t)da.max_qp_wr;
 	}
 	if (f->srq_wm >= f->srq_depth) {
 		ret = -EINVAL;
-		log_err("verbs: srq_low_watermark %u must be below srq_depth %u", f->srq_wm, f->srq_depth);
+		SETUP_ERR("verbs: srq_low_watermark %u must be below srq_depth %u", f->srq_wm, f->srq_depth);
 		goto fail;
 	}
 	if ((int)(f->srq_depth + f->sq_depth) > da.max_cqe) {
 		ret = -EINVAL;
-		log_err("verbs: srq_depth + send_queue_depth (%u) exceeds %s's max_cqe %d", f->srq_depth + f->sq_depth,
-			f->dev_name, da.max_cqe);
+		SETUP_ERR("verbs: srq_depth + send_queue_depth (%u) exceeds %s's max_cqe %d",
+			  f->srq_depth + f->sq_depth, f->dev_name, da.max_cqe);
 		goto fail;
 	}
 
 	f->pd = ibv_alloc_pd(f->id->verbs);
 	if (!f->pd) {
 		ret = -errno;
-		log_err("verbs: ibv_alloc_pd on %s: %s", f->dev_name, err_str(ret));
+		SETUP_ERR("verbs: ibv_alloc_pd on %s: %s", f->dev_name, err_str(ret));
 		goto fail;
 	}
 	f->comp_ch = ibv_create_comp_channel(f->id->verbs);
 	if (!f->comp_ch) {
 		ret = -errno;
-		log_err("verbs: ibv_create_comp_channel on %s: %s", f->dev_name, err_str(ret));
+		SETUP_ERR("verbs: ibv_create_comp_channel on %s: %s", f->dev_name, err_str(ret));
 		goto fail;
 	}
 	/* One CQ for both directions, deep enough for every posted receive
@@ -1353,7 +1511,7 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 	f->cq = ibv_create_cq(f->id->verbs, (int)(f->srq_depth + f->sq_depth), f, f->comp_ch, 0);
 	if (!f->cq) {
 		ret = -errno;
-		log_err("verbs: ibv_create_cq(%u) on %s: %s", f->srq_depth + f->sq_depth, f->dev_name, err_str(ret));
+		SETUP_ERR("verbs: ibv_create_cq(%u) on %s: %s", f->srq_depth + f->sq_depth, f->dev_name, err_str(ret));
 		goto fail;
 	}
 	sa.attr.max_wr = f->srq_depth;
@@ -1361,7 +1519,7 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 	f->srq = ibv_create_srq(f->pd, &sa);
 	if (!f->srq) {
 		ret = -errno;
-		log_err("verbs: ibv_create_srq(%u) on %s: %s", f->srq_depth, f->dev_name, err_str(ret));
+		SETUP_ERR("verbs: ibv_create_srq(%u) on %s: %s", f->srq_depth, f->dev_name, err_str(ret));
 		goto fail;
 	}
 
@@ -1372,15 +1530,15 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 	if (posix_memalign((void **)&f->rx_slab, 4096, sz)) {
 		f->rx_slab = NULL;
 		ret = -ENOMEM;
-		log_err("verbs: no memory for %zu bytes of receive buffers", sz);
+		SETUP_ERR("verbs: no memory for %zu bytes of receive buffers", sz);
 		goto fail;
 	}
 	memset(f->rx_slab, 0, sz);
 	f->rx_mr = ibv_reg_mr(f->pd, f->rx_slab, sz, IBV_ACCESS_LOCAL_WRITE);
 	if (!f->rx_mr) {
 		ret = -errno;
-		log_err("verbs: registering %zu bytes of receive buffers on %s: %s (RLIMIT_MEMLOCK?)", sz, f->dev_name,
-			err_str(ret));
+		SETUP_ERR("verbs: registering %zu bytes of receive buffers on %s: %s (RLIMIT_MEMLOCK?)", sz,
+			  f->dev_name, err_str(ret));
 		goto fail;
 	}
 	f->rx_free = calloc(f->srq_depth, sizeof(*f->rx_free));
@@ -1397,21 +1555,21 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 	if (posix_memalign((void **)&f->tx_slab, 4096, sz)) {
 		f->tx_slab = NULL;
 		ret = -ENOMEM;
-		log_err("verbs: no memory for %zu bytes of send buffers", sz);
+		SETUP_ERR("verbs: no memory for %zu bytes of send buffers", sz);
 		goto fail;
 	}
 	memset(f->tx_slab, 0, sz);
 	f->tx_mr = ibv_reg_mr(f->pd, f->tx_slab, sz, 0);
 	if (!f->tx_mr) {
 		ret = -errno;
-		log_err("verbs: registering %zu bytes of send buffers on %s: %s (RLIMIT_MEMLOCK?)", sz, f->dev_name,
-			err_str(ret));
+		SETUP_ERR("verbs: registering %zu bytes of send buffers on %s: %s (RLIMIT_MEMLOCK?)", sz, f->dev_name,
+			  err_str(ret));
 		goto fail;
 	}
 
 	ret = create_qp(f);
 	if (ret) {
-		log_err("verbs: creating a UD QP on %s: %s", f->dev_name, err_str(ret));
+		SETUP_ERR("verbs: creating a UD QP on %s: %s", f->dev_name, err_str(ret));
 		goto fail;
 	}
 	f->signal_every = f->sq_depth / 4 ? f->sq_depth / 4 : 1;
@@ -1421,7 +1579,7 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 	rx_refill(f);
 	if (f->srq_posted == 0) {
 		ret = -EIO;
-		log_err("verbs: could not post any receive buffer on %s", f->dev_name);
+		SETUP_ERR("verbs: could not post any receive buffer on %s", f->dev_name);
 		goto fail;
 	}
 	f->srq_min_fill = f->srq_posted;
@@ -1432,7 +1590,7 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 		goto fail;
 	ret = -ibv_req_notify_cq(f->cq, 0);
 	if (ret) {
-		log_err("verbs: ibv_req_notify_cq on %s: %s", f->dev_name, err_str(ret));
+		SETUP_ERR("verbs: ibv_req_notify_cq on %s: %s", f->dev_name, err_str(ret));
 		goto fail;
 	}
 	f->cq_armed = true;
@@ -1443,11 +1601,16 @@ static int dev_setup(struct pubd_fabric *f, bool quiet)
 	}
 	ret = hub_attach(f);
 	if (ret) {
-		log_err("verbs: watching the async events of %s: %s", f->dev_name, err_str(ret));
+		SETUP_ERR("verbs: watching the async events of %s: %s", f->dev_name, err_str(ret));
 		goto fail;
 	}
 	f->dev_ok = true;
 	f->dev_retry_logged = 0;
+	f->rebuilt_at = pubd_now_ns();
+	f->port_check_at = f->rebuilt_at + PORT_CHECK_NS;
+	f->tx_retry_at = f->rx_retry_at = 0;
+	f->tx_retry_delay = f->rx_retry_delay = 0;
+	arm_retry(f); /* the port check */
 	log_notice("verbs: %s on %s port %u (%s), state %s, MTU %u (active %u), SRQ %u/%u posted, low watermark "
 		   "%u, send queue %u, inline %u, self-loopback block %s",
 		   f->address, f->dev_name, f->port, link_layer_name(f->link_layer), ibv_port_state_str(pa.state),
@@ -1458,6 +1621,8 @@ fail:
 	dev_teardown(f);
 	return ret;
 }
+#undef SETUP_ERR
+#undef SETUP_NOTE
 
 static void rejoin_all(struct pubd_fabric *f)
 {
@@ -1497,25 +1662,61 @@ static void dev_lost(struct pubd_fabric *f, const char *why, bool removed)
 		if (l)
 			rdma_free_devices(l);
 	}
-	f->dev_retry_at = pubd_now_ns();
+	/* Resources that fail again soon after each rebuild (a fatal event
+	 * or a send error that keeps coming) are rebuilt ever later, up to
+	 * REBUILD_MAX_NS: never a rebuild loop at the speed of the fault. */
+	uint64_t now = pubd_now_ns();
+
+	if (f->rebuilt_at && now - f->rebuilt_at < REBUILD_STABLE_NS) {
+		f->rebuild_delay = f->rebuild_delay ? f->rebuild_delay * 2 : DEV_RETRY_NS;
+		if (f->rebuild_delay > REBUILD_MAX_NS)
+			f->rebuild_delay = REBUILD_MAX_NS;
+	} else {
+		f->rebuild_delay = 0;
+	}
+	if (f->rebuild_delay)
+		log_warn("verbs: %s: lost again %.1f s after the last rebuild: rebuilding in %.0f s", f->address,
+			 (double)(now - f->rebuilt_at) / 1e9, (double)f->rebuild_delay / 1e9);
+	f->dev_retry_at = now + f->rebuild_delay;
 	arm_retry(f);
 }
 
 static void try_rebuild(struct pubd_fabric *f)
 {
-	int ret = dev_setup(f, true);
+	uint64_t held = 0;
+	/* The first failed attempt says why in full; later ones once per
+	 * FAULT_LOG_NS, with the number of attempts in between. */
+	bool say = ratelog_ok(&f->rl_rebuild, &held);
+	int ret = dev_setup(f, !say);
 
 	if (ret) {
-		if (!f->dev_retry_logged++)
-			log_warn("verbs: %s: device not back yet (%s); retrying every second", f->address,
-				 err_str(ret));
+		if (say)
+			log_warn("verbs: %s: device not back yet (%s; %" PRIu64
+				 " more attempts since the last report); retrying every second",
+				 f->address, err_str(ret), held);
+		f->dev_retry_logged++;
 		f->dev_retry_at = pubd_now_ns() + DEV_RETRY_NS;
 		arm_retry(f);
 		return;
 	}
+	f->rl_rebuild = (struct ratelog){0};
 	f->cnt[VC_REBUILDS]++;
 	f->dev_retry_at = 0;
-	rejoin_all(f);
+	arm_retry(f); /* the port check and retries of the new resources */
+	if (f->mtu != f->told_mtu && f->ev.mtu_changed) {
+		/* Before the rejoins: the daemon cuts for the new MTU before
+		 * any group comes up again and its queue is offered. */
+		f->told_mtu = f->mtu;
+		f->ev.mtu_changed(f->ctx, f->mtu);
+	}
+	/* Credits are all back with the new send queue: a daemon that was
+	 * waiting for them would otherwise wait for ever. */
+	if (f->tx_blocked && f->dev_ok) {
+		f->tx_blocked = false;
+		f->ev.writable(f->ctx);
+	}
+	if (f->dev_ok)
+		rejoin_all(f);
 }
 
 /* ---- timers ---- */
@@ -1540,10 +1741,47 @@ static void on_kick(void *ctx, uint64_t now)
 		process_cq(f);
 }
 
+/*
+ * Soft-RoCE (and some RoCE drivers) change a port's active MTU with the
+ * netdev's MTU without any port event, and a UD send larger than it is
+ * dropped without an error (rxe fakes its completion, IB spec C10-93.1.1):
+ * read it once per PORT_CHECK_NS and rebuild for the new MTU.
+ */
+static void port_check(struct pubd_fabric *f, uint64_t now)
+{
+	struct ibv_port_attr pa;
+
+	f->port_check_at = now + PORT_CHECK_NS;
+	if (!f->port_active || ibv_query_port(f->id->verbs, f->port, &pa))
+		return;
+	if (pa.state == IBV_PORT_ACTIVE && mtu_bytes(pa.active_mtu) && mtu_bytes(pa.active_mtu) != f->active_mtu) {
+		log_notice("verbs: %s port %u active MTU changed %u -> %u", f->dev_name, f->port, f->active_mtu,
+			   mtu_bytes(pa.active_mtu));
+		dev_lost(f, "MTU change", false);
+	}
+}
+
 static void on_retry(void *ctx, uint64_t now)
 {
 	struct pubd_fabric *f = ctx;
 
+	if (f->cm_resume_at && f->cm_resume_at <= now) {
+		f->cm_resume_at = 0;
+		pubd_loop_watch_mod(f->cm_watch, EPOLLIN);
+	}
+	if (f->dev_ok && f->rx_retry_at && f->rx_retry_at <= now) {
+		f->rx_retry_at = 0;
+		rx_refill(f);
+	}
+	if (f->dev_ok && f->tx_retry_at && f->tx_retry_at <= now) {
+		f->tx_retry_at = 0;
+		if (f->tx_blocked && f->tx_posted - f->tx_done < f->sq_depth) {
+			f->tx_blocked = false;
+			f->ev.writable(f->ctx); /* may post, fail and set tx_retry_at again */
+		}
+	}
+	if (f->dev_ok && f->port_check_at && f->port_check_at <= now)
+		port_check(f, now);
 	if (!f->dev_ok) {
 		if (f->dev_retry_at && f->dev_retry_at <= now)
 			try_rebuild(f);
@@ -1577,6 +1815,15 @@ static void note_self_gid(struct pubd_fabric *f, const struct ibv_ah_attr *ah)
 	memcpy(f->self_gid, gid.raw, sizeof(f->self_gid));
 	f->self_gid_ok = true;
 }
+/*
+ * A join's event, already acknowledged: e is a copy of the event, and only
+ * its values are used (the AH attributes, Q_Key, QPN and our context in
+ * private_data), never what its pointers named. Acknowledged first because
+ * what this may do waits for that acknowledgement: rdma_leave_multicast
+ * (on an error, a failed AH, or a daemon that leaves a group from its
+ * group_state callback) blocks until every event reported for the join is
+ * acked, then frees the join that the ack would touch (librdmacm/cma.c).
+ */
 static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum rdma_cm_event_type type, int status)
 {
 	unsigned idx;
@@ -1614,7 +1861,7 @@ static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum r
 		memcpy(&m->dst4, m->mgid + 12, 4);
 		m->pending = false;
 		m->up = true;
-		m->retry_delay = 0;
+		m->up_at = pubd_now_ns();
 		/* librdmacm attached the QP for a full member; detach it at once
 		 * if nobody listens yet. A failed attach for a listener leaves
 		 * the group up for sending and tries again with the next
@@ -1652,21 +1899,24 @@ static void on_cm(void *ctx, uint32_t events)
 	struct rdma_cm_event *e;
 
 	while (rdma_get_cm_event(f->cm_ch, &e) == 0) {
-		/* Copy what we need and ack at once: rdma_leave_multicast and
-		 * rdma_destroy_id wait for the acks of their events. */
+		/* Copy what we need and ack before anything else: rdma_leave_
+		 * multicast and rdma_destroy_id wait for the acks of their
+		 * events (a single thread waiting for itself: for ever), and
+		 * free what a later ack would write to. Every handler below
+		 * runs on the copy only. */
 		struct rdma_cm_event copy = *e;
 		enum rdma_cm_event_type type = e->event;
 		int status = e->status;
 		bool ours = e->id == f->id;
 
+		rdma_ack_cm_event(e);
+		e = NULL;
 		if (type == RDMA_CM_EVENT_MULTICAST_JOIN || type == RDMA_CM_EVENT_MULTICAST_ERROR) {
 			/* ah_attr is copied by value; private_data is the context. */
 			if (ours && f->dev_ok)
 				on_join_event(f, &copy, type, status);
-			rdma_ack_cm_event(e);
 			continue;
 		}
-		rdma_ack_cm_event(e);
 		if (!ours) {
 			log_debug("verbs: %s for an old id ignored", rdma_event_str(type));
 			continue;
@@ -1690,8 +1940,21 @@ static void on_cm(void *ctx, uint32_t events)
 			break;
 		}
 	}
-	if (errno != EAGAIN && errno != EWOULDBLOCK)
-		log_warn("verbs: rdma_get_cm_event: %s", strerror(errno));
+	if (errno != EAGAIN && errno != EWOULDBLOCK) {
+		uint64_t held;
+		int err = errno;
+
+		/* The fd stays readable while reading it fails: stop watching
+		 * it for a second rather than spin on it. */
+		if (ratelog_ok(&f->rl_cm, &held))
+			log_warn("verbs: rdma_get_cm_event: %s (%" PRIu64
+				 " more since the last report); pausing it for 1 s",
+				 strerror(err), held);
+		if (!pubd_loop_watch_mod(f->cm_watch, 0)) {
+			f->cm_resume_at = pubd_now_ns() + DEV_RETRY_NS;
+			arm_retry(f);
+		}
+	}
 }
 
 /* ---- ops ---- */
@@ -1752,6 +2015,8 @@ static int vopen(struct pubd_fabric **out, const struct pubd_config *cfg, struct
 	ret = dev_setup(f, false);
 	if (ret)
 		goto fail;
+	f->opened = true;
+	f->told_mtu = f->mtu;
 	*out = f;
 	return 0;
 fail:
@@ -1954,14 +2219,33 @@ static int vsend(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d,
 		ret = ibv_post_send(f->qp, wr, &bad);
 		if (ret) {
 			unsigned ok = (unsigned)(bad - wr);
+			uint64_t held;
 
 			f->tx_posted += ok;
 			done += ok;
 			f->cnt[VC_TX_POST_ERRORS]++;
 			f->cnt[VC_TX_DGRAMS] += ok;
-			log_warn("verbs: ibv_post_send on %s: %s", f->dev_name, strerror(ret));
-			return done ? (int)done : -ret;
+			/* The WRs are well formed, so the device refused them (queue
+			 * full, out of memory, or the QP left RTS): not the message's
+			 * fault, so not a drop. Take the rest as out of credits and
+			 * let the retry timer make it writable again, backing off
+			 * while the posts keep failing; a QP that left RTS is
+			 * rebuilt (qp_check). Answering writable at once would spin. */
+			if (ratelog_ok(&f->rl_tx_post, &held))
+				log_warn("verbs: ibv_post_send on %s: %s (%" PRIu64
+					 " more failures since the last report); retrying with back-off",
+					 f->dev_name, strerror(ret), held);
+			f->qp_check = true;
+			kick(f);
+			f->tx_blocked = true;
+			f->tx_retry_delay = f->tx_retry_delay ? f->tx_retry_delay * 2 : POST_RETRY_MIN_NS;
+			if (f->tx_retry_delay > POST_RETRY_MAX_NS)
+				f->tx_retry_delay = POST_RETRY_MAX_NS;
+			f->tx_retry_at = pubd_now_ns() + f->tx_retry_delay;
+			arm_retry(f);
+			return (int)done;
 		}
+		f->tx_retry_delay = 0;
 		f->tx_posted += k;
 		done += k;
 		f->cnt[VC_TX_DGRAMS] += k;
@@ -2036,6 +2320,7 @@ static void vstatus(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	row(tb, "link_layer", "%s", link_layer_name(f->link_layer));
 	row(tb, "mtu", "%u", f->mtu);
 	row(tb, "active_mtu", "%u", f->active_mtu);
+	row(tb, "mtu_limited_by_port", "%s", f->mtu_capped ? "yes" : "no");
 	row(tb, "srq_depth", "%u", f->srq_depth);
 	row(tb, "srq_low_watermark", "%u", f->srq_wm);
 	row(tb, "srq_fill", "%u", f->srq_posted);
