@@ -73,9 +73,9 @@ h_ready() { [ -e "$IT_WORK/$1.ready" ]; }
 case_d3_unsub_midwrite() {
 	h_pubd d < <(h_groups)
 	local out rc
-	out=$(timeout 60 "$HC" unsub -s "$(it_sock d)" -g h --size $((8 << 20)))
+	out=$(timeout 60 "$HC" unsub -s "$(it_sock d)" -g h --size $((8 << 20)) 2>"$IT_WORK/unsub.err")
 	rc=$?
-	h_fig "$(tr '\n' ' ' <<<"$out")"
+	h_fig "$(tr '\n' ' ' <<<"$out") (status $rc) $(head -c 200 "$IT_WORK/unsub.err")"
 	it_eq "UNSUBSCRIBE and a later QUERY are answered after a half-written DELIVER" "$rc" 0
 }
 
@@ -121,7 +121,7 @@ case_d5_fd_limit() {
 case_d6_pubclose_counted() {
 	h_pubd d "send_queue_depth: 16" < <(h_groups)
 	local out pub drop n=2000
-	out=$("$HC" pubclose -s "$(it_sock d)" -g h -n $n --size 8192)
+	out=$("$HC" pubclose -s "$(it_sock d)" -g h -n $n --size 200)
 	pub=$(h_settled d published)
 	drop=$(it_counter d dropped)
 	h_fig "$out; published $pub + dropped $drop = $((pub + drop)) of $n; tx_stalls $(it_counter d tx_stalls)"
@@ -164,6 +164,7 @@ case_d9_tiny_fragments() {
 	h_pubd d <<-EOF
 		limits:
 		  reassembly_budget: 64KiB
+		  max_message_size: 32KiB
 		  reassembly_timeout_ms: 10000
 		$(h_groups)
 	EOF
