@@ -8,8 +8,8 @@
 #   tests/hostile/run.sh BUILD_DIR [CASE...]     (default: every case)
 #
 # BUILD_DIR holds pubd, pubctl and itest_client; the attack tools come from
-# BUILD_DIR/tests/hostile, or from $HOSTILE_TOOLS (to attack a build of an
-# older tree that lacks them). tests/run-all.sh runs it against the
+# $HOSTILE_TOOLS, else BUILD_DIR/tests/hostile, else this checkout's
+# build-asan or build (to attack a build of an older tree that lacks them). tests/run-all.sh runs it against the
 # ASan+UBSan build. Needs root (network namespaces), iproute2 and jq.
 #
 # Each case prints the figures it measured ("figure [case] ...") and a
@@ -24,7 +24,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILD=$(cd "$1" && pwd) || exit 2
 shift
 export BUILD
-export HOSTILE_TOOLS=${HOSTILE_TOOLS:-$BUILD/tests/hostile}
+# The tools: from BUILD_DIR, else from this checkout's own builds (an older
+# tree built without them can still be attacked).
+if [ -z "${HOSTILE_TOOLS:-}" ]; then
+	for HOSTILE_TOOLS in "$BUILD/tests/hostile" "$here/../../build-asan/tests/hostile" "$here/../../build/tests/hostile"; do
+		[ -x "$HOSTILE_TOOLS/hostile_client" ] && [ -x "$HOSTILE_TOOLS/forge_dgram" ] && break
+	done
+fi
+export HOSTILE_TOOLS
 cases=("$@")
 # shellcheck source=tests/hostile/cases.sh
 [ ${#cases[@]} -gt 0 ] || mapfile -t cases < <(sed -n 's/^case_\([a-z0-9_]*\)() {.*/\1/p' "$here/cases.sh")
