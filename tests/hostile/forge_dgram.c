@@ -11,6 +11,7 @@
  *   sources   N whole one-fragment messages, each from a new random source id
  *   seq       N whole messages from --source S, sequence numbers Q, Q+1, ...
  *             (--seq may be huge: a jump in a real stream)
+ *   heartbeat N heartbeats from --source S announcing next sequence Q, Q+1, ...
  *   tiny      N first fragments (2-fragment, 2-byte messages, 1 byte each),
  *             --per K of them per source (seq 0..K-1), then a new source
  *   badfrag   N datagrams cycling through header faults: fragment count 0
@@ -137,6 +138,13 @@ int main(int argc, char **argv)
 		} else if (!strcmp(mode, "seq")) {
 			h.source_id = source;
 			h.msg_seq = seq + i;
+		} else if (!strcmp(mode, "heartbeat")) {
+			h.source_id = source;
+			h.msg_seq = seq + i;
+			h.flags = PUBD_WIRE_F_HEARTBEAT;
+			h.msg_len = 0;
+			h.frag_count = 0;
+			payload = 0;
 		} else if (!strcmp(mode, "tiny")) {
 			if (i % per == 0)
 				source = next_id(&seed);
@@ -172,7 +180,8 @@ int main(int argc, char **argv)
 		}
 		pubd_wire_encode(&h, dgram);
 		memset(dgram + PUBD_WIRE_HDR_LEN, 0x5a, payload);
-		memcpy(dgram + PUBD_WIRE_HDR_LEN, &i, payload < sizeof(i) ? payload : sizeof(i));
+		if (payload)
+			memcpy(dgram + PUBD_WIRE_HDR_LEN, &i, payload < sizeof(i) ? payload : sizeof(i));
 		if (sendto(fd, dgram, PUBD_WIRE_HDR_LEN + payload, 0, (struct sockaddr *)&to, sizeof(to)) > 0)
 			sent++;
 		else if (errno != ENOBUFS && errno != EAGAIN)
