@@ -301,7 +301,7 @@ case_c_sigterm_hostile() {
 	it_bg bigpub - "$HC" bigpub -s "$(it_sock d)" -n 4 --declare $((16 << 20)) --ready "$IT_WORK/bigpub.ready"
 	it_bg subs - "$HC" subscribes -s "$(it_sock d)" -n 20000 --ready "$IT_WORK/subs.ready"
 	it_bg queries - "$HC" queries -s "$(it_sock d)" -n 5000 --kind 1 --ready "$IT_WORK/queries.ready"
-	it_bg slow - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --hold --count 1000000 --timeout-ms 100000
+	it_bg slow - "$HC" deaf -s "$(it_sock d)" -g h
 	it_wait "slow subscriber" 20 it_subscribers_at_least d h 1
 	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 64 --size $((1 << 20)) >/dev/null
 	it_wait "attacks in place" 60 h_ready bigpub
@@ -336,7 +336,7 @@ case_c_counters_agree() {
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x636f756e74 --seq 15 --count 10 >/dev/null
 	it_ctl d pub closed x >/dev/null 2>&1
 	it_ctl d pub nosuchgroup x >/dev/null 2>&1
-	it_bg slow - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --hold --count 1000000 --timeout-ms 100000
+	it_bg slow - "$HC" deaf -s "$(it_sock d)" -g h
 	it_wait "slow subscriber" 20 it_subscribers_at_least d h 1
 	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 200 --size 100000 >/dev/null
 	h_settled d dropped >/dev/null
@@ -401,5 +401,23 @@ case_c_query_noread() {
 	r1=$(h_rss "$H_PID")
 	h_fig "$(cat "$IT_WORK/q.out") (sources table of $(it_q d sources '.sources | length') rows); pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0)))"
 	it_check "replies held for the client are bounded (+$((r1 - r0)) KiB < 32 MiB)" test $((r1 - r0)) -lt 32768
+	it_check "pubd still answers a query" it_ctl d status >/dev/null
+}
+
+# ---- class: a subscriber that never reads pins no more than the client budget ----
+case_c_slow_subscriber() {
+	h_pubd d < <(h_groups)
+	local r0 r1 pub deliv dropped
+	it_bg slow - "$HC" deaf -s "$(it_sock d)" -g h
+	it_wait "slow subscriber" 20 it_subscribers_at_least d h 1 || return
+	r0=$(h_rss "$H_PID")
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 160 --size $((4 << 20)) >/dev/null ||
+		it_fail "publishing 160 x 4 MiB"
+	r1=$(h_rss "$H_PID")
+	pub=$(it_counter d published)
+	deliv=$(it_counter d delivered)
+	dropped=$(it_counter d dropped)
+	h_fig "a subscriber that never reads, 160 x 4 MiB published: pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0))); published $pub, delivered $deliv, dropped $dropped"
+	it_check "what pubd holds for one client is bounded (+$((r1 - r0)) KiB < 384 MiB of 640 MiB)" test $((r1 - r0)) -lt 393216
 	it_check "pubd still answers a query" it_ctl d status >/dev/null
 }

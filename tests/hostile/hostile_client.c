@@ -18,6 +18,7 @@
  *               publish one BYTES message to G, do not read until pubd has
  *               written part of the DELIVER, then UNSUBSCRIBE and QUERY;
  *               read: exit 0 when both are answered within the deadline.
+ *   deaf        -g G: HELLO, SUBSCRIBE, then never read again; holds.
  *   pubclose    -g G -n N --size BYTES: HELLO, N PUBLISHes (req_id 0) with
  *               blocking writes, then close at once; prints what it sent.
  *   name        --name TEXT [-g G]: HELLO with that client name, SUBSCRIBE to
@@ -445,6 +446,30 @@ static int mode_unsub(const struct opts *o)
 	return got_ok && got_table && later == 3 ? 0 : 1;
 }
 
+static int mode_deaf(const struct opts *o)
+{
+	const char *g = o->group ? o->group : "h";
+	uint8_t f[600], type;
+	const uint8_t *body;
+	uint32_t len;
+	struct rx r;
+	long n;
+	int fd = sock_connect(o->sock, false);
+
+	if (fd < 0 || rx_init(&r, 1 << 16) < 0 || hello_welcome(fd, "deaf") != 0)
+		return 2;
+	n = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_SUBSCRIBE, 1, g, strlen(g));
+	send_until(fd, f, (size_t)n, now_ms() + 2000);
+	if (rx_frame(&r, fd, now_ms() + 5000, &type, &body, &len) != 1 || type != PUB_FRAME_OK) {
+		fprintf(stderr, "deaf: SUBSCRIBE not answered OK\n");
+		return 1;
+	}
+	printf("deaf: subscribed to %s, reading nothing more\n", g);
+	hold(o);
+	free(r.buf);
+	return 0;
+}
+
 static int mode_pubclose(const struct opts *o)
 {
 	const char *g = o->group ? o->group : "h";
@@ -620,6 +645,8 @@ int main(int argc, char **argv)
 		return mode_unsub(&o);
 	if (!strcmp(mode, "pubclose"))
 		return mode_pubclose(&o);
+	if (!strcmp(mode, "deaf"))
+		return mode_deaf(&o);
 	if (!strcmp(mode, "name"))
 		return mode_name(&o);
 	if (!strcmp(mode, "subscribes"))
