@@ -253,7 +253,11 @@ case_c_huge_seq() {
 
 # ---- class: a unicast datagram to the fabric port is not delivered ----
 case_c_unicast() {
-	h_pubd d < <(h_groups)
+	h_pubd d <<-EOF
+		$(h_groups)
+		  - name: h2
+		    address: 239.77.0.2
+	EOF
 	local rx
 	h_forge --dst 127.0.0.1 --group h --mode seq --source 0x756e6963617374 --count 10 >/dev/null
 	# One datagram by the group's path after them: once it is in, the
@@ -263,6 +267,13 @@ case_c_unicast() {
 	rx=$(it_group_val d h received)
 	h_fig "10 unicast + 1 multicast datagram with valid headers: group received $rx, rx_unjoined $(it_counter d rx_unjoined)"
 	it_eq "only the datagram by the group's path is taken" "$rx" 1
+	# A header naming h, sent to the address of another joined group (h2).
+	h_forge --dst 239.77.0.2 --group h --mode seq --source 0x6f74686572 --count 10 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x6d756c7469 --seq 1 --count 1 >/dev/null
+	it_wait "the second multicast datagram" 20 test "$(it_group_val d h received)" -ge 2
+	rx=$(it_group_val d h received)
+	h_fig "then 10 datagrams for h on h2's address + 1 on h's: group h received $rx in all, h2 received $(it_group_val d h2 received)"
+	it_eq "a datagram for h on another group's address is not taken" "$rx" 2
 }
 
 # ---- class: a second pubd on a busy or stuck socket path gives up promptly ----
@@ -331,15 +342,23 @@ case_c_counters_agree() {
 		    publish: []
 	EOF
 	local dropped sum mal mal_drops pub deliv rx
+	it_bg slow - "$HC" deaf -s "$(it_sock d)" -g h
+	it_wait "slow subscriber" 20 it_subscribers_at_least d h 1
 	h_forge --dst $H_GROUP_ADDR --group h --mode badfrag --count 1000 >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x636f756e74 --seq 0 --count 10 >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x636f756e74 --seq 15 --count 10 >/dev/null
 	it_ctl d pub closed x >/dev/null 2>&1
 	it_ctl d pub nosuchgroup x >/dev/null 2>&1
-	it_bg slow - "$HC" deaf -s "$(it_sock d)" -g h
-	it_wait "slow subscriber" 20 it_subscribers_at_least d h 1
 	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 200 --size 100000 >/dev/null
+	it_wait "the stream's 20" 20 it_group_is d h received 20
+	# The subscriber goes with its queue: what it had not been given is
+	# counted, so for the group delivered + subscriber drops is everything.
+	kill -TERM "$IT_BG_PID"
+	it_wait "the subscriber is gone" 20 it_group_is d h subscribers 0
 	h_settled d dropped >/dev/null
+	local gsub gdeliv
+	gdeliv=$(it_group_val d h delivered)
+	gsub=$(it_q d drops '[.drops[] | select(.scope == "group-subscribers" and .name == "h") | .count] | add // 0')
 	dropped=$(it_counter d dropped)
 	it_ctl d drops >"$IT_WORK/drops.txt" 2>&1
 	sum=$(it_q d drops '[.drops[] | select(.unit == "messages" and (.scope == "daemon" or .scope == "group" or .scope == "group-subscribers")) | .count] | add // 0')
@@ -348,7 +367,8 @@ case_c_counters_agree() {
 	pub=$(it_counter d published)
 	deliv=$(it_counter d delivered)
 	rx=$(it_counter d received)
-	h_fig "counter dropped $dropped, drops table (messages) $sum; rx_malformed $mal, drops malformed $mal_drops; published $pub received $rx delivered $deliv"
+	h_fig "counter dropped $dropped, drops table (messages) $sum; rx_malformed $mal, drops malformed $mal_drops; published $pub received $rx delivered $deliv; group h: delivered $gdeliv + subscriber drops $gsub = $((gdeliv + gsub)) of $((pub + rx))"
+	it_eq "the subscriber's messages: group delivered + subscriber drops = published + received" $((gdeliv + gsub)) $((pub + rx))
 	it_eq "the dropped counter equals the drops table's messages" "$dropped" "$sum"
 	it_eq "rx_malformed equals the drops table's malformed" "$mal" "$mal_drops"
 	# The forged stream: 0..9 and 15..24, so 20 received and 5 lost.
