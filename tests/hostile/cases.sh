@@ -77,6 +77,21 @@ case_d3_unsub_midwrite() {
 	rc=$?
 	h_fig "$(tr '\n' ' ' <<<"$out") (status $rc) $(head -c 200 "$IT_WORK/unsub.err")"
 	it_eq "UNSUBSCRIBE and a later QUERY are answered after a half-written DELIVER" "$rc" 0
+	# Again, the subscription ended by a reload that removes the group.
+	cat >>"$(it_conf d)" <<-EOF
+		  - name: h2
+		    address: 239.77.0.2
+	EOF
+	it_ctl d reload || it_fail "reload adding h2"
+	it_bg unsub2 - "$HC" unsub -s "$(it_sock d)" -g h2 --size $((8 << 20)) --ready "$IT_WORK/unsub2.ready" \
+		--trigger "$IT_WORK/unsub2.go"
+	it_wait "the DELIVER is half written" 30 h_ready unsub2 || return
+	sed -i '/name: h2/,$d' "$(it_conf d)"
+	it_ctl d reload || it_fail "reload removing h2"
+	touch "$IT_WORK/unsub2.go"
+	it_reap "$IT_BG_PID" 40
+	h_fig "$(tr '\n' ' ' <<<"$(cat "$IT_WORK/unsub2.out")") (status $IT_STATUS)"
+	it_eq "a QUERY is answered after a reload removed the group of a half-written DELIVER" "$IT_STATUS" 0
 }
 
 # ---- defect 4: PUBLISH before HELLO, declaring 16 MiB, on 32 connections ----

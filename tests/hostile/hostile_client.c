@@ -17,7 +17,10 @@
  *   unsub       -g G --size BYTES: subscribe, have a second connection
  *               publish one BYTES message to G, do not read until pubd has
  *               written part of the DELIVER, then UNSUBSCRIBE and QUERY;
- *               read: exit 0 when both are answered within the deadline.
+ *               read: exit 0 when both are answered within the deadline,
+ *               and 3 more queries after them, one at a time. --trigger
+ *               FILE: instead of UNSUBSCRIBE, create --ready and wait for
+ *               FILE (the test ends the subscription by a reload meanwhile).
  *   deaf        -g G: HELLO, SUBSCRIBE, then never read again; holds.
  *   pubclose    -g G -n N --size BYTES: HELLO, N PUBLISHes (req_id 0) with
  *               blocking writes, then close at once; prints what it sent.
@@ -52,7 +55,7 @@
 #include "proto.h"
 
 struct opts {
-	const char *sock, *group, *name, *ready;
+	const char *sock, *group, *name, *ready, *trigger;
 	long n, declare, size, kind, hold_ms;
 	bool hello;
 };
@@ -407,9 +410,22 @@ static int mode_unsub(const struct opts *o)
 		prev = inq;
 		poll(&pf, 0, 20); /* sampling the queue length */
 	}
-	printf("unsub: %d bytes of the %zu-byte DELIVER written when UNSUBSCRIBE is sent\n", inq, size);
-	n = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_UNSUBSCRIBE, 2, g, strlen(g));
-	send_until(sub, f, (size_t)n, now_ms() + 2000);
+	if (o->trigger) {
+		/* The test ends the subscription (a reload) while we wait. */
+		printf("unsub: %d bytes of the %zu-byte DELIVER written when the test is told\n", inq, size);
+		make_ready(o);
+		deadline = now_ms() + 20000;
+		while (access(o->trigger, F_OK) != 0 && now_ms() < deadline) {
+			struct pollfd pf = {.fd = -1};
+
+			poll(&pf, 0, 20); /* polling for the trigger file */
+		}
+		got_ok = 1;
+	} else {
+		printf("unsub: %d bytes of the %zu-byte DELIVER written when UNSUBSCRIBE is sent\n", inq, size);
+		n = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_UNSUBSCRIBE, 2, g, strlen(g));
+		send_until(sub, f, (size_t)n, now_ms() + 2000);
+	}
 	n = pub_proto_enc_query(f, sizeof(f), 3, PUB_QUERY_STATUS, "", 0);
 	send_until(sub, f, (size_t)n, now_ms() + 2000);
 	deadline = now_ms() + 10000;
@@ -571,17 +587,12 @@ static int mode_queries(const struct opts *o)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"sock", required_argument, NULL, 's'},
-		{"group", required_argument, NULL, 'g'},
-		{"n", required_argument, NULL, 'n'},
-		{"declare", required_argument, NULL, 'D'},
-		{"size", required_argument, NULL, 'S'},
-		{"kind", required_argument, NULL, 'K'},
-		{"name", required_argument, NULL, 'N'},
-		{"ready", required_argument, NULL, 'R'},
-		{"hold-ms", required_argument, NULL, 'H'},
-		{"hello", no_argument, NULL, 'E'},
-		{NULL, 0, NULL, 0},
+		{"sock", required_argument, NULL, 's'},	   {"group", required_argument, NULL, 'g'},
+		{"n", required_argument, NULL, 'n'},	   {"declare", required_argument, NULL, 'D'},
+		{"size", required_argument, NULL, 'S'},	   {"kind", required_argument, NULL, 'K'},
+		{"name", required_argument, NULL, 'N'},	   {"ready", required_argument, NULL, 'R'},
+		{"hold-ms", required_argument, NULL, 'H'}, {"hello", no_argument, NULL, 'E'},
+		{"trigger", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
 	};
 	struct opts o = {0};
 	const char *mode;
@@ -624,6 +635,9 @@ int main(int argc, char **argv)
 			break;
 		case 'E':
 			o.hello = true;
+			break;
+		case 'T':
+			o.trigger = optarg;
 			break;
 		default:
 			return 2;
