@@ -16,10 +16,10 @@ IT_LIMIT=${IT_LIMIT:-140}
 . "$here/cases.sh"
 HC=$HOSTILE_TOOLS/hostile_client
 FORGE=$HOSTILE_TOOLS/forge_dgram
-[ -x "$HC" ] && [ -x "$FORGE" ] || {
+if [ ! -x "$HC" ] || [ ! -x "$FORGE" ]; then
 	echo "FAIL [$1] tools not found in $HOSTILE_TOOLS" >&2
 	exit 1
-}
+fi
 declare -F "case_$1" >/dev/null || {
 	echo "FAIL [$1] no such case" >&2
 	exit 1
