@@ -6,9 +6,10 @@
  *   hostile_client MODE -s SOCK [options]
  *
  * MODE:
- *   bigpub      -n N --declare BYTES [-g G]: N connections, each sends a
- *               PUBLISH head declaring BYTES of payload *before* HELLO, then
- *               all of it but the last byte. Prints bytes sent and how many
+ *   bigpub      -n N --declare BYTES [-g G] [--hello]: N connections, each
+ *               sends a PUBLISH head declaring BYTES of payload (before HELLO,
+ *               or right after it with --hello), then all of it but the last
+ *               byte. Prints bytes sent and how many
  *               connections pubd refused, then holds them open.
  *   idle        -n N [--hello]: open N connections (with --hello: HELLO and
  *               wait for WELCOME); prints accepted/refused, then holds.
@@ -261,6 +262,12 @@ static int mode_bigpub(const struct opts *o)
 			continue;
 		}
 		connected++;
+		if (o->hello && send_hello(fds[i], "bigpub", 6) < 0) {
+			close(fds[i]);
+			fds[i] = -1;
+			refused++;
+			continue;
+		}
 		h = publish_head(head, sizeof(head), 1, g, declare);
 		if (h <= 0 || send_until(fds[i], head, (size_t)h, now_ms() + 2000) < 0) {
 			close(fds[i]);
