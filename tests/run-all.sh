@@ -4,7 +4,7 @@
 # The one test command: installs what the tests need (Debian packages),
 # builds, and runs every tier. CI runs exactly this (.ci/run).
 #
-#   tests/run-all.sh [TIER...]    tiers: unit asan integration fuzz softroce (default: all)
+#   tests/run-all.sh [TIER...]    tiers: unit asan integration hostile fuzz softroce (default: all)
 #
 # Environment:
 #   PUBD_SKIP_APT=1     do not apt-get (packages already there)
@@ -20,7 +20,7 @@ cd "$repo"
 jobs=${PUBD_JOBS:-$(nproc)}
 fuzz_seconds=${PUBD_FUZZ_SECONDS:-20}
 tiers=("$@")
-[ ${#tiers[@]} -gt 0 ] || tiers=(unit asan integration fuzz softroce)
+[ ${#tiers[@]} -gt 0 ] || tiers=(unit asan integration hostile fuzz softroce)
 
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -73,6 +73,15 @@ tier_asan() {
 tier_integration() {
 	configure_build "$repo/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 		ctest --test-dir "$repo/build" -L integration --output-on-failure
+}
+
+# Hostile clients and forged datagrams against a real pubd, under ASan+UBSan
+# (tests/hostile/run.sh; root for its network namespaces).
+tier_hostile() {
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
+	configure_build "$repo/build-asan" -DCMAKE_BUILD_TYPE=Debug -DPUBD_SANITIZE=ON &&
+		"$repo/tests/hostile/run.sh" "$repo/build-asan"
 }
 
 tier_fuzz() {

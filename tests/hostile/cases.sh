@@ -1,0 +1,503 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+#
+# The cases of the hostile tier, one function case_NAME each (run.sh finds
+# them by that name; case.sh runs one with the integration library's setup
+# and teardown). Each case attacks a real pubd the way THREATS.md's
+# adversaries would, prints what it measured with h_fig, and records
+# failures with it_check/it_fail. The figure is the point: it shows the
+# size of the damage on a build that has the defect.
+#
+# d*: the defects of issue 10 (3..10); c_*: the classes it names.
+
+H_GROUP_ADDR=239.77.0.1
+H_PORT=${IT_PORT:-7470}
+
+h_fig() { echo "figure [$IT_NAME] $*"; }
+
+h_rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+h_fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+
+# CPU time (clock ticks, user + system) of a process.
+h_cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+# h_pubd NAME [fabric lines...]: one namespace with only lo, a config with
+# receive: always (so forged traffic is taken with nobody subscribed) plus
+# the fabric lines given and whatever YAML comes on stdin (limits:,
+# groups:), and pubd started in it. Sets H_NS and H_PID.
+h_pubd() {
+	local name=$1 l
+	shift
+	it_host_lo h
+	H_NS=$(it_ns h)
+	{
+		echo "  receive: always"
+		for l in "$@"; do echo "  $l"; done
+		cat
+	} | it_conf_write "$name" -
+	it_pubd_start "$name" "$H_NS" || it_die "pubd $name did not start"
+	H_PID=$(it_pid "$name")
+}
+
+# The usual one group, named h.
+h_groups() {
+	cat <<-EOF
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+	EOF
+}
+
+h_forge() { # ARGS...: forged datagrams from inside the namespace
+	ip netns exec "$H_NS" "$FORGE" --port "$H_PORT" "$@"
+}
+
+# Datagrams taken from the fabric, less heartbeats and our own looped back
+# (those go on as long as something was published).
+h_rx_taken() {
+	it_q "$1" status '[.counters[] | {(.counter): .value}] | add | .rx_datagrams - .rx_heartbeats - .rx_self'
+}
+
+# h_settled NAME COUNTER: wait until a status counter (or rx_taken) stops
+# moving (the daemon has taken what the kernel queued); prints its value.
+h_settled() {
+	local prev=-1 v end
+	end=$(($(date +%s) + 30))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		if [ "$2" = rx_taken ]; then v=$(h_rx_taken "$1"); else v=$(it_counter "$1" "$2"); fi
+		[ "$v" = "$prev" ] && break
+		prev=$v
+		sleep 0.3 # sampling interval of a counter, not a synchronisation
+	done
+	echo "$v"
+}
+
+h_ready() { [ -e "$IT_WORK/$1.ready" ]; }
+
+# ---- defect 3: a subscriber that unsubscribes while a large DELIVER is half written ----
+case_d3_unsub_midwrite() {
+	h_pubd d < <(h_groups)
+	local out rc
+	out=$(timeout 60 "$HC" unsub -s "$(it_sock d)" -g h --size $((8 << 20)) 2>"$IT_WORK/unsub.err")
+	rc=$?
+	h_fig "$(tr '\n' ' ' <<<"$out") (status $rc) $(head -c 200 "$IT_WORK/unsub.err")"
+	it_eq "UNSUBSCRIBE and a later QUERY are answered after a half-written DELIVER" "$rc" 0
+	# Again, the subscription ended by a reload that removes the group.
+	cat >>"$(it_conf d)" <<-EOF
+		  - name: h2
+		    address: 239.77.0.2
+	EOF
+	it_ctl d reload || it_fail "reload adding h2"
+	it_bg unsub2 - "$HC" unsub -s "$(it_sock d)" -g h2 --size $((8 << 20)) --ready "$IT_WORK/unsub2.ready" \
+		--trigger "$IT_WORK/unsub2.go"
+	it_wait "the DELIVER is half written" 30 h_ready unsub2 || return
+	sed -i '/name: h2/,$d' "$(it_conf d)"
+	it_ctl d reload || it_fail "reload removing h2"
+	touch "$IT_WORK/unsub2.go"
+	it_reap "$IT_BG_PID" 40
+	h_fig "$(tr '\n' ' ' <<<"$(cat "$IT_WORK/unsub2.out")") (status $IT_STATUS)"
+	it_eq "a QUERY is answered after a reload removed the group of a half-written DELIVER" "$IT_STATUS" 0
+}
+
+# ---- defect 4: PUBLISH before HELLO, declaring 16 MiB, on 32 connections ----
+# Then the same after HELLO to a group the client may not publish to, and to
+# one it may (the global client budget, 256 MiB by default, bounds that).
+h_bigpub() { # TAG BOUND_KIB ARGS...: 32 x 16 MiB publishers; RSS grows < BOUND
+	local tag=$1 bound=$2 r0 r1
+	shift 2
+	r0=$(h_rss "$H_PID")
+	it_bg "bigpub-$tag" - "$HC" bigpub -s "$(it_sock d)" -n 32 --declare $((16 << 20)) \
+		--ready "$IT_WORK/bigpub-$tag.ready" "$@"
+	it_wait "the attack is in place" 90 h_ready "bigpub-$tag" || return
+	r1=$(h_rss "$H_PID")
+	h_fig "$tag: pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0)) KiB); $(cat "$IT_WORK/bigpub-$tag.out")"
+	it_check "$tag: pubd's RSS grew by less than $((bound / 1024)) MiB (512 MiB declared)" test $((r1 - r0)) -lt "$bound"
+	if timeout 20 "$PUBCTL" -s "$(it_sock d)" status >/dev/null 2>"$IT_WORK/query.err"; then
+		it_pass "$tag: pubd still answers a query"
+	else
+		it_fail "$tag: pubd does not answer a query: $(head -c 200 "$IT_WORK/query.err")"
+	fi
+	kill -TERM "$IT_BG_PID"
+	it_reap "$IT_BG_PID" 10
+	it_wait "pubd let the attackers go" 20 h_clients_at_most d 1
+}
+
+h_clients_at_most() { # NAME N: connected clients (pubctl's own included)
+	[ "$(it_q "$1" clients '.clients | length')" -le "$2" ]
+}
+
+case_d4_publish_before_hello() {
+	h_pubd d <<-EOF
+		$(h_groups)
+		  - name: closed
+		    address: 239.77.0.2
+		    publish: []
+	EOF
+	h_bigpub "before HELLO" 65536
+	h_bigpub "after HELLO, ACL denies" 65536 --hello -g closed
+	h_bigpub "after HELLO, allowed" 327680 --hello -g h
+}
+
+# ---- defect 5: out of file descriptors ----
+case_d5_fd_limit() {
+	local c0 c1 l0 l1 open hc
+	# pubd inherits a soft fd limit of 64; our own tools get theirs back.
+	ulimit -Sn 64
+	h_pubd d < <(h_groups)
+	ulimit -Sn "$(ulimit -Hn)"
+	it_bg idle - "$HC" idle -s "$(it_sock d)" -n 200 --ready "$IT_WORK/idle.ready"
+	hc=$IT_BG_PID
+	it_wait "200 connections open" 60 h_ready idle || return
+	it_wait "pubd has run out of fds" 10 test "$(h_fds "$H_PID")" -ge 60
+	c0=$(h_cpu "$H_PID")
+	l0=$(wc -l <"$IT_WORK/d.log")
+	sleep 2 # the span over which CPU time and log lines are measured
+	c1=$(h_cpu "$H_PID")
+	l1=$(wc -l <"$IT_WORK/d.log")
+	open=$(h_fds "$H_PID")
+	kill -TERM "$hc"
+	h_fig "fd limit 64, 200 connections: pubd holds $open fds; used $((c1 - c0)) CPU ticks of 200 in 2 s; wrote $((l1 - l0)) log lines in 2 s"
+	it_check "pubd does not spin at the fd limit (< 20% CPU)" test $((c1 - c0)) -lt 40
+	it_check "pubd does not flood its log at the fd limit (< 20 lines in 2 s)" test $((l1 - l0)) -lt 20
+	it_wait "pubd answers once the connections are closed" 15 it_ctl d status ||
+		it_fail "pubd does not answer after the fds were freed"
+}
+
+# ---- defect 6: a publisher paused by back-pressure, closing after its last write ----
+case_d6_pubclose_counted() {
+	h_pubd d "send_queue_depth: 16" < <(h_groups)
+	local out pub drop n=2000
+	out=$("$HC" pubclose -s "$(it_sock d)" -g h -n $n --size 200)
+	pub=$(h_settled d published)
+	drop=$(it_counter d dropped)
+	h_fig "$out; published $pub + dropped $drop = $((pub + drop)) of $n; tx_stalls $(it_counter d tx_stalls)"
+	it_eq "every message written before the close is published or counted dropped" $((pub + drop)) $n
+}
+
+# ---- defect 7: log injection through the HELLO name and a group name ----
+case_d7_log_injection() {
+	IT_LOG_LEVEL=debug h_pubd d < <(h_groups)
+	local forged
+	"$HC" name -s "$(it_sock d)" --name $'x\n<2>forged-name' -g $'y\n<2>forged-group' >/dev/null
+	"$HC" name -s "$(it_sock d)" --name $'x\r<2>forged-cr' -g h >/dev/null
+	it_wait "pubd logged the protocol error" 10 it_lines_at_least "$IT_WORK/d.log" 'protocol error' 2
+	forged=$(grep -c '^<[0-7]>forged' "$IT_WORK/d.log")
+	h_fig "forged journal lines in pubd's log: $forged ($(grep -m3 '^<[0-7]>forged' "$IT_WORK/d.log" | tr '\n' ' '))"
+	it_eq "no line of pubd's log starts with a priority a client wrote" "$forged" 0
+	it_check "no raw carriage return from a client in pubd's log" test "$(grep -c $'\r' "$IT_WORK/d.log")" = 0
+}
+
+# ---- defect 8: 200,000 forged source ids ----
+case_d8_forged_sources() {
+	h_pubd d < <(h_groups)
+	local r0 r1 rx rows src_rc drop_rc
+	r0=$(h_rss "$H_PID")
+	h_forge --dst $H_GROUP_ADDR --group h --mode sources --count 200000 --rate 60000 >/dev/null
+	rx=$(h_settled d rx_taken)
+	r1=$(h_rss "$H_PID")
+	rows=$(it_ctl d --json sources 2>"$IT_WORK/sources.err" | jq '.sources | length')
+	src_rc=${PIPESTATUS[0]}
+	it_ctl d drops >/dev/null 2>"$IT_WORK/drops.err"
+	drop_rc=$?
+	h_fig "200000 forged sources ($rx datagrams taken): pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0))); pubctl sources: status $src_rc, ${rows:-?} rows $(head -c 80 "$IT_WORK/sources.err"); pubctl drops: status $drop_rc"
+	it_eq "pubctl sources answers" "$src_rc" 0
+	it_eq "pubctl drops answers" "$drop_rc" 0
+	it_check "the sources table is bounded (${rows:-?} rows <= 65536)" test "${rows:-999999}" -le 65536
+	it_check "per-source state is bounded (RSS +$((r1 - r0)) KiB < 24 MiB)" test $((r1 - r0)) -lt 24576
+}
+
+# ---- defect 9: 262,144 tiny first fragments under a 64 KiB reassembly budget ----
+case_d9_tiny_fragments() {
+	h_pubd d <<-EOF
+		limits:
+		  reassembly_budget: 64KiB
+		  max_message_size: 32KiB
+		  reassembly_timeout_ms: 10000
+		$(h_groups)
+	EOF
+	local r0 r1 rx
+	r0=$(h_rss "$H_PID")
+	h_forge --dst $H_GROUP_ADDR --group h --mode tiny --per 64 --count 262144 --rate 60000 >/dev/null
+	rx=$(h_settled d rx_taken)
+	r1=$(h_rss "$H_PID")
+	h_fig "262144 first fragments ($rx taken), 64 KiB budget: pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0)))"
+	it_check "partial messages are charged what they hold (RSS +$((r1 - r0)) KiB < 12 MiB)" test $((r1 - r0)) -lt 12288
+}
+
+# ---- defect 10: an ACL removed at reload reaches the live subscriber ----
+case_d10_acl_reload() {
+	h_pubd d < <(h_groups)
+	local got
+	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count 100 --timeout-ms 30000 --log "$IT_WORK/sub.log"
+	it_wait "subscriber" 20 it_subscribers_at_least d h 1 || return
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 3 --size 64 || it_fail "publish before the reload"
+	it_wait "3 messages before the reload" 20 it_lines_at_least "$IT_WORK/sub.log" '^msg h ' 3
+	# Nobody we run as may subscribe any more (root included: the ACL
+	# names a uid that is not ours).
+	cat >>"$(it_conf d)" <<-EOF
+		    subscribe: ["uid:4242"]
+	EOF
+	it_ctl d reload || it_fail "reload"
+	it_wait "the subscription is ended by the reload" 10 it_group_is d h subscribers 0 ||
+		it_fail "subscriber still subscribed after its ACL was removed"
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 3 --size 64 || it_fail "publish after the reload"
+	it_wait "the subscriber was told" 10 it_lines_at_least "$IT_WORK/sub.log" '^error' 1
+	got=$(it_lines "$IT_WORK/sub.log" '^msg h ')
+	h_fig "subscriber got $got messages (3 before the reload, 3 after); subscribers now $(it_group_val d h subscribers); told: $(grep -m1 '^error' "$IT_WORK/sub.log")"
+	it_eq "nothing delivered after the ACL was removed" "$got" 3
+}
+
+# ---- class: local connections beyond limits.max_clients are refused ----
+case_c_idle_clients() {
+	h_pubd d <<-EOF
+		limits:
+		  max_clients: 100
+		$(h_groups)
+	EOF
+	local r0 r1 q=answered
+	r0=$(h_rss "$H_PID")
+	it_bg idle - "$HC" idle -s "$(it_sock d)" -n 1000 --hello --ready "$IT_WORK/idle.ready"
+	it_wait "1000 connections tried" 90 h_ready idle || return
+	r1=$(h_rss "$H_PID")
+	# pubctl is a client too: with every slot taken it is refused (a
+	# figure, not a failure: max_clients is the operator's choice).
+	it_ctl d status >/dev/null 2>&1 || q=refused
+	h_fig "1000 idle clients, max_clients 100: $(cat "$IT_WORK/idle.out"); pubd RSS ${r0} -> ${r1} KiB, $(h_fds "$H_PID") fds; a query while full: $q"
+	it_check "at most 100 stay connected" grep -Eq '^idle: (100|[0-9]{1,2}) open' "$IT_WORK/idle.out"
+	kill -TERM "$IT_BG_PID"
+	it_wait "pubd answers once the idle clients are gone" 15 it_ctl d status ||
+		it_fail "pubd does not answer after the idle clients closed"
+	local refused
+	refused=$(it_counter d clients_refused)
+	h_fig "refused and counted: clients_refused ${refused:-none}"
+	it_check "the refused connections are counted (clients_refused ${refused:-none} >= 900)" test "${refused:-0}" -ge 900
+}
+
+# ---- class: a forged huge sequence number in a real stream ----
+# Two streams at 20, then a datagram (one stream) or a heartbeat (the other)
+# claiming sequence 2^62, then each goes on from 20. Once nothing is left
+# missing (the gaps have timed out), seq_gap must be a plausible count and
+# the streams must still be taken.
+h_stream_missing() { # SOURCE-HEX: messages the stream still waits for
+	it_q d sources "[.sources[] | select(.source == \"$1\") | .missing] | add // 0"
+}
+
+case_c_huge_seq() {
+	h_pubd d "heartbeat_ms: 100" <<-EOF
+		limits:
+		  reassembly_timeout_ms: 100
+		$(h_groups)
+	EOF
+	local gap a=0x6875676573657100 b=0x6875676573657200 ha hb
+	ha=$(printf %016x $a)
+	hb=$(printf %016x $b)
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq 0 --count 20 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $b --seq 0 --count 20 >/dev/null
+	it_wait "the streams' first 20" 20 it_group_is d h received 40
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq $((1 << 62)) --count 1 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $b --seq $((1 << 62)) --count 1 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq 20 --count 20 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $b --seq 20 --count 20 >/dev/null
+	it_wait "nothing left missing in stream a" 20 test "$(h_stream_missing "$ha")" = 0
+	it_wait "nothing left missing in stream b" 20 test "$(h_stream_missing "$hb")" = 0
+	gap=$(it_q d drops '[.drops[] | select(.scope == "group" and .reason == "seq_gap") | .count] | add // 0')
+	h_fig "forged seq 2^62 (a datagram in one stream, a heartbeat in the other) at 20: seq_gap $gap, group received $(it_group_val d h received) (80 real)"
+	it_check "seq_gap is not pushed to an absurd value ($gap < 1000)" test "$gap" -lt 1000
+	it_check "the real streams go on after the forged jump (received >= 80)" test "$(it_group_val d h received)" -ge 80
+}
+
+# ---- class: a unicast datagram to the fabric port is not delivered ----
+case_c_unicast() {
+	h_pubd d <<-EOF
+		$(h_groups)
+		  - name: h2
+		    address: 239.77.0.2
+	EOF
+	local rx
+	h_forge --dst 127.0.0.1 --group h --mode seq --source 0x756e6963617374 --count 10 >/dev/null
+	# One datagram by the group's path after them: once it is in, the
+	# unicast ones (sent before) have been seen too.
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x6d756c7469 --count 1 >/dev/null
+	it_wait "the multicast datagram" 20 test "$(it_group_val d h received)" -ge 1
+	rx=$(it_group_val d h received)
+	h_fig "10 unicast + 1 multicast datagram with valid headers: group received $rx, rx_unjoined $(it_counter d rx_unjoined)"
+	it_eq "only the datagram by the group's path is taken" "$rx" 1
+	# A header naming h, sent to the address of another joined group (h2).
+	h_forge --dst 239.77.0.2 --group h --mode seq --source 0x6f74686572 --count 10 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x6d756c7469 --seq 1 --count 1 >/dev/null
+	it_wait "the second multicast datagram" 20 test "$(it_group_val d h received)" -ge 2
+	rx=$(it_group_val d h received)
+	h_fig "then 10 datagrams for h on h2's address + 1 on h's: group h received $rx in all, h2 received $(it_group_val d h2 received)"
+	it_eq "a datagram for h on another group's address is not taken" "$rx" 2
+}
+
+# ---- class: a second pubd on a busy or stuck socket path gives up promptly ----
+case_c_second_pubd() {
+	h_pubd d < <(h_groups)
+	local t0 t1 rc
+	it_conf_write e - <<-EOF
+		$(h_groups)
+	EOF
+	sed -i "s|$(it_sock e)|$(it_sock d)|; s|udp_port: .*|udp_port: 7471|" "$(it_conf e)"
+	t0=$(date +%s%N)
+	timeout -k 2 10 ip netns exec "$H_NS" "$PUBD" -c "$(it_conf e)" >"$IT_WORK/e-busy.log" 2>&1
+	rc=$?
+	t1=$(date +%s%N)
+	h_fig "second pubd on a busy socket: status $rc after $(((t1 - t0) / 1000000)) ms: $(grep -m1 -E 'daemon.socket|another' "$IT_WORK/e-busy.log")"
+	it_check "gives up on a busy socket with an error, within 5 s" test "$rc" != 0 -a "$rc" != 124 -a $((t1 - t0)) -lt 5000000000
+	# Stuck: the first daemon stopped, its listen backlog full.
+	kill -STOP "$H_PID"
+	it_bg flood - "$HC" flood -s "$(it_sock d)" -n 5000 --ready "$IT_WORK/flood.ready"
+	it_wait "the backlog is full" 30 h_ready flood
+	t0=$(date +%s%N)
+	timeout -k 2 10 ip netns exec "$H_NS" "$PUBD" -c "$(it_conf e)" >"$IT_WORK/e-stuck.log" 2>&1
+	rc=$?
+	t1=$(date +%s%N)
+	kill -TERM "$IT_BG_PID"
+	kill -CONT "$H_PID"
+	h_fig "second pubd on a stuck socket ($(cat "$IT_WORK/flood.out")): status $rc after $(((t1 - t0) / 1000000)) ms: $(grep -m1 -E 'daemon.socket|another' "$IT_WORK/e-stuck.log")"
+	it_check "gives up on a stuck socket with an error, within 5 s" test "$rc" != 0 -a "$rc" != 124 -a $((t1 - t0)) -lt 5000000000
+	it_check "the first pubd still serves its socket" it_wait "pubd d answers" 10 it_ctl d status
+}
+
+# ---- class: SIGTERM ends pubd within its stop timeout with hostile clients connected ----
+case_c_sigterm_hostile() {
+	h_pubd d < <(h_groups)
+	local t0 t1
+	it_bg bigpub - "$HC" bigpub -s "$(it_sock d)" -n 4 --declare $((16 << 20)) --ready "$IT_WORK/bigpub.ready"
+	it_bg subs - "$HC" subscribes -s "$(it_sock d)" -n 20000 --ready "$IT_WORK/subs.ready"
+	it_bg queries - "$HC" queries -s "$(it_sock d)" -n 5000 --kind 1 --ready "$IT_WORK/queries.ready"
+	it_bg slow - "$HC" deaf -s "$(it_sock d)" -g h
+	it_wait "slow subscriber" 20 it_subscribers_at_least d h 1
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 64 --size $((1 << 20)) >/dev/null
+	it_wait "attacks in place" 60 h_ready bigpub
+	it_wait "attacks in place" 60 h_ready subs
+	it_wait "attacks in place" 60 h_ready queries
+	t0=$(date +%s%N)
+	kill -TERM "$H_PID"
+	it_reap "$H_PID" 20
+	t1=$(date +%s%N)
+	h_fig "SIGTERM with 4 big pre-HELLO publishers, 20000 unread SUBSCRIBEs, 5000 unread queries, a stuck subscriber: exit status $IT_STATUS after $(((t1 - t0) / 1000000)) ms"
+	it_check "pubd ends within 15 s (TimeoutStopSec)" test $((t1 - t0)) -lt 15000000000
+	it_eq "pubd exits 0" "$IT_STATUS" 0
+}
+
+# ---- class: every counter agrees with the drops table ----
+# (source and subscriber rows break the group and group-subscribers rows
+# down, so the daemon's dropped counter is the sum of the other three scopes)
+case_c_counters_agree() {
+	h_pubd d "send_queue_depth: 16" <<-EOF
+		limits:
+		  subscriber_queue: 16
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+		  - name: closed
+		    address: 239.77.0.2
+		    publish: []
+	EOF
+	local dropped sum mal mal_drops pub deliv rx
+	it_bg slow - "$HC" deaf -s "$(it_sock d)" -g h
+	it_wait "slow subscriber" 20 it_subscribers_at_least d h 1
+	h_forge --dst $H_GROUP_ADDR --group h --mode badfrag --count 1000 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x636f756e74 --seq 0 --count 10 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x636f756e74 --seq 15 --count 10 >/dev/null
+	it_ctl d pub closed x >/dev/null 2>&1
+	it_ctl d pub nosuchgroup x >/dev/null 2>&1
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 200 --size 100000 >/dev/null
+	it_wait "the stream's 20" 20 it_group_is d h received 20
+	# The subscriber goes with its queue: what it had not been given is
+	# counted, so for the group delivered + subscriber drops is everything.
+	kill -TERM "$IT_BG_PID"
+	it_wait "the subscriber is gone" 20 it_group_is d h subscribers 0
+	h_settled d dropped >/dev/null
+	local gsub gdeliv
+	gdeliv=$(it_group_val d h delivered)
+	gsub=$(it_q d drops '[.drops[] | select(.scope == "group-subscribers" and .name == "h") | .count] | add // 0')
+	dropped=$(it_counter d dropped)
+	it_ctl d drops >"$IT_WORK/drops.txt" 2>&1
+	sum=$(it_q d drops '[.drops[] | select(.unit == "messages" and (.scope == "daemon" or .scope == "group" or .scope == "group-subscribers")) | .count] | add // 0')
+	mal=$(it_counter d rx_malformed)
+	mal_drops=$(it_q d drops '[.drops[] | select(.reason == "malformed") | .count] | add // 0')
+	pub=$(it_counter d published)
+	deliv=$(it_counter d delivered)
+	rx=$(it_counter d received)
+	h_fig "counter dropped $dropped, drops table (messages) $sum; rx_malformed $mal, drops malformed $mal_drops; published $pub received $rx delivered $deliv; group h: delivered $gdeliv + subscriber drops $gsub = $((gdeliv + gsub)) of $((pub + rx))"
+	it_eq "the subscriber's messages: group delivered + subscriber drops = published + received" $((gdeliv + gsub)) $((pub + rx))
+	it_eq "the dropped counter equals the drops table's messages" "$dropped" "$sum"
+	it_eq "rx_malformed equals the drops table's malformed" "$mal" "$mal_drops"
+	# The forged stream: 0..9 and 15..24, so 20 received and 5 lost.
+	it_eq "the stream's seq_gap is its hole" "$(it_q d drops '[.drops[] | select(.scope == "source" and .reason == "seq_gap") | .count] | add // 0')" 5
+}
+
+h_partials_gone() { # N: at least N partial messages counted as dropped
+	[ "$(it_q d drops '[.drops[] | select(.scope == "group" and (.reason | startswith("reasm_"))) | .count] | add // 0')" -ge "$1" ]
+}
+
+# ---- class: memory taken by a burst is given back after it ----
+case_c_burst_memory() {
+	h_pubd d <<-EOF
+		limits:
+		  reassembly_timeout_ms: 200
+		$(h_groups)
+	EOF
+	local r0 r1 r2
+	it_ctl d pub h --count 2 --size $((1 << 20)) >/dev/null # warm up the paths
+	r0=$(h_rss "$H_PID")
+	"$HC" idle -s "$(it_sock d)" -n 300 --hello --hold-ms 1 >/dev/null
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 32 --size $((4 << 20)) >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode tiny --per 16 --count 20000 >/dev/null
+	r1=$(h_rss "$H_PID")
+	h_settled d rx_taken >/dev/null
+	it_wait "every partial message is dropped (timed out or evicted)" 20 h_partials_gone 20000
+	r2=$(h_rss "$H_PID")
+	h_fig "burst (300 clients, 32 x 4 MiB, 20000 partials): pubd RSS ${r0} -> ${r1} during -> ${r2} KiB after"
+	it_check "memory is given back (RSS after ${r2} KiB < before ${r0} KiB + 16 MiB)" test $((r2 - r0)) -lt 16384
+}
+
+# ---- class: thousands of SUBSCRIBEs whose replies are never read ----
+case_c_many_subscribes() {
+	h_pubd d < <(h_groups)
+	local r0 r1
+	r0=$(h_rss "$H_PID")
+	it_bg subs - "$HC" subscribes -s "$(it_sock d)" -n 50000 --ready "$IT_WORK/subs.ready"
+	it_wait "SUBSCRIBEs written" 60 h_ready subs || return
+	r1=$(h_rss "$H_PID")
+	h_fig "$(cat "$IT_WORK/subs.out"); pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0)))"
+	it_check "what pubd holds for the client is bounded (+$((r1 - r0)) KiB < 32 MiB)" test $((r1 - r0)) -lt 32768
+	it_check "pubd still answers a query" it_ctl d status >/dev/null
+}
+
+# ---- class: a client that never reads its large query replies ----
+case_c_query_noread() {
+	h_pubd d < <(h_groups)
+	local r0 r1
+	h_forge --dst $H_GROUP_ADDR --group h --mode sources --count 3000 >/dev/null
+	h_settled d rx_taken >/dev/null
+	r0=$(h_rss "$H_PID")
+	it_bg q - "$HC" queries -s "$(it_sock d)" -n 2000 --kind 6 --ready "$IT_WORK/q.ready"
+	it_wait "QUERYs written" 60 h_ready q || return
+	r1=$(h_rss "$H_PID")
+	h_fig "$(cat "$IT_WORK/q.out") (sources table of $(it_q d sources '.sources | length') rows); pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0)))"
+	it_check "replies held for the client are bounded (+$((r1 - r0)) KiB < 32 MiB)" test $((r1 - r0)) -lt 32768
+	it_check "pubd still answers a query" it_ctl d status >/dev/null
+}
+
+# ---- class: a subscriber that never reads pins no more than the client budget ----
+case_c_slow_subscriber() {
+	h_pubd d < <(h_groups)
+	local r0 r1 pub deliv dropped
+	it_bg slow - "$HC" deaf -s "$(it_sock d)" -g h
+	it_wait "slow subscriber" 20 it_subscribers_at_least d h 1 || return
+	r0=$(h_rss "$H_PID")
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 160 --size $((4 << 20)) >/dev/null ||
+		it_fail "publishing 160 x 4 MiB"
+	r1=$(h_rss "$H_PID")
+	pub=$(it_counter d published)
+	deliv=$(it_counter d delivered)
+	dropped=$(it_counter d dropped)
+	h_fig "a subscriber that never reads, 160 x 4 MiB published: pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0))); published $pub, delivered $deliv, dropped $dropped"
+	it_check "what pubd holds for one client is bounded (+$((r1 - r0)) KiB < 384 MiB of 640 MiB)" test $((r1 - r0)) -lt 393216
+	it_check "pubd still answers a query" it_ctl d status >/dev/null
+}

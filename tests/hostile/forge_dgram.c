@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * forge_dgram: a host on the fabric that lies. Builds pubd datagram headers
+ * with daemon/wire.h's encoder and sends them by udp to an address (a group's
+ * multicast address, or a unicast one: the fabric's port on a host).
+ *
+ *   forge_dgram --dst ADDR --port P --group NAME --mode MODE [--count N]
+ *               [--rate PER_S] [--source S] [--seq Q] [--per K] [--if ADDR]
+ *
+ * MODE:
+ *   sources   N whole one-fragment messages, each from a new random source id
+ *   seq       N whole messages from --source S, sequence numbers Q, Q+1, ...
+ *             (--seq may be huge: a jump in a real stream)
+ *   heartbeat N heartbeats from --source S announcing next sequence Q, Q+1, ...
+ *   tiny      N first fragments (2-fragment, 2-byte messages, 1 byte each),
+ *             --per K of them per source (seq 0..K-1), then a new source
+ *   badfrag   N datagrams cycling through header faults: fragment count 0
+ *             and 2^32-1, index past count, offset past the end, 4 GiB length
+ *
+ * --if: the local address multicast leaves by (default 127.0.0.1).
+ * --rate paces the sending against the clock (default 50000/s), so the
+ * test measures pubd, not the kernel's socket buffer.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* splitmix64: source ids that are random but the same on every run */
+static uint64_t next_id(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"dst", required_argument, NULL, 'd'},
+		{"port", required_argument, NULL, 'p'},
+		{"group", required_argument, NULL, 'g'},
+		{"mode", required_argument, NULL, 'm'},
+		{"count", required_argument, NULL, 'n'},
+		{"rate", required_argument, NULL, 'r'},
+		{"source", required_argument, NULL, 'S'},
+		{"seq", required_argument, NULL, 'Q'},
+		{"per", required_argument, NULL, 'k'},
+		{"if", required_argument, NULL, 'i'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *dst = NULL, *group = NULL, *mode = NULL, *ifaddr = "127.0.0.1";
+	uint64_t count = 1, rate = 50000, source = 0, seq = 0, per = 64, seed = 0x686f7374696c65u, i, sent = 0;
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	struct in_addr mif;
+	uint8_t dgram[PUBD_WIRE_HDR_LEN + 16];
+	uint64_t start;
+	int c, fd, one = 1;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dst = optarg;
+			break;
+		case 'p':
+			to.sin_port = htons((uint16_t)atoi(optarg));
+			break;
+		case 'g':
+			group = optarg;
+			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'n':
+			count = strtoull(optarg, NULL, 0);
+			break;
+		case 'r':
+			rate = strtoull(optarg, NULL, 0);
+			break;
+		case 'S':
+			source = strtoull(optarg, NULL, 0);
+			break;
+		case 'Q':
+			seq = strtoull(optarg, NULL, 0);
+			break;
+		case 'k':
+			per = strtoull(optarg, NULL, 0);
+			break;
+		case 'i':
+			ifaddr = optarg;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (!dst || !group || !mode || !to.sin_port || inet_pton(AF_INET, dst, &to.sin_addr) != 1 ||
+	    inet_pton(AF_INET, ifaddr, &mif) != 1 || !per) {
+		fprintf(stderr, "usage: forge_dgram --dst ADDR --port P --group NAME --mode MODE [options]\n");
+		return 2;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mif, sizeof(mif)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &one, sizeof(one)) < 0) {
+		perror("forge_dgram: socket");
+		return 1;
+	}
+	start = now_ns();
+	for (i = 0; i < count; i++) {
+		struct pubd_wire_hdr h = {
+			.version = PUBD_WIRE_VERSION,
+			.group_id = pubd_group_id(group, strlen(group)),
+			.msg_len = 8,
+			.frag_count = 1,
+		};
+		size_t payload = 8;
+
+		if (!strcmp(mode, "sources")) {
+			h.source_id = next_id(&seed);
+		} else if (!strcmp(mode, "seq")) {
+			h.source_id = source;
+			h.msg_seq = seq + i;
+		} else if (!strcmp(mode, "heartbeat")) {
+			h.source_id = source;
+			h.msg_seq = seq + i;
+			h.flags = PUBD_WIRE_F_HEARTBEAT;
+			h.msg_len = 0;
+			h.frag_count = 0;
+			payload = 0;
+		} else if (!strcmp(mode, "tiny")) {
+			if (i % per == 0)
+				source = next_id(&seed);
+			h.source_id = source;
+			h.msg_seq = i % per;
+			h.msg_len = 2;
+			h.frag_count = 2;
+			payload = 1;
+		} else if (!strcmp(mode, "badfrag")) {
+			h.source_id = source ? source : 0x6261646672616700u;
+			h.msg_seq = i;
+			switch (i % 5) {
+			case 0:
+				h.frag_count = 0;
+				break;
+			case 1:
+				h.frag_count = UINT32_MAX;
+				break;
+			case 2:
+				h.frag_index = 3;
+				break;
+			case 3:
+				h.frag_offset = 4096;
+				break;
+			default:
+				h.msg_len = UINT32_MAX;
+				h.frag_count = 2;
+				break;
+			}
+		} else {
+			fprintf(stderr, "forge_dgram: unknown mode %s\n", mode);
+			return 2;
+		}
+		pubd_wire_encode(&h, dgram);
+		memset(dgram + PUBD_WIRE_HDR_LEN, 0x5a, payload);
+		if (payload)
+			memcpy(dgram + PUBD_WIRE_HDR_LEN, &i, payload < sizeof(i) ? payload : sizeof(i));
+		if (sendto(fd, dgram, PUBD_WIRE_HDR_LEN + payload, 0, (struct sockaddr *)&to, sizeof(to)) > 0)
+			sent++;
+		else if (errno != ENOBUFS && errno != EAGAIN)
+			perror("forge_dgram: sendto");
+		/* Pace: never ahead of count/rate seconds since the start. */
+		if (rate && (i & 63) == 63) {
+			uint64_t due = start + (i + 1) * 1000000000u / rate;
+
+			while (now_ns() < due) {
+				struct timespec ts = {0, (long)(due - now_ns())};
+
+				nanosleep(&ts, NULL); /* pacing, not synchronisation */
+			}
+		}
+	}
+	printf("forge_dgram: %s: %" PRIu64 " of %" PRIu64 " datagrams sent to %s:%u\n", mode, sent, count, dst,
+	       ntohs(to.sin_port));
+	close(fd);
+	return sent == count ? 0 : 1;
+}
