@@ -97,6 +97,8 @@ static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_d
 		pubd_drops_add(&d->drops, reason, count);
 	if (pub_drop_reason_kind(reason) == PUB_DROP_KIND_MSG)
 		d->counters[PUBD_CTR_MSG_DROPPED] += count;
+	else if (reason == PUB_DROP_MALFORMED)
+		d->counters[PUBD_CTR_RX_MALFORMED] += count; /* as on_rx counts the header's own failures */
 }
 
 static const struct pubd_reasm_ops reasm_ops = {
@@ -470,6 +472,10 @@ static void group_destroy(struct pubd *d, struct pubd_group *g)
 	d->fops->leave(d->fabric, g->slot);
 	pubd_reasm_forget_group(d->reasm, g->id);
 	pubd_source_map_forget_group(&d->sources, g->id);
+	/* Its drops outlive it in the daemon scope, so the drops table keeps
+	 * adding up to the daemon's totals (dropped, rx_malformed). */
+	pubd_drops_merge(&d->drops, &g->drops);
+	pubd_drops_merge(&d->drops, &g->sub_drops);
 	pubd_groups_remove(&d->groups, g);
 }
 

@@ -63,6 +63,14 @@ static inline void pubd_drops_add(struct pubd_drops *d, enum pub_drop_reason r, 
 
 uint64_t pubd_drops_msg_total(const struct pubd_drops *d);
 
+static inline void pubd_drops_merge(struct pubd_drops *into, const struct pubd_drops *from)
+{
+	unsigned r;
+
+	for (r = 0; r < PUB_DROP__COUNT; r++)
+		into->by_reason[r] += from->by_reason[r];
+}
+
 /*
  * Per remote stream (source, group) statistics, kept in a hash map bounded
  * by max (limits.max_sources): source ids come from datagrams, so anyone on
