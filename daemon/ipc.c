@@ -139,6 +139,7 @@ static void out_append(struct pubd_client *c, struct pubd_out *o)
 	 * reply against the client's reply bytes and the client budget. */
 	if (o->head_len) {
 		c->out_delivers++;
+		c->out_deliver_bytes += o->body->len;
 	} else {
 		c->out_ctrl_bytes += o->body->len;
 		c->d->ipc.charged += o->body->len;
@@ -160,6 +161,7 @@ static void out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd
 	 * reply bytes wrapped out_ctrl_bytes, pausing the client for good. */
 	if (o->head_len) {
 		c->out_delivers--;
+		c->out_deliver_bytes -= o->body->len;
 	} else {
 		c->out_ctrl_bytes -= o->body->len;
 		budget_give(c->d, o->body->len);
@@ -423,6 +425,18 @@ int pubd_ipc_flush_all(struct pubd *d)
 	return work;
 }
 
+/* Would one more delivery of len payload bytes overflow c's subscriber queue?
+ * One message always fits an empty queue, whatever its size: a message up to
+ * max_message_size must be deliverable with any subscriber_queue_bytes. */
+static bool subscriber_queue_full(const struct pubd_client *c, size_t len)
+{
+	const struct pubd *d = c->d;
+
+	if (c->out_delivers >= d->cfg.subscriber_queue)
+		return true;
+	return c->out_delivers && c->out_deliver_bytes + len > d->cfg.subscriber_queue_bytes;
+}
+
 void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
 {
 	struct pubd_client *c = s->client;
@@ -434,33 +448,40 @@ void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint6
 		count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
 		return;
 	}
-	if (c->out_delivers >= d->cfg.subscriber_queue) {
+	if (subscriber_queue_full(c, msg->len)) {
 		switch (d->cfg.slow_subscriber) {
 		case PUBD_SLOW_DROP_NEWEST:
 			count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
 			return;
 		case PUBD_SLOW_DROP_OLDEST:
-			/* The oldest delivery not yet started (one being written
-			 * must finish, or the stream would lose its framing). */
-			for (prev = NULL, o = c->out_head; o; prev = o, o = o->next)
-				if (o->sub && !o->written)
-					break;
-			if (!o) {
-				count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
-				return;
-			}
-			out_unlink(c, prev, o);
-			count_sub_drop(d, o->sub, PUB_DROP_SUB_OVERFLOW, 1);
-			out_release(d, o);
+			/* The oldest deliveries not yet started (one being written
+			 * must finish, or the stream would lose its framing), as
+			 * many as the bytes bound needs; the new one when none is
+			 * left to drop. */
+			do {
+				for (prev = NULL, o = c->out_head; o; prev = o, o = o->next)
+					if (o->sub && !o->written)
+						break;
+				if (!o) {
+					count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+					return;
+				}
+				out_unlink(c, prev, o);
+				count_sub_drop(d, o->sub, PUB_DROP_SUB_OVERFLOW, 1);
+				out_release(d, o);
+			} while (subscriber_queue_full(c, msg->len));
 			break;
 		case PUBD_SLOW_DISCONNECT:
 			count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
-			log_notice("client %u (pid %d, %s): subscriber queue full (%u messages); disconnecting as slow",
-				   c->id, (int)c->pid, c->name, c->out_delivers);
+			log_notice("client %u (pid %d): subscriber queue full (%u messages, %zu bytes); disconnecting "
+				   "as slow",
+				   c->id, (int)c->pid, c->out_delivers, c->out_deliver_bytes);
 			begin_close(c);
 			reply_error(c, 0, PUB_ERR_SLOW,
-				    "disconnected: subscriber queue full (%u messages, policy disconnect)",
-				    d->cfg.subscriber_queue);
+				    "disconnected: subscriber queue full (%u messages, %zu bytes; limits %u messages, "
+				    "%llu bytes; policy disconnect)",
+				    c->out_delivers, c->out_deliver_bytes, d->cfg.subscriber_queue,
+				    (unsigned long long)d->cfg.subscriber_queue_bytes);
 			return;
 		}
 	}

@@ -6,8 +6,12 @@
  * Output (deliveries, replies) is queued and written in batches with
  * writev() once per loop iteration, so a burst of messages costs few
  * system calls. A subscriber's queue holds at most limits.subscriber_queue
- * deliveries; past that the slow_subscriber policy decides, and every
- * message it drops is counted against that subscriber only.
+ * deliveries and limits.subscriber_queue_bytes of their payload (one message
+ * always fits an empty queue); past either the slow_subscriber policy
+ * decides, and every message it drops is counted against that subscriber
+ * only. Payload buffers are shared (refcounted) by every subscriber a message
+ * is queued for, so the bytes bound is what one client can pin; together
+ * clients pin at most max_clients times it, less when they share messages.
  */
 #ifndef PUBD_IPC_H
 #define PUBD_IPC_H
@@ -77,9 +81,10 @@ struct pubd_client {
 	bool expect_big;
 
 	struct pubd_out *out_head, *out_tail;
-	uint32_t out_delivers; /* queued DELIVER frames (the subscriber queue) */
-	size_t out_ctrl_bytes; /* queued reply bytes */
-	bool dirty;	       /* on the flush list */
+	uint32_t out_delivers;	  /* queued DELIVER frames (the subscriber queue) */
+	size_t out_deliver_bytes; /* their payload bytes (limits.subscriber_queue_bytes) */
+	size_t out_ctrl_bytes;	  /* queued reply bytes */
+	bool dirty;		  /* on the flush list */
 	struct pubd_client *next_dirty;
 
 	uint32_t tx_pending; /* its messages waiting in transmit queues */
