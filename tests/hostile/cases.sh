@@ -484,6 +484,42 @@ case_c_query_noread() {
 	it_check "pubd still answers a query" it_ctl d status >/dev/null
 }
 
+# ---- class: clients that never read their replies lock nobody out ----
+# Four clients fill a small client budget with large query replies they never
+# read; a query from someone else must still be answered (its one reply goes
+# outside the budget), and what they hold stays bounded.
+case_c_reply_hogs() {
+	h_pubd d <<-EOF
+		limits:
+		  client_buffer_budget: 8MiB
+		$(h_groups)
+	EOF
+	local r0 r1 i pids=() charged
+	h_forge --dst $H_GROUP_ADDR --group h --mode sources --count 3000 >/dev/null
+	h_settled d rx_taken >/dev/null
+	r0=$(h_rss "$H_PID")
+	for i in 1 2 3 4; do
+		it_bg "hog$i" - "$HC" queries -s "$(it_sock d)" -n 2000 --kind 6 --ready "$IT_WORK/hog$i.ready"
+		pids+=("$IT_BG_PID")
+	done
+	for i in 1 2 3 4; do
+		it_wait "hog $i wrote its QUERYs" 60 h_ready "hog$i" || return
+	done
+	r1=$(h_rss "$H_PID")
+	h_fig "4 clients not reading sources replies, budget 8 MiB: $(cat "$IT_WORK"/hog*.out | tr '\n' ' ')pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0)))"
+	if timeout 20 "$PUBCTL" -s "$(it_sock d)" status >"$IT_WORK/status.json" 2>"$IT_WORK/query.err"; then
+		it_pass "a query is answered while the budget is full of unread replies"
+	else
+		it_fail "a query is not answered while the budget is full of unread replies: $(head -c 200 "$IT_WORK/query.err")"
+	fi
+	it_check "replies held for the hogs are bounded (+$((r1 - r0)) KiB < 32 MiB)" test $((r1 - r0)) -lt 32768
+	kill -TERM "${pids[@]}"
+	for i in "${pids[@]}"; do it_reap "$i" 10; done
+	it_wait "pubd let the hogs go" 20 h_clients_at_most d 1
+	charged=$(it_counter d client_budget_waits)
+	h_fig "client_budget_waits ${charged:-none}"
+}
+
 # ---- class: a subscriber that never reads pins no more than its queue bound ----
 # limits.subscriber_queue_bytes (64 MiB by default) bounds it, not only the
 # 1024 messages of limits.subscriber_queue (up to 16 GiB of 16 MiB ones).
