@@ -60,6 +60,9 @@
 /* A client that does not read its replies stops being read too. */
 #define CTRL_BYTES_HIGH (4u << 20)
 #define FLUSH_IOV	64
+/* Connections beyond limits.max_clients kept for root and pubd's own user,
+ * so that pubctl still works while someone holds every ordinary slot. */
+#define OPERATOR_RESERVE 8
 /* How long a client being disconnected may take to read why. */
 #define CLOSE_GRACE_NS (2000ull * 1000 * 1000)
 
@@ -1379,6 +1382,21 @@ static bool accept_failed(struct pubd *d, int err)
 	return false;
 }
 
+/* Every ordinary slot is taken: may this connection have one of the
+ * operator's OPERATOR_RESERVE? Only root and pubd's own user, by the
+ * kernel's word for who connected (SO_PEERCRED). */
+static bool operator_reserve_admits(const struct pubd *d, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (d->ipc.nclients >= d->cfg.max_clients + OPERATOR_RESERVE)
+		return false;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == getuid();
+}
+
 static void on_accept(void *ctx, uint32_t events)
 {
 	struct pubd *d = ctx;
@@ -1393,7 +1411,7 @@ static void on_accept(void *ctx, uint32_t events)
 				continue;
 			return;
 		}
-		if (d->ipc.nclients >= d->cfg.max_clients) {
+		if (d->ipc.nclients >= d->cfg.max_clients && !operator_reserve_admits(d, fd)) {
 			refuse(d, fd, "pubd has limits.max_clients connections already; try again later");
 			continue;
 		}

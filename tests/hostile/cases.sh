@@ -249,6 +249,9 @@ case_d10_acl_reload() {
 }
 
 # ---- class: local connections beyond limits.max_clients are refused ----
+# The attacker is an ordinary user (nobody); the operator (root) still gets
+# in, by the reserve of connections kept beyond max_clients for root and
+# pubd's own user.
 case_c_idle_clients() {
 	h_pubd d <<-EOF
 		limits:
@@ -256,16 +259,28 @@ case_c_idle_clients() {
 		$(h_groups)
 	EOF
 	local r0 r1 q=answered
+	# nobody may reach the socket (and write its ready file)
+	chmod 0755 "$IT_WORK"
+	chmod 0666 "$(it_sock d)"
+	mkdir -m 0777 "$IT_WORK/nobody"
 	r0=$(h_rss "$H_PID")
-	it_bg idle - "$HC" idle -s "$(it_sock d)" -n 1000 --hello --ready "$IT_WORK/idle.ready"
-	it_wait "1000 connections tried" 90 h_ready idle || return
+	it_bg idle - setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$HC" idle -s "$(it_sock d)" -n 1000 --hello --ready "$IT_WORK/nobody/idle.ready"
+	it_wait "1000 connections tried" 90 test -e "$IT_WORK/nobody/idle.ready" || return
 	r1=$(h_rss "$H_PID")
-	# pubctl is a client too: with every slot taken it is refused (a
-	# figure, not a failure: max_clients is the operator's choice).
-	it_ctl d status >/dev/null 2>&1 || q=refused
-	h_fig "1000 idle clients, max_clients 100: $(cat "$IT_WORK/idle.out"); pubd RSS ${r0} -> ${r1} KiB, $(h_fds "$H_PID") fds; a query while full: $q"
+	it_ctl d status >/dev/null 2>"$IT_WORK/query.err" || q="refused ($(head -c 200 "$IT_WORK/query.err"))"
+	h_fig "1000 idle clients of uid nobody, max_clients 100: $(cat "$IT_WORK/idle.out"); pubd RSS ${r0} -> ${r1} KiB, $(h_fds "$H_PID") fds; root's query while full: $q"
+	it_eq "root's query is answered while nobody holds every slot (the operator's reserve)" "$q" answered
 	it_check "at most 100 stay connected" grep -Eq '^idle: (100|[0-9]{1,2}) open' "$IT_WORK/idle.out"
-	kill -TERM "$IT_BG_PID"
+	# The reserve is small: root holding connections gets 8 more, no more.
+	local idle_pid=$IT_BG_PID
+	it_bg rootidle - "$HC" idle -s "$(it_sock d)" -n 50 --hello --ready "$IT_WORK/rootidle.ready"
+	it_wait "50 more connections tried by root" 30 h_ready rootidle || return
+	h_fig "then 50 idle clients of root: $(cat "$IT_WORK/rootidle.out")"
+	it_check "root gets at most the 8 reserved connections" grep -Eq '^idle: [0-8] open' "$IT_WORK/rootidle.out"
+	kill -TERM "$IT_BG_PID" "$idle_pid"
+	it_reap "$IT_BG_PID" 10
+	IT_BG_PID=$idle_pid
 	it_wait "pubd answers once the idle clients are gone" 15 it_ctl d status ||
 		it_fail "pubd does not answer after the idle clients closed"
 	local refused
