@@ -151,6 +151,8 @@ static const struct key keys[] = {
 	 .expect = "an integer from 1 to 65536"},
 	{"limits.subscriber_queue", K_UINT, CFG(subscriber_queue), .def = 1024, .min = 1, .max = 1048576,
 	 .expect = "an integer from 1 to 1048576"},
+	{"limits.subscriber_queue_bytes", K_SIZE, CFG(subscriber_queue_bytes), .def = 64 * MIB, .min = 64 * KIB,
+	 .max = 64 * GIB, .expect = "a size from 64 KiB to 64 GiB (bytes, or with KiB, MiB or GiB)"},
 	{"limits.slow_subscriber", K_ENUM, CFG(slow_subscriber), .def = PUBD_SLOW_DROP_OLDEST, .names = slow_policies,
 	 .expect = "one of drop-oldest, drop-newest, disconnect"},
 	{"limits.client_buffer_budget", K_SIZE, CFG(client_buffer_budget), .def = 256 * MIB, .min = 1 * MIB,

@@ -85,6 +85,8 @@ struct pubd_config {
 	uint32_t reassembly_timeout_ms; /* default 500 */
 	uint64_t reassembly_budget;	/* default 64 MiB */
 	uint32_t subscriber_queue;	/* messages per subscriber; default 1024 */
+	/* Bytes of deliveries queued per subscribing client; default 64 MiB. */
+	uint64_t subscriber_queue_bytes;
 	enum pubd_slow_policy slow_subscriber;
 	uint32_t reassembly_inflight; /* partial messages per source; default 64 */
 	/* Bytes buffered for all clients together (receive buffers, partly read

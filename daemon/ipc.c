@@ -29,8 +29,20 @@
 #define RBUF_IDLE_NS (1000ull * 1000 * 1000)
 /* How often repeating accept errors and refusals are logged. */
 #define ACCEPT_LOG_NS (10000ull * 1000 * 1000)
-/* A client paused for the budget before a query waits for this much. */
-#define QUERY_BUDGET_WAIT (64 * 1024)
+/*
+ * Control traffic must get through whatever others hold of the client budget
+ * (publishers partway through big bodies, clients that do not read their
+ * replies): a client with no reply queued may always have one reply of up to
+ * REPLY_FREE_MAX queued outside the budget. Only its further replies wait
+ * for the budget, so no client or group of clients can lock out another's
+ * queries, and memory stays bounded: connections (max_clients plus the
+ * operator's reserve) times REPLY_FREE_MAX, besides the budget.
+ */
+#define REPLY_FREE_MAX (64 * 1024)
+/* A query from a client that already has replies queued waits for this much
+ * of the budget (or for its replies to be written); a reply up to this size
+ * is then always queued at once. */
+#define QUERY_BUDGET_WAIT REPLY_FREE_MAX
 /* A PUBLISH body from this size on is read straight into its message buffer
  * once its header is in, not copied out of rbuf: one copy less per message
  * (the copy costs more than the system call it saves from here on). */
@@ -48,6 +60,9 @@
 /* A client that does not read its replies stops being read too. */
 #define CTRL_BYTES_HIGH (4u << 20)
 #define FLUSH_IOV	64
+/* Connections beyond limits.max_clients kept for root and pubd's own user,
+ * so that pubctl still works while someone holds every ordinary slot. */
+#define OPERATOR_RESERVE 8
 /* How long a client being disconnected may take to read why. */
 #define CLOSE_GRACE_NS (2000ull * 1000 * 1000)
 
@@ -90,6 +105,7 @@ static struct pubd_out *out_alloc(struct pubd *d)
 	o->body = NULL;
 	o->sub = NULL;
 	o->head_len = 0;
+	o->uncharged = false;
 	o->written = 0;
 	return o;
 }
@@ -124,8 +140,24 @@ static void pause_client(struct pubd_client *c)
 static void pause_for_budget(struct pubd_client *c, size_t n)
 {
 	c->budget_wait = n;
+	c->reply_wait = false;
 	c->d->counters[PUBD_CTR_BUDGET_WAITS]++;
 	pause_client(c);
+}
+
+/* A query waits: until QUERY_BUDGET_WAIT of the budget is free, or until the
+ * client's queued replies are written (its next reply then goes outside the
+ * budget). */
+static void pause_for_reply(struct pubd_client *c)
+{
+	pause_for_budget(c, QUERY_BUDGET_WAIT);
+	c->reply_wait = true;
+}
+
+/* May a reply of n bytes be queued for c now? */
+static bool reply_fits(const struct pubd_client *c, size_t n)
+{
+	return (!c->out_ctrl_bytes && n <= REPLY_FREE_MAX) || budget_fits(c->d, n);
 }
 
 static void out_append(struct pubd_client *c, struct pubd_out *o)
@@ -139,9 +171,17 @@ static void out_append(struct pubd_client *c, struct pubd_out *o)
 	 * reply against the client's reply bytes and the client budget. */
 	if (o->head_len) {
 		c->out_delivers++;
+		c->out_deliver_bytes += o->body->len;
 	} else {
+		/* Its first reply outside the budget (REPLY_FREE_MAX); the
+		 * rest are charged (and bounded per client by CTRL_BYTES_HIGH). */
+		if (!c->out_ctrl_bytes && o->body->len <= REPLY_FREE_MAX) {
+			o->uncharged = true;
+			c->d->ipc.uncharged += o->body->len;
+		} else {
+			c->d->ipc.charged += o->body->len;
+		}
 		c->out_ctrl_bytes += o->body->len;
-		c->d->ipc.charged += o->body->len;
 	}
 	mark_dirty(c);
 }
@@ -160,9 +200,13 @@ static void out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd
 	 * reply bytes wrapped out_ctrl_bytes, pausing the client for good. */
 	if (o->head_len) {
 		c->out_delivers--;
+		c->out_deliver_bytes -= o->body->len;
 	} else {
 		c->out_ctrl_bytes -= o->body->len;
-		budget_give(c->d, o->body->len);
+		if (o->uncharged)
+			c->d->ipc.uncharged -= o->body->len;
+		else
+			budget_give(c->d, o->body->len);
 	}
 }
 
@@ -401,9 +445,10 @@ int pubd_ipc_flush_all(struct pubd *d)
 	for (c = d->ipc.npaused || d->ipc.ngone ? d->ipc.clients : NULL; c; c = next) {
 		next = c->next;
 		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2 &&
-		    (!c->budget_wait || budget_fits(d, c->budget_wait))) {
+		    (!c->budget_wait || budget_fits(d, c->budget_wait) || (c->reply_wait && !c->out_ctrl_bytes))) {
 			c->paused = false;
 			c->budget_wait = 0;
+			c->reply_wait = false;
 			d->ipc.npaused--;
 			update_watch(c);
 			client_parse(c);
@@ -423,6 +468,18 @@ int pubd_ipc_flush_all(struct pubd *d)
 	return work;
 }
 
+/* Would one more delivery of len payload bytes overflow c's subscriber queue?
+ * One message always fits an empty queue, whatever its size: a message up to
+ * max_message_size must be deliverable with any subscriber_queue_bytes. */
+static bool subscriber_queue_full(const struct pubd_client *c, size_t len)
+{
+	const struct pubd *d = c->d;
+
+	if (c->out_delivers >= d->cfg.subscriber_queue)
+		return true;
+	return c->out_delivers && c->out_deliver_bytes + len > d->cfg.subscriber_queue_bytes;
+}
+
 void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
 {
 	struct pubd_client *c = s->client;
@@ -434,33 +491,40 @@ void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint6
 		count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
 		return;
 	}
-	if (c->out_delivers >= d->cfg.subscriber_queue) {
+	if (subscriber_queue_full(c, msg->len)) {
 		switch (d->cfg.slow_subscriber) {
 		case PUBD_SLOW_DROP_NEWEST:
 			count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
 			return;
 		case PUBD_SLOW_DROP_OLDEST:
-			/* The oldest delivery not yet started (one being written
-			 * must finish, or the stream would lose its framing). */
-			for (prev = NULL, o = c->out_head; o; prev = o, o = o->next)
-				if (o->sub && !o->written)
-					break;
-			if (!o) {
-				count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
-				return;
-			}
-			out_unlink(c, prev, o);
-			count_sub_drop(d, o->sub, PUB_DROP_SUB_OVERFLOW, 1);
-			out_release(d, o);
+			/* The oldest deliveries not yet started (one being written
+			 * must finish, or the stream would lose its framing), as
+			 * many as the bytes bound needs; the new one when none is
+			 * left to drop. */
+			do {
+				for (prev = NULL, o = c->out_head; o; prev = o, o = o->next)
+					if (o->sub && !o->written)
+						break;
+				if (!o) {
+					count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+					return;
+				}
+				out_unlink(c, prev, o);
+				count_sub_drop(d, o->sub, PUB_DROP_SUB_OVERFLOW, 1);
+				out_release(d, o);
+			} while (subscriber_queue_full(c, msg->len));
 			break;
 		case PUBD_SLOW_DISCONNECT:
 			count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
-			log_notice("client %u (pid %d, %s): subscriber queue full (%u messages); disconnecting as slow",
-				   c->id, (int)c->pid, c->name, c->out_delivers);
+			log_notice("client %u (pid %d): subscriber queue full (%u messages, %zu bytes); disconnecting "
+				   "as slow",
+				   c->id, (int)c->pid, c->out_delivers, c->out_deliver_bytes);
 			begin_close(c);
 			reply_error(c, 0, PUB_ERR_SLOW,
-				    "disconnected: subscriber queue full (%u messages, policy disconnect)",
-				    d->cfg.subscriber_queue);
+				    "disconnected: subscriber queue full (%u messages, %zu bytes; limits %u messages, "
+				    "%llu bytes; policy disconnect)",
+				    c->out_delivers, c->out_deliver_bytes, d->cfg.subscriber_queue,
+				    (unsigned long long)d->cfg.subscriber_queue_bytes);
 			return;
 		}
 	}
@@ -815,10 +879,15 @@ static void handle_publish(struct pubd_client *c, const uint8_t *body, size_t le
 	pubd_msgbuf_put(m);
 }
 
-static void handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
+/* Returns false when the reply cannot be queued yet (not within the client
+ * budget): the client is paused and the QUERY handled again later (only a
+ * reply over QUERY_BUDGET_WAIT can wait: a RELOAD's is small, so it never
+ * runs twice). */
+static bool handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 {
 	struct pub_table_builder b = {.grow = pub_table_grow_realloc};
 	struct pub_msg_query q;
+	bool handled = true;
 	char err[2048];
 	uint8_t ok[16];
 	long n;
@@ -826,11 +895,11 @@ static void handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 
 	if (pub_proto_dec_query(body, len, &q) < 0) {
 		protocol_error(c, "malformed QUERY");
-		return;
+		return true;
 	}
 	if (q.kind == PUB_QUERY_RELOAD && c->uid != 0 && c->uid != getuid()) {
 		reply_error(c, q.req_id, PUB_ERR_ACL, "only root or pubd's own user may reload");
-		return;
+		return true;
 	}
 	err[0] = 0;
 	r = pubd_query(c->d, &b, q.req_id, q.kind, q.arg.ptr, q.arg.len, err, sizeof(err));
@@ -849,18 +918,25 @@ static void handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 		reply_error(c, q.req_id, PUB_ERR_INTERNAL, "out of memory");
 		goto out;
 	}
+	if (!reply_fits(c, b.len + (size_t)n)) {
+		pause_for_budget(c, b.len + (size_t)n);
+		handled = false;
+		goto out;
+	}
 	memcpy(b.buf + b.len, ok, (size_t)n);
 	b.len += (size_t)n;
 	queue_frame(c, b.buf, b.len);
 out:
 	free(b.buf);
+	return handled;
 }
 
-static void handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, size_t len)
+/* Returns false when the frame must be handled again later (see handle_query). */
+static bool handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, size_t len)
 {
 	if (!c->hello && type != PUB_FRAME_HELLO) {
 		protocol_error(c, "first frame must be HELLO");
-		return;
+		return true;
 	}
 	switch (type) {
 	case PUB_FRAME_HELLO:
@@ -876,12 +952,12 @@ static void handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *bod
 		handle_publish(c, body, len);
 		break;
 	case PUB_FRAME_QUERY:
-		handle_query(c, body, len);
-		break;
+		return handle_query(c, body, len);
 	default:
 		protocol_error(c, "frame type not valid from a client");
 		break;
 	}
+	return true;
 }
 
 static size_t max_body(const struct pubd *d)
@@ -1029,11 +1105,14 @@ static void client_parse(struct pubd_client *c)
 				finish_big(c);
 			continue;
 		}
-		if (type == PUB_FRAME_QUERY && !budget_fits(c->d, QUERY_BUDGET_WAIT)) {
-			pause_for_budget(c, QUERY_BUDGET_WAIT);
+		/* A client with no reply queued is always answered (its
+		 * reply may go outside the budget: REPLY_FREE_MAX). */
+		if (type == PUB_FRAME_QUERY && c->out_ctrl_bytes && !budget_fits(c->d, QUERY_BUDGET_WAIT)) {
+			pause_for_reply(c);
 			break;
 		}
-		handle_frame(c, type, body, body_len);
+		if (!handle_frame(c, type, body, body_len))
+			break;
 		off += PUB_PROTO_HDR_LEN + body_len;
 		if (c->out_ctrl_bytes >= CTRL_BYTES_HIGH)
 			pause_client(c);
@@ -1303,6 +1382,21 @@ static bool accept_failed(struct pubd *d, int err)
 	return false;
 }
 
+/* Every ordinary slot is taken: may this connection have one of the
+ * operator's OPERATOR_RESERVE? Only root and pubd's own user, by the
+ * kernel's word for who connected (SO_PEERCRED). */
+static bool operator_reserve_admits(const struct pubd *d, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (d->ipc.nclients >= d->cfg.max_clients + OPERATOR_RESERVE)
+		return false;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == getuid();
+}
+
 static void on_accept(void *ctx, uint32_t events)
 {
 	struct pubd *d = ctx;
@@ -1317,7 +1411,7 @@ static void on_accept(void *ctx, uint32_t events)
 				continue;
 			return;
 		}
-		if (d->ipc.nclients >= d->cfg.max_clients) {
+		if (d->ipc.nclients >= d->cfg.max_clients && !operator_reserve_admits(d, fd)) {
 			refuse(d, fd, "pubd has limits.max_clients connections already; try again later");
 			continue;
 		}

@@ -6,8 +6,12 @@
  * Output (deliveries, replies) is queued and written in batches with
  * writev() once per loop iteration, so a burst of messages costs few
  * system calls. A subscriber's queue holds at most limits.subscriber_queue
- * deliveries; past that the slow_subscriber policy decides, and every
- * message it drops is counted against that subscriber only.
+ * deliveries and limits.subscriber_queue_bytes of their payload (one message
+ * always fits an empty queue); past either the slow_subscriber policy
+ * decides, and every message it drops is counted against that subscriber
+ * only. Payload buffers are shared (refcounted) by every subscriber a message
+ * is queued for, so the bytes bound is what one client can pin; together
+ * clients pin at most max_clients times it, less when they share messages.
  */
 #ifndef PUBD_IPC_H
 #define PUBD_IPC_H
@@ -33,6 +37,7 @@ struct pubd_out {
 	struct pubd_msgbuf *body; /* DELIVER payload, or a whole control frame */
 	struct pubd_sub *sub;	  /* DELIVER: the subscription it counts against */
 	uint32_t head_len;	  /* bytes of head[] in use (0 for control frames) */
+	bool uncharged;		  /* a reply outside the client budget (REPLY_FREE_MAX in ipc.c) */
 	uint32_t written;	  /* of head + body */
 	uint8_t head[PUB_OUT_HEAD_MAX];
 };
@@ -77,14 +82,16 @@ struct pubd_client {
 	bool expect_big;
 
 	struct pubd_out *out_head, *out_tail;
-	uint32_t out_delivers; /* queued DELIVER frames (the subscriber queue) */
-	size_t out_ctrl_bytes; /* queued reply bytes */
-	bool dirty;	       /* on the flush list */
+	uint32_t out_delivers;	  /* queued DELIVER frames (the subscriber queue) */
+	size_t out_deliver_bytes; /* their payload bytes (limits.subscriber_queue_bytes) */
+	size_t out_ctrl_bytes;	  /* queued reply bytes */
+	bool dirty;		  /* on the flush list */
 	struct pubd_client *next_dirty;
 
 	uint32_t tx_pending; /* its messages waiting in transmit queues */
 	bool paused;	     /* not reading: back-pressure */
 	size_t budget_wait;  /* paused until this many bytes of the client budget are free */
+	bool reply_wait;     /* ... or until its queued replies are all written */
 	bool gone;	     /* the peer hung up: what it sent is read and handled, nothing written */
 
 	struct pubd_sub **subs;
@@ -108,6 +115,7 @@ struct pubd_ipc {
 	unsigned npaused; /* clients not being read (back-pressure): the loop looks for them only when there are some */
 	unsigned ngone;	  /* hung-up clients whose input is still being drained */
 	size_t charged;	  /* bytes held for clients, against limits.client_buffer_budget */
+	size_t uncharged; /* replies outside it: at most one REPLY_FREE_MAX per client */
 	int reserve_fd;	  /* closed to accept and refuse a connection when out of fds */
 	bool listen_paused;	     /* accept kept failing: resumed by pubd_ipc_tick */
 	uint64_t accept_fail_logged; /* accept errors and refusals already logged */

@@ -91,6 +91,7 @@ static void assert_defaults(const struct pubd_config *c)
 	assert_int_equal(c->reassembly_budget, 64u << 20);
 	assert_int_equal(c->reassembly_inflight, 64);
 	assert_int_equal(c->subscriber_queue, 1024);
+	assert_int_equal(c->subscriber_queue_bytes, 64u << 20);
 	assert_int_equal(c->slow_subscriber, PUBD_SLOW_DROP_OLDEST);
 	assert_int_equal(c->ngroups, 0);
 	assert_null(c->groups);
@@ -387,6 +388,7 @@ static void config_range_boundaries(void **state)
 		{"limits: {max_message_size: 1, reassembly_budget: ", "}", "64KiB", "64GiB", "65535", "68719476737"},
 		{"limits: {reassembly_inflight: ", "}", "1", "65536", "0", "65537"},
 		{"limits: {subscriber_queue: ", "}", "1", "1048576", "0", "1048577"},
+		{"limits: {subscriber_queue_bytes: ", "}", "64KiB", "64GiB", "65535", "68719476737"},
 	};
 	char doc[128];
 	size_t i;
@@ -440,10 +442,11 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 	one_error("fabric:\n  type: udp\n  srq_dept: 5\n",
 		  "t.yaml:3:3: fabric: unknown key \"srq_dept\" (expected one of type, address, udp_port, mtu, "
 		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, rx_linger_us, receive)");
-	one_error("limits: {colour: red}", "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
-					   "max_message_size, reassembly_timeout_ms, reassembly_budget, "
-					   "reassembly_inflight, subscriber_queue, slow_subscriber, "
-					   "client_buffer_budget, max_clients, max_sources)");
+	one_error("limits: {colour: red}",
+		  "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
+		  "max_message_size, reassembly_timeout_ms, reassembly_budget, "
+		  "reassembly_inflight, subscriber_queue, subscriber_queue_bytes, slow_subscriber, "
+		  "client_buffer_budget, max_clients, max_sources)");
 }
 
 static void config_error_unknown_section(void **state)
