@@ -101,11 +101,10 @@ struct pubd_group *hd_group(struct hd *h, const char *name)
 	return pubd_groups_by_name(&h->d.groups, name, strlen(name));
 }
 
-int hc_connect(struct hd *h, struct hc *c, int rcvbuf)
+static int connect_socket(struct hd *h, struct hc *c, int rcvbuf)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	unsigned before = h->d.ipc.nclients;
-	uint64_t dl = hd_deadline(2000);
+	int err;
 
 	memset(c, 0, sizeof(*c));
 	c->h = h;
@@ -117,11 +116,28 @@ int hc_connect(struct hd *h, struct hc *c, int rcvbuf)
 		setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", h->sock_path);
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
 		close(c->fd);
 		c->fd = -1;
-		return -errno;
+		return err;
 	}
 	fcntl(c->fd, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+int hc_connect_nowait(struct hd *h, struct hc *c)
+{
+	return connect_socket(h, c, 0);
+}
+
+int hc_connect(struct hd *h, struct hc *c, int rcvbuf)
+{
+	unsigned before = h->d.ipc.nclients;
+	uint64_t dl = hd_deadline(2000);
+	int err = connect_socket(h, c, rcvbuf);
+
+	if (err < 0)
+		return err;
 	while (h->d.ipc.nclients == before && !hd_past(dl))
 		hd_turn(h, 10);
 	return h->d.ipc.nclients > before ? 0 : -ETIMEDOUT;

@@ -48,6 +48,9 @@ struct hc {
 /* Connect to h's socket (nonblocking), optionally with a small send or
  * receive buffer (0: default), and wait until the daemon accepted it. */
 int hc_connect(struct hd *h, struct hc *c, int rcvbuf);
+/* Connect without waiting for the accept (the daemon takes it at its next
+ * turn, as it would a real client's). */
+int hc_connect_nowait(struct hd *h, struct hc *c);
 void hc_close(struct hc *c);
 /* Write all of p, turning the daemon while the socket is full; -1 when
  * the daemon closed the connection or deadline_ms passed. */
