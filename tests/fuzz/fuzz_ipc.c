@@ -11,8 +11,9 @@
  *   RAW      u16 len, bytes   write raw bytes (any frames, or none)
  *   HELLO    u8               a well-formed HELLO (u8: name length)
  *   SUB/UNSUB u8              SUBSCRIBE/UNSUBSCRIBE to group u8 % 4 (3: unknown)
- *   PUBLISH  u8 g, u16 len    a well-formed PUBLISH of len bytes, req_id 0 or not
- *   BIGHEAD  u8 g, u8 n       a PUBLISH header declaring n x 16 KiB, then only
+ *   PUBLISH  u8 g, u16 len    a well-formed PUBLISH (up to 32 KiB, or just too
+ *                             large), req_id 0 or not
+ *   BIGHEAD  u8 g, u8 n       a PUBLISH header declaring n % 64 + 1 times 16 KiB, then only
  *                             part of the body
  *   QUERY    u8 kind          a QUERY of kind u8 % 9
  *   READ                      the client reads what is waiting
@@ -50,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define NGROUPS		 3
 #define MAX_CONNECTS	 16
 #define DEFAULT_MTU	 1024
-#define FUZZ_MAX_MESSAGE (256 * 1024)
+#define FUZZ_MAX_MESSAGE (64 * 1024)
 
 static const char *const group_names[] = {"a", "b", "c", "nosuch"};
 
@@ -61,9 +62,9 @@ static const char *const group_names[] = {"a", "b", "c", "nosuch"};
 	"  - name: c\n    address: 239.79.0.3\n    subscribe: []\n"
 
 static const char *const variants[] = {
-	"limits:\n  max_message_size: 256KiB\n  subscriber_queue: 16\n" GROUPS(""),
-	"limits:\n  max_message_size: 256KiB\n  subscriber_queue: 16\n" GROUPS("    subscribe: [uid:54321]\n"),
-	"limits:\n  max_message_size: 256KiB\n  subscriber_queue: 4\n  slow_subscriber: disconnect\n" GROUPS(""),
+	"limits:\n  max_message_size: 64KiB\n  subscriber_queue: 16\n" GROUPS(""),
+	"limits:\n  max_message_size: 64KiB\n  subscriber_queue: 16\n" GROUPS("    subscribe: [uid:54321]\n"),
+	"limits:\n  max_message_size: 64KiB\n  subscriber_queue: 4\n  slow_subscriber: disconnect\n" GROUPS(""),
 };
 
 enum action {
@@ -90,7 +91,7 @@ enum action {
 static struct hd H;
 static bool started;
 static int variant;
-static uint8_t payload[FUZZ_MAX_MESSAGE + 0x10000 + 1024];
+static uint8_t payload[FUZZ_MAX_MESSAGE + 1024];
 
 struct snap {
 	uint64_t published[NGROUPS], tx_drops[NGROUPS];
@@ -261,12 +262,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case A_PUBLISH: {
 			const char *g = group_names[b0 % 4];
-			/* Up to 64 KiB; now and then past max_message_size. */
-			size_t plen = ((size_t)b1 | (size_t)b2 << 8) & 0xffff;
+			/* Up to 16 KiB; bit 7 of g: by the large-message path
+			 * (16 KiB more); both top bits of the length: just past
+			 * max_message_size. */
+			size_t plen = (size_t)b1 | (size_t)(b2 & 0x3f) << 8;
 
 			pos += 3;
 			if (b0 & 0x80)
-				plen += FUZZ_MAX_MESSAGE - 0x8000;
+				plen += 16384;
+			if ((b2 & 0xc0) == 0xc0)
+				plen = FUZZ_MAX_MESSAGE + 1;
 			n = pub_proto_enc_publish_head(payload, 600, b0 & 0x40 ? b1 : 0, g, strlen(g), plen);
 			if (n > 0 && connect_client(cl, &connects)) {
 				/* The head, then the body from the pattern after it. */
@@ -278,7 +283,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case A_BIGHEAD:
 			pos += 2;
 			n = pub_proto_enc_publish_head(frame, sizeof(frame), 9, group_names[b0 % 4],
-						       strlen(group_names[b0 % 4]), (size_t)(b1 + 1) * 16384);
+						       strlen(group_names[b0 % 4]), (size_t)(b1 % 64 + 1) * 16384);
 			if (n > 0 && connect_client(cl, &connects)) {
 				send_bytes(cl, frame, (size_t)n);
 				send_bytes(cl, payload + 600, (size_t)b1 * 64);

@@ -122,7 +122,7 @@ static void test_accounting_impaired(void **state)
 		.loss_ppm = 50000, .dup_ppm = 50000, .reorder_ppm = 100000, .reorder_window = 8, .seed = 42};
 	struct pubd_fake_transfer_stats st = {0};
 	const uint64_t N = 400;
-	struct hd a, b;
+	static struct hd a, b; /* static: the teardown stops them if an assert ends the test */
 	struct hc pub, sub;
 	struct seen s = {0};
 	struct pubd_source_stats *src = NULL;
@@ -209,7 +209,7 @@ static void test_send_credit_exhaustion(void **state)
 {
 	const uint64_t N = 1500;
 	uint8_t frame[4400];
-	struct hd a;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
 	struct hc pub;
 	struct pubd_group *g;
 	uint64_t k = 0, sent = 0, dl;
@@ -285,7 +285,7 @@ static void test_send_credit_exhaustion(void **state)
 static void test_join_failure_and_multicast_error(void **state)
 {
 	const char *with_g3 = GROUPS "  - name: g3\n    address: 239.77.0.3\n";
-	struct hd a;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
 	struct hc pub;
 	struct pubd_group *g1, *g3;
 	uint64_t sent;
@@ -334,7 +334,7 @@ static void test_join_failure_and_multicast_error(void **state)
 static void test_mtu_change(void **state)
 {
 	const uint64_t N = 60;
-	struct hd a, b;
+	static struct hd a, b; /* static: the teardown stops them if an assert ends the test */
 	struct hc pub, sub;
 	struct seen s = {0};
 	struct pubd_group *ga, *gb;
@@ -395,7 +395,7 @@ static void test_rx_unjoined(void **state)
 {
 	uint8_t dg[PUBD_WIRE_HDR_LEN + 16];
 	struct pubd_wire_hdr w = {.version = PUBD_WIRE_VERSION, .source_id = 0x1234, .msg_len = 16, .frag_count = 1};
-	struct hd a;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
 	struct hc sub;
 	struct pubd_group *g1, *g2;
 	const uint8_t *body;
@@ -439,14 +439,21 @@ static void test_rx_unjoined(void **state)
 	hd_stop(&a);
 }
 
+static int stop_all(void **state)
+{
+	(void)state;
+	hd_stop_all();
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_accounting_impaired),
-		cmocka_unit_test(test_send_credit_exhaustion),
-		cmocka_unit_test(test_join_failure_and_multicast_error),
-		cmocka_unit_test(test_mtu_change),
-		cmocka_unit_test(test_rx_unjoined),
+		cmocka_unit_test_teardown(test_accounting_impaired, stop_all),
+		cmocka_unit_test_teardown(test_send_credit_exhaustion, stop_all),
+		cmocka_unit_test_teardown(test_join_failure_and_multicast_error, stop_all),
+		cmocka_unit_test_teardown(test_mtu_change, stop_all),
+		cmocka_unit_test_teardown(test_rx_unjoined, stop_all),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,33 @@
 #include "../../common/proto.h"
 #include "test_daemon_harness.h"
 
+/* Daemons started and not stopped, for hd_stop_all. */
+#define MAX_LIVE 8
+static struct hd *live[MAX_LIVE];
+
+static void track(struct hd *h, bool on)
+{
+	unsigned i;
+
+	for (i = 0; i < MAX_LIVE; i++) {
+		if (on && !live[i]) {
+			live[i] = h;
+			return;
+		}
+		if (!on && live[i] == h)
+			live[i] = NULL;
+	}
+}
+
+void hd_stop_all(void)
+{
+	unsigned i;
+
+	for (i = 0; i < MAX_LIVE; i++)
+		if (live[i])
+			hd_stop(live[i]);
+}
+
 uint64_t hd_deadline(int ms)
 {
 	return pubd_now_ns() + (uint64_t)ms * 1000000ull;
@@ -45,7 +72,9 @@ int hd_start(struct hd *h, const char *fabric_extra, const char *body)
 	/* As main.c does: a client gone mid-write must not end the process. */
 	signal(SIGPIPE, SIG_IGN);
 	memset(h, 0, sizeof(*h));
-	snprintf(h->dir, sizeof(h->dir), "/tmp/fake-hd-XXXXXX");
+	/* tmpfs where there is one: fuzzers rewrite the config for reloads
+	 * thousands of times a second, and a disk file pays for writeback. */
+	snprintf(h->dir, sizeof(h->dir), "%s/fake-hd-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 	if (!mkdtemp(h->dir))
 		return -errno;
 	snprintf(h->cfg_path, sizeof(h->cfg_path), "%s/pubd.yaml", h->dir);
@@ -55,6 +84,7 @@ int hd_start(struct hd *h, const char *fabric_extra, const char *body)
 		return err;
 	err = pubd_init_with(&h->d, h->cfg_path, &opts);
 	h->up = true;
+	track(h, true);
 	if (err < 0) {
 		hd_stop(h);
 		return err;
@@ -80,6 +110,7 @@ void hd_stop(struct hd *h)
 	if (h->up)
 		pubd_close(&h->d);
 	h->up = false;
+	track(h, false);
 	unlink(h->cfg_path);
 	unlink(h->sock_path);
 	rmdir(h->dir);
@@ -293,6 +324,6 @@ size_t hc_enc_publish(uint8_t *out, size_t cap, const char *group, const void *p
 
 	if (n <= 0 || (size_t)n + len > cap)
 		return 0;
-	memcpy(out + n, payload, len);
+	memmove(out + n, payload, len); /* payload may already lie in out */
 	return (size_t)n + len;
 }

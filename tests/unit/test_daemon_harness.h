@@ -31,6 +31,9 @@ int hd_start(struct hd *h, const char *fabric_extra, const char *body);
 /* Rewrite the body and reload as SIGHUP would; pubd_reload's result. */
 int hd_reload(struct hd *h, const char *fabric_extra, const char *body);
 void hd_stop(struct hd *h);
+/* Stop every daemon still running (a test's teardown, after a failed
+ * assert left them; the struct hd must outlive the test: make it static). */
+void hd_stop_all(void);
 /* One loop turn, waiting at most timeout_ms. Returns work done. */
 int hd_turn(struct hd *h, int timeout_ms);
 /* Turn until a turn finds nothing to do (at most max turns). */

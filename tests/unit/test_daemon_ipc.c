@@ -64,7 +64,7 @@ static void test_acl_reload_ends_subscriber(void **state)
 	const uint8_t *body;
 	uint32_t len;
 	struct pub_msg_error e;
-	struct hd a;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
 	struct hc sub, pub;
 	struct pubd_group *g;
 	uint64_t delivers = 0;
@@ -109,7 +109,7 @@ static void test_unsubscribe_mid_deliver(void **state)
 	const uint8_t *body;
 	uint32_t len;
 	struct pub_msg_ok ok;
-	struct hd a;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
 	struct hc sub, pub;
 	struct pubd_client *dc;
 	int sndbuf = 4096, r;
@@ -179,7 +179,7 @@ static void test_publish_before_hello(void **state)
 	const uint8_t *body;
 	uint32_t len;
 	struct pub_msg_error e;
-	struct hd a;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
 	struct hc c[8];
 	unsigned i, closed = 0, refused = 0;
 	long n;
@@ -229,8 +229,8 @@ static void test_publish_before_hello(void **state)
  * dropped with a reason. */
 static void test_paused_publisher_closes(void **state)
 {
-	uint8_t frame[1200];
-	struct hd a;
+	uint8_t frame[1700];
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
 	struct hc pub;
 	uint64_t whole = 0, dl, published, dropped;
 	size_t n, off = 0;
@@ -279,13 +279,20 @@ static void test_paused_publisher_closes(void **state)
 	hd_stop(&a);
 }
 
+static int stop_all(void **state)
+{
+	(void)state;
+	hd_stop_all();
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_acl_reload_ends_subscriber),
-		cmocka_unit_test(test_unsubscribe_mid_deliver),
-		cmocka_unit_test(test_publish_before_hello),
-		cmocka_unit_test(test_paused_publisher_closes),
+		cmocka_unit_test_teardown(test_acl_reload_ends_subscriber, stop_all),
+		cmocka_unit_test_teardown(test_unsubscribe_mid_deliver, stop_all),
+		cmocka_unit_test_teardown(test_publish_before_hello, stop_all),
+		cmocka_unit_test_teardown(test_paused_publisher_closes, stop_all),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
