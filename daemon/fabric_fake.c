@@ -58,6 +58,8 @@ struct pubd_fabric {
 	struct pubd_fake_sent *sent;
 	size_t nsent, sentcap;
 	uint64_t sent_total;
+	pubd_fake_tap_fn tap;
+	void *tap_ctx;
 };
 
 struct pubd_fake *pubd_fake_of(struct pubd_fabric *f)
@@ -257,6 +259,11 @@ static int fake_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram
 		struct pubd_fake_sent *r;
 		uint32_t len = d[i].hdr_len + d[i].payload_len;
 
+		if (f->tap) {
+			f->tap(f->tap_ctx, slot, &d[i]);
+			f->sent_total++;
+			continue;
+		}
 		if (f->nsent == f->sentcap) {
 			size_t cap = f->sentcap ? f->sentcap * 2 : 64;
 			struct pubd_fake_sent *v = realloc(f->sent, cap * sizeof(*v));
@@ -410,6 +417,12 @@ void pubd_fake_sent_clear(struct pubd_fake *fk)
 uint64_t pubd_fake_sent_total(const struct pubd_fake *fk)
 {
 	return CF(fk)->sent_total;
+}
+
+void pubd_fake_set_tap(struct pubd_fake *fk, pubd_fake_tap_fn fn, void *ctx)
+{
+	F(fk)->tap = fn;
+	F(fk)->tap_ctx = ctx;
 }
 
 /* splitmix64: small, deterministic, good enough to pick impairments. */

@@ -66,6 +66,11 @@ const struct pubd_fake_sent *pubd_fake_sent_at(const struct pubd_fake *fk, size_
 void pubd_fake_sent_clear(struct pubd_fake *fk);
 /* Datagrams sent in total (not reset by clear). */
 uint64_t pubd_fake_sent_total(const struct pubd_fake *fk);
+/* Instead of recording (a copy and an allocation per datagram), hand each
+ * datagram sent to fn as the daemon gathered it; NULL records again. For
+ * fuzzers, which only count what goes out. */
+typedef void (*pubd_fake_tap_fn)(void *ctx, int slot, const struct pubd_tx_dgram *d);
+void pubd_fake_set_tap(struct pubd_fake *fk, pubd_fake_tap_fn fn, void *ctx);
 
 /* Impairments applied by pubd_fake_transfer, per datagram; deterministic
  * for a given seed. Rates are in parts per million. */
