@@ -143,10 +143,19 @@ static void on_sent(void *ctx, int slot, const struct pubd_tx_dgram *d)
 	sent_by_slot[slot]++;
 }
 
+/* The daemon lives as long as the process; its socket and config go with it. */
+static void remove_files(void)
+{
+	unlink(H.sock_path);
+	unlink(H.cfg_path);
+	rmdir(H.dir);
+}
+
 static void start(void)
 {
 	if (hd_start(&H, NULL, variants[0]) < 0)
 		abort();
+	atexit(remove_files);
 	started = true;
 	memset(payload, 'p', sizeof(payload));
 	pubd_fake_set_tap(H.fk, on_sent, NULL);

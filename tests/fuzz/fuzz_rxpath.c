@@ -50,6 +50,14 @@ static struct pubd_group *group(unsigned i)
 	return hd_group(&H, names[i]);
 }
 
+/* The daemon lives as long as the process; its socket and config go with it. */
+static void remove_files(void)
+{
+	unlink(H.sock_path);
+	unlink(H.cfg_path);
+	rmdir(H.dir);
+}
+
 static void start(void)
 {
 	const char *body = "limits:\n"
@@ -67,6 +75,7 @@ static void start(void)
 
 	if (hd_start(&H, "  receive: always\n", body) < 0)
 		abort();
+	atexit(remove_files);
 	if (hc_connect(&H, &sub, 0) < 0 || hc_hello(&sub, "fuzz-sub") < 0)
 		abort();
 	for (i = 0; i < 4; i++)
