@@ -554,6 +554,7 @@ static int open_fabric(struct pubd *d, const struct pubd_fabric_ops *forced)
 	char dev[64] = "";
 	int probe, err;
 
+	/* A fabric given by pubd_init_with (a test's) comes before fabric.type. */
 	switch (forced ? -1 : (int)c->fabric_type) {
 	case -1:
 		d->fops = forced;
