@@ -132,8 +132,11 @@ static void on_sent(void *ctx, int slot, const struct pubd_tx_dgram *d)
 	(void)ctx;
 	if (d->hdr_len + d->payload_len > sizeof(buf) || d->hdr_len > sizeof(buf))
 		abort(); /* above any MTU the fake offers */
-	memcpy(buf, d->hdr, d->hdr_len);
-	memcpy(buf + d->hdr_len, d->payload, d->payload_len);
+	/* A heartbeat has no payload (NULL), a raw datagram no header. */
+	if (d->hdr_len)
+		memcpy(buf, d->hdr, d->hdr_len);
+	if (d->payload_len)
+		memcpy(buf + d->hdr_len, d->payload, d->payload_len);
 	if (pubd_wire_decode(buf, d->hdr_len + d->payload_len, &w, &p, &plen) != 0)
 		abort(); /* the daemon sent something malformed */
 	if (w.flags & PUBD_WIRE_F_HEARTBEAT || w.frag_index + 1 != w.frag_count)
