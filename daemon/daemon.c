@@ -566,13 +566,17 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 
 /* ---- lifecycle ---- */
 
-static int open_fabric(struct pubd *d)
+static int open_fabric(struct pubd *d, const struct pubd_fabric_ops *forced)
 {
 	const struct pubd_config *c = &d->cfg;
 	char dev[64] = "";
 	int probe, err;
 
-	switch (c->fabric_type) {
+	/* A fabric given by pubd_init_with (a test's) comes before fabric.type. */
+	switch (forced ? -1 : (int)c->fabric_type) {
+	case -1:
+		d->fops = forced;
+		break;
 	case PUBD_FABRIC_UDP:
 		d->fops = &pubd_fabric_udp_ops;
 		break;
@@ -605,6 +609,11 @@ static int open_fabric(struct pubd *d)
 }
 
 int pubd_init(struct pubd *d, const char *config_path)
+{
+	return pubd_init_with(d, config_path, NULL);
+}
+
+int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_init_opts *opts)
 {
 	static const int signals[] = {SIGTERM, SIGINT, SIGHUP};
 	struct pubd_reasm_config rc;
@@ -646,7 +655,7 @@ int pubd_init(struct pubd *d, const char *config_path)
 	pubd_loop_set_idle(d->loop, on_idle, d);
 	pubd_notify_init(d);
 
-	err = open_fabric(d);
+	err = open_fabric(d, opts ? opts->fabric : NULL);
 	if (err < 0)
 		return err;
 	err = pubd_ipc_init(d);

@@ -44,6 +44,11 @@ struct pubd {
 
 /* Lifecycle (daemon.c). */
 int pubd_init(struct pubd *d, const char *config_path);
+/* What tests may choose at start (pubd_init: all defaults). */
+struct pubd_init_opts {
+	const struct pubd_fabric_ops *fabric; /* NULL: as fabric.type says */
+};
+int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_init_opts *opts);
 int pubd_run(struct pubd *d);
 void pubd_close(struct pubd *d);
 /* Re-read the config; 0 or -EINVAL with the errors logged and, when

@@ -293,33 +293,47 @@ void pubd_loop_set_idle(struct pubd_loop *l, pubd_loop_idle_fn fn, void *ctx)
 	l->idle_ctx = ctx;
 }
 
-int pubd_loop_run(struct pubd_loop *l)
+/* One iteration: the idle hook, then wait at most timeout_ms (-1: no limit)
+ * for events and dispatch them. Returns events and idle work done, or -errno. */
+static int loop_step(struct pubd_loop *l, int timeout_ms)
 {
 	struct epoll_event evs[MAX_EVENTS];
-	int n, i, timeout;
+	int n, i, work = 0;
+
+	if (l->idle_fn && (work = l->idle_fn(l->idle_ctx)) > 0)
+		timeout_ms = 0;
+	if (l->stop)
+		return work;
+	n = epoll_wait(l->epfd, evs, MAX_EVENTS, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? work : -errno;
+	for (i = 0; i < n; i++) {
+		struct pubd_loop_watch *w = evs[i].data.ptr;
+
+		if (!w->dead)
+			w->fn(w->ctx, evs[i].events);
+	}
+	free_dead(l);
+	return work + n;
+}
+
+int pubd_loop_run(struct pubd_loop *l)
+{
+	int r;
 
 	l->stop = false;
 	while (!l->stop) {
-		timeout = -1;
-		if (l->idle_fn && l->idle_fn(l->idle_ctx) > 0)
-			timeout = 0;
-		if (l->stop)
-			break;
-		n = epoll_wait(l->epfd, evs, MAX_EVENTS, timeout);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		for (i = 0; i < n; i++) {
-			struct pubd_loop_watch *w = evs[i].data.ptr;
-
-			if (!w->dead)
-				w->fn(w->ctx, evs[i].events);
-		}
-		free_dead(l);
+		r = loop_step(l, -1);
+		if (r < 0)
+			return r;
 	}
 	return 0;
+}
+
+int pubd_loop_run_once(struct pubd_loop *l, int timeout_ms)
+{
+	l->stop = false;
+	return loop_step(l, timeout_ms);
 }
 
 void pubd_loop_stop(struct pubd_loop *l)

@@ -47,5 +47,9 @@ void pubd_loop_set_idle(struct pubd_loop *l, pubd_loop_idle_fn fn, void *ctx);
 /* Run until pubd_loop_stop. Returns 0 or -errno. */
 int pubd_loop_run(struct pubd_loop *l);
 void pubd_loop_stop(struct pubd_loop *l);
+/* One iteration (for tests that drive the daemon a turn at a time): run the
+ * idle hook, wait at most timeout_ms for events, dispatch them. Returns the
+ * work done (0: nothing happened), or -errno. */
+int pubd_loop_run_once(struct pubd_loop *l, int timeout_ms);
 
 #endif

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Write the seed corpora of fuzz_wire and fuzz_reasm (small, deterministic).
+"""Write the seed corpora of fuzz_wire, fuzz_reasm, fuzz_ipc and fuzz_rxpath
+(small, deterministic).
 
     tests/fuzz/make_seeds.py [OUTDIR]   (default: corpus/ beside this script)
 
 The header layout is the one daemon/wire.h documents; fuzz_reasm's input
 format (two config bytes, then u8 clock advance + u16 length + datagram records)
-is the one tests/fuzz/fuzz_reasm.c documents.
+is the one tests/fuzz/fuzz_reasm.c documents; fuzz_ipc's (u8 op = action << 2 |
+client, then the action's bytes) and fuzz_rxpath's (u8 ctl, u16 length,
+datagram) are the ones their sources document.
 """
 import os
 import struct
@@ -84,9 +87,84 @@ def reasm_seeds():
     }
 
 
+# fuzz_ipc actions, in the order of enum action in fuzz_ipc.c.
+(RAW, HELLO, SUB, UNSUB, PUBLISH, BIGHEAD, QUERY, READ, CLOSE, TURN, CREDITS, DOWN, UP, MTU, RELOAD, INJECT,
+ SNDBUF) = range(17)
+GA, GB, GC, GNONE = range(4)
+
+
+def op(action, client, *args):
+    return bytes([action << 2 | client]) + bytes(args)
+
+
+def publish(client, group, length, req=0):
+    """A PUBLISH of length bytes (below 32 KiB; from 16 KiB by the large-message path)."""
+    assert length < 32768
+    if length >= 16384:
+        group |= 0x80
+        length -= 16384
+    return op(PUBLISH, client, group | (0x40 if req else 0), length & 0xFF, length >> 8)
+
+
+def ipc_seeds():
+    hello0, hello1 = op(HELLO, 0, 8), op(HELLO, 1, 3)
+    raw_garbage = b"\x09\x00\x00\x00\x63\x00\x00\x00" + bytes(9)
+    return {
+        "pub_sub": hello0 + op(SUB, 0, GA) + hello1 + publish(1, GA, 100) + publish(1, GA, 5000, 1) +
+        op(TURN, 0, 3) + op(READ, 0) + op(UNSUB, 0, GA) + op(READ, 0),
+        "backpressure_close": hello1 + op(CREDITS, 0, 0) + b"".join(publish(1, GA, 200) for _ in range(300)) +
+        op(CLOSE, 1) + op(CREDITS, 0, 255),
+        "multicast_error": hello1 + op(DOWN, 0, GA) + b"".join(publish(1, GA, 1500) for _ in range(5)) +
+        op(TURN, 0, 2) + op(UP, 0, GA),
+        "mtu_change": hello1 + b"".join(publish(1, GA, 3000) for _ in range(3)) + op(CREDITS, 0, 0) +
+        b"".join(publish(1, GA, 3000) for _ in range(3)) + op(MTU, 0, 0) + op(CREDITS, 0, 255),
+        "acl_reload": hello0 + op(SUB, 0, GA) + op(RELOAD, 0, 1) + hello1 + publish(1, GA, 10) + op(TURN, 0, 2) +
+        op(READ, 0),
+        "unsub_mid_deliver": hello0 + op(SUB, 0, GA) + op(SNDBUF, 0) + hello1 + publish(1, GA, 30000) +
+        op(TURN, 0, 2) + op(UNSUB, 0, GA) + op(TURN, 0, 2) + op(READ, 0) +
+        b"".join(op(QUERY, 0, k) for k in (1, 2, 4)) + op(READ, 0),
+        "publish_before_hello": op(BIGHEAD, 0, GA, 200) + op(BIGHEAD, 1, GB, 50) + op(TURN, 0, 4),
+        "garbage": op(RAW, 2, len(raw_garbage), 0) + raw_garbage + op(READ, 2),
+        "queries": hello0 + b"".join(op(QUERY, 0, k) for k in range(9)) + op(QUERY, 0, 0x83) + op(READ, 0),
+        "slow_disconnect": op(RELOAD, 0, 2) + hello0 + op(SUB, 0, GA) + op(SUB, 0, GB) +
+        b"".join(op(INJECT, 0, GA, s, 40) for s in range(20)) + op(TURN, 0, 5) + op(READ, 0),
+        "acl_and_unknown": hello1 + publish(1, GB, 10, 1) + publish(1, GNONE, 10, 1) + publish(1, GC, 10) +
+        op(SUB, 1, GC) + op(SUB, 1, GNONE) + op(UNSUB, 1, GB) + op(READ, 1),
+    }
+
+
+def rx_record(ctl, dgram):
+    return bytes([ctl]) + struct.pack(">H", len(dgram)) + dgram
+
+
+def fold(slot, group, turn=True, self_=False):
+    """fuzz_rxpath ctl: arrive on slot (0-3 groups a b c r, 4: -1), header folded onto group."""
+    return slot | (8 if self_ else 0) | 0x10 | group << 5 | (0x80 if turn else 0)
+
+
+def rxpath_seeds():
+    a0 = frags(0, 0, 0, 100, 40)
+    a1 = frags(0, 0, 1, 100, 40)
+    a2 = frags(0, 1, 2, 30, 40)
+    return {
+        "in_order": b"".join(rx_record(fold(0, 0), d) for d in a0 + a1),
+        "loss_dup_reorder": b"".join(rx_record(fold(0, 0), d) for d in (a1[2], a0[0], a0[0], a1[0], a0[2],
+                                                                      heartbeat(0, 0, 4))),
+        "shared_address": rx_record(fold(0, 1), a0[0]) + rx_record(fold(0, 1), a0[1]) +
+        rx_record(fold(0, 1), a0[2]) + rx_record(fold(0, 2), a2[0]),
+        "unjoined": rx_record(fold(4, 0), a2[0]) + rx_record(fold(2, 0), a2[0]) + rx_record(0x07, a2[0]),
+        "raw_and_self": rx_record(3 | 0x80, b"raw bytes, no header") + rx_record(fold(0, 0, self_=True), a2[0]) +
+        rx_record(fold(0, 0), frags(0, 2, 0, 20, 40)[0]),
+        "tail_loss": b"".join(rx_record(fold(2, 2), d) for d in frags(0, 1, 0, 50, 40)) +
+        rx_record(fold(2, 2), heartbeat(0, 1, 9)),
+        "unfolded": rx_record(0x00, a0[0]) + rx_record(0x01, b"short"),
+    }
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
-    for sub, seeds in (("wire", wire_seeds()), ("reasm", reasm_seeds())):
+    for sub, seeds in (("wire", wire_seeds()), ("reasm", reasm_seeds()), ("ipc", ipc_seeds()),
+                      ("rxpath", rxpath_seeds())):
         d = os.path.join(top, sub)
         os.makedirs(d, exist_ok=True)
         for name, blob in seeds.items():

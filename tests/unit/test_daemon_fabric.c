@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's transmit and receive paths driven through the fake fabric:
+ * loss, duplication and reordering between two daemons, running out of send
+ * credits, join failure and multicast errors, an MTU change at run time,
+ * datagrams that did not arrive on a joined group. Each checks that every
+ * message published is delivered or counted dropped with a reason.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../common/proto.h"
+#include "test_daemon_harness.h"
+#include "wire.h"
+
+#define GROUPS                      \
+	"groups:\n"                 \
+	"  - name: g1\n"            \
+	"    address: 239.77.0.1\n" \
+	"  - name: g2\n"            \
+	"    address: 239.77.0.2\n"
+#define LIMITS "limits:\n  reassembly_timeout_ms: 50\n"
+#define MS     1000000ull
+
+/* Message k of a test: its length and bytes are a function of k, so the
+ * subscriber can check each one whole. */
+static size_t msg_len(uint64_t k)
+{
+	return 1 + (k * 997) % 4000;
+}
+
+static uint8_t msg_byte(uint64_t k, size_t i)
+{
+	return (uint8_t)(k * 7 + i * 13);
+}
+
+static size_t enc_msg(uint8_t *out, size_t cap, const char *group, uint64_t k)
+{
+	uint8_t payload[4096];
+	size_t i, len = msg_len(k);
+
+	for (i = 0; i < len; i++)
+		payload[i] = msg_byte(k, i);
+	return hc_enc_publish(out, cap, group, payload, len);
+}
+
+/* A subscriber's view: which sequence numbers arrived, each checked whole. */
+struct seen {
+	uint8_t *got;
+	uint64_t n, delivered;
+	uint64_t source;
+};
+
+static void take_delivers(struct hc *c, struct seen *s)
+{
+	struct pub_msg_deliver m;
+	const uint8_t *body;
+	uint32_t len;
+	uint8_t type;
+	size_t i;
+
+	while (hc_next(c, &type, &body, &len, 0) == 1) {
+		assert_int_equal(type, PUB_FRAME_DELIVER);
+		assert_int_equal(pub_proto_dec_deliver(body, len, &m), 0);
+		assert_true(m.seq < s->n);
+		assert_int_equal(s->got[m.seq], 0); /* never twice */
+		assert_int_equal(m.payload_len, msg_len(m.seq));
+		for (i = 0; i < m.payload_len; i++)
+			assert_int_equal(m.payload[i], msg_byte(m.seq, i));
+		if (s->source)
+			assert_int_equal(m.source, s->source);
+		s->got[m.seq] = 1;
+		s->delivered++;
+		hc_pop(c);
+	}
+}
+
+static uint64_t msg_drops(const struct pubd_drops *d)
+{
+	return pubd_drops_msg_total(d);
+}
+
+/* Wait until b has heard a's group long enough that a stream starting now is
+ * counted from its first message, lost or not (daemon.c's grace period). */
+static void wait_grace(struct hd *b, const char *group)
+{
+	struct pubd_group *g = hd_group(b, group);
+	uint64_t grace = 6 * 10 * MS, dl = hd_deadline(3000);
+
+	while (!hd_past(dl) &&
+	       (!g->up || pubd_now_ns() - g->up_since_ns < grace || pubd_now_ns() - g->listen_since_ns < grace))
+		hd_turn(b, 5);
+	assert_true(g->listening);
+}
+
+static void publish_all(struct hc *pub, const char *group, uint64_t from, uint64_t to)
+{
+	uint8_t frame[4400];
+	uint64_t k;
+	size_t n;
+
+	for (k = from; k < to; k++) {
+		n = enc_msg(frame, sizeof(frame), group, k);
+		assert_true(n > 0);
+		assert_int_equal(hc_write(pub, frame, n, 5000), 0);
+	}
+}
+
+/* Loss, duplication and reordering between two daemons: published =
+ * delivered + dropped by reason, per stream, and nothing delivered twice or
+ * altered. */
+static void test_accounting_impaired(void **state)
+{
+	struct pubd_fake_impair imp = {
+		.loss_ppm = 50000, .dup_ppm = 50000, .reorder_ppm = 100000, .reorder_window = 8, .seed = 42};
+	struct pubd_fake_transfer_stats st = {0};
+	const uint64_t N = 400;
+	static struct hd a, b; /* static: the teardown stops them if an assert ends the test */
+	struct hc pub, sub;
+	struct seen s = {0};
+	struct pubd_source_stats *src = NULL;
+	struct pubd_group *gb;
+	uint64_t dl, accounted = 0;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, LIMITS GROUPS), 0);
+	assert_int_equal(hd_start(&b, NULL, LIMITS GROUPS), 0);
+	s.n = N;
+	s.got = calloc(N, 1);
+	s.source = a.d.source_id;
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "g1", NULL), 0);
+	wait_grace(&b, "g1");
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	publish_all(&pub, "g1", 0, N);
+
+	gb = hd_group(&b, "g1");
+	dl = hd_deadline(10000);
+	while (!hd_past(dl)) {
+		hd_turn(&a, 1);
+		pubd_fake_transfer(a.fk, b.fk, &imp, &st);
+		hd_turn(&b, 1);
+		take_delivers(&sub, &s);
+		src = pubd_source_map_get(&b.d.sources, a.d.source_id, gb->id);
+		accounted = src->delivered + msg_drops(&src->drops);
+		if (a.d.counters[PUBD_CTR_MSG_PUBLISHED] == N && accounted >= N && s.delivered == src->delivered)
+			break;
+	}
+	print_message("published %llu, delivered %llu, dropped %llu; in transit: lost %llu dup %llu reordered %llu\n",
+		      (unsigned long long)a.d.counters[PUBD_CTR_MSG_PUBLISHED], (unsigned long long)s.delivered,
+		      (unsigned long long)msg_drops(&src->drops), (unsigned long long)st.lost,
+		      (unsigned long long)st.duplicated, (unsigned long long)st.reordered);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], N);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 0);
+	assert_true(st.lost > 0 && st.duplicated > 0 && st.reordered > 0);
+	assert_int_equal(accounted, N);
+	assert_int_equal(s.delivered, src->delivered);
+	assert_int_equal(gb->received, src->delivered);
+	/* Loss took some messages, and each one lost is counted, not more. */
+	assert_true(s.delivered < N);
+	assert_int_equal(msg_drops(&gb->drops), N - s.delivered);
+	hc_close(&pub);
+	hc_close(&sub);
+	hd_stop(&a);
+	hd_stop(&b);
+	free(s.got);
+}
+
+/* Count the data datagrams (not heartbeats) the fake recorded for a slot,
+ * by message: a message is out when all its fragments are. */
+static uint64_t take_sent_msgs(struct hd *h, int slot, uint64_t *hb)
+{
+	uint64_t msgs = 0;
+	size_t i;
+
+	for (i = 0; i < pubd_fake_sent_count(h->fk); i++) {
+		const struct pubd_fake_sent *r = pubd_fake_sent_at(h->fk, i);
+		struct pubd_wire_hdr w;
+		const uint8_t *p;
+		size_t plen;
+
+		assert_int_equal(pubd_wire_decode(r->data, r->len, &w, &p, &plen), 0);
+		if (r->slot != slot)
+			continue;
+		if (w.flags & PUBD_WIRE_F_HEARTBEAT) {
+			if (hb)
+				++*hb;
+			continue;
+		}
+		if (w.frag_index + 1 == w.frag_count)
+			msgs++;
+	}
+	pubd_fake_sent_clear(h->fk);
+	return msgs;
+}
+
+/* Out of send credits: publishers are paused (back-pressure), nothing is
+ * dropped, and everything goes out once credits return. */
+static void test_send_credit_exhaustion(void **state)
+{
+	const uint64_t N = 1500;
+	uint8_t frame[4400];
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc pub;
+	struct pubd_group *g;
+	uint64_t k = 0, sent = 0, dl;
+	size_t n, off = 0;
+	bool paused_seen = false;
+	long w;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, GROUPS), 0);
+	g = hd_group(&a, "g1");
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	pubd_fake_set_credits(a.fk, 0);
+	/* Write until the daemon stops reading (paused) and the socket fills. */
+	n = enc_msg(frame, sizeof(frame), "g1", k);
+	dl = hd_deadline(10000);
+	while (k < N && !hd_past(dl)) {
+		w = hc_try_write(&pub, frame + off, n - off);
+		assert_true(w >= 0);
+		off += (size_t)w;
+		if (off == n) {
+			k++;
+			off = 0;
+			n = enc_msg(frame, sizeof(frame), "g1", k);
+			continue;
+		}
+		hd_turn(&a, 1);
+		if (a.d.ipc.npaused)
+			paused_seen = true;
+		if (paused_seen && w == 0)
+			break;
+	}
+	hd_settle(&a, 50);
+	print_message("out of credits: %llu messages written, %llu published, %u paused, %llu short sends\n",
+		      (unsigned long long)k, (unsigned long long)a.d.counters[PUBD_CTR_MSG_PUBLISHED], a.d.ipc.npaused,
+		      (unsigned long long)pubd_fake_short_sends(a.fk));
+	assert_true(paused_seen);
+	assert_true(a.d.counters[PUBD_CTR_MSG_PUBLISHED] < N);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 0);
+	/* Credits come back a few at a time; the writer finishes. */
+	dl = hd_deadline(20000);
+	while (!hd_past(dl) && (k < N || a.d.tx.queued_msgs || a.d.counters[PUBD_CTR_MSG_PUBLISHED] < N)) {
+		pubd_fake_add_credits(a.fk, 40);
+		if (k < N) {
+			w = hc_try_write(&pub, frame + off, n - off);
+			assert_true(w >= 0);
+			off += (size_t)w;
+			if (off == n) {
+				k++;
+				off = 0;
+				n = enc_msg(frame, sizeof(frame), "g1", k);
+			}
+		}
+		hd_turn(&a, 1);
+		sent += take_sent_msgs(&a, g->slot, NULL);
+	}
+	hd_settle(&a, 50);
+	sent += take_sent_msgs(&a, g->slot, NULL);
+	print_message("credits back: %llu published, %llu sent, %llu stalls\n",
+		      (unsigned long long)a.d.counters[PUBD_CTR_MSG_PUBLISHED], (unsigned long long)sent,
+		      (unsigned long long)a.d.counters[PUBD_CTR_TX_STALLS]);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], N);
+	assert_int_equal(sent, N);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 0);
+	assert_true(a.d.counters[PUBD_CTR_TX_STALLS] > 0);
+	assert_int_equal(a.d.ipc.npaused, 0);
+	hc_close(&pub);
+	hd_stop(&a);
+}
+
+/* A join that fails, and a multicast error on a joined group: what is
+ * published meanwhile waits and goes out after the rejoin. */
+static void test_join_failure_and_multicast_error(void **state)
+{
+	const char *with_g3 = GROUPS "  - name: g3\n    address: 239.77.0.3\n";
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc pub;
+	struct pubd_group *g1, *g3;
+	uint64_t sent;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, GROUPS), 0);
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	/* A group added by a reload whose join fails. */
+	pubd_fake_set_join_result(a.fk, -ENODEV);
+	assert_int_equal(hd_reload(&a, NULL, with_g3), 0);
+	g3 = hd_group(&a, "g3");
+	assert_non_null(g3);
+	assert_false(g3->up);
+	publish_all(&pub, "g3", 0, 30);
+	hd_settle(&a, 50);
+	assert_int_equal(take_sent_msgs(&a, g3->slot, NULL), 0);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], 30);
+	pubd_fake_set_join_result(a.fk, 0);
+	pubd_fake_group_up(a.fk, g3->slot);
+	hd_settle(&a, 50);
+	assert_true(g3->up);
+	assert_int_equal(take_sent_msgs(&a, g3->slot, NULL), 30);
+
+	/* A multicast error on a joined group, then it comes back. */
+	g1 = hd_group(&a, "g1");
+	assert_true(g1->up);
+	pubd_fake_group_down(a.fk, g1->slot, -ENETRESET);
+	hd_settle(&a, 20);
+	assert_false(g1->up);
+	publish_all(&pub, "g1", 0, 40);
+	hd_settle(&a, 50);
+	assert_int_equal(take_sent_msgs(&a, g1->slot, NULL), 0);
+	pubd_fake_group_up(a.fk, g1->slot);
+	hd_settle(&a, 50);
+	sent = take_sent_msgs(&a, g1->slot, NULL);
+	assert_int_equal(sent, 40);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], 70);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 0);
+	hc_close(&pub);
+	hd_stop(&a);
+}
+
+/* The fabric's MTU drops at run time: messages queued before and published
+ * after arrive whole at another daemon; none is refused mtu_exceeded. */
+static void test_mtu_change(void **state)
+{
+	const uint64_t N = 60;
+	static struct hd a, b; /* static: the teardown stops them if an assert ends the test */
+	struct hc pub, sub;
+	struct seen s = {0};
+	struct pubd_group *ga, *gb;
+	uint64_t dl;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, LIMITS GROUPS), 0);
+	assert_int_equal(hd_start(&b, NULL, LIMITS GROUPS), 0);
+	ga = hd_group(&a, "g1");
+	gb = hd_group(&b, "g1");
+	s.n = N;
+	s.got = calloc(N, 1);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "g1", NULL), 0);
+	wait_grace(&b, "g1");
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	/* Some go out at the old MTU, some wait in the queue cut for it. */
+	publish_all(&pub, "g1", 0, 20);
+	hd_settle(&a, 50);
+	pubd_fake_set_credits(a.fk, 0);
+	publish_all(&pub, "g1", 20, 40);
+	hd_settle(&a, 50);
+	pubd_fake_set_mtu(a.fk, 512);
+	hd_settle(&a, 50);
+	assert_int_equal(a.d.mtu, 512);
+	pubd_fake_set_credits(a.fk, -1);
+	publish_all(&pub, "g1", 40, N);
+	dl = hd_deadline(10000);
+	while (!hd_past(dl) && s.delivered < N) {
+		hd_turn(&a, 1);
+		for (i = 0; i < pubd_fake_sent_count(a.fk); i++)
+			assert_true(pubd_fake_sent_at(a.fk, i)->len <= 1024);
+		pubd_fake_transfer(a.fk, b.fk, NULL, NULL);
+		hd_turn(&b, 1);
+		take_delivers(&sub, &s);
+	}
+	print_message("after the MTU change: %llu of %llu delivered, mtu_exceeded %llu, fabric_error %llu\n",
+		      (unsigned long long)s.delivered, (unsigned long long)N,
+		      (unsigned long long)ga->drops.by_reason[PUB_DROP_MTU_EXCEEDED],
+		      (unsigned long long)ga->drops.by_reason[PUB_DROP_FABRIC_ERROR]);
+	assert_int_equal(ga->drops.by_reason[PUB_DROP_MTU_EXCEEDED], 0);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 0);
+	assert_int_equal(s.delivered, N);
+	assert_int_equal(msg_drops(&gb->drops), 0);
+	hc_close(&pub);
+	hc_close(&sub);
+	hd_stop(&a);
+	hd_stop(&b);
+	free(s.got);
+}
+
+/* A datagram that did not arrive on a joined group's address (slot -1), or
+ * that names a group on another address, is rx_unjoined and not delivered. */
+static void test_rx_unjoined(void **state)
+{
+	uint8_t dg[PUBD_WIRE_HDR_LEN + 16];
+	struct pubd_wire_hdr w = {.version = PUBD_WIRE_VERSION, .source_id = 0x1234, .msg_len = 16, .frag_count = 1};
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc sub;
+	struct pubd_group *g1, *g2;
+	const uint8_t *body;
+	uint32_t len;
+	uint8_t type;
+	uint64_t before;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, LIMITS GROUPS), 0);
+	g1 = hd_group(&a, "g1");
+	g2 = hd_group(&a, "g2");
+	assert_int_equal(hc_connect(&a, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "g1", NULL), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "g2", NULL), 0);
+	memset(dg + PUBD_WIRE_HDR_LEN, 'x', 16);
+	before = a.d.counters[PUBD_CTR_RX_UNJOINED];
+
+	w.group_id = g1->id;
+	pubd_wire_encode(&w, dg);
+	pubd_fake_inject(a.fk, -1, dg, sizeof(dg), false);
+	w.group_id = g2->id;
+	w.msg_seq = 1;
+	pubd_wire_encode(&w, dg);
+	pubd_fake_inject(a.fk, g1->slot, dg, sizeof(dg), false);
+	hd_settle(&a, 20);
+	assert_int_equal(a.d.counters[PUBD_CTR_RX_UNJOINED] - before, 2);
+	assert_int_equal(hc_next(&sub, &type, &body, &len, 100), 0);
+	assert_int_equal(g1->received + g2->received, 0);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_RECEIVED], 0);
+
+	/* The same datagram on its own group's slot is delivered: the test
+	 * can tell the two apart. */
+	w.group_id = g1->id;
+	w.msg_seq = 2;
+	pubd_wire_encode(&w, dg);
+	pubd_fake_inject(a.fk, g1->slot, dg, sizeof(dg), false);
+	assert_int_equal(hc_next(&sub, &type, &body, &len, 2000), 1);
+	assert_int_equal(type, PUB_FRAME_DELIVER);
+	hc_close(&sub);
+	hd_stop(&a);
+}
+
+static int stop_all(void **state)
+{
+	(void)state;
+	hd_stop_all();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_accounting_impaired, stop_all),
+		cmocka_unit_test_teardown(test_send_credit_exhaustion, stop_all),
+		cmocka_unit_test_teardown(test_join_failure_and_multicast_error, stop_all),
+		cmocka_unit_test_teardown(test_mtu_change, stop_all),
+		cmocka_unit_test_teardown(test_rx_unjoined, stop_all),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
