@@ -5,12 +5,14 @@
 # bridge, a third namespace f for the forger) under a mixed load for the
 # whole run, then an accounting check and a resource summary. Not in CI.
 #
-#   tests/soak/run.sh [--minutes N] [--build DIR] [--forge-rate R] [--out DIR]
+#   tests/soak/run.sh [--minutes N] [--build DIR] [--forge-rate R] [--forge-kinds K,...] [--out DIR]
 #
 #   --minutes N     load duration (default 30)
 #   --build DIR     the cmake build to use (default build); the soak's
 #                   programs are built in it first
 #   --forge-rate R  forged datagrams per second (default 200)
+#   --forge-kinds   only these kinds of forgery (soak_forge.c: whole, partial,
+#                   badfrag, badhdr, seqjump, foreign; default all)
 #   --out DIR       also copy the summary and the samples there
 #
 # The load, all at once for the whole duration:
@@ -58,12 +60,14 @@ set -uo pipefail
 MINUTES=30
 BUILD_ARG=build
 FORGE_RATE=200
+FORGE_KINDS=whole,partial,badfrag,badhdr,seqjump,foreign
 OUT=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--minutes) MINUTES=$2; shift 2 ;;
 	--build) BUILD_ARG=$2; shift 2 ;;
 	--forge-rate) FORGE_RATE=$2; shift 2 ;;
+	--forge-kinds) FORGE_KINDS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -184,7 +188,7 @@ for h in "${HOSTS[@]}"; do
 	soak_bg "pub-big-$h" "$h" pub -g big --min-size 65536 --max-size 1048576 --rate 3 --seed 3
 	LONG_PUBS+=("$IT_BG_PID")
 done
-it_bg forge "$NS_f" "$SOAK_FORGE" --port "$PORT" --rate "$FORGE_RATE" --stats "$W/stats/forge" \
+it_bg forge "$NS_f" "$SOAK_FORGE" --port "$PORT" --rate "$FORGE_RATE" --kinds "$FORGE_KINDS" --stats "$W/stats/forge" \
 	--addr 239.83.0.1 --addr 239.83.0.2 --addr 239.83.0.3 --addr 239.83.0.4 --addr 239.83.0.5 \
 	--group s1 --group s2 --group big --group acl --group churn
 FORGE_PID=$IT_BG_PID
@@ -434,9 +438,10 @@ tbl() { # HOST TABLE: the saved JSON (empty object when missing)
 	if [ -s "$f" ]; then cat "$f"; else echo '{}'; fi
 }
 
-say "==== pubd soak: ${T_LOAD_END}s of load (asked ${DURATION}s), forger at ${FORGE_RATE}/s ===="
+say "==== pubd soak: ${T_LOAD_END}s of load (asked ${DURATION}s), forger at ${FORGE_RATE}/s ($FORGE_KINDS) ===="
 say "work dir: $W"
-say "reloads: $(grep -c applied "$W/reloads.log" 2>/dev/null || echo 0) applied, $(grep -c 'NOT APPLIED' "$W/reloads.log" 2>/dev/null || echo 0) not applied"
+say "reloads: $(grep -c ' applied' "$W/reloads.log" 2>/dev/null) applied, $(grep -c 'NOT APPLIED' "$W/reloads.log" 2>/dev/null) not applied"
+[ "$(grep -c 'NOT APPLIED' "$W/reloads.log" 2>/dev/null)" = 0 ] || bad "a reload was not applied (reloads.log)"
 say "forged datagrams: $(tr '\n' ' ' <"$W/stats/forge" 2>/dev/null)"
 say "churn clients started: $(wc -l <"$W/churn.pids")"
 
@@ -582,8 +587,17 @@ if [ ${#DIED[@]} = 0 ]; then
 			say "  $h: dropped $total != drops table $rows (by $(jq -n "$total - $rows"))"
 			bad "$h: status dropped $total != sum of the drops table's message rows $rows"
 		fi
-		absurd=$(tbl "$h" drops | jq -c '[.drops[]? | select(.count > 1000000000000)]')
-		[ "$absurd" = "[]" ] || bad "$h: absurd drop counts (a peer's values?): $absurd"
+		absurd=$(tbl "$h" drops | jq -r '[.drops[]? | select(.count > 1000000000000)] | select(length > 0)
+			| "\(length) rows, reasons \(map(.reason) | unique | join(",")), largest \(max_by(.count) | "\(.scope) \(.name) \(.count)")"')
+		[ -z "$absurd" ] || bad "$h: drop counts above 10^12 (a peer's values made them absurd): $absurd"
+		ctr=$(tbl "$h" status | jq '[.counters[]? | select(.counter == "rx_malformed") | .value] | first // -1')
+		rows=$(tbl "$h" drops | jq '[.drops[]? | select(.reason == "malformed") | .count] | add // 0')
+		if [ "$ctr" = "$rows" ]; then
+			say "  $h: rx_malformed $ctr = malformed rows $rows ok"
+		else
+			say "  $h: rx_malformed $ctr != malformed rows $rows (by $((ctr - rows)))"
+			bad "$h: counter rx_malformed $ctr != the drops table's malformed rows $rows"
+		fi
 		[ ! -s "$W/tables/$h-drops.err" ] || bad "$h: pubctl drops failed: $(head -c 300 "$W/tables/$h-drops.err")"
 		[ ! -s "$W/tables/$h-sources.err" ] || bad "$h: pubctl sources failed: $(head -c 300 "$W/tables/$h-sources.err")"
 	done

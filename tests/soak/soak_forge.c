@@ -5,7 +5,7 @@
  * (daemon/wire.h), then some fields are spoiled on purpose.
  *
  *   soak_forge --addr GROUP_IP [--addr ...] --port P --group NAME [--group ...]
- *              [--rate R] [--seconds S] [--seed N] [--stats FILE]
+ *              [--rate R] [--seconds S] [--seed N] [--kinds K,K...] [--stats FILE]
  *
  * Each datagram goes to one of the addresses, for one of the named groups
  * (or, sometimes, a group id nobody configured), and is one of these kinds:
@@ -19,6 +19,7 @@
  *   seqjump  a data fragment or heartbeat from one of a few recurring
  *            sources with a random 64-bit sequence number
  *   foreign  a valid message for a group id no daemon has
+ * --kinds keeps only the kinds named (to tell which one upsets a daemon).
  * SIGTERM ends it; the counts per kind go to FILE (and stdout).
  */
 #include <arpa/inet.h>
@@ -41,8 +42,8 @@
 
 enum kind { K_WHOLE, K_PARTIAL, K_BADFRAG, K_BADHDR, K_SEQJUMP, K_FOREIGN, K__COUNT };
 static const char *const kind_names[K__COUNT] = {"whole", "partial", "badfrag", "badhdr", "seqjump", "foreign"};
-/* Out of 100 datagrams. */
-static const unsigned kind_weight[K__COUNT] = {25, 25, 20, 10, 15, 5};
+/* Relative weights; --kinds zeroes the others. */
+static unsigned kind_weight[K__COUNT] = {25, 25, 20, 10, 15, 5};
 
 static volatile sig_atomic_t stop;
 
@@ -72,8 +73,11 @@ static uint64_t now_ms(void)
 
 static enum kind pick_kind(void)
 {
-	unsigned r = (unsigned)(rnd() % 100), k;
+	unsigned total = 0, r, k;
 
+	for (k = 0; k < K__COUNT; k++)
+		total += kind_weight[k];
+	r = (unsigned)(rnd() % total);
 	for (k = 0; k < K__COUNT; k++) {
 		if (r < kind_weight[k])
 			return (enum kind)k;
@@ -163,13 +167,46 @@ static size_t forge(enum kind k, uint64_t group_id, const uint64_t *pool, uint8_
 	return PUBD_WIRE_HDR_LEN + payload;
 }
 
+/* --kinds LIST: zero the weight of every kind not in the comma-separated LIST. */
+static int keep_kinds(const char *list)
+{
+	unsigned keep[K__COUNT] = {0}, k, any = 0;
+	const char *p = list;
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+
+		for (k = 0; k < K__COUNT; k++)
+			if (strlen(kind_names[k]) == n && strncmp(p, kind_names[k], n) == 0)
+				break;
+		if (k == K__COUNT)
+			return -1;
+		keep[k] = 1;
+		any = 1;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	if (!any)
+		return -1;
+	for (k = 0; k < K__COUNT; k++)
+		if (!keep[k])
+			kind_weight[k] = 0;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"addr", required_argument, NULL, 'a'},	   {"port", required_argument, NULL, 'p'},
-		{"group", required_argument, NULL, 'g'},   {"rate", required_argument, NULL, 'r'},
-		{"seconds", required_argument, NULL, 't'}, {"seed", required_argument, NULL, 'S'},
-		{"stats", required_argument, NULL, 'o'},   {NULL, 0, NULL, 0},
+		{"addr", required_argument, NULL, 'a'},
+		{"port", required_argument, NULL, 'p'},
+		{"group", required_argument, NULL, 'g'},
+		{"rate", required_argument, NULL, 'r'},
+		{"seconds", required_argument, NULL, 't'},
+		{"seed", required_argument, NULL, 'S'},
+		{"stats", required_argument, NULL, 'o'},
+		{"kinds", required_argument, NULL, 'k'},
+		{NULL, 0, NULL, 0},
 	};
 	struct sockaddr_in to[MAX_TARGETS];
 	uint64_t groups[MAX_TARGETS], pool[POOL_SOURCES], counts[K__COUNT] = {0}, sent = 0, failed = 0, t0, i;
@@ -215,6 +252,13 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			stats = optarg;
+			break;
+		case 'k':
+			if (keep_kinds(optarg) < 0) {
+				fprintf(stderr, "soak_forge: --kinds: one or more of "
+						"whole,partial,badfrag,badhdr,seqjump,foreign\n");
+				return 2;
+			}
 			break;
 		default:
 			fprintf(stderr, "usage: soak_forge --addr IP... --port P --group NAME... [--rate R] "
