@@ -55,6 +55,11 @@
 # own deadline (duration + 10 minutes) ends it whatever happens. The work
 # directory (logs, samples.csv, tables/, summary.txt) is kept.
 
+# One compound command, read whole before it runs: editing this file during
+# a half-hour soak cannot change the run under way. (Its functions called
+# through it_wait look unreachable to shellcheck.)
+# shellcheck disable=SC2317
+{
 set -uo pipefail
 
 MINUTES=30
@@ -104,6 +109,15 @@ for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^soak-[0-9]*-' 
 done
 
 it_setup soak
+# lib.sh's teardown ends the watchdog's shell; its sleep would linger for
+# the whole limit. End that sleep first (by its parent), then tear down.
+soak_teardown() {
+	local rc=$?
+	[ -z "$IT_WATCHDOG" ] || pkill -P "$IT_WATCHDOG" -x sleep 2>/dev/null
+	(exit "$rc")
+	it_teardown
+}
+trap soak_teardown EXIT
 W=$IT_WORK
 mkdir -p "$W/tables" "$W/stats"
 
@@ -238,8 +252,10 @@ RELOAD_EVERY=60
 (
 	v=0
 	while [ ! -e "$STOP" ]; do
-		sleep "$RELOAD_EVERY" # the reload period
-		[ -e "$STOP" ] && break
+		for ((i = 0; i < RELOAD_EVERY; i++)); do
+			[ -e "$STOP" ] && break 2
+			sleep 1 # the reload period, a second at a time to stop promptly
+		done
 		v=$((1 - v))
 		for h in "${HOSTS[@]}"; do
 			before=$(it_counter "$h" reloads)
@@ -354,7 +370,7 @@ churn_alive() {
 	local p
 	while read -r p; do
 		kill -0 "$p" 2>/dev/null && return 0
-	done <"$W/churn.pids"
+	done < <(tail -n 60 "$W/churn.pids") # at most 10 run at once, none for more than 20 s
 	return 1
 }
 [ -f "$W/churn.pids" ] || : >"$W/churn.pids"
@@ -530,6 +546,9 @@ if [ ${#DIED[@]} = 0 ]; then
 				read -r del drp infl <<<"$(jq -r '"\(.delivered) \(.dropped) \(.inflight)"' <<<"$row")"
 				line=$(printf '  %s->%s %-4s published %9d = delivered %9d + dropped %7d (in flight %d)' \
 					"$x" "$y" "$g" "$pub" "$del" "$drp" "$infl")
+				why=$(tbl "$y" drops | jq -r --arg n "$src/$g" \
+					'[.drops[]? | select(.scope == "source" and .name == $n) | "\(.reason)=\(.count)"] | join(" ")')
+				[ -z "$why" ] || line="$line [$why]"
 				if [ "$pub" = $((del + drp)) ]; then
 					say "$line ok"
 				else
@@ -610,3 +629,5 @@ if [ -n "$OUT" ]; then
 	mkdir -p "$OUT" && cp -r "$SUMMARY" "$W/samples.csv" "$W/liveness.csv" "$W/reloads.log" "$W/tables" "$OUT/"
 fi
 it_finish
+exit
+}
