@@ -304,7 +304,7 @@ IT_PIDS+=("$!")
 					--min-size 65536 --max-size 1048576 --seed "$n" ;;
 			3) # a publisher of small batches killed mid-batch
 				ip netns exec "$ns" timeout -s KILL "0.$((1 + RANDOM % 9))" "$SOAK_CLIENT" pub -s "$sock" -g s1 \
-					--min-size 64 --max-size 512 --batch 32 --seed "$n" ;;
+					--min-size 64 --max-size 512 --batch 32 --rate 2000 --seed "$n" ;;
 			4) # a subscriber killed with SIGKILL while large deliveries are under way
 				ip netns exec "$ns" timeout -s KILL "$((1 + RANDOM % 3)).$((RANDOM % 10))" "$SOAK_CLIENT" sub -s "$sock" \
 					-g big -g s2 ;;
@@ -540,7 +540,8 @@ if [ ${#DIED[@]} = 0 ]; then
 				row=$(tbl "$y" sources | jq -c --arg s "$src" --arg g "$g" \
 					'[.sources[]? | select(.source == $s and .group == $g)] | first // empty')
 				if [ -z "$pub" ] || [ -z "$row" ]; then
-					bad "$x->$y $g: no figures (published '${pub}', source row '${row}': the stream was forgotten?)"
+					cut=$(tbl "$y" sources | jq -r '[.more[]? | "\(.rows_not_shown) rows of \(.table) not shown"] | join(", ")')
+					bad "$x->$y $g: no figures (published '${pub}', source row '${row}': the stream was forgotten?${cut:+ the reply said: $cut})"
 					continue
 				fi
 				read -r del drp infl <<<"$(jq -r '"\(.delivered) \(.dropped) \(.inflight)"' <<<"$row")"
