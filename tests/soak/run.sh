@@ -82,7 +82,7 @@ while [ $# -gt 0 ]; do
 	--forge-kinds) FORGE_KINDS=$2; shift 2 ;;
 	--keep-groups) KEEP_GROUPS=1; shift ;;
 	--out) OUT=$2; shift 2 ;;
-	-h | --help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '4,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
