@@ -100,7 +100,7 @@ struct check {
 static void check_stream(void *ctx, const struct pubd_reasm_stream_info *si)
 {
 	struct check *ck = ctx;
-	struct pubd_source_stats *s = pubd_source_map_get(&H.d.sources, si->source_id, si->group_id);
+	struct pubd_source_stats *s = pubd_source_map_get(&H.d.sources, si->source_id, si->group_id, pubd_now_ns());
 	unsigned i;
 
 	if (!s || si->inflight || si->inflight_bytes || si->missing || si->next_seq < si->baseline) {

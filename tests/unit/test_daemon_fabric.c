@@ -150,7 +150,7 @@ static void test_accounting_impaired(void **state)
 		pubd_fake_transfer(a.fk, b.fk, &imp, &st);
 		hd_turn(&b, 1);
 		take_delivers(&sub, &s);
-		src = pubd_source_map_get(&b.d.sources, a.d.source_id, gb->id);
+		src = pubd_source_map_get(&b.d.sources, a.d.source_id, gb->id, pubd_now_ns());
 		accounted = src->delivered + msg_drops(&src->drops);
 		if (a.d.counters[PUBD_CTR_MSG_PUBLISHED] == N && accounted >= N && s.delivered == src->delivered)
 			break;

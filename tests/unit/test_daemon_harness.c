@@ -163,15 +163,17 @@ int hc_connect_nowait(struct hd *h, struct hc *c)
 
 int hc_connect(struct hd *h, struct hc *c, int rcvbuf)
 {
-	unsigned before = h->d.ipc.nclients;
+	/* Accepted, not connected now: the daemon may close an earlier
+	 * client in the same turn (nclients would not change). */
+	uint64_t before = h->d.counters[PUBD_CTR_CLIENTS_ACCEPTED];
 	uint64_t dl = hd_deadline(2000);
 	int err = connect_socket(h, c, rcvbuf);
 
 	if (err < 0)
 		return err;
-	while (h->d.ipc.nclients == before && !hd_past(dl))
+	while (h->d.counters[PUBD_CTR_CLIENTS_ACCEPTED] == before && !hd_past(dl))
 		hd_turn(h, 10);
-	return h->d.ipc.nclients > before ? 0 : -ETIMEDOUT;
+	return h->d.counters[PUBD_CTR_CLIENTS_ACCEPTED] > before ? 0 : -ETIMEDOUT;
 }
 
 void hc_close(struct hc *c)
