@@ -45,7 +45,9 @@
 	X(CLIENT_BUDGET, "client_budget", PUB_DROP_KIND_MSG,                                                    \
 	  "a published message larger than limits.client_buffer_budget could ever hold")                        \
 	X(CLIENT_GONE, "client_gone", PUB_DROP_KIND_MSG,                                                        \
-	  "a publisher's frames left unread when pubd stopped or the client broke the protocol")
+	  "a publisher's frames left unread when pubd stopped or the client broke the protocol")                \
+	X(SHUTDOWN, "shutdown", PUB_DROP_KIND_MSG,                                                              \
+	  "accepted messages still waiting for the fabric when pubd stopped (after waiting up to 2 s)")
 
 enum pub_drop_reason {
 #define PUB_X_ENUM(id, name, kind, help) PUB_DROP_##id,

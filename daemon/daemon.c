@@ -21,6 +21,9 @@
  * the first time is taken to have started since (see on_rx). Assumes the
  * daemons of a fabric share fabric.heartbeat_ms, as config/pubd.yaml says. */
 #define NEW_STREAM_GRACE_PERIODS 5
+/* How long a stopping daemon waits for messages it accepted to reach the
+ * fabric (systemd's stop timeout is far longer). */
+#define STOP_DRAIN_NS (2000 * MS)
 
 /* ---- receive path ---- */
 
@@ -391,6 +394,12 @@ static void on_watchdog_timer(void *ctx, uint64_t now)
 	pubd_loop_timer_arm(d->watchdog_timer, now + d->watchdog_usec * 1000 / 2);
 }
 
+static void stop_loop(struct pubd *d)
+{
+	d->stopped = true;
+	pubd_loop_stop(d->loop);
+}
+
 static void on_signal(void *ctx, int signo)
 {
 	struct pubd *d = ctx;
@@ -401,11 +410,34 @@ static void on_signal(void *ctx, int signo)
 		break;
 	case SIGTERM:
 	case SIGINT:
+		if (d->stopping) {
+			log_notice("%s again: stopping now", strsignal(signo));
+			stop_loop(d);
+			break;
+		}
 		log_notice("%s: stopping", strsignal(signo));
 		d->stopping = true;
-		pubd_loop_stop(d->loop);
+		/* Clients are told and closed first, so nothing more comes
+		 * in; what they published and pubd accepted then gets a short
+		 * while to reach the fabric (the loop stops once it has, see
+		 * on_idle), and what is left after that is counted. */
+		pubd_ipc_shutdown(d);
+		pubd_tx_pump(d);
+		if (!d->tx.queued_msgs) {
+			stop_loop(d);
+			break;
+		}
+		log_info("stopping: %u accepted messages still going to the fabric; waiting up to %llu ms",
+			 d->tx.queued_msgs, STOP_DRAIN_NS / MS);
+		pubd_loop_timer_arm(d->stop_timer, pubd_now_ns() + STOP_DRAIN_NS);
 		break;
 	}
+}
+
+static void on_stop_timer(void *ctx, uint64_t now)
+{
+	(void)now;
+	stop_loop(ctx);
 }
 
 static int on_idle(void *ctx)
@@ -415,6 +447,9 @@ static int on_idle(void *ctx)
 	 * the local hop (Soft-RoCE runs the whole send inside the post), and
 	 * the local delivery need not wait for it. */
 	int work = pubd_ipc_flush_all(d) + (int)pubd_tx_pump(d);
+
+	if (d->stopping && !d->tx.queued_msgs && !d->stopped)
+		stop_loop(d); /* everything accepted went out */
 
 	if (d->cfg.busy_poll && d->fops->poll)
 		return work + d->fops->poll(d->fabric);
@@ -649,8 +684,10 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	d->reasm_timer = pubd_loop_timer(d->loop, on_reasm_timer, d);
 	d->heartbeat_timer = pubd_loop_timer(d->loop, on_heartbeat_timer, d);
 	d->status_timer = pubd_loop_timer(d->loop, on_status_timer, d);
+	d->stop_timer = pubd_loop_timer(d->loop, on_stop_timer, d);
 	d->watchdog_timer = pubd_loop_timer(d->loop, on_watchdog_timer, d);
-	if (!d->reasm || !d->reasm_timer || !d->heartbeat_timer || !d->status_timer || !d->watchdog_timer)
+	if (!d->reasm || !d->reasm_timer || !d->heartbeat_timer || !d->status_timer || !d->watchdog_timer ||
+	    !d->stop_timer)
 		return -ENOMEM;
 	pubd_loop_set_idle(d->loop, on_idle, d);
 	pubd_notify_init(d);
@@ -710,6 +747,7 @@ void pubd_close(struct pubd *d)
 	pubd_loop_timer_free(d->reasm_timer);
 	pubd_loop_timer_free(d->heartbeat_timer);
 	pubd_loop_timer_free(d->status_timer);
+	pubd_loop_timer_free(d->stop_timer);
 	pubd_loop_timer_free(d->watchdog_timer);
 	pubd_loop_destroy(d->loop);
 	d->loop = NULL;

@@ -36,9 +36,11 @@ struct pubd {
 	uint64_t counters[PUBD_CTR__COUNT];
 	struct pubd_drops drops; /* daemon-scope: not tied to a known group */
 	struct pubd_loop_timer *reasm_timer, *heartbeat_timer, *watchdog_timer, *status_timer;
+	struct pubd_loop_timer *stop_timer; /* stopping: the longest wait for the transmit queue */
 	uint64_t watchdog_usec;
-	bool ready; /* READY=1 sent */
-	bool stopping;
+	bool ready;    /* READY=1 sent */
+	bool stopping; /* SIGTERM/SIGINT: clients closed, transmit queue draining */
+	bool stopped;  /* the loop was told to stop */
 	int exit_code;
 };
 

@@ -340,8 +340,17 @@ void pubd_tx_free(struct pubd *d)
 	struct pubd_group *g;
 	unsigned i;
 
+	uint64_t left = 0;
+
 	pubd_groups_foreach(&d->groups, g, i)
 	{
+		if (g->txq_len) {
+			/* Accepted, never sent: pubd is stopping (it waited for the
+			 * fabric already) or could not start. */
+			pubd_drops_add(&g->drops, PUB_DROP_SHUTDOWN, g->txq_len);
+			d->counters[PUBD_CTR_MSG_DROPPED] += g->txq_len;
+			left += g->txq_len;
+		}
 		while ((it = g->txq_head)) {
 			g->txq_head = it->next;
 			pubd_msgbuf_put(it->msg);
@@ -356,4 +365,7 @@ void pubd_tx_free(struct pubd *d)
 	}
 	d->tx.ready_head = d->tx.ready_tail = NULL;
 	d->tx.queued_msgs = 0;
+	if (left)
+		log_warn("stopping: %llu accepted messages never reached the fabric (counted as shutdown drops)",
+			 (unsigned long long)left);
 }

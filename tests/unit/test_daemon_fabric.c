@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <signal.h>
 
 #include <cmocka.h>
 
@@ -446,6 +448,67 @@ static int stop_all(void **state)
 	return 0;
 }
 
+/* SIGTERM with messages accepted but not yet sent (the fabric out of
+ * credits): the daemon waits a while for them to go, and counts what is
+ * left as shutdown drops. With credits back meanwhile, nothing is lost. */
+static void stop_with_queue(bool credits_return, uint64_t *sent, uint64_t *dropped, uint64_t *stop_ms)
+{
+	const uint64_t N = 20;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc pub;
+	struct pubd_group *g;
+	uint64_t dl, t0;
+
+	assert_int_equal(hd_start(&a, NULL, GROUPS), 0);
+	g = hd_group(&a, "g1");
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	pubd_fake_set_credits(a.fk, 0);
+	publish_all(&pub, "g1", 0, N);
+	dl = hd_deadline(5000);
+	while (a.d.counters[PUBD_CTR_MSG_PUBLISHED] < N && !hd_past(dl))
+		hd_turn(&a, 1);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], N);
+	assert_int_equal(a.d.tx.queued_msgs, N);
+	*sent = take_sent_msgs(&a, g->slot, NULL);
+	t0 = pubd_now_ns();
+	assert_int_equal(kill(getpid(), SIGTERM), 0);
+	while (!a.d.stopping && !hd_past(dl))
+		hd_turn(&a, 10);
+	assert_true(a.d.stopping);
+	/* Half the queue's worth of credits, or all of it. */
+	pubd_fake_add_credits(a.fk, credits_return ? 1000 : (long)(N / 2) * 2);
+	dl = hd_deadline(5000);
+	while (!a.d.stopped && !hd_past(dl)) {
+		hd_turn(&a, 10);
+		*sent += take_sent_msgs(&a, g->slot, NULL);
+	}
+	assert_true(a.d.stopped);
+	*stop_ms = (pubd_now_ns() - t0) / MS;
+	hc_close(&pub);
+	hd_stop(&a);
+	*dropped = a.d.counters[PUBD_CTR_MSG_DROPPED];
+	assert_int_equal(*sent + *dropped, N);
+}
+
+static void test_stop_drains_transmit_queue(void **state)
+{
+	uint64_t sent, dropped, ms;
+
+	(void)state;
+	stop_with_queue(true, &sent, &dropped, &ms);
+	print_message("credits back while stopping: %llu sent, %llu dropped, stopped after %llu ms\n",
+		      (unsigned long long)sent, (unsigned long long)dropped, (unsigned long long)ms);
+	assert_int_equal(dropped, 0);
+	assert_true(ms < 1000);
+	stop_with_queue(false, &sent, &dropped, &ms);
+	print_message("credits for part of the queue: %llu sent, %llu dropped (shutdown), stopped after %llu ms\n",
+		      (unsigned long long)sent, (unsigned long long)dropped, (unsigned long long)ms);
+	assert_true(sent > 0);
+	assert_true(dropped > 0);
+	assert_true(ms >= 1500 && ms < 4000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +517,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_join_failure_and_multicast_error, stop_all),
 		cmocka_unit_test_teardown(test_mtu_change, stop_all),
 		cmocka_unit_test_teardown(test_rx_unjoined, stop_all),
+		cmocka_unit_test_teardown(test_stop_drains_transmit_queue, stop_all),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
