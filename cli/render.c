@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/utf8.h"
 #include "pubctl.h"
 
 /* One more byte than the longest u64 or i64 printed in decimal. */
@@ -34,35 +35,9 @@ void render_end(struct render *r)
 /* Length of a valid UTF-8 sequence at p (at most n bytes), or 0 when it is not valid. */
 static size_t utf8_len(const unsigned char *p, size_t n)
 {
-	size_t len;
 	uint32_t cp;
 
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0) {
-		len = 2;
-		cp = p[0] & 0x1f;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = p[0] & 0x0f;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		len = 4;
-		cp = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and values beyond Unicode are not valid UTF-8. */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
+	return pub_utf8_decode(p, n, &cp);
 }
 
 /* A JSON string: quotes, backslashes and control characters (C0, DEL, C1) escaped; invalid UTF-8 as U+FFFD. */

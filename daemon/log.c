@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "../common/utf8.h"
 #include "log.h"
 
 static int log_level = LOG_INFO;
@@ -36,35 +37,13 @@ int pubd_log_get_level(void)
 }
 
 /* Length of a valid UTF-8 sequence at p (n bytes left) that is not a C1
- * control (U+0080..U+009F), or 0. */
+ * control, or 0. */
 static size_t utf8_printable_len(const unsigned char *p, size_t n)
 {
-	size_t len, i;
 	uint32_t cp;
+	size_t len = pub_utf8_decode(p, n, &cp);
 
-	if ((p[0] & 0xe0) == 0xc0) {
-		len = 2;
-		cp = p[0] & 0x1f;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = p[0] & 0x0f;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		len = 4;
-		cp = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 2 && cp < 0xa0) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
+	return len > 1 && !pub_utf8_is_c1(cp) ? len : 0;
 }
 
 size_t pubd_log_escape(char *out, size_t cap, const char *in, size_t len)
