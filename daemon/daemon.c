@@ -41,10 +41,10 @@ static void fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint6
  * room evicts one (counted; its counts go to the map's evicted row). */
 static struct pubd_source_stats *source_stats(struct pubd *d, uint64_t source, uint64_t group_id)
 {
-	struct pubd_source_stats *s;
+	/* The receive batch's or the timer's time: no clock read per message
+	 * (a system call in guests without a vDSO clock). */
+	struct pubd_source_stats *s = pubd_source_map_get(&d->sources, source, group_id, d->event_ns);
 
-	d->sources.max = d->cfg.max_sources;
-	s = pubd_source_map_get(&d->sources, source, group_id, pubd_now_ns());
 	d->counters[PUBD_CTR_SOURCES_EVICTED] = d->sources.evicted.sources;
 	return s;
 }
@@ -137,7 +137,7 @@ static void rx_raw(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dg
 static void on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 {
 	struct pubd *d = ctx;
-	uint64_t now = pubd_now_ns();
+	uint64_t now = d->event_ns = pubd_now_ns();
 	uint64_t grace = NEW_STREAM_GRACE_PERIODS * (uint64_t)d->cfg.heartbeat_ms * MS;
 	const uint8_t *payload;
 	struct pubd_wire_hdr h;
@@ -274,7 +274,8 @@ static void on_mtu_changed(void *ctx, uint32_t mtu)
 	d->mtu = mtu;
 	dropped = pubd_tx_mtu_changed(d);
 	if (dropped)
-		log_warn("fabric %s: %llu queued messages no longer fit the MTU and were dropped (fabric_error)",
+		log_warn("fabric %s: %llu queued messages no longer fit the MTU and were dropped (fabric_error, or "
+			 "mtu_exceeded on raw groups)",
 			 d->fops->name, (unsigned long long)dropped);
 	pubd_tx_pump(d);
 }
@@ -365,6 +366,7 @@ static void on_reasm_timer(void *ctx, uint64_t now)
 {
 	struct pubd *d = ctx;
 
+	d->event_ns = now;
 	pubd_reasm_expire(d->reasm, now);
 	arm_reasm_timer(d);
 }
@@ -578,6 +580,7 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 		struct pubd_config old = d->cfg;
 
 		d->cfg = cfg;
+		d->sources.max = cfg.max_sources;
 		pubd_config_free(&old);
 	}
 	pubd_log_set_level(d->cfg.log_level);
@@ -601,37 +604,40 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 
 /* ---- lifecycle ---- */
 
-static int open_fabric(struct pubd *d, const struct pubd_fabric_ops *forced)
+/* The fabric fabric.type names (auto: verbs when the address sits on an RDMA
+ * device, else udp, saying so). */
+static const struct pubd_fabric_ops *configured_fabric(const struct pubd_config *c)
 {
-	const struct pubd_config *c = &d->cfg;
 	char dev[64] = "";
-	int probe, err;
+	int probe;
 
-	/* A fabric given by pubd_init_with (a test's) comes before fabric.type. */
-	switch (forced ? -1 : (int)c->fabric_type) {
-	case -1:
-		d->fops = forced;
-		break;
+	switch (c->fabric_type) {
 	case PUBD_FABRIC_UDP:
-		d->fops = &pubd_fabric_udp_ops;
-		break;
+		return &pubd_fabric_udp_ops;
 	case PUBD_FABRIC_VERBS:
-		d->fops = &pubd_fabric_verbs_ops;
-		break;
+		return &pubd_fabric_verbs_ops;
 	case PUBD_FABRIC_AUTO:
-		probe = c->fabric_address ? pubd_fabric_verbs_probe(c->fabric_address, dev, sizeof(dev)) : 0;
-		if (probe == 1) {
-			log_info("fabric auto: %s is on RDMA device %s; using verbs", c->fabric_address, dev);
-			d->fops = &pubd_fabric_verbs_ops;
-		} else {
-			log_warn("fabric auto: %s; falling back to the udp fabric (IP multicast, no RDMA)",
-				 !c->fabric_address ? "fabric.address is not set"
-				 : probe < 0	    ? "cannot tell whether fabric.address is on an RDMA device"
-						    : "fabric.address is not on any RDMA device");
-			d->fops = &pubd_fabric_udp_ops;
-		}
 		break;
 	}
+	probe = c->fabric_address ? pubd_fabric_verbs_probe(c->fabric_address, dev, sizeof(dev)) : 0;
+	if (probe == 1) {
+		log_info("fabric auto: %s is on RDMA device %s; using verbs", c->fabric_address, dev);
+		return &pubd_fabric_verbs_ops;
+	}
+	log_warn("fabric auto: %s; falling back to the udp fabric (IP multicast, no RDMA)",
+		 !c->fabric_address ? "fabric.address is not set"
+		 : probe < 0	    ? "cannot tell whether fabric.address is on an RDMA device"
+				    : "fabric.address is not on any RDMA device");
+	return &pubd_fabric_udp_ops;
+}
+
+static int open_fabric(struct pubd *d, const struct pubd_fabric_ops *given)
+{
+	const struct pubd_config *c = &d->cfg;
+	int err;
+
+	/* A fabric given by pubd_init_with (a test's) comes before fabric.type. */
+	d->fops = given ? given : configured_fabric(c);
 	err = d->fops->open(&d->fabric, c, d->loop, &fabric_events, d);
 	if (err < 0) {
 		log_err("fabric %s: cannot open: %s", d->fops->name, strerror(-err));
@@ -667,6 +673,7 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 		return err;
 	}
 	pubd_log_set_level(d->cfg.log_level);
+	d->sources.max = d->cfg.max_sources;
 	if (getrandom(&d->source_id, sizeof(d->source_id), 0) != sizeof(d->source_id))
 		d->source_id = (uint64_t)getpid() << 32 ^ pubd_now_ns();
 	d->started_ns = pubd_now_ns();

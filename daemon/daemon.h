@@ -28,6 +28,7 @@ struct pubd {
 	uint32_t mtu;
 	uint64_t source_id;
 	uint64_t started_ns;
+	uint64_t event_ns; /* when the receive batch or timer being handled began */
 	struct pubd_reasm *reasm;
 	struct pubd_groups groups;
 	struct pubd_ipc ipc;
