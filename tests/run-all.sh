@@ -51,7 +51,7 @@ configure_build() { # dir, cmake args... (source: $src, default the checkout)
 	local dir=$1
 	shift
 	mkdir -p "$dir"
-	cmake -S "${src:-$repo}" -B "$dir" -G Ninja "$@" >"$dir/configure.log" 2>&1 || {
+	cmake -S "${src:-$repo}" -B "$dir" -G Ninja -DPUBD_REQUIRE_TESTS=ON "$@" >"$dir/configure.log" 2>&1 || {
 		cat "$dir/configure.log"
 		return 1
 	}
