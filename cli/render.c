@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/utf8.h"
+#include "utf8.h"
 #include "pubctl.h"
 
 /* One more byte than the longest u64 or i64 printed in decimal. */

@@ -41,7 +41,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../common/proto.h"
+#include "proto.h"
 #include "../unit/test_daemon_harness.h"
 #include "wire.h"
 

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../common/proto.h"
+#include "proto.h"
 #include "../unit/test_daemon_harness.h"
 #include "wire.h"
 

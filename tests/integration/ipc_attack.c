@@ -40,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../common/proto.h"
+#include "proto.h"
 
 static const char *sock_path;
 static const char *group = "g1";

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "../../common/proto.h"
+#include "proto.h"
 #include "test_daemon_harness.h"
 #include "wire.h"
 

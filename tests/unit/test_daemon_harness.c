@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../../common/proto.h"
+#include "proto.h"
 #include "test_daemon_harness.h"
 
 /* Daemons started and not stopped, for hd_stop_all. */

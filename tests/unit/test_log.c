@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/log.h"
+#include "log.h"
 
 struct capture {
 	int fds[2], saved;

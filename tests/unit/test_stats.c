@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "../../daemon/stats.h"
+#include "stats.h"
 
 #define SEC	  1000000000ull
 #define GRP	  0x7777ull

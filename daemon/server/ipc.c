@@ -14,7 +14,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "../common/proto.h"
+#include "proto.h"
 #include "daemon.h"
 #include "log.h"
 

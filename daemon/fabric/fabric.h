@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "config.h"
+
 struct pubd_loop;
 struct pubd_config;
 struct pub_table_builder;
@@ -41,16 +43,6 @@ struct pubd_tx_dgram {
 	uint32_t hdr_len;
 	const void *payload;
 	uint32_t payload_len;
-};
-
-enum pubd_join_mode {
-	PUBD_JOIN_SEND = 1, /* only publish to it (send-only join where the fabric allows) */
-	PUBD_JOIN_RECV = 2, /* receive from it */
-	PUBD_JOIN_BOTH = 3,
-	/* With RECV: join so that receiving is possible, but do not take the
-	 * group's datagrams until listen(on). pubd joins this way and listens
-	 * only while a local client subscribes (fabric.receive: on-demand). */
-	PUBD_JOIN_IDLE = 4,
 };
 
 struct pubd_fabric_events {

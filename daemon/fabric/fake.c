@@ -9,7 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "../common/proto.h"
+#include "proto.h"
 #include "config.h"
 #include "fabric_fake.h"
 #include "loop.h"

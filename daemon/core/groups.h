@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 
 #include "config.h"
-#include "fabric.h"
 #include "msgbuf.h"
 #include "stats.h"
 

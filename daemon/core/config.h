@@ -184,4 +184,15 @@ const char *pubd_slow_policy_name(enum pubd_slow_policy p);
 const char *pubd_receive_policy_name(enum pubd_receive_policy p);
 const char *pubd_log_level_name(int level);
 
+/* What a group needs from the fabric (groups.c derives it from the ACLs). */
+enum pubd_join_mode {
+	PUBD_JOIN_SEND = 1, /* only publish to it (send-only join where the fabric allows) */
+	PUBD_JOIN_RECV = 2, /* receive from it */
+	PUBD_JOIN_BOTH = 3,
+	/* With RECV: join so that receiving is possible, but do not take the
+	 * group's datagrams until listen(on). pubd joins this way and listens
+	 * only while a local client subscribes (fabric.receive: on-demand). */
+	PUBD_JOIN_IDLE = 4,
+};
+
 #endif

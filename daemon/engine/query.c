@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/proto.h"
+#include "proto.h"
 #include "daemon.h"
 
 #define NS_PER_MS 1000000ull

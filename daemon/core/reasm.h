@@ -76,7 +76,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/pub_reasons.h"
+#include "pub_reasons.h"
 #include "msgbuf.h"
 #include "wire.h"
 

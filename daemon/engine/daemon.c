@@ -11,7 +11,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "../common/proto.h"
+#include "proto.h"
 #include "daemon.h"
 #include "log.h"
 #include "wire.h"

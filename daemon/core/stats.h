@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "../common/pub_reasons.h"
+#include "pub_reasons.h"
 
 /* X(id, name, help) */
 #define PUBD_COUNTERS(X)                                                                                              \

@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "../common/utf8.h"
+#include "utf8.h"
 #include "log.h"
 
 static int log_level = LOG_INFO;
