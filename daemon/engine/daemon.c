@@ -31,10 +31,10 @@ static void fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint6
 {
 	unsigned i;
 
-	/* Backwards: a delivery may disconnect a slow subscriber, which
-	 * removes its entry (swapping the last one into its place). */
-	for (i = g->nsubs; i-- > 0;)
-		pubd_ipc_deliver(d, g->subs[i], source, seq, m);
+	/* A delivery never changes g->subs: a subscriber disconnected as slow
+	 * keeps its entry until the server's next flush (pubd_ipc_deliver). */
+	for (i = 0; i < g->nsubs; i++)
+		pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
 }
 
 /* The statistics of (source, group), within limits.max_sources: making
@@ -272,6 +272,7 @@ static void on_mtu_changed(void *ctx, uint32_t mtu)
 	log_warn("fabric %s: MTU changed from %u to %u bytes per datagram; messages are cut for %u from now on",
 		 d->fops->name, d->mtu, mtu, mtu);
 	d->mtu = mtu;
+	pubd_ipc_set_fabric(&d->ipc, d->mtu, d->source_id, d->fops->name);
 	dropped = pubd_tx_mtu_changed(d);
 	if (dropped)
 		log_warn("fabric %s: %llu queued messages no longer fit the MTU and were dropped (fabric_error, or "
@@ -289,7 +290,7 @@ static const struct pubd_fabric_events fabric_events = {
 
 /* ---- publish path ---- */
 
-void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg)
+bool pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg)
 {
 	uint64_t seq;
 	int err;
@@ -311,10 +312,12 @@ void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group 
 	if (err < 0) {
 		pubd_drops_add(&g->drops, err == -EMSGSIZE ? PUB_DROP_TOO_LARGE : PUB_DROP_FABRIC_ERROR, 1);
 		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		return false;
 	}
 	/* Sent from on_idle, once per loop iteration: everything published in
 	 * one read of the clients goes out in a few batched calls, not one
 	 * system call (or doorbell) per message. */
+	return origin != NULL;
 }
 
 int pubd_group_join(struct pubd *d, struct pubd_group *g)
@@ -384,7 +387,7 @@ static void on_status_timer(void *ctx, uint64_t now)
 	struct pubd *d = ctx;
 
 	pubd_notify_status(d);
-	pubd_ipc_tick(d, now);
+	pubd_ipc_tick(&d->ipc, now);
 	pubd_loop_timer_arm(d->status_timer, now + 1000 * MS);
 }
 
@@ -423,7 +426,7 @@ static void on_signal(void *ctx, int signo)
 		 * in; what they published and pubd accepted then gets a short
 		 * while to reach the fabric (the loop stops once it has, see
 		 * on_idle), and what is left after that is counted. */
-		pubd_ipc_shutdown(d);
+		pubd_ipc_shutdown(&d->ipc);
 		pubd_tx_pump(d);
 		if (!d->tx.queued_msgs) {
 			stop_loop(d);
@@ -448,7 +451,7 @@ static int on_idle(void *ctx)
 	/* Local subscribers first: a send to the fabric can cost more than
 	 * the local hop (Soft-RoCE runs the whole send inside the post), and
 	 * the local delivery need not wait for it. */
-	int work = pubd_ipc_flush_all(d) + (int)pubd_tx_pump(d);
+	int work = pubd_ipc_flush_all(&d->ipc) + (int)pubd_tx_pump(d);
 
 	if (d->stopping && !d->tx.queued_msgs && !d->stopped)
 		stop_loop(d); /* everything accepted went out */
@@ -504,7 +507,7 @@ static bool same_address(const struct pubd_group_config *a, const struct pubd_gr
 
 static void group_destroy(struct pubd *d, struct pubd_group *g)
 {
-	pubd_ipc_group_removed(d, g);
+	pubd_ipc_group_removed(&d->ipc, g);
 	pubd_tx_group_flush(d, g);
 	d->fops->leave(d->fabric, g->slot);
 	pubd_reasm_forget_group(d->reasm, g->id);
@@ -531,7 +534,7 @@ static int apply_groups(struct pubd *d, struct pubd_config *cfg)
 		if (gc && same_address(gc, g)) {
 			/* New ACLs take effect at once, for live clients too. */
 			g->cfg = gc;
-			pubd_ipc_acl_changed(d, g);
+			pubd_ipc_acl_changed(&d->ipc, g);
 			continue;
 		}
 		log_notice("group %s: %s", g->name, gc ? "address or mode changed, rejoining" : "removed");
@@ -649,6 +652,60 @@ static int open_fabric(struct pubd *d, const struct pubd_fabric_ops *given)
 	return 0;
 }
 
+/* ---- what the server asks of the engine ---- */
+
+static bool srv_publish(void *ctx, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg)
+{
+	return pubd_publish(ctx, origin, g, msg);
+}
+
+static int srv_subscribers_changed(void *ctx, struct pubd_group *g)
+{
+	return pubd_group_listen_sync(ctx, g);
+}
+
+static void srv_client_closed(void *ctx, struct pubd_client *c, uint32_t tx_pending)
+{
+	(void)tx_pending;
+	pubd_tx_forget_client(ctx, c);
+}
+
+static int srv_query(void *ctx, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
+		     size_t arglen, char *err, size_t errcap)
+{
+	return pubd_query(ctx, b, req_id, kind, arg, arglen, err, errcap);
+}
+
+static int srv_reload(void *ctx, char *err, size_t errcap)
+{
+	return pubd_reload(ctx, err, errcap);
+}
+
+static const struct pubd_ipc_ops server_ops = {
+	.publish = srv_publish,
+	.subscribers_changed = srv_subscribers_changed,
+	.client_closed = srv_client_closed,
+	.query = srv_query,
+	.reload = srv_reload,
+};
+
+static int server_init(struct pubd *d)
+{
+	const struct pubd_ipc_env env = {
+		.loop = d->loop,
+		.cfg = &d->cfg,
+		.groups = &d->groups,
+		.counters = d->counters,
+		.drops = &d->drops,
+		.ops = &server_ops,
+		.ctx = d,
+	};
+	int err = pubd_ipc_init(&d->ipc, &env);
+
+	pubd_ipc_set_fabric(&d->ipc, d->mtu, d->source_id, d->fops->name);
+	return err;
+}
+
 int pubd_init(struct pubd *d, const char *config_path)
 {
 	return pubd_init_with(d, config_path, NULL);
@@ -702,7 +759,7 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	err = open_fabric(d, opts ? opts->fabric : NULL);
 	if (err < 0)
 		return err;
-	err = pubd_ipc_init(d);
+	err = server_init(d);
 	if (err < 0)
 		return err;
 	err = apply_groups(d, &d->cfg);
@@ -735,14 +792,14 @@ void pubd_close(struct pubd *d)
 
 	pubd_notify_stopping(d);
 	if (d->loop)
-		pubd_ipc_shutdown(d);
+		pubd_ipc_shutdown(&d->ipc);
 	/* Leave groups before the fabric goes, in reverse order of setup. */
 	if (d->fabric) {
 		pubd_groups_foreach(&d->groups, g, i) d->fops->leave(d->fabric, g->slot);
 	}
 	pubd_tx_free(d);
 	if (d->loop)
-		pubd_ipc_close(d);
+		pubd_ipc_close(&d->ipc);
 	if (d->fabric)
 		d->fops->close(d->fabric);
 	d->fabric = NULL;

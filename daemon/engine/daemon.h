@@ -58,8 +58,10 @@ void pubd_close(struct pubd *d);
  * errtext is not NULL, written there (for pubctl reload). */
 int pubd_reload(struct pubd *d, char *errtext, size_t errcap);
 
-/* A message published by a local client (ipc.c calls this after checks). */
-void pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
+/* A message published by a local client (the server's publish op, after its
+ * checks): fanned out to local subscribers and queued for the fabric.
+ * Returns true when it waits in a transmit queue owned by origin. */
+bool pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
 /* Join the fabric for a group. */
 int pubd_group_join(struct pubd *d, struct pubd_group *g);
 /* Receive the group's traffic exactly while it should be: it may be
@@ -68,8 +70,8 @@ int pubd_group_join(struct pubd *d, struct pubd_group *g);
  * start (or stop) receiving. */
 int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g);
 
-/* Queries for pubctl (query.c): append TABLE frames for kind; returns 0 or
- * -PUB_ERR_* with a message in err. */
+/* Queries for pubctl (query.c): append TABLE frames for kind (RELOAD is a
+ * command: pubd_reload); returns 0 or -PUB_ERR_* with a message in err. */
 int pubd_query(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
 	       size_t arglen, char *err, size_t errcap);
 

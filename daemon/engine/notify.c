@@ -52,7 +52,7 @@ static bool fully_up(const struct pubd *d)
 	struct pubd_group *g;
 	unsigned i, n = 0;
 
-	if (d->ipc.listen_fd < 0)
+	if (!pubd_ipc_listening(&d->ipc))
 		return false;
 	pubd_groups_foreach(&d->groups, g, i)
 	{

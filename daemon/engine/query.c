@@ -97,13 +97,16 @@ static void hex64(char buf[17], uint64_t v)
 
 static unsigned group_publishers(const struct pubd *d, const struct pubd_group *g)
 {
+	struct pubd_client_info ci;
 	const struct pubd_client *c;
 	unsigned n = 0, i;
 
-	for (c = d->ipc.clients; c; c = c->next)
-		for (i = 0; i < c->npubs; i++)
-			if (c->pubs[i].group == g)
+	for (c = pubd_ipc_clients_first(&d->ipc); c; c = pubd_ipc_clients_next(c)) {
+		pubd_ipc_client_info(c, &ci);
+		for (i = 0; i < ci.npubs; i++)
+			if (ci.pubs[i].group == g)
 				n++;
+	}
 	return n;
 }
 
@@ -193,7 +196,7 @@ static void q_status(struct pubd *d, struct reply *r)
 	pub_table_u64(b, (uint64_t)getpid());
 	pub_table_u64(b, (pubd_now_ns() - d->started_ns) / 1000000000ull);
 	pub_table_str(b, d->config_path);
-	pub_table_str(b, d->ipc.path ? d->ipc.path : "(from systemd)");
+	pub_table_str(b, pubd_ipc_path(&d->ipc) ? pubd_ipc_path(&d->ipc) : "(from systemd)");
 	pub_table_str(b, d->fops->name);
 	pub_table_str(b, src);
 	pub_table_u64(b, d->mtu);
@@ -341,17 +344,6 @@ static void sources_table(struct pubd *d, struct reply *r, const struct pubd_gro
 	free(streams.v);
 }
 
-static unsigned queued_for(const struct pubd_client *c, const struct pubd_sub *s)
-{
-	const struct pubd_out *o;
-	unsigned n = 0;
-
-	for (o = c->out_head; o; o = o->next)
-		if (o->sub == s)
-			n++;
-	return n;
-}
-
 static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len, char *err, size_t errcap)
 {
 	struct pub_table_builder *b = r->b;
@@ -359,6 +351,7 @@ static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len,
 					       "delivered:u", "queued:u", "dropped:u"};
 	static const char *const pub_cols[] = {"client:u", "name:s", "pid:u", "uid:u", "published:u", "bytes:u"};
 	struct pubd_group *g = pubd_groups_by_name(&d->groups, arg, len);
+	struct pubd_client_info ci;
 	const struct pubd_client *c;
 	unsigned i;
 
@@ -376,27 +369,29 @@ static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len,
 
 		if (!row_fits(r, "subscribers"))
 			continue;
-		pub_table_u64(b, s->client->id);
-		pub_table_str(b, s->client->name);
-		pub_table_u64(b, (uint64_t)s->client->pid);
-		pub_table_u64(b, s->client->uid);
+		pubd_ipc_client_info(s->client, &ci);
+		pub_table_u64(b, ci.id);
+		pub_table_str(b, ci.name);
+		pub_table_u64(b, (uint64_t)ci.pid);
+		pub_table_u64(b, ci.uid);
 		pub_table_u64(b, s->delivered);
-		pub_table_u64(b, queued_for(s->client, s));
+		pub_table_u64(b, pubd_ipc_queued_for(s));
 		pub_table_u64(b, pubd_drops_msg_total(&s->drops));
 	}
 	pub_table_end(b);
 
 	table_begin(r, "publishers", pub_cols, sizeof(pub_cols) / sizeof(pub_cols[0]));
-	for (c = d->ipc.clients; c; c = c->next) {
-		for (i = 0; i < c->npubs; i++) {
-			if (c->pubs[i].group != g || !row_fits(r, "publishers"))
+	for (c = pubd_ipc_clients_first(&d->ipc); c; c = pubd_ipc_clients_next(c)) {
+		pubd_ipc_client_info(c, &ci);
+		for (i = 0; i < ci.npubs; i++) {
+			if (ci.pubs[i].group != g || !row_fits(r, "publishers"))
 				continue;
-			pub_table_u64(b, c->id);
-			pub_table_str(b, c->name);
-			pub_table_u64(b, (uint64_t)c->pid);
-			pub_table_u64(b, c->uid);
-			pub_table_u64(b, c->pubs[i].published);
-			pub_table_u64(b, c->pubs[i].bytes);
+			pub_table_u64(b, ci.id);
+			pub_table_str(b, ci.name);
+			pub_table_u64(b, (uint64_t)ci.pid);
+			pub_table_u64(b, ci.uid);
+			pub_table_u64(b, ci.pubs[i].published);
+			pub_table_u64(b, ci.pubs[i].bytes);
 		}
 	}
 	pub_table_end(b);
@@ -410,6 +405,7 @@ static void q_clients(struct pubd *d, struct reply *r)
 	static const char *const cols[] = {"id:u",     "name:s",	  "pid:u",	 "uid:u",
 					   "gid:u",    "subscriptions:s", "published:u", "delivered:u",
 					   "queued:u", "dropped:u",	  "paused:u",	 "connected_s:u"};
+	struct pubd_client_info ci;
 	const struct pubd_client *c;
 	uint64_t now = pubd_now_ns();
 	char subs[1024];
@@ -417,26 +413,27 @@ static void q_clients(struct pubd *d, struct reply *r)
 	unsigned i;
 
 	table_begin(r, "clients", cols, sizeof(cols) / sizeof(cols[0]));
-	for (c = d->ipc.clients; c; c = c->next) {
+	for (c = pubd_ipc_clients_first(&d->ipc); c; c = pubd_ipc_clients_next(c)) {
 		if (!row_fits(r, "clients"))
 			continue;
+		pubd_ipc_client_info(c, &ci);
 		used = 0;
 		subs[0] = 0;
-		for (i = 0; i < c->nsubs && used < sizeof(subs) - 1; i++)
+		for (i = 0; i < ci.nsubs && used < sizeof(subs) - 1; i++)
 			used += (size_t)snprintf(subs + used, sizeof(subs) - used, "%s%s", i ? "," : "",
-						 c->subs[i]->group->name);
-		pub_table_u64(b, c->id);
-		pub_table_str(b, c->name);
-		pub_table_u64(b, (uint64_t)c->pid);
-		pub_table_u64(b, c->uid);
-		pub_table_u64(b, c->gid);
+						 ci.subs[i]->group->name);
+		pub_table_u64(b, ci.id);
+		pub_table_str(b, ci.name);
+		pub_table_u64(b, (uint64_t)ci.pid);
+		pub_table_u64(b, ci.uid);
+		pub_table_u64(b, ci.gid);
 		pub_table_str(b, subs);
-		pub_table_u64(b, c->published);
-		pub_table_u64(b, c->delivered);
-		pub_table_u64(b, c->out_delivers);
-		pub_table_u64(b, pubd_drops_msg_total(&c->drops));
-		pub_table_u64(b, c->paused);
-		pub_table_u64(b, (now - c->connected_ns) / 1000000000ull);
+		pub_table_u64(b, ci.published);
+		pub_table_u64(b, ci.delivered);
+		pub_table_u64(b, ci.queued);
+		pub_table_u64(b, pubd_drops_msg_total(ci.drops));
+		pub_table_u64(b, ci.paused);
+		pub_table_u64(b, (now - ci.connected_ns) / 1000000000ull);
 	}
 	pub_table_end(b);
 }
@@ -461,7 +458,7 @@ static void q_drops(struct pubd *d, struct reply *r)
 {
 	static const char *const cols[] = {"scope:s", "name:s", "reason:s", "unit:s", "count:u"};
 	const struct pubd_source_stats *s;
-	const struct pubd_client *c;
+	struct pubd_client_info ci;
 	struct pubd_group *g;
 	char name[600];
 	unsigned i, k;
@@ -487,8 +484,8 @@ static void q_drops(struct pubd *d, struct reply *r)
 	pubd_groups_foreach(&d->groups, g, i)
 	{
 		for (k = 0; k < g->nsubs; k++) {
-			c = g->subs[k]->client;
-			snprintf(name, sizeof(name), "%u:%s/%s", c->id, c->name, g->name);
+			pubd_ipc_client_info(g->subs[k]->client, &ci);
+			snprintf(name, sizeof(name), "%u:%s/%s", ci.id, ci.name, g->name);
 			drop_rows(r, "subscriber", name, &g->subs[k]->drops);
 		}
 	}
@@ -519,10 +516,6 @@ int pubd_query(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, uin
 		break;
 	case PUB_QUERY_SOURCES:
 		sources_table(d, &rp, NULL);
-		break;
-	case PUB_QUERY_RELOAD:
-		if (pubd_reload(d, err, errcap) < 0)
-			return -PUB_ERR_CONFIG;
 		break;
 	default:
 		snprintf(err, errcap, "unknown query kind %u", kind);

@@ -82,8 +82,6 @@ int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *ms
 	it->msg = pubd_msgbuf_get(msg);
 	it->seq = seq;
 	it->origin = origin;
-	if (origin)
-		origin->tx_pending++;
 	if (g->txq_tail)
 		g->txq_tail->next = it;
 	else
@@ -103,7 +101,7 @@ static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item 
 	g->txq_len--;
 	d->tx.queued_msgs--;
 	if (it->origin)
-		pubd_ipc_tx_done(d, it->origin);
+		pubd_ipc_tx_done(it->origin);
 	pubd_msgbuf_put(it->msg);
 	it->next = d->tx.free_items;
 	d->tx.free_items = it;
@@ -293,15 +291,12 @@ void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c)
 	struct pubd_group *g;
 	unsigned i;
 
-	if (!c->tx_pending)
-		return;
 	pubd_groups_foreach(&d->groups, g, i)
 	{
 		for (it = g->txq_head; it; it = it->next)
 			if (it->origin == c)
 				it->origin = NULL;
 	}
-	c->tx_pending = 0;
 }
 
 void pubd_tx_announce(struct pubd *d, struct pubd_group *g)

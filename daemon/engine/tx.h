@@ -39,7 +39,8 @@ struct pubd_tx {
 	uint32_t queued_msgs;
 };
 
-/* Queue a message (the queue takes a reference). -ENOMEM on failure. */
+/* Queue a message (the queue takes a reference). -ENOMEM on failure. The
+ * origin client (or NULL) is told when it leaves (pubd_ipc_tx_done). */
 int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq,
 		    struct pubd_client *origin);
 /* Send what the fabric will take. Returns datagrams sent. */
@@ -52,7 +53,7 @@ void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g);
  * anew; those partly sent (or raw ones) that no longer fit are dropped,
  * counted. Returns how many were dropped. */
 uint64_t pubd_tx_mtu_changed(struct pubd *d);
-/* A client is going away: its queued messages stay queued, unowned. */
+/* A client is going away (it has messages queued): they stay queued, unowned. */
 void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c);
 /* Send one heartbeat on g announcing its next sequence to be sent. */
 void pubd_tx_announce(struct pubd *d, struct pubd_group *g);

@@ -14,9 +14,10 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "proto.h"
-#include "daemon.h"
 #include "log.h"
+#include "loop.h"
+#include "proto.h"
+#include "server_internal.h"
 
 /* Receive buffer per client. Frames that do not fit (big PUBLISH bodies)
  * are read straight into their message buffer instead of growing this.
@@ -73,32 +74,32 @@ static void client_unsubscribe(struct pubd_client *c, unsigned idx);
 
 /* ---- the client buffer budget (limits.client_buffer_budget) ---- */
 
-static bool budget_fits(const struct pubd *d, size_t n)
+static bool budget_fits(const struct pubd_ipc *srv, size_t n)
 {
-	return n <= d->cfg.client_buffer_budget && d->ipc.charged <= d->cfg.client_buffer_budget - n;
+	return n <= srv->cfg->client_buffer_budget && srv->charged <= srv->cfg->client_buffer_budget - n;
 }
 
-static bool budget_take(struct pubd *d, size_t n)
+static bool budget_take(struct pubd_ipc *srv, size_t n)
 {
-	if (!budget_fits(d, n))
+	if (!budget_fits(srv, n))
 		return false;
-	d->ipc.charged += n;
+	srv->charged += n;
 	return true;
 }
 
-static void budget_give(struct pubd *d, size_t n)
+static void budget_give(struct pubd_ipc *srv, size_t n)
 {
-	d->ipc.charged -= n < d->ipc.charged ? n : d->ipc.charged;
+	srv->charged -= n < srv->charged ? n : srv->charged;
 }
 
 /* ---- output queue ---- */
 
-static struct pubd_out *out_alloc(struct pubd *d)
+static struct pubd_out *out_alloc(struct pubd_ipc *srv)
 {
-	struct pubd_out *o = d->ipc.free_outs;
+	struct pubd_out *o = srv->free_outs;
 
 	if (o)
-		d->ipc.free_outs = o->next;
+		srv->free_outs = o->next;
 	else if (!(o = malloc(sizeof(*o))))
 		return NULL;
 	o->next = NULL;
@@ -110,11 +111,11 @@ static struct pubd_out *out_alloc(struct pubd *d)
 	return o;
 }
 
-static void out_release(struct pubd *d, struct pubd_out *o)
+static void out_release(struct pubd_ipc *srv, struct pubd_out *o)
 {
 	pubd_msgbuf_put(o->body);
-	o->next = d->ipc.free_outs;
-	d->ipc.free_outs = o;
+	o->next = srv->free_outs;
+	srv->free_outs = o;
 }
 
 static void mark_dirty(struct pubd_client *c)
@@ -122,8 +123,8 @@ static void mark_dirty(struct pubd_client *c)
 	if (c->dirty)
 		return;
 	c->dirty = true;
-	c->next_dirty = c->d->ipc.dirty;
-	c->d->ipc.dirty = c;
+	c->next_dirty = c->srv->dirty;
+	c->srv->dirty = c;
 }
 
 /* Back-pressure: stop reading a client until pubd_ipc_flush_all resumes it. */
@@ -132,7 +133,7 @@ static void pause_client(struct pubd_client *c)
 	if (c->paused)
 		return;
 	c->paused = true;
-	c->d->ipc.npaused++;
+	c->srv->npaused++;
 }
 
 /* Not within limits.client_buffer_budget: stop reading the client until n
@@ -141,7 +142,7 @@ static void pause_for_budget(struct pubd_client *c, size_t n)
 {
 	c->budget_wait = n;
 	c->reply_wait = false;
-	c->d->counters[PUBD_CTR_BUDGET_WAITS]++;
+	c->srv->counters[PUBD_CTR_BUDGET_WAITS]++;
 	pause_client(c);
 }
 
@@ -157,7 +158,7 @@ static void pause_for_reply(struct pubd_client *c)
 /* May a reply of n bytes be queued for c now? */
 static bool reply_fits(const struct pubd_client *c, size_t n)
 {
-	return (!c->out_ctrl_bytes && n <= REPLY_FREE_MAX) || budget_fits(c->d, n);
+	return (!c->out_ctrl_bytes && n <= REPLY_FREE_MAX) || budget_fits(c->srv, n);
 }
 
 static void out_append(struct pubd_client *c, struct pubd_out *o)
@@ -177,9 +178,9 @@ static void out_append(struct pubd_client *c, struct pubd_out *o)
 		 * rest are charged (and bounded per client by CTRL_BYTES_HIGH). */
 		if (!c->out_ctrl_bytes && o->body->len <= REPLY_FREE_MAX) {
 			o->uncharged = true;
-			c->d->ipc.uncharged += o->body->len;
+			c->srv->uncharged += o->body->len;
 		} else {
-			c->d->ipc.charged += o->body->len;
+			c->srv->charged += o->body->len;
 		}
 		c->out_ctrl_bytes += o->body->len;
 	}
@@ -204,18 +205,18 @@ static void out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd
 	} else {
 		c->out_ctrl_bytes -= o->body->len;
 		if (o->uncharged)
-			c->d->ipc.uncharged -= o->body->len;
+			c->srv->uncharged -= o->body->len;
 		else
-			budget_give(c->d, o->body->len);
+			budget_give(c->srv, o->body->len);
 	}
 }
 
-static void count_sub_drop(struct pubd *d, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
+static void count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
 {
 	pubd_drops_add(&s->drops, r, n);
 	pubd_drops_add(&s->client->drops, r, n);
 	pubd_drops_add(&s->group->sub_drops, r, n);
-	d->counters[PUBD_CTR_MSG_DROPPED] += n;
+	srv->counters[PUBD_CTR_MSG_DROPPED] += n;
 }
 
 static int queue_frame(struct pubd_client *c, const void *frame, size_t len)
@@ -225,13 +226,13 @@ static int queue_frame(struct pubd_client *c, const void *frame, size_t len)
 
 	if (c->gone)
 		return 0; /* nobody left to read it */
-	o = out_alloc(c->d);
+	o = out_alloc(c->srv);
 	m = pubd_msgbuf_alloc(len);
 
 	if (!o || !m) {
 		pubd_msgbuf_put(m);
 		if (o)
-			out_release(c->d, o);
+			out_release(c->srv, o);
 		return -ENOMEM;
 	}
 	memcpy(m->data, frame, len);
@@ -290,11 +291,46 @@ static void begin_close(struct pubd_client *c)
 	mark_dirty(c);
 }
 
+/*
+ * begin_close for a subscriber found slow while a message is being fanned
+ * out: fan-out runs inside the engine's receive path (a reassembly callback)
+ * or its publish path, and ending subscriptions there would call the engine
+ * back (the last subscriber gone stops the group receiving, which clears
+ * its reassembly state) from inside its own loop. The client stops
+ * receiving at once (later deliveries count as sub_disconnect); its
+ * subscriptions end on the next pubd_ipc_flush_all.
+ */
+static void begin_close_deferred(struct pubd_client *c)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	c->close_deadline_ns = pubd_now_ns() + CLOSE_GRACE_NS;
+	c->unsub_deferred = true;
+	c->srv->ndeferred++;
+	mark_dirty(c);
+}
+
+/* The subscriptions of clients disconnected during fan-out end now. */
+static void run_deferred(struct pubd_ipc *srv)
+{
+	struct pubd_client *c;
+
+	for (c = srv->clients; c && srv->ndeferred; c = c->next) {
+		if (!c->unsub_deferred)
+			continue;
+		c->unsub_deferred = false;
+		srv->ndeferred--;
+		while (c->nsubs)
+			client_unsubscribe(c, c->nsubs - 1);
+	}
+}
+
 static void protocol_error(struct pubd_client *c, const char *why)
 {
 	log_notice("client %u (pid %d, %s): protocol error: %s; disconnecting", c->id, (int)c->pid,
 		   c->name[0] ? c->name : "?", why);
-	c->d->counters[PUBD_CTR_CLIENTS_REJECTED]++;
+	c->srv->counters[PUBD_CTR_CLIENTS_REJECTED]++;
 	begin_close(c);
 	reply_error(c, 0, PUB_ERR_PROTO, "protocol error: %s", why);
 	c->rlen = 0;
@@ -320,19 +356,19 @@ static void update_watch(struct pubd_client *c)
  * subscriptions (sub_disconnect), a half-written one included. */
 static void drop_output(struct pubd_client *c)
 {
-	struct pubd *d = c->d;
+	struct pubd_ipc *srv = c->srv;
 	struct pubd_out *o;
 
 	while ((o = c->out_head)) {
 		out_unlink(c, NULL, o);
 		if (o->sub) {
-			count_sub_drop(d, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
+			count_sub_drop(srv, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
 		} else if (o->head_len) {
 			/* its subscription ended while it was being written */
 			pubd_drops_add(&c->drops, PUB_DROP_SUB_DISCONNECT, 1);
-			d->counters[PUBD_CTR_MSG_DROPPED]++;
+			srv->counters[PUBD_CTR_MSG_DROPPED]++;
 		}
-		out_release(d, o);
+		out_release(srv, o);
 	}
 }
 
@@ -352,7 +388,7 @@ static void client_hangup(struct pubd_client *c)
 	while (c->nsubs)
 		client_unsubscribe(c, c->nsubs - 1);
 	c->gone = true;
-	c->d->ipc.ngone++;
+	c->srv->ngone++;
 	pubd_loop_unwatch(c->watch);
 	c->watch = NULL;
 }
@@ -361,7 +397,7 @@ static void client_hangup(struct pubd_client *c)
  * was closed, 0 otherwise. */
 static int client_flush(struct pubd_client *c)
 {
-	struct pubd *d = c->d;
+	struct pubd_ipc *srv = c->srv;
 	struct iovec iov[FLUSH_IOV];
 	struct pubd_out *o;
 	unsigned n;
@@ -413,13 +449,13 @@ static int client_flush(struct pubd_client *c)
 				o->sub->delivered++;
 				o->sub->group->delivered++;
 				c->delivered++;
-				d->counters[PUBD_CTR_MSG_DELIVERED]++;
+				srv->counters[PUBD_CTR_MSG_DELIVERED]++;
 			} else if (o->head_len) {
 				/* a delivery whose subscription went away mid-write */
 				c->delivered++;
-				d->counters[PUBD_CTR_MSG_DELIVERED]++;
+				srv->counters[PUBD_CTR_MSG_DELIVERED]++;
 			}
-			out_release(d, o);
+			out_release(srv, o);
 		}
 		if (c->out_head && c->out_head->written)
 			break; /* short write: the socket is full */
@@ -434,22 +470,24 @@ static int client_flush(struct pubd_client *c)
 	return 0;
 }
 
-int pubd_ipc_flush_all(struct pubd *d)
+int pubd_ipc_flush_all(struct pubd_ipc *srv)
 {
 	struct pubd_client *c, *next;
 	int work = 0;
 
+	if (srv->ndeferred)
+		run_deferred(srv);
 	/* Resume publishers whose transmit backlog drained or whose budget
 	 * came free, and drain clients that hung up (a walk only while there
 	 * are some: this runs every loop iteration). */
-	for (c = d->ipc.npaused || d->ipc.ngone ? d->ipc.clients : NULL; c; c = next) {
+	for (c = srv->npaused || srv->ngone ? srv->clients : NULL; c; c = next) {
 		next = c->next;
 		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2 &&
-		    (!c->budget_wait || budget_fits(d, c->budget_wait) || (c->reply_wait && !c->out_ctrl_bytes))) {
+		    (!c->budget_wait || budget_fits(srv, c->budget_wait) || (c->reply_wait && !c->out_ctrl_bytes))) {
 			c->paused = false;
 			c->budget_wait = 0;
 			c->reply_wait = false;
-			d->ipc.npaused--;
+			srv->npaused--;
 			update_watch(c);
 			client_parse(c);
 			work++;
@@ -459,8 +497,8 @@ int pubd_ipc_flush_all(struct pubd *d)
 			work++;
 		}
 	}
-	while ((c = d->ipc.dirty)) {
-		d->ipc.dirty = c->next_dirty;
+	while ((c = srv->dirty)) {
+		srv->dirty = c->next_dirty;
 		c->dirty = false;
 		client_flush(c);
 		work++;
@@ -473,14 +511,14 @@ int pubd_ipc_flush_all(struct pubd *d)
  * max_message_size must be deliverable with any subscriber_queue_bytes. */
 static bool subscriber_queue_full(const struct pubd_client *c, size_t len)
 {
-	const struct pubd *d = c->d;
+	const struct pubd_ipc *srv = c->srv;
 
-	if (c->out_delivers >= d->cfg.subscriber_queue)
+	if (c->out_delivers >= srv->cfg->subscriber_queue)
 		return true;
-	return c->out_delivers && c->out_deliver_bytes + len > d->cfg.subscriber_queue_bytes;
+	return c->out_delivers && c->out_deliver_bytes + len > srv->cfg->subscriber_queue_bytes;
 }
 
-void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
+void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
 {
 	struct pubd_client *c = s->client;
 	struct pubd_out *o, *prev;
@@ -488,13 +526,13 @@ void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint6
 
 	if (c->closing) {
 		/* Being disconnected (slow, or a protocol error): counted, not lost. */
-		count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
+		count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
 		return;
 	}
 	if (subscriber_queue_full(c, msg->len)) {
-		switch (d->cfg.slow_subscriber) {
+		switch (srv->cfg->slow_subscriber) {
 		case PUBD_SLOW_DROP_NEWEST:
-			count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+			count_sub_drop(srv, s, PUB_DROP_SUB_OVERFLOW, 1);
 			return;
 		case PUBD_SLOW_DROP_OLDEST:
 			/* The oldest deliveries not yet started (one being written
@@ -506,38 +544,38 @@ void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint6
 					if (o->sub && !o->written)
 						break;
 				if (!o) {
-					count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+					count_sub_drop(srv, s, PUB_DROP_SUB_OVERFLOW, 1);
 					return;
 				}
 				out_unlink(c, prev, o);
-				count_sub_drop(d, o->sub, PUB_DROP_SUB_OVERFLOW, 1);
-				out_release(d, o);
+				count_sub_drop(srv, o->sub, PUB_DROP_SUB_OVERFLOW, 1);
+				out_release(srv, o);
 			} while (subscriber_queue_full(c, msg->len));
 			break;
 		case PUBD_SLOW_DISCONNECT:
-			count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
+			count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
 			log_notice("client %u (pid %d): subscriber queue full (%u messages, %zu bytes); disconnecting "
 				   "as slow",
 				   c->id, (int)c->pid, c->out_delivers, c->out_deliver_bytes);
-			begin_close(c);
+			begin_close_deferred(c);
 			reply_error(c, 0, PUB_ERR_SLOW,
 				    "disconnected: subscriber queue full (%u messages, %zu bytes; limits %u messages, "
 				    "%llu bytes; policy disconnect)",
-				    c->out_delivers, c->out_deliver_bytes, d->cfg.subscriber_queue,
-				    (unsigned long long)d->cfg.subscriber_queue_bytes);
+				    c->out_delivers, c->out_deliver_bytes, srv->cfg->subscriber_queue,
+				    (unsigned long long)srv->cfg->subscriber_queue_bytes);
 			return;
 		}
 	}
-	o = out_alloc(d);
+	o = out_alloc(srv);
 	if (!o) {
-		count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+		count_sub_drop(srv, s, PUB_DROP_SUB_OVERFLOW, 1);
 		return;
 	}
 	n = pub_proto_enc_deliver_head(o->head, sizeof(o->head), source, seq, s->group->name, s->group->name_len,
 				       msg->len);
 	if (n <= 0) {
-		out_release(d, o);
-		count_sub_drop(d, s, PUB_DROP_SUB_OVERFLOW, 1);
+		out_release(srv, o);
+		count_sub_drop(srv, s, PUB_DROP_SUB_OVERFLOW, 1);
 		return;
 	}
 	o->head_len = (uint32_t)n;
@@ -546,9 +584,8 @@ void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint6
 	out_append(c, o);
 }
 
-void pubd_ipc_tx_done(struct pubd *d, struct pubd_client *c)
+void pubd_ipc_tx_done(struct pubd_client *c)
 {
-	(void)d;
 	if (c->tx_pending)
 		c->tx_pending--;
 }
@@ -575,7 +612,7 @@ static void client_unsubscribe(struct pubd_client *c, unsigned idx)
 {
 	struct pubd_sub *s = c->subs[idx];
 	struct pubd_out *o, *prev, *next;
-	struct pubd *d = c->d;
+	struct pubd_ipc *srv = c->srv;
 	struct pubd_group *g;
 
 	for (prev = NULL, o = c->out_head; o; o = next) {
@@ -593,21 +630,21 @@ static void client_unsubscribe(struct pubd_client *c, unsigned idx)
 			continue;
 		}
 		out_unlink(c, prev, o);
-		count_sub_drop(d, s, PUB_DROP_SUB_DISCONNECT, 1);
-		out_release(d, o);
+		count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
+		out_release(srv, o);
 	}
 	c->subs[idx] = c->subs[--c->nsubs];
 	g = s->group;
 	pubd_group_sub_remove(g, s);
-	pubd_group_listen_sync(d, g); /* the last one gone: stop receiving */
+	srv->ops->subscribers_changed(srv->ctx, g); /* the last one gone: stop receiving */
 }
 
-void pubd_ipc_group_removed(struct pubd *d, struct pubd_group *g)
+void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	struct pubd_client *c;
 	unsigned idx;
 
-	for (c = d->ipc.clients; c; c = c->next) {
+	for (c = srv->clients; c; c = c->next) {
 		struct pubd_pubstat *p;
 		unsigned i;
 
@@ -627,12 +664,12 @@ void pubd_ipc_group_removed(struct pubd *d, struct pubd_group *g)
 
 static bool may(const struct pubd_client *c, const struct pubd_acl *acl);
 
-void pubd_ipc_acl_changed(struct pubd *d, struct pubd_group *g)
+void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	struct pubd_client *c;
 	unsigned i;
 
-	for (c = d->ipc.clients; c; c = c->next) {
+	for (c = srv->clients; c; c = c->next) {
 		if (c->closing || c->gone)
 			continue;
 		if (client_find_sub(c, g, &i) && !may(c, &g->cfg->subscribe)) {
@@ -641,7 +678,7 @@ void pubd_ipc_acl_changed(struct pubd *d, struct pubd_group *g)
 				   "no longer allows it",
 				   c->id, (int)c->pid, (unsigned)c->uid, g->name);
 			client_unsubscribe(c, i);
-			d->counters[PUBD_CTR_ACL_REVOKED]++;
+			srv->counters[PUBD_CTR_ACL_REVOKED]++;
 			reply_error(c, 0, PUB_ERR_ACL,
 				    "subscription to '%s' ended: the reloaded subscribe ACL no longer allows uid %u",
 				    g->name, (unsigned)c->uid);
@@ -654,7 +691,7 @@ void pubd_ipc_acl_changed(struct pubd *d, struct pubd_group *g)
 				   "longer allows it",
 				   c->id, (int)c->pid, (unsigned)c->uid, g->name);
 			c->pubs[i] = c->pubs[--c->npubs];
-			d->counters[PUBD_CTR_ACL_REVOKED]++;
+			srv->counters[PUBD_CTR_ACL_REVOKED]++;
 			reply_error(c, 0, PUB_ERR_ACL,
 				    "publishing to '%s' ended: the reloaded publish ACL no longer allows uid %u",
 				    g->name, (unsigned)c->uid);
@@ -689,7 +726,7 @@ static bool may(const struct pubd_client *c, const struct pubd_acl *acl)
 
 static void handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
 {
-	struct pubd *d = c->d;
+	struct pubd_ipc *srv = c->srv;
 	struct pub_msg_welcome w = {0};
 	struct pub_msg_hello h;
 	uint8_t buf[600];
@@ -713,12 +750,12 @@ static void handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
 	snprintf(c->name, sizeof(c->name), "%.*s", (int)h.client_name.len, h.client_name.ptr);
 	c->hello = true;
 	w.version = PUB_PROTO_VERSION;
-	w.max_message = (uint32_t)d->cfg.max_message_size;
-	w.mtu = d->mtu;
+	w.max_message = (uint32_t)srv->cfg->max_message_size;
+	w.mtu = srv->mtu;
 	w.client_id = c->id;
-	w.source_id = d->source_id;
+	w.source_id = srv->source_id;
 	w.daemon_version = (struct pub_str){PUBD_VERSION, strlen(PUBD_VERSION)};
-	w.fabric = (struct pub_str){d->fops->name, strlen(d->fops->name)};
+	w.fabric = (struct pub_str){srv->fabric_name, strlen(srv->fabric_name)};
 	n = pub_proto_enc_welcome(buf, sizeof(buf), &w);
 	if (n > 0)
 		queue_frame(c, buf, (size_t)n);
@@ -739,7 +776,7 @@ static void handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 	}
 	if (c->gone)
 		return; /* it hung up: nothing could reach it */
-	g = pubd_groups_by_name(&c->d->groups, r.group.ptr, r.group.len);
+	g = pubd_groups_by_name(c->srv->groups, r.group.ptr, r.group.len);
 	if (!g) {
 		reply_error(c, r.req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration",
 			    (int)r.group.len, r.group.ptr);
@@ -780,7 +817,7 @@ static void handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		goto nomem;
 	/* The first subscriber starts the fabric receiving; answered after,
 	 * so what follows the reply reaches the subscriber. */
-	err = pubd_group_listen_sync(c->d, g);
+	err = c->srv->ops->subscribers_changed(c->srv->ctx, g);
 	if (err < 0) {
 		pubd_group_sub_remove(g, s);
 		reply_error(c, r.req_id, PUB_ERR_INTERNAL,
@@ -799,13 +836,13 @@ nomem:
 static struct pubd_group *publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
 					size_t plen)
 {
-	struct pubd *d = c->d;
-	struct pubd_group *g = pubd_groups_by_name(&d->groups, name, nlen);
+	struct pubd_ipc *srv = c->srv;
+	struct pubd_group *g = pubd_groups_by_name(srv->groups, name, nlen);
 
 	if (!g) {
 		pubd_drops_add(&c->drops, PUB_DROP_NO_GROUP, 1);
-		pubd_drops_add(&d->drops, PUB_DROP_NO_GROUP, 1);
-		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		pubd_drops_add(srv->drops, PUB_DROP_NO_GROUP, 1);
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
 		reply_error(c, req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration", (int)nlen,
 			    name);
 		return NULL;
@@ -813,28 +850,28 @@ static struct pubd_group *publish_admit(struct pubd_client *c, uint32_t req_id, 
 	if (!may(c, &g->cfg->publish)) {
 		pubd_drops_add(&c->drops, PUB_DROP_ACL_DENIED, 1);
 		pubd_drops_add(&g->drops, PUB_DROP_ACL_DENIED, 1);
-		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
 		log_debug("client %u uid %u: publish to %s denied by its ACL", c->id, (unsigned)c->uid, g->name);
 		reply_error(c, req_id, PUB_ERR_ACL, "uid %u may not publish to '%s' (group's publish ACL)",
 			    (unsigned)c->uid, g->name);
 		return NULL;
 	}
-	if (plen > d->cfg.max_message_size) {
+	if (plen > srv->cfg->max_message_size) {
 		pubd_drops_add(&c->drops, PUB_DROP_TOO_LARGE, 1);
 		pubd_drops_add(&g->drops, PUB_DROP_TOO_LARGE, 1);
-		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
 		reply_error(c, req_id, PUB_ERR_TOO_LARGE, "message of %zu bytes exceeds limits.max_message_size (%llu)",
-			    plen, (unsigned long long)d->cfg.max_message_size);
+			    plen, (unsigned long long)srv->cfg->max_message_size);
 		return NULL;
 	}
-	if (g->raw && plen > d->mtu) {
+	if (g->raw && plen > srv->mtu) {
 		pubd_drops_add(&c->drops, PUB_DROP_MTU_EXCEEDED, 1);
 		pubd_drops_add(&g->drops, PUB_DROP_MTU_EXCEEDED, 1);
-		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
 		reply_error(c, req_id, PUB_ERR_TOO_LARGE,
 			    "message of %zu bytes exceeds the fabric MTU (%u) of raw group '%s' (raw groups cannot "
 			    "fragment)",
-			    plen, d->mtu, g->name);
+			    plen, srv->mtu, g->name);
 		return NULL;
 	}
 	return g;
@@ -849,7 +886,8 @@ static void publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_g
 		ps->bytes += m->len;
 	}
 	c->published++;
-	pubd_publish(c->d, c, g, m);
+	if (c->srv->ops->publish(c->srv->ctx, c, g, m))
+		c->tx_pending++;
 	if (req_id)
 		reply_ok(c, req_id);
 	if (c->tx_pending >= TX_PENDING_HIGH)
@@ -879,6 +917,24 @@ static void handle_publish(struct pubd_client *c, const uint8_t *body, size_t le
 	pubd_msgbuf_put(m);
 }
 
+/* RELOAD: re-read the configuration; OK, or ERROR with what is wrong in it.
+ * Only root and pubd's own user may. */
+static void handle_reload(struct pubd_client *c, uint32_t req_id)
+{
+	char err[2048];
+
+	if (c->uid != 0 && c->uid != getuid()) {
+		reply_error(c, req_id, PUB_ERR_ACL, "only root or pubd's own user may reload");
+		return;
+	}
+	err[0] = 0;
+	if (c->srv->ops->reload(c->srv->ctx, err, sizeof(err)) < 0) {
+		reply_error(c, req_id, PUB_ERR_CONFIG, "%s", err[0] ? err : "reload failed");
+		return;
+	}
+	reply_ok(c, req_id);
+}
+
 /* Returns false when the reply cannot be queued yet (not within the client
  * budget): the client is paused and the QUERY handled again later (only a
  * reply over QUERY_BUDGET_WAIT can wait: a RELOAD's is small, so it never
@@ -897,21 +953,22 @@ static bool handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 		protocol_error(c, "malformed QUERY");
 		return true;
 	}
-	if (q.kind == PUB_QUERY_RELOAD && c->uid != 0 && c->uid != getuid()) {
-		reply_error(c, q.req_id, PUB_ERR_ACL, "only root or pubd's own user may reload");
+	if (q.kind == PUB_QUERY_RELOAD) {
+		/* A command that travels as a QUERY kind on the wire. */
+		handle_reload(c, q.req_id);
 		return true;
 	}
 	err[0] = 0;
-	r = pubd_query(c->d, &b, q.req_id, q.kind, q.arg.ptr, q.arg.len, err, sizeof(err));
+	r = c->srv->ops->query(c->srv->ctx, &b, q.req_id, q.kind, q.arg.ptr, q.arg.len, err, sizeof(err));
 	if (r < 0) {
 		reply_error(c, q.req_id, (uint32_t)-r, "%s", err[0] ? err : "query failed");
 		goto out;
 	}
 	n = pub_proto_enc_ok(ok, sizeof(ok), q.req_id);
-	if (b.len + (size_t)n > c->d->cfg.client_buffer_budget) {
+	if (b.len + (size_t)n > c->srv->cfg->client_buffer_budget) {
 		reply_error(c, q.req_id, PUB_ERR_INTERNAL,
 			    "reply of %zu bytes exceeds limits.client_buffer_budget (%llu bytes)", b.len + (size_t)n,
-			    (unsigned long long)c->d->cfg.client_buffer_budget);
+			    (unsigned long long)c->srv->cfg->client_buffer_budget);
 		goto out;
 	}
 	if (b.err || (b.len + (size_t)n > b.cap && pub_table_grow_realloc(&b, b.len + (size_t)n) < 0)) {
@@ -960,9 +1017,9 @@ static bool handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *bod
 	return true;
 }
 
-static size_t max_body(const struct pubd *d)
+static size_t max_body(const struct pubd_ipc *srv)
 {
-	return (size_t)d->cfg.max_message_size + 4 + 1 + PUB_PROTO_NAME_MAX;
+	return (size_t)srv->cfg->max_message_size + 4 + 1 + PUB_PROTO_NAME_MAX;
 }
 
 /*
@@ -975,7 +1032,7 @@ static size_t max_body(const struct pubd *d)
  */
 static long start_big(struct pubd_client *c, const uint8_t *p, size_t avail, uint32_t body_len)
 {
-	struct pubd *d = c->d;
+	struct pubd_ipc *srv = c->srv;
 	size_t nlen, fixed, plen, have;
 	uint32_t req_id;
 	struct pubd_group *g;
@@ -995,26 +1052,26 @@ static long start_big(struct pubd_client *c, const uint8_t *p, size_t avail, uin
 	if (have > plen)
 		have = plen;
 	g = publish_admit(c, req_id, (const char *)p + PUB_PROTO_HDR_LEN + 5, nlen, plen);
-	if (g && plen > d->cfg.client_buffer_budget) {
+	if (g && plen > srv->cfg->client_buffer_budget) {
 		pubd_drops_add(&c->drops, PUB_DROP_CLIENT_BUDGET, 1);
 		pubd_drops_add(&g->drops, PUB_DROP_CLIENT_BUDGET, 1);
-		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
 		reply_error(c, req_id, PUB_ERR_TOO_LARGE,
 			    "message of %zu bytes can never fit limits.client_buffer_budget (%llu bytes)", plen,
-			    (unsigned long long)d->cfg.client_buffer_budget);
+			    (unsigned long long)srv->cfg->client_buffer_budget);
 		g = NULL;
 	}
 	if (!g) {
 		c->skip = plen - have; /* refused, counted and answered */
 		return (long)(PUB_PROTO_HDR_LEN + fixed + have);
 	}
-	if (!budget_take(d, plen)) {
+	if (!budget_take(srv, plen)) {
 		pause_for_budget(c, plen);
 		return 0;
 	}
 	c->big = pubd_msgbuf_alloc(plen);
 	if (!c->big) {
-		budget_give(d, plen);
+		budget_give(srv, plen);
 		return -1;
 	}
 	c->big_req_id = req_id;
@@ -1031,7 +1088,7 @@ static void finish_big(struct pubd_client *c)
 	struct pubd_group *g;
 
 	c->big = NULL;
-	budget_give(c->d, m->len);
+	budget_give(c->srv, m->len);
 	/* Checked again: a reload may have changed the group or its ACL. */
 	g = publish_admit(c, c->big_req_id, c->big_group, c->big_group_len, m->len);
 	if (g)
@@ -1045,11 +1102,11 @@ static bool rbuf_grow(struct pubd_client *c)
 	size_t more = RBUF_CAP - c->rcap;
 	uint8_t *b;
 
-	if (!c->hello || !more || !budget_take(c->d, more))
+	if (!c->hello || !more || !budget_take(c->srv, more))
 		return false;
 	b = realloc(c->rbuf, RBUF_CAP);
 	if (!b) {
-		budget_give(c->d, more);
+		budget_give(c->srv, more);
 		return false;
 	}
 	c->rbuf = b;
@@ -1068,7 +1125,8 @@ static void client_parse(struct pubd_client *c)
 	int r;
 
 	while (!c->closing && !c->paused && !c->big && !c->skip && off < c->rlen) {
-		r = pub_proto_frame_peek(c->rbuf + off, c->rlen - off, max_body(c->d), &type, &body_len, &body, &need);
+		r = pub_proto_frame_peek(c->rbuf + off, c->rlen - off, max_body(c->srv), &type, &body_len, &body,
+					 &need);
 		if (r < 0) {
 			protocol_error(c, "invalid frame header");
 			return;
@@ -1107,7 +1165,7 @@ static void client_parse(struct pubd_client *c)
 		}
 		/* A client with no reply queued is always answered (its
 		 * reply may go outside the budget: REPLY_FREE_MAX). */
-		if (type == PUB_FRAME_QUERY && c->out_ctrl_bytes && !budget_fits(c->d, QUERY_BUDGET_WAIT)) {
+		if (type == PUB_FRAME_QUERY && c->out_ctrl_bytes && !budget_fits(c->srv, QUERY_BUDGET_WAIT)) {
 			pause_for_reply(c);
 			break;
 		}
@@ -1243,24 +1301,30 @@ static void on_client(void *ctx, uint32_t events)
 
 static void client_close(struct pubd_client *c)
 {
-	struct pubd *d = c->d;
+	struct pubd_ipc *srv = c->srv;
 	struct pubd_client **p;
 
 	/* Deliveries still queued, a half-written one included, never reach
 	 * the client: each is counted against its subscription. */
 	drop_output(c);
+	if (c->unsub_deferred) {
+		c->unsub_deferred = false;
+		srv->ndeferred--;
+	}
 	while (c->nsubs)
 		client_unsubscribe(c, c->nsubs - 1);
-	pubd_tx_forget_client(d, c);
+	if (c->tx_pending)
+		srv->ops->client_closed(srv->ctx, c, c->tx_pending);
+	c->tx_pending = 0;
 	if (c->paused)
-		d->ipc.npaused--;
+		srv->npaused--;
 	if (c->gone)
-		d->ipc.ngone--;
+		srv->ngone--;
 	if (c->big)
-		budget_give(d, c->big->len);
-	budget_give(d, c->rcap - RBUF_MIN);
+		budget_give(srv, c->big->len);
+	budget_give(srv, c->rcap - RBUF_MIN);
 	if (c->dirty) {
-		for (p = &d->ipc.dirty; *p; p = &(*p)->next_dirty) {
+		for (p = &srv->dirty; *p; p = &(*p)->next_dirty) {
 			if (*p == c) {
 				*p = c->next_dirty;
 				break;
@@ -1270,10 +1334,10 @@ static void client_close(struct pubd_client *c)
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		d->ipc.clients = c->next;
+		srv->clients = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	d->ipc.nclients--;
+	srv->nclients--;
 	pubd_loop_unwatch(c->watch);
 	close(c->fd);
 	pubd_msgbuf_put(c->big);
@@ -1314,28 +1378,28 @@ static void read_peer(struct pubd_client *c)
 
 /* Repeating accept failures and refusals: one log line per period, with
  * the counts since the last, never one per connection. */
-static void accept_log(struct pubd *d, bool now)
+static void accept_log(struct pubd_ipc *srv, bool now)
 {
-	uint64_t errs = d->counters[PUBD_CTR_ACCEPT_ERRORS] - d->ipc.accept_fail_logged;
-	uint64_t refused = d->counters[PUBD_CTR_CLIENTS_REFUSED] - d->ipc.refused_logged;
+	uint64_t errs = srv->counters[PUBD_CTR_ACCEPT_ERRORS] - srv->accept_fail_logged;
+	uint64_t refused = srv->counters[PUBD_CTR_CLIENTS_REFUSED] - srv->refused_logged;
 	uint64_t t = pubd_now_ns();
 
 	if (!errs && !refused)
 		return;
-	if (!now && d->ipc.last_accept_log_ns && t - d->ipc.last_accept_log_ns < ACCEPT_LOG_NS)
+	if (!now && srv->last_accept_log_ns && t - srv->last_accept_log_ns < ACCEPT_LOG_NS)
 		return;
 	log_warn("clients: %llu connections refused (limits.max_clients %u, or out of fds), %llu failed accepts "
 		 "in the last %llu s; %u connected",
-		 (unsigned long long)refused, d->cfg.max_clients, (unsigned long long)errs,
-		 (unsigned long long)(d->ipc.last_accept_log_ns ? (t - d->ipc.last_accept_log_ns) / 1000000000ull : 0),
-		 d->ipc.nclients);
-	d->ipc.accept_fail_logged = d->counters[PUBD_CTR_ACCEPT_ERRORS];
-	d->ipc.refused_logged = d->counters[PUBD_CTR_CLIENTS_REFUSED];
-	d->ipc.last_accept_log_ns = t;
+		 (unsigned long long)refused, srv->cfg->max_clients, (unsigned long long)errs,
+		 (unsigned long long)(srv->last_accept_log_ns ? (t - srv->last_accept_log_ns) / 1000000000ull : 0),
+		 srv->nclients);
+	srv->accept_fail_logged = srv->counters[PUBD_CTR_ACCEPT_ERRORS];
+	srv->refused_logged = srv->counters[PUBD_CTR_CLIENTS_REFUSED];
+	srv->last_accept_log_ns = t;
 }
 
 /* Tell a connection pubd will not serve why, and close it. */
-static void refuse(struct pubd *d, int fd, const char *why)
+static void refuse(struct pubd_ipc *srv, int fd, const char *why)
 {
 	uint8_t buf[256];
 	long n = pub_proto_enc_error(buf, sizeof(buf), 0, PUB_ERR_INTERNAL, why, strlen(why));
@@ -1345,8 +1409,8 @@ static void refuse(struct pubd *d, int fd, const char *why)
 	if (n > 0 && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		(void)0;
 	close(fd);
-	d->counters[PUBD_CTR_CLIENTS_REFUSED]++;
-	accept_log(d, false);
+	srv->counters[PUBD_CTR_CLIENTS_REFUSED]++;
+	accept_log(srv, false);
 }
 
 /*
@@ -1356,7 +1420,7 @@ static void refuse(struct pubd *d, int fd, const char *why)
  * that repeats (ENFILE, ENOBUFS, ENOMEM): stop polling the listener until
  * the next tick. Returns true to try accepting again.
  */
-static bool accept_failed(struct pubd *d, int err)
+static bool accept_failed(struct pubd_ipc *srv, int err)
 {
 	int fd;
 
@@ -1364,33 +1428,33 @@ static bool accept_failed(struct pubd *d, int err)
 		return false;
 	if (err == ECONNABORTED || err == EPROTO)
 		return true; /* that connection is gone; others may wait */
-	d->counters[PUBD_CTR_ACCEPT_ERRORS]++;
-	if (err == EMFILE && d->ipc.reserve_fd >= 0) {
-		close(d->ipc.reserve_fd);
-		fd = accept4(d->ipc.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	srv->counters[PUBD_CTR_ACCEPT_ERRORS]++;
+	if (err == EMFILE && srv->reserve_fd >= 0) {
+		close(srv->reserve_fd);
+		fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0)
-			refuse(d, fd, "pubd is out of file descriptors; try again later");
-		d->ipc.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && d->ipc.reserve_fd >= 0)
+			refuse(srv, fd, "pubd is out of file descriptors; try again later");
+		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && srv->reserve_fd >= 0)
 			return true;
 	}
-	if (!d->ipc.listen_paused) {
-		d->ipc.listen_paused = true;
-		pubd_loop_watch_mod(d->ipc.listen_watch, 0);
+	if (!srv->listen_paused) {
+		srv->listen_paused = true;
+		pubd_loop_watch_mod(srv->listen_watch, 0);
 	}
-	accept_log(d, false);
+	accept_log(srv, false);
 	return false;
 }
 
 /* Every ordinary slot is taken: may this connection have one of the
  * operator's OPERATOR_RESERVE? Only root and pubd's own user, by the
  * kernel's word for who connected (SO_PEERCRED). */
-static bool operator_reserve_admits(const struct pubd *d, int fd)
+static bool operator_reserve_admits(const struct pubd_ipc *srv, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
-	if (d->ipc.nclients >= d->cfg.max_clients + OPERATOR_RESERVE)
+	if (srv->nclients >= srv->cfg->max_clients + OPERATOR_RESERVE)
 		return false;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return false;
@@ -1399,20 +1463,20 @@ static bool operator_reserve_admits(const struct pubd *d, int fd)
 
 static void on_accept(void *ctx, uint32_t events)
 {
-	struct pubd *d = ctx;
+	struct pubd_ipc *srv = ctx;
 	struct pubd_client *c;
 	int fd;
 
 	(void)events;
 	for (;;) {
-		fd = accept4(d->ipc.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (accept_failed(d, errno))
+			if (accept_failed(srv, errno))
 				continue;
 			return;
 		}
-		if (d->ipc.nclients >= d->cfg.max_clients && !operator_reserve_admits(d, fd)) {
-			refuse(d, fd, "pubd has limits.max_clients connections already; try again later");
+		if (srv->nclients >= srv->cfg->max_clients && !operator_reserve_admits(srv, fd)) {
+			refuse(srv, fd, "pubd has limits.max_clients connections already; try again later");
 			continue;
 		}
 		c = calloc(1, sizeof(*c));
@@ -1422,14 +1486,14 @@ static void on_accept(void *ctx, uint32_t events)
 			close(fd);
 			continue;
 		}
-		c->d = d;
+		c->srv = srv;
 		c->fd = fd;
 		c->rcap = RBUF_MIN;
-		c->id = ++d->ipc.next_id;
+		c->id = ++srv->next_id;
 		c->connected_ns = pubd_now_ns();
 		read_peer(c);
 		c->watch_events = EPOLLIN;
-		c->watch = pubd_loop_watch(d->loop, fd, EPOLLIN, on_client, c);
+		c->watch = pubd_loop_watch(srv->loop, fd, EPOLLIN, on_client, c);
 		if (!c->watch) {
 			log_err("cannot watch client fd: %s", strerror(errno));
 			free(c->rbuf);
@@ -1438,12 +1502,12 @@ static void on_accept(void *ctx, uint32_t events)
 			close(fd);
 			continue;
 		}
-		c->next = d->ipc.clients;
+		c->next = srv->clients;
 		if (c->next)
 			c->next->prev = c;
-		d->ipc.clients = c;
-		d->ipc.nclients++;
-		d->counters[PUBD_CTR_CLIENTS_ACCEPTED]++;
+		srv->clients = c;
+		srv->nclients++;
+		srv->counters[PUBD_CTR_CLIENTS_ACCEPTED]++;
 	}
 }
 
@@ -1462,10 +1526,10 @@ static int make_parent_dir(const char *path)
 	return 0;
 }
 
-static int listen_on_path(struct pubd *d)
+static int listen_on_path(struct pubd_ipc *srv)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	const char *path = d->cfg.socket_path;
+	const char *path = srv->cfg->socket_path;
 	struct stat st;
 	int fd, err;
 
@@ -1514,26 +1578,35 @@ static int listen_on_path(struct pubd *d)
 		close(fd);
 		return err;
 	}
-	if (chmod(path, d->cfg.socket_mode) < 0)
-		log_warn("daemon.socket %s: chmod %o: %s", path, d->cfg.socket_mode, strerror(errno));
+	if (chmod(path, srv->cfg->socket_mode) < 0)
+		log_warn("daemon.socket %s: chmod %o: %s", path, srv->cfg->socket_mode, strerror(errno));
 	if (listen(fd, 128) < 0) {
 		err = -errno;
 		close(fd);
 		unlink(path);
 		return err;
 	}
-	d->ipc.path = strdup(path);
+	srv->path = strdup(path);
 	return fd;
 }
 
-int pubd_ipc_init(struct pubd *d)
+int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 {
 	int n, fd = -1;
 
-	d->ipc.listen_fd = -1;
+	memset(srv, 0, sizeof(*srv));
+	srv->loop = env->loop;
+	srv->cfg = env->cfg;
+	srv->groups = env->groups;
+	srv->counters = env->counters;
+	srv->drops = env->drops;
+	srv->ops = env->ops;
+	srv->ctx = env->ctx;
+	srv->fabric_name = "none";
+	srv->listen_fd = -1;
 	/* Held so that, out of fds, a connection can still be accepted and
 	 * closed (see accept_failed). */
-	d->ipc.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* Socket activation: systemd hands us the listening socket. */
 	n = sd_listen_fds(1);
 	if (n > 1) {
@@ -1548,26 +1621,26 @@ int pubd_ipc_init(struct pubd *d)
 		}
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		d->ipc.listen_from_systemd = true;
+		srv->listen_from_systemd = true;
 		log_info("listening on the socket passed by systemd");
 	} else {
-		fd = listen_on_path(d);
+		fd = listen_on_path(srv);
 		if (fd < 0)
 			return fd;
-		log_info("listening on %s (mode %04o)", d->ipc.path, d->cfg.socket_mode);
+		log_info("listening on %s (mode %04o)", srv->path, srv->cfg->socket_mode);
 	}
-	d->ipc.listen_fd = fd;
-	d->ipc.listen_watch = pubd_loop_watch(d->loop, fd, EPOLLIN, on_accept, d);
-	if (!d->ipc.listen_watch)
+	srv->listen_fd = fd;
+	srv->listen_watch = pubd_loop_watch(srv->loop, fd, EPOLLIN, on_accept, srv);
+	if (!srv->listen_watch)
 		return -errno;
 	return 0;
 }
 
-void pubd_ipc_tick(struct pubd *d, uint64_t now_ns)
+void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 {
 	struct pubd_client *c, *next;
 
-	for (c = d->ipc.clients; c; c = next) {
+	for (c = srv->clients; c; c = next) {
 		next = c->next;
 		if (c->closing && now_ns >= c->close_deadline_ns) {
 			log_info("client %u (pid %d, %s): closed without reading its last reply", c->id, (int)c->pid,
@@ -1580,7 +1653,7 @@ void pubd_ipc_tick(struct pubd *d, uint64_t now_ns)
 			uint8_t *b = realloc(c->rbuf, RBUF_MIN);
 
 			if (b) {
-				budget_give(d, c->rcap - RBUF_MIN);
+				budget_give(srv, c->rcap - RBUF_MIN);
 				c->rbuf = b;
 				c->rcap = RBUF_MIN;
 			}
@@ -1588,13 +1661,13 @@ void pubd_ipc_tick(struct pubd *d, uint64_t now_ns)
 		c->read_since_tick = false;
 	}
 	/* Accepting again after a back-off; the reserve fd back if we can. */
-	if (d->ipc.reserve_fd < 0)
-		d->ipc.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (d->ipc.listen_paused && d->ipc.listen_watch) {
-		d->ipc.listen_paused = false;
-		pubd_loop_watch_mod(d->ipc.listen_watch, EPOLLIN);
+	if (srv->reserve_fd < 0)
+		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (srv->listen_paused && srv->listen_watch) {
+		srv->listen_paused = false;
+		pubd_loop_watch_mod(srv->listen_watch, EPOLLIN);
 	}
-	accept_log(d, false);
+	accept_log(srv, false);
 }
 
 /* PUBLISH frames read from c and not handled (pubd is stopping): counted
@@ -1609,7 +1682,7 @@ static uint64_t count_unhandled(struct pubd_client *c)
 
 	if (c->closing)
 		return 0; /* a protocol error already ended its stream */
-	while (off < c->rlen && pub_proto_frame_peek(c->rbuf + off, c->rlen - off, max_body(c->d), &type, &body_len,
+	while (off < c->rlen && pub_proto_frame_peek(c->rbuf + off, c->rlen - off, max_body(c->srv), &type, &body_len,
 						     &body, &need) == 1) {
 		n += type == PUB_FRAME_PUBLISH;
 		off += PUB_PROTO_HDR_LEN + body_len;
@@ -1617,18 +1690,18 @@ static uint64_t count_unhandled(struct pubd_client *c)
 	return n;
 }
 
-void pubd_ipc_shutdown(struct pubd *d)
+void pubd_ipc_shutdown(struct pubd_ipc *srv)
 {
 	struct pubd_client *c, *next;
 	uint64_t n, lost = 0;
 
-	for (c = d->ipc.clients; c; c = next) {
+	for (c = srv->clients; c; c = next) {
 		next = c->next;
 		n = count_unhandled(c);
 		if (n) {
 			pubd_drops_add(&c->drops, PUB_DROP_CLIENT_GONE, n);
-			pubd_drops_add(&d->drops, PUB_DROP_CLIENT_GONE, n);
-			d->counters[PUBD_CTR_MSG_DROPPED] += n;
+			pubd_drops_add(srv->drops, PUB_DROP_CLIENT_GONE, n);
+			srv->counters[PUBD_CTR_MSG_DROPPED] += n;
 			lost += n;
 		}
 		if (!c->closing)
@@ -1639,35 +1712,94 @@ void pubd_ipc_shutdown(struct pubd *d)
 		if (!client_flush(c))
 			client_close(c);
 	}
-	d->ipc.dirty = NULL;
+	srv->dirty = NULL;
 	if (lost)
 		log_warn("stopping: %llu messages read from publishers (paused by back-pressure) were not published "
 			 "(client_gone)",
 			 (unsigned long long)lost);
 }
 
-void pubd_ipc_close(struct pubd *d)
+void pubd_ipc_close(struct pubd_ipc *srv)
 {
 	struct pubd_out *o;
 
-	while (d->ipc.clients)
-		client_close(d->ipc.clients);
-	if (d->ipc.listen_watch)
-		pubd_loop_unwatch(d->ipc.listen_watch);
-	d->ipc.listen_watch = NULL;
-	if (d->ipc.listen_fd >= 0) {
-		close(d->ipc.listen_fd);
-		if (d->ipc.path && !d->ipc.listen_from_systemd)
-			unlink(d->ipc.path);
+	while (srv->clients)
+		client_close(srv->clients);
+	if (srv->listen_watch)
+		pubd_loop_unwatch(srv->listen_watch);
+	srv->listen_watch = NULL;
+	if (srv->listen_fd >= 0) {
+		close(srv->listen_fd);
+		if (srv->path && !srv->listen_from_systemd)
+			unlink(srv->path);
 	}
-	d->ipc.listen_fd = -1;
-	if (d->ipc.reserve_fd >= 0)
-		close(d->ipc.reserve_fd);
-	d->ipc.reserve_fd = -1;
-	free(d->ipc.path);
-	d->ipc.path = NULL;
-	while ((o = d->ipc.free_outs)) {
-		d->ipc.free_outs = o->next;
+	srv->listen_fd = -1;
+	if (srv->reserve_fd >= 0)
+		close(srv->reserve_fd);
+	srv->reserve_fd = -1;
+	free(srv->path);
+	srv->path = NULL;
+	while ((o = srv->free_outs)) {
+		srv->free_outs = o->next;
 		free(o);
 	}
+}
+
+void pubd_ipc_set_fabric(struct pubd_ipc *srv, uint32_t mtu, uint64_t source_id, const char *fabric_name)
+{
+	srv->mtu = mtu;
+	srv->source_id = source_id;
+	srv->fabric_name = fabric_name;
+}
+
+/* ---- the clients as queries see them ---- */
+
+const struct pubd_client *pubd_ipc_clients_first(const struct pubd_ipc *srv)
+{
+	return srv->clients;
+}
+
+const struct pubd_client *pubd_ipc_clients_next(const struct pubd_client *c)
+{
+	return c->next;
+}
+
+void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *info)
+{
+	info->id = c->id;
+	info->pid = c->pid;
+	info->uid = c->uid;
+	info->gid = c->gid;
+	info->name = c->name;
+	info->connected_ns = c->connected_ns;
+	info->published = c->published;
+	info->delivered = c->delivered;
+	info->drops = &c->drops;
+	info->queued = c->out_delivers;
+	info->paused = c->paused;
+	info->subs = c->subs;
+	info->nsubs = c->nsubs;
+	info->pubs = c->pubs;
+	info->npubs = c->npubs;
+}
+
+unsigned pubd_ipc_queued_for(const struct pubd_sub *s)
+{
+	const struct pubd_out *o;
+	unsigned n = 0;
+
+	for (o = s->client->out_head; o; o = o->next)
+		if (o->sub == s)
+			n++;
+	return n;
+}
+
+bool pubd_ipc_listening(const struct pubd_ipc *srv)
+{
+	return srv->listen_fd >= 0;
+}
+
+const char *pubd_ipc_path(const struct pubd_ipc *srv)
+{
+	return srv->path;
 }

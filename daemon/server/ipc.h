@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The local API: a Unix stream socket speaking common/proto.h.
+ * The local API server: a Unix stream socket speaking common/proto.h.
  *
  * Every client has a receive buffer, an output queue and its counters.
  * Output (deliveries, replies) is queued and written in batches with
@@ -12,34 +12,51 @@
  * only. Payload buffers are shared (refcounted) by every subscriber a message
  * is queued for, so the bytes bound is what one client can pin; together
  * clients pin at most max_clients times it, less when they share messages.
+ *
+ * The server sits below the engine: it calls up only through the ops table
+ * the engine hands to pubd_ipc_init, and the engine calls down into the
+ * functions below. It sees the groups table (core) to check ACLs and keep
+ * subscriptions, never the daemon.
  */
 #ifndef PUBD_IPC_H
 #define PUBD_IPC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "config.h"
+#include "groups.h"
 #include "msgbuf.h"
 #include "stats.h"
 
-/* frame header + source + seq + name8 */
-#define PUB_OUT_HEAD_MAX (8 + 8 + 8 + 1 + 255)
-
-struct pubd;
-struct pubd_group;
-struct pubd_sub;
+struct pubd_client;
+struct pubd_out;
+struct pubd_loop;
 struct pubd_loop_watch;
+struct pub_table_builder;
 
-/* One queued output frame. */
-struct pubd_out {
-	struct pubd_out *next;
-	struct pubd_msgbuf *body; /* DELIVER payload, or a whole control frame */
-	struct pubd_sub *sub;	  /* DELIVER: the subscription it counts against */
-	uint32_t head_len;	  /* bytes of head[] in use (0 for control frames) */
-	bool uncharged;		  /* a reply outside the client budget (REPLY_FREE_MAX in ipc.c) */
-	uint32_t written;	  /* of head + body */
-	uint8_t head[PUB_OUT_HEAD_MAX];
+/* What the server asks of the engine. Called from the server's handlers,
+ * never from inside pubd_ipc_deliver (see pubd_ipc_deliver). */
+struct pubd_ipc_ops {
+	/* A PUBLISH passed every check: send it to g's subscribers and the
+	 * fabric. Returns true when the message waits in a transmit queue
+	 * with origin as its owner: the server counts it until
+	 * pubd_ipc_tx_done(origin) (back-pressure). */
+	bool (*publish)(void *ctx, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
+	/* g's local subscribers changed (the first came or the last went).
+	 * 0, or -errno when the fabric could not start (or stop) receiving. */
+	int (*subscribers_changed)(void *ctx, struct pubd_group *g);
+	/* A client is going away with tx_pending messages still queued for
+	 * the fabric: they stay queued, no longer owned by it. */
+	void (*client_closed)(void *ctx, struct pubd_client *c, uint32_t tx_pending);
+	/* Append the TABLE frames of a QUERY of kind (not RELOAD) to b.
+	 * 0, or -PUB_ERR_* with a message in err. */
+	int (*query)(void *ctx, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
+		     size_t arglen, char *err, size_t errcap);
+	/* Re-read the configuration. 0, or -EINVAL with the errors in err. */
+	int (*reload)(void *ctx, char *err, size_t errcap);
 };
 
 /* Per client, per group publish counts (`pubctl group NAME` shows publishers). */
@@ -49,61 +66,21 @@ struct pubd_pubstat {
 	uint64_t bytes;
 };
 
-struct pubd_client {
-	struct pubd *d;
-	struct pubd_client *prev, *next; /* all clients */
-	int fd;
-	struct pubd_loop_watch *watch;
-	uint32_t watch_events;
-	uint32_t id;
-	pid_t pid;
-	uid_t uid;
-	gid_t gid;
-	uint32_t *sup_gids; /* supplementary groups (SO_PEERGROUPS) */
-	size_t nsup_gids;
-	char name[64];
-	bool hello;
-	bool closing;		    /* protocol error: flush the error reply, then close */
-	uint64_t close_deadline_ns; /* closing: closed by then even if the reply did not drain */
-	uint64_t connected_ns;
-
-	uint8_t *rbuf;
-	size_t rlen, rcap;    /* rcap above RBUF_MIN is charged to the client budget */
-	bool read_since_tick; /* rbuf saw data since the last pubd_ipc_tick */
-	/* A PUBLISH too big for rbuf is read straight into its message buffer. */
-	struct pubd_msgbuf *big; /* charged to the client budget while read */
-	size_t big_have;
-	size_t skip; /* body bytes of a refused big PUBLISH still to be read and discarded */
-	uint32_t big_req_id;
-	char big_group[256];
-	size_t big_group_len;
-	/* The last frame seen was a big PUBLISH: read rbuf in small bites, so
-	 * that the next big body is read into its buffer, not into rbuf. */
-	bool expect_big;
-
-	struct pubd_out *out_head, *out_tail;
-	uint32_t out_delivers;	  /* queued DELIVER frames (the subscriber queue) */
-	size_t out_deliver_bytes; /* their payload bytes (limits.subscriber_queue_bytes) */
-	size_t out_ctrl_bytes;	  /* queued reply bytes */
-	bool dirty;		  /* on the flush list */
-	struct pubd_client *next_dirty;
-
-	uint32_t tx_pending; /* its messages waiting in transmit queues */
-	bool paused;	     /* not reading: back-pressure */
-	size_t budget_wait;  /* paused until this many bytes of the client budget are free */
-	bool reply_wait;     /* ... or until its queued replies are all written */
-	bool gone;	     /* the peer hung up: what it sent is read and handled, nothing written */
-
-	struct pubd_sub **subs;
-	unsigned nsubs, subs_cap;
-	struct pubd_pubstat *pubs;
-	unsigned npubs;
-
-	uint64_t published, delivered;
-	struct pubd_drops drops;
-};
-
 struct pubd_ipc {
+	/* What the engine hands in (pubd_ipc_init). */
+	struct pubd_loop *loop;
+	const struct pubd_config *cfg; /* the daemon's current config: a reload updates it in place */
+	struct pubd_groups *groups;
+	uint64_t *counters;	  /* the daemon's, PUBD_CTR_* */
+	struct pubd_drops *drops; /* daemon scope: drops not tied to a known group */
+	const struct pubd_ipc_ops *ops;
+	void *ctx; /* for ops */
+	/* What the WELCOME tells clients, kept current by the engine
+	 * (pubd_ipc_set_fabric). */
+	uint32_t mtu;
+	uint64_t source_id;
+	const char *fabric_name;
+
 	int listen_fd;
 	bool listen_from_systemd;
 	struct pubd_loop_watch *listen_watch;
@@ -114,9 +91,10 @@ struct pubd_ipc {
 	struct pubd_client *dirty;
 	unsigned npaused; /* clients not being read (back-pressure): the loop looks for them only when there are some */
 	unsigned ngone;	  /* hung-up clients whose input is still being drained */
-	size_t charged;	  /* bytes held for clients, against limits.client_buffer_budget */
-	size_t uncharged; /* replies outside it: at most one REPLY_FREE_MAX per client */
-	int reserve_fd;	  /* closed to accept and refuse a connection when out of fds */
+	unsigned ndeferred;	     /* clients with unsub_deferred set */
+	size_t charged;		     /* bytes held for clients, against limits.client_buffer_budget */
+	size_t uncharged;	     /* replies outside it: at most one REPLY_FREE_MAX per client */
+	int reserve_fd;		     /* closed to accept and refuse a connection when out of fds */
 	bool listen_paused;	     /* accept kept failing: resumed by pubd_ipc_tick */
 	uint64_t accept_fail_logged; /* accept errors and refusals already logged */
 	uint64_t refused_logged;
@@ -124,22 +102,68 @@ struct pubd_ipc {
 	struct pubd_out *free_outs;
 };
 
-int pubd_ipc_init(struct pubd *d);
-void pubd_ipc_close(struct pubd *d);
-/* Write queued output of every client that has some. Returns work done. */
-int pubd_ipc_flush_all(struct pubd *d);
-/* Queue a message for one subscriber, applying the slow-subscriber policy. */
-void pubd_ipc_deliver(struct pubd *d, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
+/* The engine's part: where to listen and what to call. */
+struct pubd_ipc_env {
+	struct pubd_loop *loop;
+	const struct pubd_config *cfg;
+	struct pubd_groups *groups;
+	uint64_t *counters;
+	struct pubd_drops *drops;
+	const struct pubd_ipc_ops *ops;
+	void *ctx;
+};
+
+/* Listen (on the socket systemd passed, or on cfg->socket_path). 0 or -errno. */
+int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env);
+void pubd_ipc_close(struct pubd_ipc *srv);
+/* The fabric's MTU, pubd's source id and the fabric's name, as clients are
+ * told them (WELCOME) and raw publishes are checked against. */
+void pubd_ipc_set_fabric(struct pubd_ipc *srv, uint32_t mtu, uint64_t source_id, const char *fabric_name);
+/* Once per loop iteration: work deferred from deliveries, paused clients
+ * that may resume, and every client's queued output written. Returns work
+ * done. */
+int pubd_ipc_flush_all(struct pubd_ipc *srv);
+/* Queue a message for one subscriber, applying the slow-subscriber policy.
+ * Safe inside fan-out (and so inside a reassembly callback): it never calls
+ * the engine back; a subscriber disconnected as slow loses its
+ * subscriptions on the next pubd_ipc_flush_all. */
+void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
 /* A message of this client's left the transmit queue. */
-void pubd_ipc_tx_done(struct pubd *d, struct pubd_client *c);
+void pubd_ipc_tx_done(struct pubd_client *c);
 /* Close clients whose disconnect grace period has passed (called every second). */
-void pubd_ipc_tick(struct pubd *d, uint64_t now_ns);
+void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns);
 /* Tell every client the daemon is stopping, flush what we can, close them. */
-void pubd_ipc_shutdown(struct pubd *d);
+void pubd_ipc_shutdown(struct pubd_ipc *srv);
 /* A group is going away: drop its subscriptions (clients are told). */
-void pubd_ipc_group_removed(struct pubd *d, struct pubd_group *g);
+void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
 /* The group's ACLs changed (reload): end the subscriptions and publishing
  * its new ACLs no longer allow (clients are told, counted acl_revoked). */
-void pubd_ipc_acl_changed(struct pubd *d, struct pubd_group *g);
+void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);
+
+/* Reading the clients (queries, status): an iterator, and what one shows. */
+struct pubd_client_info {
+	uint32_t id;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	const char *name; /* from its HELLO: client-supplied text */
+	uint64_t connected_ns;
+	uint64_t published, delivered;
+	const struct pubd_drops *drops;
+	uint32_t queued; /* deliveries in its queue */
+	bool paused;
+	struct pubd_sub *const *subs;
+	unsigned nsubs;
+	const struct pubd_pubstat *pubs; /* per group it published to */
+	unsigned npubs;
+};
+const struct pubd_client *pubd_ipc_clients_first(const struct pubd_ipc *srv);
+const struct pubd_client *pubd_ipc_clients_next(const struct pubd_client *c);
+void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *info);
+/* Deliveries queued for this subscription and not yet written. */
+unsigned pubd_ipc_queued_for(const struct pubd_sub *s);
+/* Listening (for readiness), and where (NULL: on systemd's socket). */
+bool pubd_ipc_listening(const struct pubd_ipc *srv);
+const char *pubd_ipc_path(const struct pubd_ipc *srv);
 
 #endif

@@ -43,6 +43,7 @@
 
 #include "proto.h"
 #include "../unit/test_daemon_harness.h"
+#include "server_internal.h" /* white-box: a client's socket */
 #include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "proto.h"
+#include "server_internal.h" /* white-box: a client's queue and socket */
 #include "test_daemon_harness.h"
 
 #define GROUPS_ANY                  \
