@@ -8,6 +8,54 @@
 
 #include "ipc.h"
 
+/* Receive buffer per client. Frames that do not fit (big PUBLISH bodies)
+ * are read straight into their message buffer instead of growing this.
+ * Every connection starts with RBUF_MIN (enough for HELLO, bounded by
+ * limits.max_clients); a known client that fills it grows it to RBUF_CAP,
+ * charged to limits.client_buffer_budget, and shrinks back when idle. */
+#define RBUF_CAP (256 * 1024)
+#define RBUF_MIN (4 * 1024)
+/* An rbuf that saw no data for this long shrinks back to RBUF_MIN. */
+#define RBUF_IDLE_NS (1000ull * 1000 * 1000)
+/* How often repeating accept errors and refusals are logged. */
+#define ACCEPT_LOG_NS (10000ull * 1000 * 1000)
+/*
+ * Control traffic must get through whatever others hold of the client budget
+ * (publishers partway through big bodies, clients that do not read their
+ * replies): a client with no reply queued may always have one reply of up to
+ * REPLY_FREE_MAX queued outside the budget. Only its further replies wait
+ * for the budget, so no client or group of clients can lock out another's
+ * queries, and memory stays bounded: connections (max_clients plus the
+ * operator's reserve) times REPLY_FREE_MAX, besides the budget.
+ */
+#define REPLY_FREE_MAX (64 * 1024)
+/* A query from a client that already has replies queued waits for this much
+ * of the budget (or for its replies to be written); a reply up to this size
+ * is then always queued at once. */
+#define QUERY_BUDGET_WAIT REPLY_FREE_MAX
+/* A PUBLISH body from this size on is read straight into its message buffer
+ * once its header is in, not copied out of rbuf: one copy less per message
+ * (the copy costs more than the system call it saves from here on). */
+#define BIG_MIN (16 * 1024)
+/* While big bodies flow, rbuf takes at most this much per read (or of what
+ * follows a body in its readv): the next header, without reading the next
+ * big body into rbuf (and copying it) too. */
+#define BIG_TAIL_READ (4 * 1024)
+/* Bytes read from one client per wakeup before others get a turn. */
+#define READ_BUDGET (1024 * 1024)
+/* Back-pressure: stop reading a publisher with this many messages waiting
+ * for the fabric, resume below the low mark. */
+#define TX_PENDING_HIGH 256
+#define TX_PENDING_LOW	64
+/* A client that does not read its replies stops being read too. */
+#define CTRL_BYTES_HIGH (4u << 20)
+#define FLUSH_IOV	64
+/* Connections beyond limits.max_clients kept for root and pubd's own user,
+ * so that pubctl still works while someone holds every ordinary slot. */
+#define OPERATOR_RESERVE 8
+/* How long a client being disconnected may take to read why. */
+#define CLOSE_GRACE_NS (2000ull * 1000 * 1000)
+
 /* frame header + source + seq + name8 */
 #define PUB_OUT_HEAD_MAX (8 + 8 + 8 + 1 + 255)
 
@@ -76,5 +124,44 @@ struct pubd_client {
 	uint64_t published, delivered;
 	struct pubd_drops drops;
 };
+
+/* output.c */
+bool srv_budget_fits(const struct pubd_ipc *srv, size_t n);
+bool srv_budget_take(struct pubd_ipc *srv, size_t n);
+void srv_budget_give(struct pubd_ipc *srv, size_t n);
+void srv_out_release(struct pubd_ipc *srv, struct pubd_out *o);
+void srv_mark_dirty(struct pubd_client *c);
+void srv_pause_client(struct pubd_client *c);
+void srv_pause_for_budget(struct pubd_client *c, size_t n);
+void srv_pause_for_reply(struct pubd_client *c);
+bool srv_reply_fits(const struct pubd_client *c, size_t n);
+void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_out *o);
+void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n);
+int srv_queue_frame(struct pubd_client *c, const void *frame, size_t len);
+void srv_reply_ok(struct pubd_client *c, uint32_t req_id);
+/* Queue an ERROR reply (text formatted as printf). */
+void srv_reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void srv_update_watch(struct pubd_client *c);
+void srv_drop_output(struct pubd_client *c);
+int srv_client_flush(struct pubd_client *c);
+
+/* session.c */
+void srv_begin_close(struct pubd_client *c);
+void srv_protocol_error(struct pubd_client *c, const char *why);
+void srv_client_hangup(struct pubd_client *c);
+void srv_client_parse(struct pubd_client *c);
+void srv_client_read(struct pubd_client *c);
+void srv_on_client(void *ctx, uint32_t events);
+void srv_client_close(struct pubd_client *c);
+void srv_read_peer(struct pubd_client *c);
+uint64_t srv_count_unhandled(struct pubd_client *c);
+
+/* requests.c */
+void srv_client_unsubscribe(struct pubd_client *c, unsigned idx);
+struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
+				     size_t plen);
+void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m);
+bool srv_handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, size_t len);
 
 #endif

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Output: the client buffer budget, output queues, writing them (writev
+ * batches), the slow-subscriber policy, and back-pressure pauses.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "loop.h"
+#include "proto.h"
+#include "server_internal.h"
+
+/* ---- the client buffer budget (limits.client_buffer_budget) ---- */
+bool srv_budget_fits(const struct pubd_ipc *srv, size_t n)
+{
+	return n <= srv->cfg->client_buffer_budget && srv->charged <= srv->cfg->client_buffer_budget - n;
+}
+
+bool srv_budget_take(struct pubd_ipc *srv, size_t n)
+{
+	if (!srv_budget_fits(srv, n))
+		return false;
+	srv->charged += n;
+	return true;
+}
+
+void srv_budget_give(struct pubd_ipc *srv, size_t n)
+{
+	srv->charged -= n < srv->charged ? n : srv->charged;
+}
+
+/* ---- output queue ---- */
+static struct pubd_out *out_alloc(struct pubd_ipc *srv)
+{
+	struct pubd_out *o = srv->free_outs;
+
+	if (o)
+		srv->free_outs = o->next;
+	else if (!(o = malloc(sizeof(*o))))
+		return NULL;
+	o->next = NULL;
+	o->body = NULL;
+	o->sub = NULL;
+	o->head_len = 0;
+	o->uncharged = false;
+	o->written = 0;
+	return o;
+}
+
+void srv_out_release(struct pubd_ipc *srv, struct pubd_out *o)
+{
+	pubd_msgbuf_put(o->body);
+	o->next = srv->free_outs;
+	srv->free_outs = o;
+}
+
+void srv_mark_dirty(struct pubd_client *c)
+{
+	if (c->dirty)
+		return;
+	c->dirty = true;
+	c->next_dirty = c->srv->dirty;
+	c->srv->dirty = c;
+}
+
+/* Back-pressure: stop reading a client until pubd_ipc_flush_all resumes it. */
+void srv_pause_client(struct pubd_client *c)
+{
+	if (c->paused)
+		return;
+	c->paused = true;
+	c->srv->npaused++;
+}
+
+/* Not within limits.client_buffer_budget: stop reading the client until n
+ * bytes of it are free (pubd_ipc_flush_all resumes it); nothing is lost. */
+void srv_pause_for_budget(struct pubd_client *c, size_t n)
+{
+	c->budget_wait = n;
+	c->reply_wait = false;
+	c->srv->counters[PUBD_CTR_BUDGET_WAITS]++;
+	srv_pause_client(c);
+}
+
+/* A query waits: until QUERY_BUDGET_WAIT of the budget is free, or until the
+ * client's queued replies are written (its next reply then goes outside the
+ * budget). */
+void srv_pause_for_reply(struct pubd_client *c)
+{
+	srv_pause_for_budget(c, QUERY_BUDGET_WAIT);
+	c->reply_wait = true;
+}
+
+/* May a reply of n bytes be queued for c now? */
+bool srv_reply_fits(const struct pubd_client *c, size_t n)
+{
+	return (!c->out_ctrl_bytes && n <= REPLY_FREE_MAX) || srv_budget_fits(c->srv, n);
+}
+
+static void out_append(struct pubd_client *c, struct pubd_out *o)
+{
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	/* A DELIVER (head_len set) counts against the subscriber queue, a
+	 * reply against the client's reply bytes and the client budget. */
+	if (o->head_len) {
+		c->out_delivers++;
+		c->out_deliver_bytes += o->body->len;
+	} else {
+		/* Its first reply outside the budget (REPLY_FREE_MAX); the
+		 * rest are charged (and bounded per client by CTRL_BYTES_HIGH). */
+		if (!c->out_ctrl_bytes && o->body->len <= REPLY_FREE_MAX) {
+			o->uncharged = true;
+			c->srv->uncharged += o->body->len;
+		} else {
+			c->srv->charged += o->body->len;
+		}
+		c->out_ctrl_bytes += o->body->len;
+	}
+	srv_mark_dirty(c);
+}
+
+/* Unlink o, whose predecessor is prev (NULL when o is the head). */
+void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_out *o)
+{
+	if (prev)
+		prev->next = o->next;
+	else
+		c->out_head = o->next;
+	if (c->out_tail == o)
+		c->out_tail = prev;
+	/* By the frame's kind, not by o->sub: a DELIVER whose subscription
+	 * ended mid-write (sub NULL) is still a DELIVER, and counting it as
+	 * reply bytes wrapped out_ctrl_bytes, pausing the client for good. */
+	if (o->head_len) {
+		c->out_delivers--;
+		c->out_deliver_bytes -= o->body->len;
+	} else {
+		c->out_ctrl_bytes -= o->body->len;
+		if (o->uncharged)
+			c->srv->uncharged -= o->body->len;
+		else
+			srv_budget_give(c->srv, o->body->len);
+	}
+}
+
+void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
+{
+	pubd_drops_add(&s->drops, r, n);
+	pubd_drops_add(&s->client->drops, r, n);
+	pubd_drops_add(&s->group->sub_drops, r, n);
+	srv->counters[PUBD_CTR_MSG_DROPPED] += n;
+}
+
+int srv_queue_frame(struct pubd_client *c, const void *frame, size_t len)
+{
+	struct pubd_out *o;
+	struct pubd_msgbuf *m;
+
+	if (c->gone)
+		return 0; /* nobody left to read it */
+	o = out_alloc(c->srv);
+	m = pubd_msgbuf_alloc(len);
+
+	if (!o || !m) {
+		pubd_msgbuf_put(m);
+		if (o)
+			srv_out_release(c->srv, o);
+		return -ENOMEM;
+	}
+	memcpy(m->data, frame, len);
+	o->body = m;
+	out_append(c, o);
+	return 0;
+}
+
+void srv_reply_ok(struct pubd_client *c, uint32_t req_id)
+{
+	uint8_t buf[16];
+	long n = pub_proto_enc_ok(buf, sizeof(buf), req_id);
+
+	if (n > 0)
+		srv_queue_frame(c, buf, (size_t)n);
+}
+
+void srv_reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, const char *fmt, ...)
+{
+	char text[512];
+	uint8_t buf[sizeof(text) + 32];
+	va_list ap;
+	long n;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		len = 0;
+	if ((size_t)len >= sizeof(text))
+		len = sizeof(text) - 1;
+	n = pub_proto_enc_error(buf, sizeof(buf), req_id, code, text, (size_t)len);
+	if (n > 0)
+		srv_queue_frame(c, buf, (size_t)n);
+}
+
+void srv_update_watch(struct pubd_client *c)
+{
+	uint32_t ev = 0;
+
+	if (!c->watch)
+		return; /* gone: drained from pubd_ipc_flush_all */
+	if (!c->paused && !c->closing)
+		ev |= EPOLLIN;
+	if (c->out_head)
+		ev |= EPOLLOUT;
+	if (ev != c->watch_events) {
+		pubd_loop_watch_mod(c->watch, ev);
+		c->watch_events = ev;
+	}
+}
+
+/* Every queued frame goes; deliveries are counted against their
+ * subscriptions (sub_disconnect), a half-written one included. */
+void srv_drop_output(struct pubd_client *c)
+{
+	struct pubd_ipc *srv = c->srv;
+	struct pubd_out *o;
+
+	while ((o = c->out_head)) {
+		srv_out_unlink(c, NULL, o);
+		if (o->sub) {
+			srv_count_sub_drop(srv, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
+		} else if (o->head_len) {
+			/* its subscription ended while it was being written */
+			pubd_drops_add(&c->drops, PUB_DROP_SUB_DISCONNECT, 1);
+			srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		}
+		srv_out_release(srv, o);
+	}
+}
+
+/* Write as much queued output as the socket takes. Returns 1 if the client
+ * was closed, 0 otherwise. */
+int srv_client_flush(struct pubd_client *c)
+{
+	struct pubd_ipc *srv = c->srv;
+	struct iovec iov[FLUSH_IOV];
+	struct pubd_out *o;
+	unsigned n;
+	ssize_t w;
+	size_t left;
+
+	while (c->out_head) {
+		n = 0;
+		for (o = c->out_head; o && n + 2 <= FLUSH_IOV; o = o->next) {
+			uint32_t skip = o->written;
+
+			if (skip < o->head_len) {
+				iov[n].iov_base = o->head + skip;
+				iov[n++].iov_len = o->head_len - skip;
+				skip = 0;
+			} else {
+				skip -= o->head_len;
+			}
+			if (o->body && o->body->len > skip) {
+				iov[n].iov_base = o->body->data + skip;
+				iov[n++].iov_len = o->body->len - skip;
+			}
+		}
+		w = writev(c->fd, iov, (int)n);
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			if (c->closing) {
+				srv_client_close(c);
+				return 1;
+			}
+			/* Gone for writing; what it sent is still handled. */
+			log_debug("client %u: write failed: %s", c->id, strerror(errno));
+			srv_client_hangup(c);
+			return 0;
+		}
+		left = (size_t)w;
+		while ((o = c->out_head)) {
+			size_t total = o->head_len + (o->body ? o->body->len : 0);
+			size_t rest = total - o->written;
+
+			if (left < rest) {
+				o->written += (uint32_t)left;
+				break;
+			}
+			left -= rest;
+			srv_out_unlink(c, NULL, o);
+			if (o->sub) {
+				o->sub->delivered++;
+				o->sub->group->delivered++;
+				c->delivered++;
+				srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+			} else if (o->head_len) {
+				/* a delivery whose subscription went away mid-write */
+				c->delivered++;
+				srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+			}
+			srv_out_release(srv, o);
+		}
+		if (c->out_head && c->out_head->written)
+			break; /* short write: the socket is full */
+	}
+	/* A client being closed gets this one attempt to read why: one that
+	 * does not read must not hold its connection and queue open. */
+	if (c->closing && (!c->out_head || pubd_now_ns() >= c->close_deadline_ns)) {
+		srv_client_close(c);
+		return 1;
+	}
+	srv_update_watch(c);
+	return 0;
+}
+
+/* Would one more delivery of len payload bytes overflow c's subscriber queue?
+ * One message always fits an empty queue, whatever its size: a message up to
+ * max_message_size must be deliverable with any subscriber_queue_bytes. */
+static bool subscriber_queue_full(const struct pubd_client *c, size_t len)
+{
+	const struct pubd_ipc *srv = c->srv;
+
+	if (c->out_delivers >= srv->cfg->subscriber_queue)
+		return true;
+	return c->out_delivers && c->out_deliver_bytes + len > srv->cfg->subscriber_queue_bytes;
+}
+
+/*
+ * srv_begin_close for a subscriber found slow while a message is being fanned
+ * out: fan-out runs inside the engine's receive path (a reassembly callback)
+ * or its publish path, and ending subscriptions there would call the engine
+ * back (the last subscriber gone stops the group receiving, which clears
+ * its reassembly state) from inside its own loop. The client stops
+ * receiving at once (later deliveries count as sub_disconnect); its
+ * subscriptions end on the next pubd_ipc_flush_all.
+ */
+static void begin_close_deferred(struct pubd_client *c)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	c->close_deadline_ns = pubd_now_ns() + CLOSE_GRACE_NS;
+	c->unsub_deferred = true;
+	c->srv->ndeferred++;
+	srv_mark_dirty(c);
+}
+
+/* The subscriptions of clients disconnected during fan-out end now. */
+static void run_deferred(struct pubd_ipc *srv)
+{
+	struct pubd_client *c;
+
+	for (c = srv->clients; c && srv->ndeferred; c = c->next) {
+		if (!c->unsub_deferred)
+			continue;
+		c->unsub_deferred = false;
+		srv->ndeferred--;
+		while (c->nsubs)
+			srv_client_unsubscribe(c, c->nsubs - 1);
+	}
+}
+
+int pubd_ipc_flush_all(struct pubd_ipc *srv)
+{
+	struct pubd_client *c, *next;
+	int work = 0;
+
+	if (srv->ndeferred)
+		run_deferred(srv);
+	/* Resume publishers whose transmit backlog drained or whose budget
+	 * came free, and drain clients that hung up (a walk only while there
+	 * are some: this runs every loop iteration). */
+	for (c = srv->npaused || srv->ngone ? srv->clients : NULL; c; c = next) {
+		next = c->next;
+		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2 &&
+		    (!c->budget_wait || srv_budget_fits(srv, c->budget_wait) ||
+		     (c->reply_wait && !c->out_ctrl_bytes))) {
+			c->paused = false;
+			c->budget_wait = 0;
+			c->reply_wait = false;
+			srv->npaused--;
+			srv_update_watch(c);
+			srv_client_parse(c);
+			work++;
+		}
+		if (c->gone && !c->paused && !c->closing) {
+			srv_client_read(c); /* may close it */
+			work++;
+		}
+	}
+	while ((c = srv->dirty)) {
+		srv->dirty = c->next_dirty;
+		c->dirty = false;
+		srv_client_flush(c);
+		work++;
+	}
+	return work;
+}
+
+void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
+{
+	struct pubd_client *c = s->client;
+	struct pubd_out *o, *prev;
+	long n;
+
+	if (c->closing) {
+		/* Being disconnected (slow, or a protocol error): counted, not lost. */
+		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
+		return;
+	}
+	if (subscriber_queue_full(c, msg->len)) {
+		switch (srv->cfg->slow_subscriber) {
+		case PUBD_SLOW_DROP_NEWEST:
+			srv_count_sub_drop(srv, s, PUB_DROP_SUB_OVERFLOW, 1);
+			return;
+		case PUBD_SLOW_DROP_OLDEST:
+			/* The oldest deliveries not yet started (one being written
+			 * must finish, or the stream would lose its framing), as
+			 * many as the bytes bound needs; the new one when none is
+			 * left to drop. */
+			do {
+				for (prev = NULL, o = c->out_head; o; prev = o, o = o->next)
+					if (o->sub && !o->written)
+						break;
+				if (!o) {
+					srv_count_sub_drop(srv, s, PUB_DROP_SUB_OVERFLOW, 1);
+					return;
+				}
+				srv_out_unlink(c, prev, o);
+				srv_count_sub_drop(srv, o->sub, PUB_DROP_SUB_OVERFLOW, 1);
+				srv_out_release(srv, o);
+			} while (subscriber_queue_full(c, msg->len));
+			break;
+		case PUBD_SLOW_DISCONNECT:
+			srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
+			log_notice("client %u (pid %d): subscriber queue full (%u messages, %zu bytes); disconnecting "
+				   "as slow",
+				   c->id, (int)c->pid, c->out_delivers, c->out_deliver_bytes);
+			begin_close_deferred(c);
+			srv_reply_error(
+				c, 0, PUB_ERR_SLOW,
+				"disconnected: subscriber queue full (%u messages, %zu bytes; limits %u messages, "
+				"%llu bytes; policy disconnect)",
+				c->out_delivers, c->out_deliver_bytes, srv->cfg->subscriber_queue,
+				(unsigned long long)srv->cfg->subscriber_queue_bytes);
+			return;
+		}
+	}
+	o = out_alloc(srv);
+	if (!o) {
+		srv_count_sub_drop(srv, s, PUB_DROP_SUB_OVERFLOW, 1);
+		return;
+	}
+	n = pub_proto_enc_deliver_head(o->head, sizeof(o->head), source, seq, s->group->name, s->group->name_len,
+				       msg->len);
+	if (n <= 0) {
+		srv_out_release(srv, o);
+		srv_count_sub_drop(srv, s, PUB_DROP_SUB_OVERFLOW, 1);
+		return;
+	}
+	o->head_len = (uint32_t)n;
+	o->body = pubd_msgbuf_get(msg);
+	o->sub = s;
+	out_append(c, o);
+}
+
+void pubd_ipc_tx_done(struct pubd_client *c)
+{
+	if (c->tx_pending)
+		c->tx_pending--;
+}

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The requests a client sends, one handler per frame type (dispatched from
+ * a table), and the subscriptions they make.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "loop.h"
+#include "proto.h"
+#include "server_internal.h"
+
+/* ---- subscriptions ---- */
+static struct pubd_sub *client_find_sub(struct pubd_client *c, struct pubd_group *g, unsigned *idx)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nsubs; i++) {
+		if (c->subs[i]->group == g) {
+			if (idx)
+				*idx = i;
+			return c->subs[i];
+		}
+	}
+	return NULL;
+}
+
+/* Remove a subscription; deliveries queued for it and not yet started are
+ * dropped (sub_disconnect), one being written completes. */
+void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
+{
+	struct pubd_sub *s = c->subs[idx];
+	struct pubd_out *o, *prev, *next;
+	struct pubd_ipc *srv = c->srv;
+	struct pubd_group *g;
+
+	for (prev = NULL, o = c->out_head; o; o = next) {
+		next = o->next;
+		if (o->sub != s) {
+			prev = o;
+			continue;
+		}
+		if (o->written) {
+			/* Keep it: the frame must finish. It no longer counts
+			 * against the subscription, which goes away now (it
+			 * stays in out_delivers until written: srv_out_unlink). */
+			o->sub = NULL;
+			prev = o;
+			continue;
+		}
+		srv_out_unlink(c, prev, o);
+		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
+		srv_out_release(srv, o);
+	}
+	c->subs[idx] = c->subs[--c->nsubs];
+	g = s->group;
+	pubd_group_sub_remove(g, s);
+	srv->ops->subscribers_changed(srv->ctx, g); /* the last one gone: stop receiving */
+}
+
+void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	struct pubd_client *c;
+	unsigned idx;
+
+	for (c = srv->clients; c; c = c->next) {
+		struct pubd_pubstat *p;
+		unsigned i;
+
+		if (client_find_sub(c, g, &idx)) {
+			srv_client_unsubscribe(c, idx);
+			srv_reply_error(c, 0, PUB_ERR_NO_GROUP, "group %s was removed from the configuration", g->name);
+		}
+		for (i = 0; i < c->npubs; i++) {
+			p = &c->pubs[i];
+			if (p->group == g) {
+				c->pubs[i] = c->pubs[--c->npubs];
+				break;
+			}
+		}
+	}
+}
+
+/* ---- frame handlers ---- */
+static bool client_may(const struct pubd_client *c, const struct pubd_acl *acl)
+{
+	return pubd_acl_allows(acl, c->uid, c->gid, c->sup_gids, c->nsup_gids);
+}
+
+void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	struct pubd_client *c;
+	unsigned i;
+
+	for (c = srv->clients; c; c = c->next) {
+		if (c->closing || c->gone)
+			continue;
+		if (client_find_sub(c, g, &i) && !client_may(c, &g->cfg->subscribe)) {
+			/* Client-supplied text (its HELLO name) stays out of the log. */
+			log_notice("client %u (pid %d uid %u): subscription to %s ended: the reloaded subscribe ACL "
+				   "no longer allows it",
+				   c->id, (int)c->pid, (unsigned)c->uid, g->name);
+			srv_client_unsubscribe(c, i);
+			srv->counters[PUBD_CTR_ACL_REVOKED]++;
+			srv_reply_error(
+				c, 0, PUB_ERR_ACL,
+				"subscription to '%s' ended: the reloaded subscribe ACL no longer allows uid %u",
+				g->name, (unsigned)c->uid);
+		}
+		for (i = 0; i < c->npubs; i++) {
+			if (c->pubs[i].group != g || client_may(c, &g->cfg->publish))
+				continue;
+			/* Its next PUBLISH is refused (acl_denied); it is told now. */
+			log_notice("client %u (pid %d uid %u): publishing to %s ended: the reloaded publish ACL no "
+				   "longer allows it",
+				   c->id, (int)c->pid, (unsigned)c->uid, g->name);
+			c->pubs[i] = c->pubs[--c->npubs];
+			srv->counters[PUBD_CTR_ACL_REVOKED]++;
+			srv_reply_error(c, 0, PUB_ERR_ACL,
+					"publishing to '%s' ended: the reloaded publish ACL no longer allows uid %u",
+					g->name, (unsigned)c->uid);
+			break;
+		}
+	}
+}
+
+static struct pubd_pubstat *client_pubstat(struct pubd_client *c, struct pubd_group *g)
+{
+	struct pubd_pubstat *v;
+	unsigned i;
+
+	for (i = 0; i < c->npubs; i++)
+		if (c->pubs[i].group == g)
+			return &c->pubs[i];
+	v = realloc(c->pubs, (c->npubs + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	c->pubs = v;
+	memset(&v[c->npubs], 0, sizeof(v[0]));
+	v[c->npubs].group = g;
+	return &v[c->npubs++];
+}
+
+static bool handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pubd_ipc *srv = c->srv;
+	struct pub_msg_welcome w = {0};
+	struct pub_msg_hello h;
+	uint8_t buf[600];
+	long n;
+
+	if (c->hello) {
+		srv_protocol_error(c, "second HELLO");
+		return true;
+	}
+	if (pub_proto_dec_hello(body, len, &h) < 0) {
+		srv_protocol_error(c, "malformed HELLO");
+		return true;
+	}
+	if (h.version != PUB_PROTO_VERSION) {
+		log_notice("client %u: protocol version %u not supported", c->id, h.version);
+		srv_begin_close(c);
+		srv_reply_error(c, 0, PUB_ERR_VERSION, "protocol version %u not supported (pubd speaks %u)", h.version,
+				PUB_PROTO_VERSION);
+		return true;
+	}
+	snprintf(c->name, sizeof(c->name), "%.*s", (int)h.client_name.len, h.client_name.ptr);
+	c->hello = true;
+	w.version = PUB_PROTO_VERSION;
+	w.max_message = (uint32_t)srv->cfg->max_message_size;
+	w.mtu = srv->mtu;
+	w.client_id = c->id;
+	w.source_id = srv->source_id;
+	w.daemon_version = (struct pub_str){PUBD_VERSION, strlen(PUBD_VERSION)};
+	w.fabric = (struct pub_str){srv->fabric_name, strlen(srv->fabric_name)};
+	n = pub_proto_enc_welcome(buf, sizeof(buf), &w);
+	if (n > 0)
+		srv_queue_frame(c, buf, (size_t)n);
+	log_debug("client %u: hello from %s (pid %d uid %u)", c->id, c->name, (int)c->pid, (unsigned)c->uid);
+	return true;
+}
+
+/* SUBSCRIBE and UNSUBSCRIBE: decode, and find the group (NULL when there is
+ * none, or nothing to answer: the reply, if any, is sent). */
+static struct pubd_group *group_request(struct pubd_client *c, const uint8_t *body, size_t len, const char *what,
+					uint32_t *req_id)
+{
+	struct pub_msg_group_req r;
+	struct pubd_group *g;
+
+	if (pub_proto_dec_group_req(body, len, &r) < 0) {
+		srv_protocol_error(c, what);
+		return NULL;
+	}
+	if (c->gone)
+		return NULL; /* it hung up: nothing could reach it */
+	*req_id = r.req_id;
+	g = pubd_groups_by_name(c->srv->groups, r.group.ptr, r.group.len);
+	if (!g)
+		srv_reply_error(c, r.req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration",
+				(int)r.group.len, r.group.ptr);
+	return g;
+}
+
+static bool handle_unsubscribe(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pubd_group *g;
+	uint32_t req_id;
+	unsigned idx;
+
+	g = group_request(c, body, len, "malformed UNSUBSCRIBE", &req_id);
+	if (!g)
+		return true;
+	if (!client_find_sub(c, g, &idx)) {
+		srv_reply_error(c, req_id, PUB_ERR_STATE, "not subscribed to '%s'", g->name);
+		return true;
+	}
+	srv_client_unsubscribe(c, idx);
+	srv_reply_ok(c, req_id);
+	return true;
+}
+
+static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pubd_group *g;
+	struct pubd_sub *s, **v;
+	uint32_t req_id;
+	int err;
+
+	g = group_request(c, body, len, "malformed SUBSCRIBE", &req_id);
+	if (!g)
+		return true;
+	if (client_find_sub(c, g, NULL)) {
+		srv_reply_ok(c, req_id); /* idempotent */
+		return true;
+	}
+	if (!client_may(c, &g->cfg->subscribe)) {
+		log_notice("client %u (pid %d uid %u): subscribe to %s denied by its ACL", c->id, (int)c->pid,
+			   (unsigned)c->uid, g->name);
+		g->sub_denied++;
+		srv_reply_error(c, req_id, PUB_ERR_ACL, "uid %u may not subscribe to '%s' (group's subscribe ACL)",
+				(unsigned)c->uid, g->name);
+		return true;
+	}
+	if (c->nsubs == c->subs_cap) {
+		unsigned cap = c->subs_cap ? c->subs_cap * 2 : 4;
+
+		v = realloc(c->subs, cap * sizeof(*v));
+		if (!v)
+			goto nomem;
+		c->subs = v;
+		c->subs_cap = cap;
+	}
+	s = pubd_group_sub_add(g, c);
+	if (!s)
+		goto nomem;
+	/* The first subscriber starts the fabric receiving; answered after,
+	 * so what follows the reply reaches the subscriber. */
+	err = c->srv->ops->subscribers_changed(c->srv->ctx, g);
+	if (err < 0) {
+		pubd_group_sub_remove(g, s);
+		srv_reply_error(c, req_id, PUB_ERR_INTERNAL,
+				"pubd could not start receiving group '%s' from the fabric: %s", g->name,
+				strerror(-err));
+		return true;
+	}
+	c->subs[c->nsubs++] = s;
+	srv_reply_ok(c, req_id);
+	return true;
+nomem:
+	srv_reply_error(c, req_id, PUB_ERR_INTERNAL, "out of memory");
+	return true;
+}
+
+/* The checks every publish passes; on refusal the reply is sent and the
+ * message counted, and NULL returned. */
+struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen, size_t plen)
+{
+	struct pubd_ipc *srv = c->srv;
+	struct pubd_group *g = pubd_groups_by_name(srv->groups, name, nlen);
+
+	if (!g) {
+		pubd_drops_add(&c->drops, PUB_DROP_NO_GROUP, 1);
+		pubd_drops_add(srv->drops, PUB_DROP_NO_GROUP, 1);
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv_reply_error(c, req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration", (int)nlen,
+				name);
+		return NULL;
+	}
+	if (!client_may(c, &g->cfg->publish)) {
+		pubd_drops_add(&c->drops, PUB_DROP_ACL_DENIED, 1);
+		pubd_drops_add(&g->drops, PUB_DROP_ACL_DENIED, 1);
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		log_debug("client %u uid %u: publish to %s denied by its ACL", c->id, (unsigned)c->uid, g->name);
+		srv_reply_error(c, req_id, PUB_ERR_ACL, "uid %u may not publish to '%s' (group's publish ACL)",
+				(unsigned)c->uid, g->name);
+		return NULL;
+	}
+	if (plen > srv->cfg->max_message_size) {
+		pubd_drops_add(&c->drops, PUB_DROP_TOO_LARGE, 1);
+		pubd_drops_add(&g->drops, PUB_DROP_TOO_LARGE, 1);
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv_reply_error(c, req_id, PUB_ERR_TOO_LARGE,
+				"message of %zu bytes exceeds limits.max_message_size (%llu)", plen,
+				(unsigned long long)srv->cfg->max_message_size);
+		return NULL;
+	}
+	if (g->raw && plen > srv->mtu) {
+		pubd_drops_add(&c->drops, PUB_DROP_MTU_EXCEEDED, 1);
+		pubd_drops_add(&g->drops, PUB_DROP_MTU_EXCEEDED, 1);
+		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv_reply_error(c, req_id, PUB_ERR_TOO_LARGE,
+				"message of %zu bytes exceeds the fabric MTU (%u) of raw group '%s' (raw groups cannot "
+				"fragment)",
+				plen, srv->mtu, g->name);
+		return NULL;
+	}
+	return g;
+}
+
+void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m)
+{
+	struct pubd_pubstat *ps = client_pubstat(c, g);
+
+	if (ps) {
+		ps->published++;
+		ps->bytes += m->len;
+	}
+	c->published++;
+	if (c->srv->ops->publish(c->srv->ctx, c, g, m))
+		c->tx_pending++;
+	if (req_id)
+		srv_reply_ok(c, req_id);
+	if (c->tx_pending >= TX_PENDING_HIGH)
+		srv_pause_client(c);
+}
+
+static bool handle_publish(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pub_msg_publish p;
+	struct pubd_group *g;
+	struct pubd_msgbuf *m;
+
+	if (pub_proto_dec_publish(body, len, &p) < 0) {
+		srv_protocol_error(c, "malformed PUBLISH");
+		return true;
+	}
+	g = srv_publish_admit(c, p.req_id, p.group.ptr, p.group.len, p.payload_len);
+	if (!g)
+		return true;
+	m = pubd_msgbuf_alloc(p.payload_len);
+	if (!m) {
+		srv_reply_error(c, p.req_id, PUB_ERR_INTERNAL, "out of memory");
+		return true;
+	}
+	memcpy(m->data, p.payload, p.payload_len);
+	srv_publish_accept(c, p.req_id, g, m);
+	pubd_msgbuf_put(m);
+	return true;
+}
+
+/* RELOAD: re-read the configuration; OK, or ERROR with what is wrong in it.
+ * Only root and pubd's own user may. */
+static void handle_reload(struct pubd_client *c, uint32_t req_id)
+{
+	char err[2048];
+
+	if (c->uid != 0 && c->uid != getuid()) {
+		srv_reply_error(c, req_id, PUB_ERR_ACL, "only root or pubd's own user may reload");
+		return;
+	}
+	err[0] = 0;
+	if (c->srv->ops->reload(c->srv->ctx, err, sizeof(err)) < 0) {
+		srv_reply_error(c, req_id, PUB_ERR_CONFIG, "%s", err[0] ? err : "reload failed");
+		return;
+	}
+	srv_reply_ok(c, req_id);
+}
+
+/* Returns false when the reply cannot be queued yet (not within the client
+ * budget): the client is paused and the QUERY handled again later (only a
+ * reply over QUERY_BUDGET_WAIT can wait: a RELOAD's is small, so it never
+ * runs twice). */
+static bool handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pub_table_builder b = {.grow = pub_table_grow_realloc};
+	struct pub_msg_query q;
+	bool handled = true;
+	char err[2048];
+	uint8_t ok[16];
+	long n;
+	int r;
+
+	if (pub_proto_dec_query(body, len, &q) < 0) {
+		srv_protocol_error(c, "malformed QUERY");
+		return true;
+	}
+	if (q.kind == PUB_QUERY_RELOAD) {
+		/* A command that travels as a QUERY kind on the wire. */
+		handle_reload(c, q.req_id);
+		return true;
+	}
+	err[0] = 0;
+	r = c->srv->ops->query(c->srv->ctx, &b, q.req_id, q.kind, q.arg.ptr, q.arg.len, err, sizeof(err));
+	if (r < 0) {
+		srv_reply_error(c, q.req_id, (uint32_t)-r, "%s", err[0] ? err : "query failed");
+		goto out;
+	}
+	n = pub_proto_enc_ok(ok, sizeof(ok), q.req_id);
+	if (b.len + (size_t)n > c->srv->cfg->client_buffer_budget) {
+		srv_reply_error(c, q.req_id, PUB_ERR_INTERNAL,
+				"reply of %zu bytes exceeds limits.client_buffer_budget (%llu bytes)",
+				b.len + (size_t)n, (unsigned long long)c->srv->cfg->client_buffer_budget);
+		goto out;
+	}
+	if (b.err || (b.len + (size_t)n > b.cap && pub_table_grow_realloc(&b, b.len + (size_t)n) < 0)) {
+		srv_reply_error(c, q.req_id, PUB_ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	if (!srv_reply_fits(c, b.len + (size_t)n)) {
+		srv_pause_for_budget(c, b.len + (size_t)n);
+		handled = false;
+		goto out;
+	}
+	memcpy(b.buf + b.len, ok, (size_t)n);
+	b.len += (size_t)n;
+	srv_queue_frame(c, b.buf, b.len);
+out:
+	free(b.buf);
+	return handled;
+}
+
+/* Returns false when the frame must be handled again later (see handle_query). */
+/* One handler per frame type a client may send. Each returns false when
+ * the frame must be handled again later (handle_query). */
+typedef bool (*frame_handler)(struct pubd_client *c, const uint8_t *body, size_t len);
+static const frame_handler handlers[PUB_FRAME__MAX] = {
+	[PUB_FRAME_HELLO] = handle_hello,
+	[PUB_FRAME_SUBSCRIBE] = handle_subscribe,
+	[PUB_FRAME_UNSUBSCRIBE] = handle_unsubscribe,
+	[PUB_FRAME_PUBLISH] = handle_publish,
+	[PUB_FRAME_QUERY] = handle_query,
+};
+
+bool srv_handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, size_t len)
+{
+	if (!c->hello && type != PUB_FRAME_HELLO) {
+		srv_protocol_error(c, "first frame must be HELLO");
+		return true;
+	}
+	if (type >= PUB_FRAME__MAX || !handlers[type]) {
+		srv_protocol_error(c, "frame type not valid from a client");
+		return true;
+	}
+	return handlers[type](c, body, len);
+}
