@@ -146,43 +146,42 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->txq_len);
 }
 
-static void q_status(struct pubd *d, struct reply *r)
+static const char *const status_cols[] = {
+	"version:s",
+	"pid:u",
+	"uptime_s:u",
+	"config:s",
+	"socket:s",
+	"fabric:s",
+	"source_id:s",
+	"mtu:u",
+	"payload_per_datagram:u",
+	"groups:u",
+	"clients:u",
+	"published:u",
+	"received:u",
+	"delivered:u",
+	"dropped:u",
+	"tx_queued:u",
+	"reasm_streams:u",
+	"reasm_inflight:u",
+	"reasm_bytes:u",
+	"reasm_held_bytes:u",
+	"sources:u",
+	"max_sources:u",
+	"max_message_size:u",
+	"reassembly_timeout_ms:u",
+	"reassembly_budget:u",
+	"reassembly_inflight:u",
+	"subscriber_queue:u",
+	"slow_subscriber:s",
+	"heartbeat_ms:u",
+	"receive:s",
+};
+
+/* The status table's one row, in status_cols' order. */
+static void status_row(struct pubd *d, struct pub_table_builder *b)
 {
-	struct pub_table_builder *b = r->b;
-	static const char *const cols[] = {
-		"version:s",
-		"pid:u",
-		"uptime_s:u",
-		"config:s",
-		"socket:s",
-		"fabric:s",
-		"source_id:s",
-		"mtu:u",
-		"payload_per_datagram:u",
-		"groups:u",
-		"clients:u",
-		"published:u",
-		"received:u",
-		"delivered:u",
-		"dropped:u",
-		"tx_queued:u",
-		"reasm_streams:u",
-		"reasm_inflight:u",
-		"reasm_bytes:u",
-		"reasm_held_bytes:u",
-		"sources:u",
-		"max_sources:u",
-		"max_message_size:u",
-		"reassembly_timeout_ms:u",
-		"reassembly_budget:u",
-		"reassembly_inflight:u",
-		"subscriber_queue:u",
-		"slow_subscriber:s",
-		"heartbeat_ms:u",
-		"receive:s",
-	};
-	static const char *const kv[] = {"key:s", "value:s"};
-	static const char *const ctr[] = {"counter:s", "value:u"};
 	struct pubd_reasm_totals t;
 	struct pubd_group *g;
 	char src[17];
@@ -191,7 +190,6 @@ static void q_status(struct pubd *d, struct reply *r)
 	pubd_groups_foreach(&d->groups, g, i) ngroups++;
 	pubd_reasm_totals(d->reasm, &t);
 	hex64(src, d->source_id);
-	table_begin(r, "status", cols, sizeof(cols) / sizeof(cols[0]));
 	pub_table_str(b, PUBD_VERSION);
 	pub_table_u64(b, (uint64_t)getpid());
 	pub_table_u64(b, (pubd_now_ns() - d->started_ns) / 1000000000ull);
@@ -222,6 +220,17 @@ static void q_status(struct pubd *d, struct reply *r)
 	pub_table_str(b, pubd_slow_policy_name(d->cfg.slow_subscriber));
 	pub_table_u64(b, d->cfg.heartbeat_ms);
 	pub_table_str(b, pubd_receive_policy_name(d->cfg.receive));
+}
+
+static void q_status(struct pubd *d, struct reply *r)
+{
+	static const char *const kv[] = {"key:s", "value:s"};
+	static const char *const ctr[] = {"counter:s", "value:u"};
+	struct pub_table_builder *b = r->b;
+	unsigned i;
+
+	table_begin(r, "status", status_cols, sizeof(status_cols) / sizeof(status_cols[0]));
+	status_row(d, b);
 	pub_table_end(b);
 
 	table_begin(r, "fabric", kv, 2);

@@ -458,3 +458,32 @@ bool srv_handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, 
 	}
 	return handlers[type](c, body, len);
 }
+
+/* A malformed frame ends this client only: tell it why, then close. */
+/*
+ * Start disconnecting a client: its subscriptions end now (deliveries queued
+ * and not yet started are counted as sub_disconnect), nothing more is read
+ * from it, and what is queued (the reply saying why) gets CLOSE_GRACE_NS to
+ * drain before the connection is closed regardless. Safe inside fan-out:
+ * only this client's subscriptions go.
+ */
+void srv_begin_close(struct pubd_client *c)
+{
+	if (c->closing)
+		return;
+	while (c->nsubs)
+		srv_client_unsubscribe(c, c->nsubs - 1);
+	c->closing = true;
+	c->close_deadline_ns = pubd_now_ns() + CLOSE_GRACE_NS;
+	srv_mark_dirty(c);
+}
+
+void srv_protocol_error(struct pubd_client *c, const char *why)
+{
+	log_notice("client %u (pid %d, %s): protocol error: %s; disconnecting", c->id, (int)c->pid,
+		   c->name[0] ? c->name : "?", why);
+	c->srv->counters[PUBD_CTR_CLIENTS_REJECTED]++;
+	srv_begin_close(c);
+	srv_reply_error(c, 0, PUB_ERR_PROTO, "protocol error: %s", why);
+	c->rlen = 0;
+}

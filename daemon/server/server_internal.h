@@ -125,7 +125,7 @@ struct pubd_client {
 	struct pubd_drops drops;
 };
 
-/* output.c */
+/* output.c: the bottom — queues, budget, replies; calls no other server file */
 bool srv_budget_fits(const struct pubd_ipc *srv, size_t n);
 bool srv_budget_take(struct pubd_ipc *srv, size_t n);
 void srv_budget_give(struct pubd_ipc *srv, size_t n);
@@ -144,11 +144,9 @@ void srv_reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, cons
 	__attribute__((format(printf, 4, 5)));
 void srv_update_watch(struct pubd_client *c);
 void srv_drop_output(struct pubd_client *c);
-int srv_client_flush(struct pubd_client *c);
 
-/* session.c */
-void srv_begin_close(struct pubd_client *c);
-void srv_protocol_error(struct pubd_client *c, const char *why);
+/* session.c: a connection's reading, writing and closing; calls requests.c and output.c */
+int srv_client_flush(struct pubd_client *c);
 void srv_client_hangup(struct pubd_client *c);
 void srv_client_parse(struct pubd_client *c);
 void srv_client_read(struct pubd_client *c);
@@ -157,7 +155,9 @@ void srv_client_close(struct pubd_client *c);
 void srv_read_peer(struct pubd_client *c);
 uint64_t srv_count_unhandled(struct pubd_client *c);
 
-/* requests.c */
+/* requests.c: handlers and subscriptions; calls output.c */
+void srv_protocol_error(struct pubd_client *c, const char *why);
+void srv_begin_close(struct pubd_client *c);
 void srv_client_unsubscribe(struct pubd_client *c, unsigned idx);
 struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
 				     size_t plen);

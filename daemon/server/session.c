@@ -18,35 +18,6 @@
 #include "proto.h"
 #include "server_internal.h"
 
-/* A malformed frame ends this client only: tell it why, then close. */
-/*
- * Start disconnecting a client: its subscriptions end now (deliveries queued
- * and not yet started are counted as sub_disconnect), nothing more is read
- * from it, and what is queued (the reply saying why) gets CLOSE_GRACE_NS to
- * drain before the connection is closed regardless. Safe inside fan-out:
- * only this client's subscriptions go.
- */
-void srv_begin_close(struct pubd_client *c)
-{
-	if (c->closing)
-		return;
-	while (c->nsubs)
-		srv_client_unsubscribe(c, c->nsubs - 1);
-	c->closing = true;
-	c->close_deadline_ns = pubd_now_ns() + CLOSE_GRACE_NS;
-	srv_mark_dirty(c);
-}
-
-void srv_protocol_error(struct pubd_client *c, const char *why)
-{
-	log_notice("client %u (pid %d, %s): protocol error: %s; disconnecting", c->id, (int)c->pid,
-		   c->name[0] ? c->name : "?", why);
-	c->srv->counters[PUBD_CTR_CLIENTS_REJECTED]++;
-	srv_begin_close(c);
-	srv_reply_error(c, 0, PUB_ERR_PROTO, "protocol error: %s", why);
-	c->rlen = 0;
-}
-
 /*
  * The peer hung up, or its socket no longer takes writes. What it sent is
  * acknowledged from its side (a frame in the socket is as good as sent), so
@@ -476,4 +447,133 @@ uint64_t srv_count_unhandled(struct pubd_client *c)
 		off += PUB_PROTO_HDR_LEN + body_len;
 	}
 	return n;
+}
+
+/* Write as much queued output as the socket takes. Returns 1 if the client
+ * was closed, 0 otherwise. */
+int srv_client_flush(struct pubd_client *c)
+{
+	struct pubd_ipc *srv = c->srv;
+	struct iovec iov[FLUSH_IOV];
+	struct pubd_out *o;
+	unsigned n;
+	ssize_t w;
+	size_t left;
+
+	while (c->out_head) {
+		n = 0;
+		for (o = c->out_head; o && n + 2 <= FLUSH_IOV; o = o->next) {
+			uint32_t skip = o->written;
+
+			if (skip < o->head_len) {
+				iov[n].iov_base = o->head + skip;
+				iov[n++].iov_len = o->head_len - skip;
+				skip = 0;
+			} else {
+				skip -= o->head_len;
+			}
+			if (o->body && o->body->len > skip) {
+				iov[n].iov_base = o->body->data + skip;
+				iov[n++].iov_len = o->body->len - skip;
+			}
+		}
+		w = writev(c->fd, iov, (int)n);
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			if (c->closing) {
+				srv_client_close(c);
+				return 1;
+			}
+			/* Gone for writing; what it sent is still handled. */
+			log_debug("client %u: write failed: %s", c->id, strerror(errno));
+			srv_client_hangup(c);
+			return 0;
+		}
+		left = (size_t)w;
+		while ((o = c->out_head)) {
+			size_t total = o->head_len + (o->body ? o->body->len : 0);
+			size_t rest = total - o->written;
+
+			if (left < rest) {
+				o->written += (uint32_t)left;
+				break;
+			}
+			left -= rest;
+			srv_out_unlink(c, NULL, o);
+			if (o->sub) {
+				o->sub->delivered++;
+				o->sub->group->delivered++;
+				c->delivered++;
+				srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+			} else if (o->head_len) {
+				/* a delivery whose subscription went away mid-write */
+				c->delivered++;
+				srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+			}
+			srv_out_release(srv, o);
+		}
+		if (c->out_head && c->out_head->written)
+			break; /* short write: the socket is full */
+	}
+	/* A client being closed gets this one attempt to read why: one that
+	 * does not read must not hold its connection and queue open. */
+	if (c->closing && (!c->out_head || pubd_now_ns() >= c->close_deadline_ns)) {
+		srv_client_close(c);
+		return 1;
+	}
+	srv_update_watch(c);
+	return 0;
+}
+
+/* The subscriptions of clients disconnected during fan-out end now. */
+static void run_deferred(struct pubd_ipc *srv)
+{
+	struct pubd_client *c;
+
+	for (c = srv->clients; c && srv->ndeferred; c = c->next) {
+		if (!c->unsub_deferred)
+			continue;
+		c->unsub_deferred = false;
+		srv->ndeferred--;
+		while (c->nsubs)
+			srv_client_unsubscribe(c, c->nsubs - 1);
+	}
+}
+
+int pubd_ipc_flush_all(struct pubd_ipc *srv)
+{
+	struct pubd_client *c, *next;
+	int work = 0;
+
+	if (srv->ndeferred)
+		run_deferred(srv);
+	/* Resume publishers whose transmit backlog drained or whose budget
+	 * came free, and drain clients that hung up (a walk only while there
+	 * are some: this runs every loop iteration). */
+	for (c = srv->npaused || srv->ngone ? srv->clients : NULL; c; c = next) {
+		next = c->next;
+		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2 &&
+		    (!c->budget_wait || srv_budget_fits(srv, c->budget_wait) ||
+		     (c->reply_wait && !c->out_ctrl_bytes))) {
+			c->paused = false;
+			c->budget_wait = 0;
+			c->reply_wait = false;
+			srv->npaused--;
+			srv_update_watch(c);
+			srv_client_parse(c);
+			work++;
+		}
+		if (c->gone && !c->paused && !c->closing) {
+			srv_client_read(c); /* may close it */
+			work++;
+		}
+	}
+	while ((c = srv->dirty)) {
+		srv->dirty = c->next_dirty;
+		c->dirty = false;
+		srv_client_flush(c);
+		work++;
+	}
+	return work;
 }

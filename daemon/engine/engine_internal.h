@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the engine's files share.
+ */
+#ifndef PUBD_ENGINE_INTERNAL_H
+#define PUBD_ENGINE_INTERNAL_H
+
+#include "daemon.h"
+
+#define MS (1000000ull)
+/* Heartbeat periods a group must have been joined before a source heard for
+ * the first time is taken to have started since (see on_rx). Assumes the
+ * daemons of a fabric share fabric.heartbeat_ms, as config/pubd.yaml says. */
+#define NEW_STREAM_GRACE_PERIODS 5
+/* How long a stopping daemon waits for messages it accepted to reach the
+ * fabric (systemd's stop timeout is far longer). */
+#define STOP_DRAIN_NS (2000 * MS)
+
+/* rx.c */
+extern const struct pubd_reasm_ops engine_reasm_ops;
+void engine_fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, struct pubd_msgbuf *m);
+void engine_arm_reasm_timer(struct pubd *d);
+void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n);
+
+/* membership.c */
+int engine_open_fabric(struct pubd *d, const struct pubd_fabric_ops *given);
+bool engine_all_groups_up(const struct pubd *d);
+
+/* reload.c */
+int engine_load_config(const char *path, struct pubd_config *cfg, char *errtext, size_t errcap);
+void engine_reasm_config_from(const struct pubd_config *c, struct pubd_reasm_config *rc);
+int engine_apply_groups(struct pubd *d, struct pubd_config *cfg);
+
+#endif

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's side of the fabric: opening it, its events (writable, group
+ * joined or lost, MTU changed), joining groups and receiving exactly while
+ * someone listens, and the publish path into the transmit queues.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "log.h"
+#include "wire.h"
+
+static void on_writable(void *ctx)
+{
+	struct pubd *d = ctx;
+
+	d->tx.stalled = false;
+	pubd_tx_pump(d);
+}
+
+bool engine_all_groups_up(const struct pubd *d)
+{
+	struct pubd_group *g;
+	unsigned i;
+
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		if (!g->up)
+			return false;
+	}
+	return true;
+}
+
+static void on_group_state(void *ctx, int slot, bool up, int err)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_slot(&d->groups, slot);
+
+	if (!g)
+		return;
+	if (up && !g->up)
+		log_info("group %s (%s): joined", g->name, g->cfg->address_text);
+	else if (!up && g->up)
+		log_warn("group %s (%s): left the fabric: %s", g->name, g->cfg->address_text,
+			 err ? strerror(-err) : "link down");
+	else if (!up && err)
+		log_warn("group %s (%s): join failed: %s", g->name, g->cfg->address_text, strerror(-err));
+	if (up && !g->up)
+		g->up_since_ns = pubd_now_ns();
+	g->up = up;
+	pubd_tx_group_state(d, g);
+	if (up)
+		pubd_tx_pump(d);
+	if (!d->ready && engine_all_groups_up(d))
+		pubd_notify_ready(d);
+	pubd_notify_status(d);
+}
+
+static void on_mtu_changed(void *ctx, uint32_t mtu)
+{
+	struct pubd *d = ctx;
+	uint64_t dropped;
+
+	if (mtu == d->mtu)
+		return;
+	log_warn("fabric %s: MTU changed from %u to %u bytes per datagram; messages are cut for %u from now on",
+		 d->fops->name, d->mtu, mtu, mtu);
+	d->mtu = mtu;
+	pubd_ipc_set_fabric(&d->ipc, d->mtu, d->source_id, d->fops->name);
+	dropped = pubd_tx_mtu_changed(d);
+	if (dropped)
+		log_warn("fabric %s: %llu queued messages no longer fit the MTU and were dropped (fabric_error, or "
+			 "mtu_exceeded on raw groups)",
+			 d->fops->name, (unsigned long long)dropped);
+	pubd_tx_pump(d);
+}
+
+static const struct pubd_fabric_events fabric_events = {
+	.rx = engine_on_rx,
+	.writable = on_writable,
+	.group_state = on_group_state,
+	.mtu_changed = on_mtu_changed,
+};
+
+/* ---- publish path ---- */
+bool pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg)
+{
+	uint64_t seq;
+	int err;
+
+	/* Before the first message of a stream, announce its start (next seq
+	 * 0): a receiver that loses the first datagrams still learns the
+	 * stream's baseline and counts them. */
+	if (!g->raw && g->next_seq == 0)
+		pubd_tx_announce(d, g);
+	seq = g->next_seq++; /* raw groups: a local count only, never on the wire */
+
+	g->published++;
+	g->published_bytes += msg->len;
+	d->counters[PUBD_CTR_MSG_PUBLISHED]++;
+	/* Local subscribers get it here, exactly once; the fabric's looped-back
+	 * copy is discarded by source id. */
+	engine_fan_out(d, g, d->source_id, seq, msg);
+	err = pubd_tx_enqueue(d, g, msg, seq, origin);
+	if (err < 0) {
+		pubd_drops_add(&g->drops, err == -EMSGSIZE ? PUB_DROP_TOO_LARGE : PUB_DROP_FABRIC_ERROR, 1);
+		d->counters[PUBD_CTR_MSG_DROPPED]++;
+		return false;
+	}
+	/* Sent from on_idle, once per loop iteration: everything published in
+	 * one read of the clients goes out in a few batched calls, not one
+	 * system call (or doorbell) per message. */
+	return origin != NULL;
+}
+
+int pubd_group_join(struct pubd *d, struct pubd_group *g)
+{
+	/* Joined idle: receiving starts with pubd_group_listen_sync, at once
+	 * under receive: always, else with the first local subscriber. */
+	enum pubd_join_mode mode = g->mode & PUBD_JOIN_RECV ? g->mode | PUBD_JOIN_IDLE : g->mode;
+	int err = d->fops->join(d->fabric, g->slot, (const struct sockaddr *)&g->addr, g->addrlen, mode);
+
+	if (err < 0) {
+		log_err("group %s (%s): join: %s", g->name, g->cfg->address_text, strerror(-err));
+		return err;
+	}
+	g->listening = false;
+	return pubd_group_listen_sync(d, g);
+}
+
+int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
+{
+	bool want = (g->mode & PUBD_JOIN_RECV) && (d->cfg.receive == PUBD_RECEIVE_ALWAYS || g->nsubs > 0);
+	int err;
+
+	if (want == g->listening)
+		return 0;
+	err = d->fops->listen(d->fabric, g->slot, want);
+	if (err < 0) {
+		log_warn("group %s (%s): %s receiving: %s", g->name, g->cfg->address_text,
+			 want ? "cannot start" : "cannot stop", strerror(-err));
+		return err;
+	}
+	g->listening = want;
+	if (want) {
+		/* Streams heard from now on start where we first hear them;
+		 * only after the grace period is a new one counted from 0. */
+		g->listen_since_ns = pubd_now_ns();
+	} else {
+		/* Partial messages have nobody to go to, and where the streams
+		 * had got to means nothing once we listen again. The per-source
+		 * counters stay for pubctl sources. */
+		pubd_reasm_forget_group(d->reasm, g->id);
+	}
+	log_info("group %s (%s): %s receiving", g->name, g->cfg->address_text, want ? "started" : "stopped");
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+
+/* The fabric fabric.type names (auto: verbs when the address sits on an RDMA
+ * device, else udp, saying so). */
+static const struct pubd_fabric_ops *configured_fabric(const struct pubd_config *c)
+{
+	char dev[64] = "";
+	int probe;
+
+	switch (c->fabric_type) {
+	case PUBD_FABRIC_UDP:
+		return &pubd_fabric_udp_ops;
+	case PUBD_FABRIC_VERBS:
+		return &pubd_fabric_verbs_ops;
+	case PUBD_FABRIC_AUTO:
+		break;
+	}
+	probe = c->fabric_address ? pubd_fabric_verbs_probe(c->fabric_address, dev, sizeof(dev)) : 0;
+	if (probe == 1) {
+		log_info("fabric auto: %s is on RDMA device %s; using verbs", c->fabric_address, dev);
+		return &pubd_fabric_verbs_ops;
+	}
+	log_warn("fabric auto: %s; falling back to the udp fabric (IP multicast, no RDMA)",
+		 !c->fabric_address ? "fabric.address is not set"
+		 : probe < 0	    ? "cannot tell whether fabric.address is on an RDMA device"
+				    : "fabric.address is not on any RDMA device");
+	return &pubd_fabric_udp_ops;
+}
+
+int engine_open_fabric(struct pubd *d, const struct pubd_fabric_ops *given)
+{
+	const struct pubd_config *c = &d->cfg;
+	int err;
+
+	/* A fabric given by pubd_init_with (a test's) comes before fabric.type. */
+	d->fops = given ? given : configured_fabric(c);
+	err = d->fops->open(&d->fabric, c, d->loop, &fabric_events, d);
+	if (err < 0) {
+		log_err("fabric %s: cannot open: %s", d->fops->name, strerror(-err));
+		return err;
+	}
+	d->mtu = d->fops->mtu(d->fabric);
+	log_info("fabric %s: MTU %u bytes per datagram (%u of payload after pubd's %u-byte header)", d->fops->name,
+		 d->mtu, d->mtu - PUBD_WIRE_HDR_LEN, PUBD_WIRE_HDR_LEN);
+	return 0;
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The configuration, first read and reloaded: groups added, removed or
+ * changed in place, ACLs applied to live clients, what needs a restart
+ * refused.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "log.h"
+
+/* ---- config ---- */
+void engine_reasm_config_from(const struct pubd_config *c, struct pubd_reasm_config *rc)
+{
+	pubd_reasm_config_defaults(rc);
+	rc->budget_bytes = c->reassembly_budget;
+	rc->timeout_ns = (uint64_t)c->reassembly_timeout_ms * MS;
+	rc->max_message_size = c->max_message_size;
+	rc->max_inflight_per_source = c->reassembly_inflight;
+}
+
+int engine_load_config(const char *path, struct pubd_config *cfg, char *errtext, size_t errcap)
+{
+	struct pubd_config_errors errs = {0};
+	char line[1024];
+	size_t i, used = 0;
+	int err;
+
+	err = pubd_config_load(cfg, path, &pubd_nss_resolver, &errs);
+	if (err == 0)
+		return 0;
+	for (i = 0; i < errs.n; i++) {
+		pubd_config_error_format(&errs, i, line, sizeof(line));
+		log_err("%s", line);
+		if (errtext && used + 2 < errcap)
+			used += (size_t)snprintf(errtext + used, errcap - used, "%s%s", used ? "\n" : "", line);
+	}
+	if (!errs.n) {
+		log_err("%s: %s", path, strerror(-err));
+		if (errtext)
+			snprintf(errtext, errcap, "%s: %s", path, strerror(-err));
+	}
+	pubd_config_errors_free(&errs);
+	return err;
+}
+
+static bool same_address(const struct pubd_group_config *a, const struct pubd_group *g)
+{
+	return a->address_len == g->addrlen && memcmp(&a->address, &g->addr, g->addrlen) == 0 && a->raw == g->raw &&
+	       pubd_group_join_mode(a) == g->mode;
+}
+
+static void group_destroy(struct pubd *d, struct pubd_group *g)
+{
+	pubd_ipc_group_removed(&d->ipc, g);
+	pubd_tx_group_flush(d, g);
+	d->fops->leave(d->fabric, g->slot);
+	pubd_reasm_forget_group(d->reasm, g->id);
+	pubd_source_map_forget_group(&d->sources, g->id);
+	/* Its drops outlive it in the daemon scope, so the drops table keeps
+	 * adding up to the daemon's totals (dropped, rx_malformed). */
+	pubd_drops_merge(&d->drops, &g->drops);
+	pubd_drops_merge(&d->drops, &g->sub_drops);
+	pubd_groups_remove(&d->groups, g);
+}
+
+int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
+{
+	const struct pubd_group_config *gc;
+	struct pubd_group *g;
+	unsigned i;
+	size_t k;
+	int err = 0;
+
+	/* Removed, or changed in a way that needs a new join. */
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		gc = pubd_config_group(cfg, g->name, g->name_len);
+		if (gc && same_address(gc, g)) {
+			/* New ACLs take effect at once, for live clients too. */
+			g->cfg = gc;
+			pubd_ipc_acl_changed(&d->ipc, g);
+			continue;
+		}
+		log_notice("group %s: %s", g->name, gc ? "address or mode changed, rejoining" : "removed");
+		group_destroy(d, g);
+	}
+	for (k = 0; k < cfg->ngroups; k++) {
+		gc = &cfg->groups[k];
+		if (pubd_groups_by_name(&d->groups, gc->name, strlen(gc->name)))
+			continue;
+		g = pubd_groups_add(&d->groups, gc);
+		if (!g)
+			return -ENOMEM;
+		log_info("group %s: %s%s", g->name, gc->address_text, g->raw ? " (raw)" : "");
+		if (pubd_group_join(d, g) < 0)
+			err = -EIO;
+	}
+	return err;
+}
+
+int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
+{
+	struct pubd_config cfg;
+	struct pubd_reasm_config rc;
+	int err;
+
+	pubd_notify_reloading(d);
+	log_notice("reloading %s", d->config_path);
+	err = engine_load_config(d->config_path, &cfg, errtext, errcap);
+	if (err < 0) {
+		log_err("reload rejected; keeping the running configuration");
+		d->counters[PUBD_CTR_RELOAD_FAILURES]++;
+		pubd_notify_ready(d);
+		return err;
+	}
+	if (cfg.fabric_type != d->cfg.fabric_type ||
+	    (cfg.fabric_address && d->cfg.fabric_address && strcmp(cfg.fabric_address, d->cfg.fabric_address)) ||
+	    cfg.udp_port != d->cfg.udp_port || cfg.mtu != d->cfg.mtu || cfg.srq_depth != d->cfg.srq_depth ||
+	    cfg.srq_low_watermark != d->cfg.srq_low_watermark || cfg.send_queue_depth != d->cfg.send_queue_depth ||
+	    cfg.rx_linger_us != d->cfg.rx_linger_us)
+		log_warn("fabric settings changed; they take effect when pubd restarts");
+	if (strcmp(cfg.socket_path, d->cfg.socket_path))
+		log_warn("daemon.socket changed; it takes effect when pubd restarts");
+	/* Groups point into the config they were made from: swap, then fix. */
+	err = engine_apply_groups(d, &cfg);
+	{
+		struct pubd_config old = d->cfg;
+
+		d->cfg = cfg;
+		d->sources.max = cfg.max_sources;
+		pubd_config_free(&old);
+	}
+	pubd_log_set_level(d->cfg.log_level);
+	{
+		struct pubd_group *g;
+		unsigned i;
+
+		/* fabric.receive may have changed. */
+		pubd_groups_foreach(&d->groups, g, i) pubd_group_listen_sync(d, g);
+	}
+	engine_reasm_config_from(&d->cfg, &rc);
+	pubd_reasm_set_config(d->reasm, &rc);
+	d->counters[PUBD_CTR_RELOADS]++;
+	log_notice("reload applied: %zu groups", d->cfg.ngroups);
+	pubd_notify_ready(d);
+	pubd_notify_status(d);
+	if (err < 0 && errtext)
+		snprintf(errtext, errcap, "reload applied, but some groups failed to join (see the log)");
+	return 0;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receive path: datagrams from the fabric through reassembly (or
+ * straight, on raw groups) to the local subscribers, with per-source
+ * statistics.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "log.h"
+#include "wire.h"
+
+/* ---- receive path ---- */
+void engine_fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, struct pubd_msgbuf *m)
+{
+	unsigned i;
+
+	/* A delivery never changes g->subs: a subscriber disconnected as slow
+	 * keeps its entry until the server's next flush (pubd_ipc_deliver). */
+	for (i = 0; i < g->nsubs; i++)
+		pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
+}
+
+/* The statistics of (source, group), within limits.max_sources: making
+ * room evicts one (counted; its counts go to the map's evicted row). */
+static struct pubd_source_stats *source_stats(struct pubd *d, uint64_t source, uint64_t group_id)
+{
+	/* The receive batch's or the timer's time: no clock read per message
+	 * (a system call in guests without a vDSO clock). */
+	struct pubd_source_stats *s = pubd_source_map_get(&d->sources, source, group_id, d->event_ns);
+
+	d->counters[PUBD_CTR_SOURCES_EVICTED] = d->sources.evicted.sources;
+	return s;
+}
+
+static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq, const uint8_t *data, size_t len,
+			  struct pubd_msgbuf *owned)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
+	struct pubd_source_stats *s = source_stats(d, source, group_id);
+
+	if (s)
+		pubd_source_map_delivered(&d->sources, s, len);
+	d->counters[PUBD_CTR_MSG_RECEIVED]++;
+	if (!g) {
+		pubd_msgbuf_put(owned);
+		return;
+	}
+	g->received++;
+	g->received_bytes += len;
+	if (g->nsubs) {
+		/* A single-datagram message still points into the receive
+		 * buffer, which goes back to the fabric: copy it once here. */
+		if (!owned) {
+			owned = pubd_msgbuf_alloc(len);
+			if (!owned) {
+				unsigned i;
+
+				for (i = 0; i < g->nsubs; i++) {
+					pubd_drops_add(&g->subs[i]->drops, PUB_DROP_SUB_OVERFLOW, 1);
+					pubd_drops_add(&g->sub_drops, PUB_DROP_SUB_OVERFLOW, 1);
+				}
+				return;
+			}
+			memcpy(owned->data, data, len);
+		}
+		engine_fan_out(d, g, source, seq, owned);
+	}
+	pubd_msgbuf_put(owned);
+}
+
+static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_drop_reason reason, uint64_t count)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
+	struct pubd_source_stats *s = source_stats(d, source, group_id);
+
+	if (s)
+		pubd_drops_add(&s->drops, reason, count);
+	if (g)
+		pubd_drops_add(&g->drops, reason, count);
+	else
+		pubd_drops_add(&d->drops, reason, count);
+	if (pub_drop_reason_kind(reason) == PUB_DROP_KIND_MSG)
+		d->counters[PUBD_CTR_MSG_DROPPED] += count;
+	else if (reason == PUB_DROP_MALFORMED)
+		d->counters[PUBD_CTR_RX_MALFORMED] += count; /* as on_rx counts the header's own failures */
+}
+
+const struct pubd_reasm_ops engine_reasm_ops = {
+	.deliver = reasm_deliver,
+	.drop = reasm_drop,
+};
+
+void engine_arm_reasm_timer(struct pubd *d)
+{
+	pubd_loop_timer_arm(d->reasm_timer, pubd_reasm_next_deadline(d->reasm));
+}
+
+static void rx_raw(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *dg)
+{
+	struct pubd_msgbuf *m;
+
+	g->received++;
+	g->received_bytes += dg->len;
+	d->counters[PUBD_CTR_MSG_RECEIVED]++;
+	if (!g->nsubs) {
+		g->raw_rx_seq++;
+		return;
+	}
+	m = pubd_msgbuf_alloc(dg->len);
+	if (!m)
+		return;
+	memcpy(m->data, dg->data, dg->len);
+	/* Raw datagrams carry no source or sequence: source 0, our own count. */
+	engine_fan_out(d, g, 0, g->raw_rx_seq++, m);
+	pubd_msgbuf_put(m);
+}
+
+void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
+{
+	struct pubd *d = ctx;
+	uint64_t now = d->event_ns = pubd_now_ns();
+	uint64_t grace = NEW_STREAM_GRACE_PERIODS * (uint64_t)d->cfg.heartbeat_ms * MS;
+	const uint8_t *payload;
+	struct pubd_wire_hdr h;
+	struct pubd_group *g;
+	size_t plen;
+	unsigned i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		const struct pubd_rx_dgram *dg = &dgs[i];
+
+		d->counters[PUBD_CTR_RX_DATAGRAMS]++;
+		d->counters[PUBD_CTR_RX_BYTES] += dg->len;
+		/* Our own multicast looped back: local subscribers already had
+		 * it through local fan-out. The fabric knows it by the sender
+		 * (QP and GID, or send port); raw groups, without a header, have
+		 * nothing else to tell it by. */
+		if (dg->self) {
+			d->counters[PUBD_CTR_RX_SELF]++;
+			continue;
+		}
+		g = pubd_groups_by_slot(&d->groups, dg->slot);
+		if (g && g->raw) {
+			g->rx_datagrams++;
+			rx_raw(d, g, dg);
+			continue;
+		}
+		err = pubd_wire_decode(dg->data, dg->len, &h, &payload, &plen);
+		if (err) {
+			d->counters[PUBD_CTR_RX_MALFORMED]++;
+			pubd_drops_add(g ? &g->drops : &d->drops, PUB_DROP_MALFORMED, 1);
+			log_debug("malformed datagram of %u bytes: %s", dg->len, pubd_wire_strerror(err));
+			continue;
+		}
+		/* The same by source id, where the fabric could not tell. */
+		if (h.source_id == d->source_id) {
+			d->counters[PUBD_CTR_RX_SELF]++;
+			continue;
+		}
+		if (!g) {
+			/* Not sent to a group address joined here: a unicast
+			 * datagram to the fabric's port or QP, or a stale mapping.
+			 * Whatever its header claims, nobody here subscribed to it. */
+			d->counters[PUBD_CTR_RX_UNJOINED]++;
+			continue;
+		}
+		if (g->id != h.group_id) {
+			/* Groups may share an address; the header's group must be
+			 * one of those on the address it arrived on. */
+			struct pubd_group *by_id = pubd_groups_by_id(&d->groups, h.group_id);
+
+			if (by_id && !pubd_group_same_address(by_id, g)) {
+				d->counters[PUBD_CTR_RX_UNJOINED]++;
+				continue;
+			}
+			g = by_id;
+		}
+		if (!g || g->raw || !g->listening) {
+			/* Not ours, or still in flight from before we stopped
+			 * listening: nobody here takes it. */
+			d->counters[PUBD_CTR_RX_FOREIGN]++;
+			continue;
+		}
+		g->rx_datagrams++;
+		if (h.flags & PUBD_WIRE_F_HEARTBEAT)
+			d->counters[PUBD_CTR_RX_HEARTBEATS]++;
+		/* Publishing daemons heartbeat every group they ever sent on. A
+		 * source unheard after several heartbeat periods on a joined group
+		 * began publishing since: all of its stream is ours to account for,
+		 * from sequence 0, even when its first datagrams were lost. */
+		pubd_reasm_push_flags(d->reasm, now, &h, payload, plen,
+				      g->up && now - g->up_since_ns > grace && now - g->listen_since_ns > grace
+					      ? PUBD_REASM_NEW_FROM_ZERO
+					      : 0);
+	}
+	engine_arm_reasm_timer(d);
+}
