@@ -58,26 +58,29 @@ for layer in "${!below[@]}"; do
 	done < <(find "daemon/$layer" -name '*.[ch]')
 done
 
-# Calls between files: "caller callee" pairs from the objects' symbol tables.
-objs=$(find "$build/daemon" -path '*/CMakeFiles/pubd_*.dir/*' -name '*.c.o' ! -path '*/pubd.dir/*' ! -name 'fake.c.o' | sort)
-if [ -z "$objs" ]; then
-	echo "FAIL no daemon objects under $build/daemon (build first)"
-	exit 1
-fi
+# Calls between files: "caller callee" pairs from the symbol tables of the
+# layers' libraries as built now (stale objects of old layouts left in a
+# build directory do not count).
+libs=()
+for l in core sys fabric server engine; do
+	lib="$build/daemon/$l/libpubd_$l.a"
+	if [ ! -f "$lib" ]; then
+		echo "FAIL no $lib (build first)"
+		exit 1
+	fi
+	libs+=("$lib")
+done
 defs=$(mktemp)
 edges=$(mktemp)
 trap 'rm -f "$defs" "$edges"' EXIT
-for o in $objs; do
-	src=${o#*.dir/}
-	src=${src%.o}
-	nm "$o" | awk -v f="$src" 'NF == 3 && $2 ~ /^[TDRB]$/ { print $3, f }'
-done | sort >"$defs"
-for o in $objs; do
-	src=${o#*.dir/}
-	src=${src%.o}
-	nm "$o" | awk 'NF == 2 && $1 == "U" { print $2 }' | sort -u | join - "$defs" |
-		awk -v f="$src" '$2 != f { print f, $2 }'
-done | sort -u >"$edges"
+syms() { # LIB -> "layer/member.c type symbol" per symbol
+	local layer
+	layer=$(basename "$(dirname "$1")")
+	nm -A "$1" 2>/dev/null | sed -n "s|^[^:]*:\([^:]*\)\.o: *[0-9a-f]* *\([A-Za-z]\) \(.*\)$|$layer/\1 \2 \3|p"
+}
+for lib in "${libs[@]}"; do syms "$lib"; done | awk '$2 ~ /^[TDRB]$/ { print $3, $1 }' | sort >"$defs"
+for lib in "${libs[@]}"; do syms "$lib"; done | awk '$2 == "U" { print $3, $1 }' | sort -u | join - "$defs" |
+	awk '$2 != $3 { print $2, $3 }' | sort -u >"$edges"
 if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
 	echo "FAIL daemon files call each other in a loop:"
 	sed 's/^/  /' "$edges.err"
