@@ -125,7 +125,7 @@ struct pubd_name_resolver {
 	int (*group)(void *ctx, const char *name, uint32_t *gid);
 	void *ctx;
 };
-/* The resolver backed by getpwnam_r/getgrnam_r (not pure; lives in config_nss.c). */
+/* The resolver backed by getpwnam_r/getgrnam_r (not pure; lives in daemon/sys/nss.c). */
 extern const struct pubd_name_resolver pubd_nss_resolver;
 
 /*

@@ -172,78 +172,150 @@ static void feed_dgram(struct pubd_reasm *r, struct pctx *c, uint64_t now, const
 	pubd_reasm_push(r, now, &out, pl, pll);
 }
 
-static void run_property(const struct prun *pr)
+/* The streams of a run. Streams 0 and 1 share a group (two sources); the
+ * last one is stream 0's source restarted with a new id. */
+static void make_streams(struct pctx *c, const struct prun *pr)
 {
 	static const size_t mtus[] = {1024, 4096, 2048, 9000};
-	const struct pubd_reasm_ops pops = {.deliver = p_deliver, .drop = p_drop};
-	struct pubd_reasm_config cfg;
-	struct pubd_reasm_totals t;
-	struct pctx c = {0};
-	struct pdgram *dg = NULL;
-	size_t ndg = 0, cap = 0, i, dups = 0;
-	struct pubd_reasm *r;
-	uint64_t now = 0, step = 1000;
-	uint8_t *buf;
+	unsigned k;
+
+	c->n = pr->nstreams;
+	c->st = calloc(c->n, sizeof(*c->st));
+	c->scratch = malloc(300 * 1024 + 1);
+	assert_true(c->st && c->scratch);
+	for (k = 0; k < c->n; k++) {
+		c->st[k].src = 0x5000 + k;
+		c->st[k].grp = k == c->n - 1 ? 0x6000 : 0x6000 + k / 2;
+		c->st[k].mtu = mtus[k % 4];
+		c->st[k].m = calloc(pr->nmsgs, sizeof(*c->st[k].m));
+		assert_non_null(c->st[k].m);
+	}
+}
+
+/* The datagrams of a run, in feed order once sorted. */
+struct plan {
+	struct pdgram *dg;
+	size_t n, cap, dups;
+};
+
+/* Fragment f of message seq of stream k: lost, sent once, or sent twice;
+ * its feed position jittered. */
+static void plan_fragment(struct plan *pl, const struct prun *pr, struct pmsg *pm, unsigned k, uint32_t f, uint64_t seq)
+{
+	unsigned copies = 1, j;
+
+	if (rnd() % 1000 < pr->loss_pm) {
+		pm->lost++;
+		return;
+	}
+	if (rnd() % 1000 < pr->dup_pm) {
+		copies = 2;
+		pl->dups++;
+	}
+	for (j = 0; j < copies; j++) {
+		uint64_t pos = (uint64_t)pl->n * 16 + rnd() % (pr->window * 16 + 1);
+
+		if (rnd() % 1000 < pr->delay_pm)
+			pos += rnd() % (pr->delay * 16 + 1);
+		if (pl->n == pl->cap) {
+			pl->cap = pl->cap ? pl->cap * 2 : 4096;
+			pl->dg = realloc(pl->dg, pl->cap * sizeof(*pl->dg));
+			assert_non_null(pl->dg);
+		}
+		pl->dg[pl->n++] = (struct pdgram){.key = pos, .stream = k, .frag = f, .seq = seq};
+	}
+}
+
+/* Messages in send order, interleaved across streams. */
+static void plan_messages(struct pctx *c, const struct prun *pr, struct plan *pl)
+{
 	unsigned k, m;
 
-	rng_state = pr->seed;
-	c.n = pr->nstreams;
-	c.st = calloc(c.n, sizeof(*c.st));
-	c.scratch = malloc(300 * 1024 + 1);
-	buf = malloc(PUBD_WIRE_HDR_LEN + 9000);
-	assert_true(c.st && c.scratch && buf);
-	for (k = 0; k < c.n; k++) {
-		/* Streams 0 and 1 share a group (two sources); the last one is
-		 * stream 0's source restarted with a new id. */
-		c.st[k].src = 0x5000 + k;
-		c.st[k].grp = k == c.n - 1 ? 0x6000 : 0x6000 + k / 2;
-		c.st[k].mtu = mtus[k % 4];
-		c.st[k].m = calloc(pr->nmsgs, sizeof(*c.st[k].m));
-		assert_non_null(c.st[k].m);
-	}
-
-	/* Messages in send order, interleaved across streams; each fragment
-	 * lost, sent once, or sent twice; its feed position jittered. */
 	for (m = 0; m < pr->nmsgs; m++) {
 		/* Halfway, stream 0's source restarts as the last one. */
-		k = (unsigned)(rnd() % c.n);
-		if (k == c.n - 1 && m < pr->nmsgs / 2)
+		k = (unsigned)(rnd() % c->n);
+		if (k == c->n - 1 && m < pr->nmsgs / 2)
 			k = 0;
 		else if (k == 0 && m >= pr->nmsgs / 2)
-			k = c.n - 1;
-		struct pstream *s = &c.st[k];
+			k = c->n - 1;
+		struct pstream *s = &c->st[k];
 		uint64_t seq = s->nmsgs++;
 		struct pmsg *pm = &s->m[seq];
 		uint32_t f;
 
 		pm->len = random_size();
 		pm->frags = nfrags(pm->len, s->mtu);
-		for (f = 0; f < pm->frags; f++) {
-			unsigned copies = 1, j;
-
-			if (rnd() % 1000 < pr->loss_pm) {
-				pm->lost++;
-				continue;
-			}
-			if (rnd() % 1000 < pr->dup_pm) {
-				copies = 2;
-				dups++;
-			}
-			for (j = 0; j < copies; j++) {
-				uint64_t pos = (uint64_t)ndg * 16 + rnd() % (pr->window * 16 + 1);
-
-				if (rnd() % 1000 < pr->delay_pm)
-					pos += rnd() % (pr->delay * 16 + 1);
-				if (ndg == cap) {
-					cap = cap ? cap * 2 : 4096;
-					dg = realloc(dg, cap * sizeof(*dg));
-					assert_non_null(dg);
-				}
-				dg[ndg++] = (struct pdgram){.key = pos, .stream = k, .frag = f, .seq = seq};
-			}
-		}
+		for (f = 0; f < pm->frags; f++)
+			plan_fragment(pl, pr, pm, k, f, seq);
 	}
-	qsort(dg, ndg, sizeof(*dg), cmp_dgram);
+	qsort(pl->dg, pl->n, sizeof(*pl->dg), cmp_dgram);
+}
+
+/* A reliable heartbeat of every stream: at the start (next_seq 0) or at
+ * the end (every message sent). */
+static void push_heartbeats(struct pubd_reasm *r, const struct pctx *c, uint64_t now, bool at_end)
+{
+	unsigned k;
+
+	for (k = 0; k < c->n; k++) {
+		struct pubd_wire_hdr hb = {.flags = PUBD_WIRE_F_HEARTBEAT,
+					   .source_id = c->st[k].src,
+					   .group_id = c->st[k].grp,
+					   .msg_seq = at_end ? c->st[k].nmsgs : 0};
+
+		pubd_reasm_push(r, now, &hb, NULL, 0);
+	}
+}
+
+/* Every message of stream k accounted for once, as delivered or dropped. */
+static void check_stream(const struct prun *pr, const struct pstream *s, unsigned k)
+{
+	uint64_t want, complete = 0, partial = 0, none = 0, seq;
+
+	for (seq = 0; seq < s->nmsgs; seq++) {
+		if (s->m[seq].lost == 0)
+			complete++;
+		else if (s->m[seq].lost < s->m[seq].frags)
+			partial++;
+		else
+			none++;
+		/* Only complete messages are ever delivered. */
+		if (s->m[seq].delivered)
+			assert_int_equal(s->m[seq].lost, 0);
+	}
+	if (pr->heartbeats)
+		want = s->nmsgs;
+	else
+		want = s->fed ? s->max_fed - s->first_fed + 1 : 0;
+	if (s->delivered + s->msg_drops != want)
+		fail_msg("%s: stream %u: delivered %" PRIu64 " + dropped %" PRIu64 " != %" PRIu64, pr->name, k,
+			 s->delivered, s->msg_drops, want);
+	if (pr->exact) {
+		assert_int_equal(s->delivered, complete);
+		assert_int_equal(s->drops[PUB_DROP_REASM_TIMEOUT], partial);
+		assert_int_equal(s->drops[PUB_DROP_SEQ_GAP], none);
+	}
+	assert_int_equal(s->drops[PUB_DROP_MALFORMED], 0);
+}
+
+static void run_property(const struct prun *pr)
+{
+	const struct pubd_reasm_ops pops = {.deliver = p_deliver, .drop = p_drop};
+	struct pubd_reasm_config cfg;
+	struct pubd_reasm_totals t;
+	struct pctx c = {0};
+	struct plan pl = {0};
+	struct pubd_reasm *r;
+	uint64_t now = 0, step = 1000;
+	uint8_t *buf;
+	unsigned k;
+	size_t i;
+
+	rng_state = pr->seed;
+	make_streams(&c, pr);
+	buf = malloc(PUBD_WIRE_HDR_LEN + 9000);
+	assert_non_null(buf);
+	plan_messages(&c, pr, &pl);
 
 	pubd_reasm_config_defaults(&cfg);
 	cfg.budget_bytes = pr->budget;
@@ -253,17 +325,10 @@ static void run_property(const struct prun *pr)
 	assert_non_null(r);
 
 	if (pr->heartbeats)
-		for (k = 0; k < c.n; k++) {
-			struct pubd_wire_hdr hb = {.flags = PUBD_WIRE_F_HEARTBEAT,
-						   .source_id = c.st[k].src,
-						   .group_id = c.st[k].grp,
-						   .msg_seq = 0};
-
-			pubd_reasm_push(r, now, &hb, NULL, 0);
-		}
-	for (i = 0; i < ndg; i++) {
+		push_heartbeats(r, &c, now, false);
+	for (i = 0; i < pl.n; i++) {
 		now += step;
-		feed_dgram(r, &c, now, &dg[i], buf);
+		feed_dgram(r, &c, now, &pl.dg[i], buf);
 		/* What the loop's timerfd does. */
 		if (pubd_reasm_next_deadline(r) <= now) {
 			pubd_reasm_expire(r, now);
@@ -271,14 +336,7 @@ static void run_property(const struct prun *pr)
 		}
 	}
 	if (pr->heartbeats)
-		for (k = 0; k < c.n; k++) {
-			struct pubd_wire_hdr hb = {.flags = PUBD_WIRE_F_HEARTBEAT,
-						   .source_id = c.st[k].src,
-						   .group_id = c.st[k].grp,
-						   .msg_seq = c.st[k].nmsgs};
-
-			pubd_reasm_push(r, now, &hb, NULL, 0);
-		}
+		push_heartbeats(r, &c, now, true);
 	now += pr->timeout_ns;
 	pubd_reasm_expire(r, now);
 	pubd_reasm_totals(r, &t);
@@ -287,41 +345,14 @@ static void run_property(const struct prun *pr)
 	assert_int_equal(t.streams, c.n);
 	assert_int_equal(c.bad, 0);
 
-	for (k = 0; k < c.n; k++) {
-		struct pstream *s = &c.st[k];
-		uint64_t want, complete = 0, partial = 0, none = 0, seq;
-
-		for (seq = 0; seq < s->nmsgs; seq++) {
-			if (s->m[seq].lost == 0)
-				complete++;
-			else if (s->m[seq].lost < s->m[seq].frags)
-				partial++;
-			else
-				none++;
-			/* Only complete messages are ever delivered. */
-			if (s->m[seq].delivered)
-				assert_int_equal(s->m[seq].lost, 0);
-		}
-		if (pr->heartbeats)
-			want = s->nmsgs;
-		else
-			want = s->fed ? s->max_fed - s->first_fed + 1 : 0;
-		if (s->delivered + s->msg_drops != want)
-			fail_msg("%s: stream %u: delivered %" PRIu64 " + dropped %" PRIu64 " != %" PRIu64, pr->name, k,
-				 s->delivered, s->msg_drops, want);
-		if (pr->exact) {
-			assert_int_equal(s->delivered, complete);
-			assert_int_equal(s->drops[PUB_DROP_REASM_TIMEOUT], partial);
-			assert_int_equal(s->drops[PUB_DROP_SEQ_GAP], none);
-		}
-		assert_int_equal(s->drops[PUB_DROP_MALFORMED], 0);
-	}
+	for (k = 0; k < c.n; k++)
+		check_stream(pr, &c.st[k], k);
 	if (pr->exact) {
 		uint64_t dd = 0;
 
 		for (k = 0; k < c.n; k++)
 			dd += c.st[k].dgram_drops;
-		assert_int_equal(dd, dups);
+		assert_int_equal(dd, pl.dups);
 	}
 	/* Idle streams age out with nothing left to report. */
 	pubd_reasm_expire(r, UINT64_MAX);
@@ -334,7 +365,7 @@ static void run_property(const struct prun *pr)
 	free(c.st);
 	free(c.scratch);
 	free(buf);
-	free(dg);
+	free(pl.dg);
 }
 
 static void reasm_property_exactly_complete_messages_delivered(void **state)
