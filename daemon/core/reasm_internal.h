@@ -99,6 +99,7 @@ static inline struct hnode *htab_find(const struct htab *t, uint64_t k1, uint64_
 	return NULL;
 }
 
+/* reasm_htab.c */
 int reasm_htab_init(struct htab *t);
 void reasm_htab_insert(struct htab *t, struct hnode *n);
 void reasm_htab_remove(struct htab *t, struct hnode *n);
