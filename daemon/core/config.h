@@ -8,7 +8,7 @@
  * caller-provided resolver, so tests need no /etc/passwd.
  *
  * config/pubd.yaml documents every key, its default and its range; the
- * table of keys in config.c is the single source of both.
+ * table of keys in config_keys.c is the single source of both.
  */
 #ifndef PUBD_CONFIG_H
 #define PUBD_CONFIG_H
@@ -125,7 +125,7 @@ struct pubd_name_resolver {
 	int (*group)(void *ctx, const char *name, uint32_t *gid);
 	void *ctx;
 };
-/* The resolver backed by getpwnam_r/getgrnam_r (not pure; lives in config_nss.c). */
+/* The resolver backed by getpwnam_r/getgrnam_r (not pure; lives in daemon/sys/nss.c). */
 extern const struct pubd_name_resolver pubd_nss_resolver;
 
 /*
@@ -133,6 +133,14 @@ extern const struct pubd_name_resolver pubd_nss_resolver;
  * pubd_config_free. Returns 0 or -ENOMEM (then *c holds nothing to free).
  */
 int pubd_config_defaults(struct pubd_config *c);
+
+/*
+ * The default of one key ("limits.reassembly_budget"), from the table of
+ * keys, for code that needs a default without a whole config (as the
+ * reassembly limits do). Numeric, boolean and enum keys only. Returns 0,
+ * -ENOENT for no such key, -EINVAL for a key of another kind.
+ */
+int pubd_config_key_default(const char *key, uint64_t *value);
 
 /*
  * Parse a YAML document of len bytes. file is used only in messages.

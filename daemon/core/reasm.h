@@ -83,13 +83,15 @@
 struct pubd_reasm;
 
 struct pubd_reasm_config {
-	size_t budget_bytes;		  /* default 64 MiB */
-	uint32_t max_inflight_per_source; /* default 64 */
-	uint64_t timeout_ns;		  /* default 500 ms */
-	uint64_t idle_timeout_ns;	  /* stream forgotten after this much silence; default 30 s */
-	size_t max_message_size;	  /* default 16 MiB */
-	uint32_t max_streams;		  /* default 4096 */
-	uint32_t max_missing_ranges;	  /* per stream; beyond it the oldest is dropped as a gap now; default 64 */
+	/* The defaults of these four are the config keys' (limits.reassembly_budget,
+	 * reassembly_inflight, reassembly_timeout_ms, max_message_size). */
+	size_t budget_bytes;
+	uint32_t max_inflight_per_source;
+	uint64_t timeout_ns;
+	uint64_t idle_timeout_ns; /* stream forgotten after this much silence; default 30 s */
+	size_t max_message_size;
+	uint32_t max_streams;	     /* default 4096 */
+	uint32_t max_missing_ranges; /* per stream; beyond it the oldest is dropped as a gap now; default 64 */
 };
 
 struct pubd_reasm_ops {
@@ -105,6 +107,7 @@ struct pubd_reasm_ops {
 	void (*drop)(void *ctx, uint64_t source_id, uint64_t group_id, enum pub_drop_reason reason, uint64_t count);
 };
 
+/* Every default; those that are config keys from the config's table. */
 void pubd_reasm_config_defaults(struct pubd_reasm_config *c);
 
 /* Returns NULL on allocation failure. cfg is copied. */

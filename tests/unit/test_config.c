@@ -1,101 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Config loader: defaults, every key, value forms, and every kind of error
- * with its exact FILE:LINE:COLUMN. ACLs have their own test_acl.c.
+ * Config loader: defaults, every key, value forms, checks across keys,
+ * groups and files. Errors and robustness: test_config_errors.c; ACLs:
+ * test_acl.c.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <arpa/inet.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "config.h"
-#include "fake_names.h"
-
-/* One parse per test: the result stays here for the checks, freed after. */
-static struct pubd_config cfg;
-static struct pubd_config_errors errs;
-static char line[2048];
-
-static int teardown(void **state)
-{
-	pubd_config_free(&cfg);
-	pubd_config_errors_free(&errs);
-	return 0;
-}
-
-static int parse(const char *yaml)
-{
-	pubd_config_free(&cfg);
-	pubd_config_errors_free(&errs);
-	return pubd_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), &fake_names, &errs);
-}
-
-static const char *err(size_t i)
-{
-	assert_true(i < errs.n);
-	assert_true(pubd_config_error_format(&errs, i, line, sizeof(line)) > 0);
-	return line;
-}
-
-/* Exactly one error, and it is this one. */
-static void one_error(const char *yaml, const char *expect)
-{
-	assert_int_equal(parse(yaml), -EINVAL);
-	if (errs.n != 1) {
-		for (size_t i = 0; i < errs.n; i++)
-			print_message("  %s\n", err(i));
-	}
-	assert_int_equal(errs.n, 1);
-	assert_string_equal(err(0), expect);
-}
-
-static void parses(const char *yaml)
-{
-	int ret = parse(yaml);
-
-	for (size_t i = 0; i < errs.n; i++)
-		print_message("unexpected: %s\n", err(i));
-	assert_int_equal(ret, 0);
-	assert_int_equal(errs.n, 0);
-}
-
-static void assert_defaults(const struct pubd_config *c)
-{
-	assert_string_equal(c->socket_path, "/run/pubd/pubd.sock");
-	assert_int_equal(c->socket_mode, 0660);
-	assert_int_equal(c->log_level, 6);
-	assert_int_equal(c->fabric_type, PUBD_FABRIC_AUTO);
-	assert_null(c->fabric_address);
-	assert_int_equal(c->fabric_sockaddr_len, 0);
-	assert_int_equal(c->udp_port, 7470);
-	assert_int_equal(c->mtu, 0);
-	assert_int_equal(c->srq_depth, 1024);
-	assert_int_equal(c->srq_low_watermark, 256);
-	assert_int_equal(c->send_queue_depth, 512);
-	assert_int_equal(c->heartbeat_ms, 100);
-	assert_false(c->busy_poll);
-	assert_int_equal(c->receive, PUBD_RECEIVE_ON_DEMAND);
-	assert_int_equal(c->rx_linger_us, 50);
-	assert_int_equal(c->max_message_size, 16u << 20);
-	assert_int_equal(c->reassembly_timeout_ms, 500);
-	assert_int_equal(c->reassembly_budget, 64u << 20);
-	assert_int_equal(c->reassembly_inflight, 64);
-	assert_int_equal(c->subscriber_queue, 1024);
-	assert_int_equal(c->subscriber_queue_bytes, 64u << 20);
-	assert_int_equal(c->slow_subscriber, PUBD_SLOW_DROP_OLDEST);
-	assert_int_equal(c->ngroups, 0);
-	assert_null(c->groups);
-}
+#include "config_harness.h"
+#include "reasm.h"
 
 /* ---- defaults -------------------------------------------------------- */
 
@@ -107,6 +17,33 @@ static void config_defaults_are_documented_values(void **state)
 	assert_defaults(&c);
 	pubd_config_free(&c);
 	pubd_config_free(&c); /* idempotent */
+}
+
+/* pubd_config_key_default reads the table pubd_config_defaults fills from,
+ * and the reassembly limits that are config keys take their defaults there. */
+static void config_key_default_is_the_tables(void **state)
+{
+	struct pubd_reasm_config rc;
+	struct pubd_config c;
+	uint64_t v;
+
+	assert_int_equal(pubd_config_defaults(&c), 0);
+	assert_int_equal(pubd_config_key_default("fabric.udp_port", &v), 0);
+	assert_int_equal(v, c.udp_port);
+	assert_int_equal(pubd_config_key_default("daemon.log_level", &v), 0);
+	assert_int_equal(v, c.log_level);
+	assert_int_equal(pubd_config_key_default("fabric.busy_poll", &v), 0);
+	assert_int_equal(v, c.busy_poll);
+	assert_int_equal(pubd_config_key_default("limits.client_buffer_budget", &v), 0);
+	assert_int_equal(v, c.client_buffer_budget);
+	assert_int_equal(pubd_config_key_default("daemon.socket", &v), -EINVAL);
+	assert_int_equal(pubd_config_key_default("fabric.nonesuch", &v), -ENOENT);
+	pubd_reasm_config_defaults(&rc);
+	assert_int_equal(rc.budget_bytes, c.reassembly_budget);
+	assert_int_equal(rc.max_inflight_per_source, c.reassembly_inflight);
+	assert_int_equal(rc.timeout_ns, (uint64_t)c.reassembly_timeout_ms * 1000000);
+	assert_int_equal(rc.max_message_size, c.max_message_size);
+	pubd_config_free(&c);
 }
 
 static void config_empty_document_gives_defaults(void **state)
@@ -409,154 +346,6 @@ static void config_range_boundaries(void **state)
 	}
 }
 
-/* ---- each kind of error, with its exact place ------------------------- */
-
-static void config_error_out_of_range_names_place_and_form(void **state)
-{
-	one_error("limits:\n  subscriber_queue: 2000000\n", "t.yaml:2:21: limits.subscriber_queue: expected an "
-							    "integer from 1 to 1048576, got \"2000000\"");
-}
-
-static void config_error_wrong_form_quotes_the_value(void **state)
-{
-	one_error("# comment\nlimits:\n  subscriber_queue: lots\n", "t.yaml:3:21: limits.subscriber_queue: expected "
-								    "an integer from 1 to 1048576, got \"lots\"");
-	/* Control bytes are escaped: an error message is one clean log line. */
-	one_error("daemon: {log_level: \"a\\nb\\\"\"}", "t.yaml:1:21: daemon.log_level: expected one of debug, info, "
-							"notice, warning, err, got \"a\\x0ab\\\"\"");
-}
-
-static void config_error_wrong_type_names_what_was_found(void **state)
-{
-	one_error("fabric:\n  srq_depth: [1, 2]\n",
-		  "t.yaml:2:14: fabric.srq_depth: expected an integer from 16 to 65536, got a list");
-	one_error("fabric:\n  udp_port:\n", "t.yaml:2:12: fabric.udp_port: expected an integer from 1 to 65535, got "
-					    "nothing");
-	one_error("daemon: {socket: {a: b}}", "t.yaml:1:18: daemon.socket: expected an absolute socket path of at "
-					      "most 107 bytes, got a mapping");
-	one_error("fabric: 5\n", "t.yaml:1:9: fabric: expected a mapping of keys, got \"5\"");
-}
-
-static void config_error_unknown_key_lists_known_ones(void **state)
-{
-	one_error("fabric:\n  type: udp\n  srq_dept: 5\n",
-		  "t.yaml:3:3: fabric: unknown key \"srq_dept\" (expected one of type, address, udp_port, mtu, "
-		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, rx_linger_us, receive)");
-	one_error("limits: {colour: red}",
-		  "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
-		  "max_message_size, reassembly_timeout_ms, reassembly_budget, "
-		  "reassembly_inflight, subscriber_queue, subscriber_queue_bytes, slow_subscriber, "
-		  "client_buffer_budget, max_clients, max_sources)");
-}
-
-static void config_error_unknown_section(void **state)
-{
-	one_error("daemon: {}\nfabrik:\n  type: udp\n",
-		  "t.yaml:2:1: unknown section \"fabrik\" (expected daemon, fabric, limits or groups)");
-}
-
-static void config_error_key_given_twice(void **state)
-{
-	one_error("daemon:\n  log_level: info\n  log_level: debug\n",
-		  "t.yaml:3:3: daemon.log_level: given twice (first at 2:14)");
-	one_error("daemon: {}\ndaemon: {}\n", "t.yaml:2:1: daemon: given twice (first at 1:1)");
-}
-
-static void config_error_key_not_a_name(void **state)
-{
-	one_error("daemon:\n  [a]: 1\n", "t.yaml:2:3: daemon: expected a key name, got a list");
-}
-
-static void config_error_yaml_syntax_gives_libyaml_problem_and_place(void **state)
-{
-	one_error("daemon:\n  socket: [a\n",
-		  "t.yaml:3:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at 2:11)");
-	one_error("daemon:\n socket: a\n  x: b\n", "t.yaml:3:4: invalid YAML: mapping values are not allowed in "
-						   "this context");
-	one_error("a: *nowhere\n", "t.yaml:1:4: invalid YAML: found undefined alias");
-}
-
-static void config_error_invalid_utf8_names_the_byte(void **state)
-{
-	one_error("daemon: \xff\n", "t.yaml: invalid YAML: invalid leading UTF-8 octet (#FF) at byte 8");
-}
-
-static void config_error_document_not_a_mapping(void **state)
-{
-	one_error("- a\n- b\n",
-		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, groups), got a list");
-	one_error("just words\n",
-		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, groups), got \"just words\"");
-}
-
-static void config_error_second_document(void **state)
-{
-	one_error("daemon: {}\n---\nfabric: {}\n", "t.yaml:3:1: expected one YAML document, found a second one");
-}
-
-static void config_collects_several_errors_in_one_pass(void **state)
-{
-	assert_int_equal(parse("daemon:\n"		     /* 1 */
-			       "  log_level: loud\n"	     /* 2 */
-			       "  mystery: 1\n"		     /* 3 */
-			       "fabric:\n"		     /* 4 */
-			       "  udp_port: 0\n"	     /* 5 */
-			       "  srq_depth: 64\n"	     /* 6 */
-			       "  srq_low_watermark: 64\n"   /* 7 */
-			       "groups:\n"		     /* 8 */
-			       "  - name: a\n"		     /* 9 */
-			       "    address: 10.0.0.1\n"     /* 10 */
-			       "  - name: a\n"		     /* 11 */
-			       "    address: 239.0.0.1\n"    /* 12 */
-			       "limits:\n"		     /* 13 */
-			       "  slow_subscriber: drop\n"), /* 14 */
-			 -EINVAL);
-	assert_int_equal(errs.n, 7);
-	/* In file order, whatever order the checks ran in. */
-	assert_string_equal(err(0), "t.yaml:2:14: daemon.log_level: expected one of debug, info, notice, warning, "
-				    "err, got \"loud\"");
-	assert_string_equal(err(1), "t.yaml:3:3: daemon: unknown key \"mystery\" (expected one of socket, "
-				    "socket_mode, log_level)");
-	assert_string_equal(err(2), "t.yaml:5:13: fabric.udp_port: expected an integer from 1 to 65535, got \"0\"");
-	assert_string_equal(err(3), "t.yaml:7:22: fabric.srq_low_watermark: must be less than fabric.srq_depth "
-				    "(64), got 64");
-	assert_string_equal(err(4), "t.yaml:10:14: groups[0].address: expected an IPv4 multicast address "
-				    "(224.0.0.0/4) or an IPv6 one (ff00::/8), got \"10.0.0.1\"");
-	assert_string_equal(err(5), "t.yaml:11:11: groups[1].name: duplicate group \"a\", first defined at 9:11 "
-				    "(groups[0])");
-	assert_string_equal(err(6), "t.yaml:14:20: limits.slow_subscriber: expected one of drop-oldest, "
-				    "drop-newest, disconnect, got \"drop\"");
-	/* A failed parse leaves nothing behind. */
-	assert_null(cfg.socket_path);
-	assert_null(cfg.groups);
-}
-
-static void config_error_count_is_capped(void **state)
-{
-	char *doc = malloc(300 * 20 + 16), *p = doc;
-	int i;
-
-	p += sprintf(p, "groups:\n");
-	for (i = 0; i < 300; i++)
-		p += sprintf(p, "  - {name: g%d}\n", i);
-	assert_int_equal(parse(doc), -EINVAL);
-	free(doc);
-	assert_int_equal(errs.n, PUBD_CONFIG_MAX_ERRORS + 1);
-	assert_string_equal(err(100), "t.yaml: too many errors (more than 100); stopped looking");
-	assert_string_equal(err(0), "t.yaml:2:5: groups[0]: missing key \"address\" (expected an IPv4 multicast "
-				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8))");
-}
-
-static void config_error_format_without_place(void **state)
-{
-	assert_int_equal(pubd_config_load(&cfg, "/nonexistent/pubd.yaml", &fake_names, &errs), -ENOENT);
-	assert_int_equal(errs.n, 1);
-	assert_int_equal(errs.v[0].line, 0);
-	assert_string_equal(err(0), "/nonexistent/pubd.yaml: cannot read: No such file or directory");
-	assert_int_equal(pubd_config_error_format(&errs, 1, line, sizeof(line)), -EINVAL);
-	assert_null(cfg.socket_path);
-}
-
 /* ---- cross-key checks ------------------------------------------------ */
 
 static void config_watermark_must_be_below_depth(void **state)
@@ -663,101 +452,6 @@ static void config_group_needs_name_and_address(void **state)
 	one_error("groups: {name: a}\n", "t.yaml:1:9: groups: expected a list of groups, got a mapping");
 }
 
-/* ---- robustness ------------------------------------------------------ */
-
-/* libyaml's scanner is quadratic in flow depth: the loader must stop early
- * (100k levels took 20 s before it did). */
-static void config_deep_nesting_is_refused_quickly(void **state)
-{
-	size_t n = 100000, i;
-	char *doc = malloc(4 * n + 32);
-
-	for (i = 0; i < n; i++)
-		doc[i] = '[';
-	for (i = 0; i < n; i++)
-		doc[n + i] = ']';
-	doc[2 * n] = 0;
-	one_error(doc, "t.yaml:1:33: nested deeper than 32 levels");
-
-	strcpy(doc, "daemon: ");
-	for (i = 0; i < n; i++)
-		memcpy(doc + 8 + 4 * i, "{a: ", 4);
-	doc[8 + 4 * n] = 0; /* unclosed, too */
-	one_error(doc, "t.yaml:1:133: nested deeper than 32 levels");
-	free(doc);
-
-	/* 32 levels are still only a wrong type. */
-	one_error("daemon: {socket: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
-		  "t.yaml:1:18: daemon.socket: expected an absolute socket path of at most 107 bytes, got a list");
-}
-
-static void config_alias_fan_out_is_bounded(void **state)
-{
-	size_t cap = 1 << 20, o = 0, i;
-	char *doc = malloc(cap);
-
-	/* 1000 aliases of a group with 2000 ACL entries: two million entries
-	 * from a few kilobytes, unless the walk counts what it visits. */
-	o += (size_t)snprintf(doc + o, cap - o, "groups:\n - &g {name: x, address: 239.1.1.1, publish: [");
-	for (i = 0; i < 2000; i++)
-		o += (size_t)snprintf(doc + o, cap - o, "%sany", i ? "," : "");
-	o += (size_t)snprintf(doc + o, cap - o, "]}\n");
-	for (i = 0; i < 1000; i++)
-		o += (size_t)snprintf(doc + o, cap - o, " - *g\n");
-	assert_int_equal(parse(doc), -EINVAL);
-	free(doc);
-	assert_int_equal(errs.n, 1);
-	assert_non_null(strstr(err(0), "too many values (more than 1048576, counting each use of an alias)"));
-}
-
-static void config_aliases_reuse_values(void **state)
-{
-	parses("groups:\n"
-	       "  - {name: a, address: &addr 239.1.1.1, publish: &ops [uid:1, gid:2]}\n"
-	       "  - {name: b, address: *addr, publish: *ops, subscribe: *ops}\n");
-	assert_int_equal(cfg.groups[1].publish.n, 2);
-	assert_int_equal(cfg.groups[1].subscribe.n, 2);
-	assert_ptr_not_equal(cfg.groups[1].publish.entries, cfg.groups[0].publish.entries);
-}
-
-static void config_garbage_does_not_crash(void **state)
-{
-	static const char alphabet[] = "abc:-[]{},&*!|>'\"%@`#?\n \t0123456789.~\\";
-	uint32_t x = 12345;
-	char doc[256];
-	size_t i, j, len;
-
-	for (i = 0; i < 20000; i++) {
-		len = i % sizeof(doc);
-		for (j = 0; j < len; j++) {
-			x = x * 1103515245 + 12345;
-			doc[j] = (i & 1) ? (char)(x >> 16) : alphabet[(x >> 16) % (sizeof(alphabet) - 1)];
-		}
-		pubd_config_free(&cfg);
-		pubd_config_errors_free(&errs);
-		if (pubd_config_parse(&cfg, "t.yaml", doc, len, &fake_names, &errs) == 0)
-			assert_int_equal(errs.n, 0);
-		else
-			assert_true(errs.n > 0);
-		for (j = 0; j < errs.n; j++)
-			assert_true(pubd_config_error_format(&errs, j, line, sizeof(line)) > 0);
-	}
-}
-
-static void config_parse_without_errs_or_twice_frees_cleanly(void **state)
-{
-	struct pubd_config c;
-
-	assert_int_equal(pubd_config_parse(&c, "t.yaml", "fabric: {mtu: 1}", 16, &fake_names, NULL), -EINVAL);
-	assert_null(c.socket_path);
-	assert_int_equal(pubd_config_parse(&c, "t.yaml", "fabric: {mtu: 1024}", 19, &fake_names, NULL), 0);
-	assert_int_equal(c.mtu, 1024);
-	pubd_config_free(&c);
-	pubd_config_free(&c);
-	pubd_config_errors_free(NULL);
-	pubd_config_free(NULL);
-}
-
 /* ---- files ----------------------------------------------------------- */
 
 static void config_load_reads_a_file(void **state)
@@ -835,20 +529,6 @@ int main(void)
 		cmocka_unit_test_teardown(config_fabric_address_forms, teardown),
 		cmocka_unit_test_teardown(config_socket_path_must_be_absolute_and_fit, teardown),
 		cmocka_unit_test_teardown(config_range_boundaries, teardown),
-		cmocka_unit_test_teardown(config_error_out_of_range_names_place_and_form, teardown),
-		cmocka_unit_test_teardown(config_error_wrong_form_quotes_the_value, teardown),
-		cmocka_unit_test_teardown(config_error_wrong_type_names_what_was_found, teardown),
-		cmocka_unit_test_teardown(config_error_unknown_key_lists_known_ones, teardown),
-		cmocka_unit_test_teardown(config_error_unknown_section, teardown),
-		cmocka_unit_test_teardown(config_error_key_given_twice, teardown),
-		cmocka_unit_test_teardown(config_error_key_not_a_name, teardown),
-		cmocka_unit_test_teardown(config_error_yaml_syntax_gives_libyaml_problem_and_place, teardown),
-		cmocka_unit_test_teardown(config_error_invalid_utf8_names_the_byte, teardown),
-		cmocka_unit_test_teardown(config_error_document_not_a_mapping, teardown),
-		cmocka_unit_test_teardown(config_error_second_document, teardown),
-		cmocka_unit_test_teardown(config_collects_several_errors_in_one_pass, teardown),
-		cmocka_unit_test_teardown(config_error_count_is_capped, teardown),
-		cmocka_unit_test_teardown(config_error_format_without_place, teardown),
 		cmocka_unit_test_teardown(config_watermark_must_be_below_depth, teardown),
 		cmocka_unit_test_teardown(config_message_size_must_fit_budget, teardown),
 		cmocka_unit_test_teardown(config_rejects_duplicate_group_naming_both_places, teardown),
@@ -856,13 +536,9 @@ int main(void)
 		cmocka_unit_test_teardown(config_rejects_non_multicast_group_address, teardown),
 		cmocka_unit_test_teardown(config_group_name_rules, teardown),
 		cmocka_unit_test_teardown(config_group_needs_name_and_address, teardown),
-		cmocka_unit_test_teardown(config_deep_nesting_is_refused_quickly, teardown),
-		cmocka_unit_test_teardown(config_alias_fan_out_is_bounded, teardown),
-		cmocka_unit_test_teardown(config_aliases_reuse_values, teardown),
-		cmocka_unit_test_teardown(config_garbage_does_not_crash, teardown),
-		cmocka_unit_test_teardown(config_parse_without_errs_or_twice_frees_cleanly, teardown),
 		cmocka_unit_test_teardown(config_load_reads_a_file, teardown),
 		cmocka_unit_test_teardown(config_example_file_parses, teardown),
+		cmocka_unit_test_teardown(config_key_default_is_the_tables, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The intrusive chained hash table on two 64-bit keys that reassembly keeps
+ * its streams, partials and tombstones in (lookup is inline, in
+ * reasm_internal.h).
+ */
+#include <stdlib.h>
+
+#include "reasm_internal.h"
+
+#define HTAB_MIN_BUCKETS 64
+
+int reasm_htab_init(struct htab *t)
+{
+	t->b = calloc(HTAB_MIN_BUCKETS, sizeof(*t->b));
+	if (!t->b)
+		return -1;
+	t->mask = HTAB_MIN_BUCKETS - 1;
+	t->n = 0;
+	return 0;
+}
+
+/* Double at load 1; if that allocation fails the chains just grow longer. */
+static void htab_grow(struct htab *t)
+{
+	size_t nb = (t->mask + 1) * 2, i;
+	struct hnode **b = calloc(nb, sizeof(*b)), *n, *next;
+	struct htab nt = {.b = b, .mask = nb - 1};
+
+	if (!b)
+		return;
+	for (i = 0; i <= t->mask; i++) {
+		for (n = t->b[i]; n; n = next) {
+			size_t s = hslot(&nt, n->k1, n->k2);
+
+			next = n->next;
+			n->next = b[s];
+			b[s] = n;
+		}
+	}
+	free(t->b);
+	t->b = b;
+	t->mask = nb - 1;
+}
+
+void reasm_htab_insert(struct htab *t, struct hnode *n)
+{
+	size_t s;
+
+	if (t->n > t->mask)
+		htab_grow(t);
+	s = hslot(t, n->k1, n->k2);
+	n->next = t->b[s];
+	t->b[s] = n;
+	t->n++;
+}
+
+void reasm_htab_remove(struct htab *t, struct hnode *n)
+{
+	struct hnode **pp = &t->b[hslot(t, n->k1, n->k2)];
+
+	while (*pp && *pp != n)
+		pp = &(*pp)->next;
+	if (*pp) {
+		*pp = n->next;
+		t->n--;
+	}
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the pieces of reassembly share (reasm.h is the public API): the
+ * intrusive list and hash table, the per-stream, per-partial and per-range
+ * state, the accounting of the heap each costs, and the small helpers the
+ * receive path wants inlined. See reasm.c for the shape of it all. Only
+ * reasm*.c include it.
+ */
+#ifndef PUBD_REASM_INTERNAL_H
+#define PUBD_REASM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reasm.h"
+
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* ---- intrusive circular doubly-linked list ---- */
+
+struct link {
+	struct link *next, *prev;
+};
+
+static inline void list_init(struct link *h)
+{
+	h->next = h->prev = h;
+}
+
+static inline bool list_empty(const struct link *h)
+{
+	return h->next == h;
+}
+
+static inline void list_insert_after(struct link *pos, struct link *n)
+{
+	n->prev = pos;
+	n->next = pos->next;
+	pos->next->prev = n;
+	pos->next = n;
+}
+
+static inline void list_add_tail(struct link *h, struct link *n)
+{
+	list_insert_after(h->prev, n);
+}
+
+static inline void list_del(struct link *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+
+static inline void list_move_tail(struct link *h, struct link *n)
+{
+	if (h->prev == n)
+		return;
+	list_del(n);
+	list_add_tail(h, n);
+}
+
+/* ---- intrusive chained hash table on two 64-bit keys ---- */
+
+struct hnode {
+	struct hnode *next;
+	uint64_t k1, k2;
+};
+
+struct htab {
+	struct hnode **b;
+	size_t mask;
+	size_t n;
+};
+
+static inline uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+static inline size_t hslot(const struct htab *t, uint64_t k1, uint64_t k2)
+{
+	return (size_t)fmix64(k1 ^ fmix64(k2 + 0x9e3779b97f4a7c15ull)) & t->mask;
+}
+
+static inline struct hnode *htab_find(const struct htab *t, uint64_t k1, uint64_t k2)
+{
+	struct hnode *n;
+
+	for (n = t->b[hslot(t, k1, k2)]; n; n = n->next)
+		if (n->k1 == k1 && n->k2 == k2)
+			return n;
+	return NULL;
+}
+
+/* reasm_htab.c */
+int reasm_htab_init(struct htab *t);
+void reasm_htab_insert(struct htab *t, struct hnode *n);
+void reasm_htab_remove(struct htab *t, struct hnode *n);
+
+/* ---- the engine ---- */
+
+struct stream {
+	struct hnode hn; /* (source_id, group_id) */
+	struct link lru; /* pubd_reasm.lru or .lru_new, least recently active first */
+	struct link partials;
+	struct link ranges;
+	uint64_t id; /* key of its partials in pubd_reasm.partials */
+	uint64_t baseline;
+	uint64_t next_seq;
+	uint64_t last_active;
+	uint64_t missing;
+	uint64_t inflight_bytes;
+	uint32_t inflight;
+	uint32_t nranges;
+	bool proven;	     /* has completed a message: on lru, else on lru_new */
+	struct partial *hot; /* the partial last filled */
+};
+
+struct partial {
+	struct hnode hn;   /* (stream id, seq) */
+	struct link slink; /* stream's partials, arrival order */
+	struct link glink; /* all partials, arrival (= deadline) order */
+	struct stream *s;
+	uint64_t seq;
+	uint64_t deadline;
+	struct pubd_msgbuf *buf;
+	uint32_t msg_len;
+	uint32_t frag_count;
+	uint32_t unit;
+	uint32_t have;
+	uint64_t bits[];
+};
+
+struct range {
+	struct link slink; /* stream's ranges, sequence order */
+	struct link glink; /* all ranges, deadline order */
+	struct stream *s;
+	uint64_t first;
+	uint64_t count;
+	uint64_t deadline;
+};
+
+/* Where a forgotten stream had got to, so that when it is heard again its
+ * messages are counted from there: neither its delivered messages counted
+ * again as a gap (from zero) nor the ones sent meanwhile ignored. */
+struct tomb {
+	struct hnode hn;  /* (source_id, group_id) */
+	struct link fifo; /* pubd_reasm.tombs_fifo (or _new if never proven), oldest first */
+	uint64_t next_seq;
+	uint64_t last_active;
+	bool proven;
+};
+
+struct pubd_reasm {
+	struct pubd_reasm_config cfg;
+	struct pubd_reasm_ops ops;
+	void *ctx;
+	struct htab streams;
+	struct htab tombs; /* tombs.n: how many */
+	struct link tombs_fifo, tombs_fifo_new;
+	struct htab partials;
+	/* Streams that have completed a message, and those that have not (new,
+	 * unproven: what a flood of invented source ids is made of). Making
+	 * room for a new stream or tombstone takes from the unproven first. */
+	struct link lru, lru_new;
+	struct link gpartials;
+	struct link granges;
+	struct stream *hot;
+	uint64_t next_id;
+	uint64_t nstreams;
+	uint64_t inflight_msgs;
+	uint64_t inflight_bytes;
+	/* Heap charged to budget_bytes: partials (struct, bitmap, buffer, table
+	 * entry) and missing ranges, each as malloc really holds it. */
+	uint64_t held_bytes;
+	/* Heap of streams and tombstones, bounded by max_streams, not budget. */
+	uint64_t stream_bytes;
+};
+
+/*
+ * What malloc really holds for a request of n bytes (glibc, 64-bit: an
+ * 8-byte size header, 16-byte alignment, 32 bytes at least), so the budget
+ * is charged for memory, not for message bytes: a tiny partial costs
+ * hundreds of bytes of structure, which is what a flood of first fragments
+ * is made of.
+ */
+static inline size_t chunk_bytes(size_t n)
+{
+	size_t c = (n + sizeof(size_t) + 15) & ~(size_t)15;
+
+	return c < 32 ? 32 : c;
+}
+
+/* A message buffer: small ones come in size classes (msgbuf.c). */
+static inline size_t msgbuf_bytes(size_t len)
+{
+	static const size_t classes[] = {256, 1024, PUBD_MSGBUF_CLASS_MAX};
+	unsigned i;
+
+	for (i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (len <= classes[i])
+			return chunk_bytes(sizeof(struct pubd_msgbuf) + classes[i]);
+	return chunk_bytes(sizeof(struct pubd_msgbuf) + len);
+}
+
+/* A hash table entry costs its share of buckets (load <= 1, doubling: at
+ * most two pointers per entry). */
+#define HTAB_ENTRY_BYTES (2 * sizeof(void *))
+
+static inline size_t partial_bytes(uint32_t frag_count, uint32_t msg_len)
+{
+	size_t words = ((size_t)frag_count + 63) / 64;
+
+	return chunk_bytes(sizeof(struct partial) + words * sizeof(uint64_t)) + msgbuf_bytes(msg_len) +
+	       HTAB_ENTRY_BYTES;
+}
+
+#define RANGE_BYTES  chunk_bytes(sizeof(struct range))
+#define STREAM_BYTES (chunk_bytes(sizeof(struct stream)) + HTAB_ENTRY_BYTES)
+#define TOMB_BYTES   (chunk_bytes(sizeof(struct tomb)) + HTAB_ENTRY_BYTES)
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static inline void drop(struct pubd_reasm *r, const struct stream *s, enum pub_drop_reason why, uint64_t n)
+{
+	if (n)
+		r->ops.drop(r->ctx, s->hn.k1, s->hn.k2, why, n);
+}
+
+static inline void drop_dgram(struct pubd_reasm *r, const struct pubd_wire_hdr *h, enum pub_drop_reason why)
+{
+	r->ops.drop(r->ctx, h->source_id, h->group_id, why, 1);
+}
+
+static inline struct link *lru_of(struct pubd_reasm *r, const struct stream *s)
+{
+	return s->proven ? &r->lru : &r->lru_new;
+}
+
+/* s completed a message: from now on it is evicted after every unproven one. */
+static inline void stream_proven(struct pubd_reasm *r, struct stream *s)
+{
+	if (s->proven)
+		return;
+	s->proven = true;
+	list_del(&s->lru);
+	list_add_tail(&r->lru, &s->lru);
+}
+
+static inline struct partial *partial_find(struct pubd_reasm *r, struct stream *s, uint64_t seq)
+{
+	struct hnode *n;
+
+	if (s->hot && s->hot->seq == seq)
+		return s->hot;
+	if (!s->inflight)
+		return NULL;
+	n = htab_find(&r->partials, s->id, seq);
+	return n ? container_of(n, struct partial, hn) : NULL;
+}
+
+/* ---- reasm_partial.c: fragment assembly of one message ---- */
+void reasm_partial_free(struct pubd_reasm *r, struct partial *p);
+void reasm_partial_drop(struct pubd_reasm *r, struct partial *p, enum pub_drop_reason why);
+struct partial *reasm_partial_new(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
+				  const struct pubd_wire_hdr *h, uint32_t unit);
+void reasm_partial_add(struct pubd_reasm *r, struct partial *p, const struct pubd_wire_hdr *h, uint32_t unit,
+		       const uint8_t *payload, size_t len);
+
+/* ---- reasm_ranges.c: missing ranges (sequence gaps) ---- */
+void reasm_range_free(struct pubd_reasm *r, struct stream *s, struct range *g);
+void reasm_range_drop(struct pubd_reasm *r, struct range *g);
+void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t first, uint64_t count);
+struct range *reasm_range_find(struct stream *s, uint64_t seq);
+void reasm_range_take(struct pubd_reasm *r, struct range *g, uint64_t seq);
+
+/* ---- reasm_streams.c: forgetting streams, tombstones ---- */
+void reasm_tomb_free(struct pubd_reasm *r, struct tomb *t);
+bool reasm_tomb_take(struct pubd_reasm *r, uint64_t source, uint64_t group, struct stream *s);
+void reasm_stream_forget(struct pubd_reasm *r, struct stream *s, bool report);
+
+#endif

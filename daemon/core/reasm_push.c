@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receive path: pubd_reasm_push and the stream lookup it starts with,
+ * the sequence window, and where each datagram goes (a new message, a
+ * fragment of a partial, a late one filling a gap, stale). Kept in one file
+ * so that its small steps can be inlined into each other.
+ */
+#include <stdlib.h>
+
+#include "reasm_internal.h"
+
+/*
+ * How far ahead of next_seq a stream last heard at last_active may jump at
+ * now and still be taken as that many lost messages. A peer can put any
+ * msg_seq in a datagram; a real publisher cannot send faster than
+ * SEQ_MAX_RATE_PER_US messages a microsecond (well above what one pubd
+ * does), so a bigger jump is a forged or corrupt datagram, counted as
+ * malformed, and not 2^63 "lost" messages that push a real stream's
+ * messages out as stale. A stream that really was silent for long gets a
+ * window that grows with the silence.
+ */
+#define SEQ_JUMP_BASE	    (1ull << 16)
+#define SEQ_MAX_RATE_PER_US 50ull
+
+static inline uint64_t seq_window(uint64_t last_active, uint64_t now)
+{
+	uint64_t us = now > last_active ? (now - last_active) / 1000 : 0;
+
+	if (us > (UINT64_MAX - SEQ_JUMP_BASE) / SEQ_MAX_RATE_PER_US)
+		return UINT64_MAX;
+	return SEQ_JUMP_BASE + us * SEQ_MAX_RATE_PER_US;
+}
+
+/*
+ * The stream of (source, group), created with its baseline at seq when
+ * new. Moves it to its LRU tail; *prev_active is when it was last heard
+ * before (now for a stream new to us). last_active is left for the caller
+ * to set once the datagram is accepted. NULL only when out of memory.
+ */
+static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t source, uint64_t group, uint64_t seq,
+				 bool from_zero)
+{
+	struct stream *s = r->hot;
+	struct hnode *n;
+
+	if (!s || s->hn.k1 != source || s->hn.k2 != group) {
+		n = htab_find(&r->streams, source, group);
+		s = n ? container_of(n, struct stream, hn) : NULL;
+	}
+	if (s) {
+		list_move_tail(lru_of(r, s), &s->lru);
+		goto out;
+	}
+
+	/* Unproven streams go first: invented source ids cannot push out the
+	 * streams that deliver. */
+	while (r->nstreams >= r->cfg.max_streams) {
+		struct link *l = !list_empty(&r->lru_new) ? r->lru_new.next : r->lru.next;
+
+		reasm_stream_forget(r, container_of(l, struct stream, lru), true);
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->hn.k1 = source;
+	s->hn.k2 = group;
+	s->id = r->next_id++;
+	s->last_active = now;
+	/* A stream forgotten while we listened resumes where it was. From
+	 * zero: the caller knows this stream began after we started
+	 * listening, so everything before seq was sent to us and lost; no
+	 * more than the window of a new stream, though (see seq_window). */
+	if (!reasm_tomb_take(r, source, group, s))
+		s->baseline = from_zero && seq <= SEQ_JUMP_BASE ? 0 : seq;
+	s->next_seq = s->baseline;
+	list_init(&s->partials);
+	list_init(&s->ranges);
+	reasm_htab_insert(&r->streams, &s->hn);
+	list_add_tail(lru_of(r, s), &s->lru);
+	r->nstreams++;
+	r->stream_bytes += STREAM_BYTES;
+out:
+	r->hot = s;
+	return s;
+}
+
+/* Is seq (at or beyond next_seq) within the window? If so s is active now;
+ * if not the datagram is counted as malformed. */
+static bool stream_accept_jump(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
+			       const struct pubd_wire_hdr *h)
+{
+	if (seq > s->next_seq && seq - s->next_seq > seq_window(s->last_active, now)) {
+		drop_dgram(r, h, PUB_DROP_MALFORMED);
+		return false;
+	}
+	s->last_active = now;
+	return true;
+}
+
+/* seq is at or beyond next_seq: what lies between went missing. */
+static void stream_advance(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq)
+{
+	if (seq > s->next_seq)
+		reasm_range_open(r, s, now, s->next_seq, seq - s->next_seq);
+	s->next_seq = seq;
+}
+
+/* ---- push ---- */
+
+static void heartbeat(struct pubd_reasm *r, uint64_t now, const struct pubd_wire_hdr *h, size_t payload_len,
+		      bool from_zero)
+{
+	struct stream *s;
+
+	if (h->frag_count || h->msg_len || h->frag_index || h->frag_offset || payload_len) {
+		drop_dgram(r, h, PUB_DROP_MALFORMED);
+		return;
+	}
+	s = stream_get(r, now, h->source_id, h->group_id, h->msg_seq, from_zero);
+	/* Without memory for the stream there is nothing to announce to. */
+	if (!s || !stream_accept_jump(r, s, now, h->msg_seq, h))
+		return;
+	if (h->msg_seq > s->next_seq)
+		stream_advance(r, s, now, h->msg_seq);
+}
+
+/* The first datagram of message seq: it is resolved from here on. */
+static void message_new(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
+			const struct pubd_wire_hdr *h, uint32_t unit, const uint8_t *payload, size_t len)
+{
+	struct partial *p;
+
+	if (h->msg_len > r->cfg.max_message_size) {
+		drop(r, s, PUB_DROP_TOO_LARGE, 1);
+		return;
+	}
+	if (h->frag_count == 1) {
+		stream_proven(r, s);
+		r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, seq, payload, len, NULL);
+		return;
+	}
+	p = reasm_partial_new(r, s, now, seq, h, unit);
+	if (p)
+		reasm_partial_add(r, p, h, unit, payload, len);
+}
+
+void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+		     size_t payload_len)
+{
+	pubd_reasm_push_flags(r, now_ns, h, payload, payload_len, 0);
+}
+
+void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+			   size_t payload_len, unsigned flags)
+{
+	bool from_zero = flags & PUBD_REASM_NEW_FROM_ZERO;
+
+	uint64_t seq = h->msg_seq;
+	struct stream *s;
+	struct partial *p;
+	struct range *g;
+	uint32_t unit;
+
+	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
+		heartbeat(r, now_ns, h, payload_len, from_zero);
+		return;
+	}
+	/* UINT64_MAX has no next_seq after it; 64-bit sequences never get there. */
+	if (pubd_wire_check_frag(h, payload_len, &unit) || seq == UINT64_MAX) {
+		drop_dgram(r, h, PUB_DROP_MALFORMED);
+		return;
+	}
+	s = stream_get(r, now_ns, h->source_id, h->group_id, seq, from_zero);
+	if (!s) {
+		drop_dgram(r, h, PUB_DROP_REASM_BUDGET);
+		return;
+	}
+
+	if (seq >= s->next_seq) {
+		if (!stream_accept_jump(r, s, now_ns, seq, h))
+			return;
+		stream_advance(r, s, now_ns, seq);
+		s->next_seq = seq + 1;
+		message_new(r, s, now_ns, seq, h, unit, payload, payload_len);
+		return;
+	}
+	s->last_active = now_ns;
+	if (seq < s->baseline) {
+		drop(r, s, PUB_DROP_STALE, 1);
+		return;
+	}
+	p = partial_find(r, s, seq);
+	if (p) {
+		reasm_partial_add(r, p, h, unit, payload, payload_len);
+		return;
+	}
+	g = reasm_range_find(s, seq);
+	if (g) {
+		reasm_range_take(r, g, seq);
+		message_new(r, s, now_ns, seq, h, unit, payload, payload_len);
+		return;
+	}
+	drop(r, s, PUB_DROP_STALE, 1);
+}

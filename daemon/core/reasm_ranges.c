@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Missing ranges: sequence numbers a stream jumped over, waiting (until
+ * their deadline) for late, reordered messages; what is left is a gap.
+ */
+#include <stdlib.h>
+
+#include "reasm_internal.h"
+
+/* ---- missing ranges ---- */
+
+void reasm_range_free(struct pubd_reasm *r, struct stream *s, struct range *g)
+{
+	r->held_bytes -= RANGE_BYTES;
+	list_del(&g->slink);
+	list_del(&g->glink);
+	s->nranges--;
+	s->missing -= g->count;
+	free(g);
+}
+
+void reasm_range_drop(struct pubd_reasm *r, struct range *g)
+{
+	struct stream *s = g->s;
+	uint64_t n = g->count;
+
+	reasm_range_free(r, s, g);
+	drop(r, s, PUB_DROP_SEQ_GAP, n);
+}
+
+static void ranges_trim(struct pubd_reasm *r, struct stream *s)
+{
+	while (s->nranges > r->cfg.max_missing_ranges)
+		reasm_range_drop(r, container_of(s->ranges.next, struct range, slink));
+}
+
+/* [first, first + count) went missing now, above every existing range. */
+void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t first, uint64_t count)
+{
+	uint64_t deadline = sat_add(now, r->cfg.timeout_ns);
+	struct range *g;
+
+	/* Ranges are charged to the budget too, but never evict a partial:
+	 * the oldest ranges are given up (as gaps) instead. */
+	while (r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes && !list_empty(&r->granges))
+		reasm_range_drop(r, container_of(r->granges.next, struct range, glink));
+	g = r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes ? NULL : malloc(sizeof(*g));
+	if (!g) {
+		/* No memory to wait for them: they are a gap now. */
+		drop(r, s, PUB_DROP_SEQ_GAP, count);
+		return;
+	}
+	if (!list_empty(&r->granges)) {
+		struct range *last = container_of(r->granges.prev, struct range, glink);
+
+		if (deadline < last->deadline)
+			deadline = last->deadline;
+	}
+	g->s = s;
+	g->first = first;
+	g->count = count;
+	g->deadline = deadline;
+	r->held_bytes += RANGE_BYTES;
+	list_add_tail(&s->ranges, &g->slink);
+	list_add_tail(&r->granges, &g->glink);
+	s->nranges++;
+	s->missing += count;
+	ranges_trim(r, s);
+}
+
+struct range *reasm_range_find(struct stream *s, uint64_t seq)
+{
+	struct link *l;
+
+	for (l = s->ranges.prev; l != &s->ranges; l = l->prev) {
+		struct range *g = container_of(l, struct range, slink);
+
+		if (seq >= g->first)
+			return seq - g->first < g->count ? g : NULL;
+	}
+	return NULL;
+}
+
+/* seq, inside g, arrived late: take it out, splitting g if needed. */
+void reasm_range_take(struct pubd_reasm *r, struct range *g, uint64_t seq)
+{
+	struct stream *s = g->s;
+	uint64_t hi_first = seq + 1, hi_count = g->first + g->count - hi_first;
+	struct range *hi;
+
+	if (g->count == 1) {
+		reasm_range_free(r, s, g);
+		return;
+	}
+	s->missing--;
+	if (seq == g->first) {
+		g->first++;
+		g->count--;
+		return;
+	}
+	g->count = seq - g->first;
+	if (!hi_count)
+		return;
+	hi = r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes ? NULL : malloc(sizeof(*hi));
+	if (!hi) {
+		s->missing -= hi_count;
+		drop(r, s, PUB_DROP_SEQ_GAP, hi_count);
+		return;
+	}
+	*hi = (struct range){.s = s, .first = hi_first, .count = hi_count, .deadline = g->deadline};
+	r->held_bytes += RANGE_BYTES;
+	list_insert_after(&g->slink, &hi->slink);
+	list_insert_after(&g->glink, &hi->glink);
+	s->nranges++;
+	ranges_trim(r, s);
+}

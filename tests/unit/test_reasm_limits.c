@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reassembly: values a peer sends (implausible jumps, hostile geometry,
+ * floods of sources), the memory the budget charges, the limits, malformed
+ * datagrams, teardown and introspection.
+ */
+#include "reasm_harness.h"
+
+/* ---- values a peer sends ---- */
+
+/* A forged datagram or heartbeat far ahead of a known stream is malformed,
+ * not 2^63 lost messages, and the real stream goes on undisturbed. */
+static void reasm_refuses_implausible_sequence_jump(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	uint64_t t = 5 * MS;
+
+	push_msg(r, 0, SRC_A, GRP_X, 0, 10);
+	push_hb(r, t, SRC_A, GRP_X, 1ull << 62);
+	push_msg(r, t, SRC_A, GRP_X, (1ull << 63) - 5, 10);
+	push_frag(r, t, SRC_A, GRP_X, UINT64_MAX - 1, 3000, 1024, 0);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 3);
+	assert_true(stream_info(r, SRC_A, GRP_X).next_seq == 1);
+	push_msg(r, t, SRC_A, GRP_X, 1, 10);
+	/* A real burst of loss within the window still counts. */
+	push_msg(r, t, SRC_A, GRP_X, 1002, 10);
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 1000);
+	assert_int_equal(sink.delivered, 3);
+	pubd_reasm_destroy(r);
+}
+
+/* A new stream "from zero" announcing an absurd sequence starts there. */
+static void reasm_new_stream_from_zero_is_bounded(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+
+	push_flags = PUBD_REASM_NEW_FROM_ZERO;
+	push_hb(r, 0, SRC_A, GRP_X, 1ull << 62);
+	push_msg(r, 0, SRC_B, GRP_X, 7, 10);
+	push_flags = 0;
+	assert_true(stream_info(r, SRC_A, GRP_X).baseline == 1ull << 62);
+	assert_int_equal(stream_info(r, SRC_B, GRP_X).baseline, 0);
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 7);
+	pubd_reasm_destroy(r);
+}
+
+/* Fragment geometry a peer controls: zero or 2^32-1 fragments, 4 GiB
+ * lengths, offsets past the end, and an overlapping fragment with other
+ * bytes: each is counted, none is written, the real message is intact. */
+static void reasm_hostile_fragment_geometry(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	static uint8_t junk[1024];
+	struct pubd_wire_hdr h = {.source_id = SRC_A, .group_id = GRP_X, .msg_seq = 0};
+	uint64_t before;
+
+	memset(junk, 0xee, sizeof(junk));
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 0); /* real: 976-byte unit */
+	h.msg_len = 3000, h.frag_count = 0;
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	h.frag_count = UINT32_MAX, h.frag_index = 1, h.frag_offset = 976;
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	h.msg_len = UINT32_MAX, h.frag_count = 3;
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	h.msg_len = 3000, h.frag_offset = 2990;
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED] + sink.drops[PUB_DROP_TOO_LARGE], 4);
+	/* Same fragment again with other bytes: a duplicate, not a rewrite. */
+	h.msg_len = 3000, h.frag_count = 4, h.frag_index = 0, h.frag_offset = 0;
+	before = sink.drops[PUB_DROP_MALFORMED] + sink.drops[PUB_DROP_DUPLICATE];
+	pubd_reasm_push(r, 0, &h, junk, 976);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED] + sink.drops[PUB_DROP_DUPLICATE], before + 1);
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 1);
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 2);
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 3);
+	assert_int_equal(sink.delivered, 1);
+	assert_int_equal(sink.bad_content, 0);
+	assert_int_equal(sink.msg_drops - sink.drops[PUB_DROP_TOO_LARGE], 0);
+	pubd_reasm_destroy(r);
+}
+
+static void streams_16(struct pubd_reasm_config *c)
+{
+	c->max_streams = 16;
+}
+
+/* 10,000 invented source ids (first fragments that never complete) do not
+ * push out the streams that deliver, nor their tombstones. */
+static void reasm_flood_of_new_sources_spares_established_streams(void **state)
+{
+	struct pubd_reasm *r = make(streams_16);
+	uint64_t src, k;
+
+	for (k = 0; k < 4; k++)
+		push_msg(r, 0, SRC_A + k, GRP_X, 0, 10);
+	/* B+4 delivered, then went quiet and was forgotten: a tombstone. */
+	push_msg(r, 0, SRC_B, GRP_Y, 0, 10);
+	pubd_reasm_expire(r, 30000 * MS);
+	for (k = 0; k < 4; k++)
+		push_msg(r, 30000 * MS, SRC_A + k, GRP_X, 1, 10);
+	for (src = 1; src <= 10000; src++)
+		push_frag(r, 30000 * MS, src, GRP_X, 0, 3000, 1024, 0);
+	for (k = 0; k < 4; k++) {
+		assert_int_equal(stream_info(r, SRC_A + k, GRP_X).next_seq, 2);
+		push_msg(r, 30001 * MS, SRC_A + k, GRP_X, 2, 10);
+	}
+	push_msg(r, 30001 * MS, SRC_B, GRP_Y, 3, 10); /* resumes at 1: 1, 2 lost */
+	assert_int_equal(stream_info(r, SRC_B, GRP_Y).baseline, 1);
+	pubd_reasm_expire(r, 30002 * MS);
+	for (k = 0; k < 4; k++)
+		assert_int_equal(per_drops(SRC_A + k, GRP_X, PUB_DROP_SEQ_GAP), 0);
+	assert_int_equal(sink.delivered, 5 + 4 + 4 + 1);
+	pubd_reasm_destroy(r);
+}
+
+/* ---- memory held is what the budget charges ---- */
+
+static void budget_64k(struct pubd_reasm_config *c)
+{
+	c->budget_bytes = 64 << 10;
+}
+
+/* Heap in use (glibc's count; 0 under a sanitizer's allocator, where only
+ * the engine's own count is checked). */
+static size_t heap_used(void)
+{
+	return mallinfo2().uordblks;
+}
+
+/*
+ * 262,144 first fragments of 2-byte messages (64 per stream, 4096 streams)
+ * under a 64 KiB budget: the partials' structures are charged, so what is
+ * held stays near the budget plus the streams themselves (it was 14 MB
+ * when only message bytes were charged).
+ */
+static void reasm_budget_bounds_memory_of_tiny_partials(void **state)
+{
+	struct pubd_reasm *r = make(budget_64k);
+	struct pubd_reasm_totals t;
+	size_t before = heap_used(), after, bound;
+	uint64_t src, seq;
+
+	for (src = 1; src <= 4096; src++)
+		for (seq = 0; seq < 64; seq++)
+			push_frag(r, 0, src, GRP_X, seq, 2, PUBD_WIRE_HDR_LEN + 1, 0);
+	after = heap_used();
+	pubd_reasm_totals(r, &t);
+	assert_int_equal(t.streams, 4096);
+	assert_true(t.held_bytes <= 64 << 10);
+	/* Every message is still accounted for, held or dropped for budget. */
+	assert_int_equal(t.inflight_msgs + sink.drops[PUB_DROP_REASM_BUDGET], 4096 * 64);
+	/* budget + the streams (with their table) + slack for the tables'
+	 * bucket arrays. */
+	bound = (64 << 10) + t.stream_bytes + (1 << 20);
+	printf("heap held for 262144 tiny partials under a 64 KiB budget: %zu bytes (bound %zu)\n",
+	       after > before ? after - before : 0, bound);
+	assert_true(after <= before || after - before <= bound);
+	pubd_reasm_destroy(r);
+}
+
+/* Forged heartbeats opening missing ranges on many streams: the ranges
+ * are charged too, and what they give up is counted as gaps. */
+static void reasm_budget_bounds_missing_ranges(void **state)
+{
+	struct pubd_reasm *r = make(budget_64k);
+	struct pubd_reasm_totals t;
+	size_t before = heap_used(), after;
+	uint64_t src, k;
+
+	for (src = 1; src <= 4096; src++)
+		for (k = 1; k <= 64; k++)
+			push_hb(r, 0, src, GRP_X, 2 * k);
+	after = heap_used();
+	pubd_reasm_totals(r, &t);
+	assert_true(t.held_bytes <= 64 << 10);
+	printf("heap held for 258048 forged ranges under a 64 KiB budget: %zu bytes\n",
+	       after > before ? after - before : 0);
+	assert_true(after <= before || after - before <= (64 << 10) + t.stream_bytes + (1 << 20));
+	/* Each stream: baseline 2, then 63 holes of two messages, all counted
+	 * once (given up for room now, or at their deadline). */
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 4096 * 63 * 2);
+	pubd_reasm_destroy(r);
+}
+
+/* ---- limits ---- */
+
+static void small_budget(struct pubd_reasm_config *c)
+{
+	c->budget_bytes = 100000;
+}
+
+static void reasm_budget_evicts_oldest_partials_until_new_one_fits(void **state)
+{
+	struct pubd_reasm *r = make(small_budget);
+	struct pubd_reasm_totals t;
+
+	push_frag(r, 0, SRC_A, GRP_X, 0, 40000, 1024, 0);
+	push_frag(r, 0, SRC_B, GRP_X, 0, 40000, 1024, 0);
+	push_frag(r, 0, SRC_A, GRP_X, 1, 15000, 1024, 0);
+	assert_int_equal(sink.drops[PUB_DROP_REASM_BUDGET], 0);
+	/* 95000 held; 60000 more needs the two oldest (A0, B0) gone. */
+	push_frag(r, 0, SRC_A, GRP_Y, 0, 60000, 1024, 0);
+	assert_int_equal(per_drops(SRC_A, GRP_X, PUB_DROP_REASM_BUDGET), 1);
+	assert_int_equal(per_drops(SRC_B, GRP_X, PUB_DROP_REASM_BUDGET), 1);
+	pubd_reasm_totals(r, &t);
+	assert_int_equal(t.inflight_msgs, 2);
+	assert_int_equal(t.inflight_bytes, 75000);
+	/* Evicted ones are resolved: their fragments are stale now. */
+	push_frag(r, 0, SRC_A, GRP_X, 0, 40000, 1024, 1);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], 1);
+	/* The survivors complete. */
+	push_msg(r, 0, SRC_A, GRP_X, 1, 15000);
+	push_msg(r, 0, SRC_A, GRP_Y, 0, 60000);
+	assert_int_equal(sink.delivered, 2);
+	assert_int_equal(sink.bad_content, 0);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_budget_drops_message_larger_than_whole_budget(void **state)
+{
+	struct pubd_reasm *r = make(small_budget);
+
+	push_frag(r, 0, SRC_A, GRP_X, 0, 50000, 1024, 0);
+	push_msg(r, 0, SRC_A, GRP_X, 1, 100001);
+	/* Counted once, the partial already held is left alone. */
+	assert_int_equal(sink.drops[PUB_DROP_REASM_BUDGET], 1);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], nfrags(100001, 1024) - 1);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).inflight, 1);
+	pubd_reasm_destroy(r);
+}
+
+static void small_inflight(struct pubd_reasm_config *c)
+{
+	c->max_inflight_per_source = 3;
+}
+
+static void reasm_inflight_limit_evicts_oldest_partial_of_stream(void **state)
+{
+	struct pubd_reasm *r = make(small_inflight);
+	uint64_t s;
+
+	for (s = 0; s < 3; s++)
+		push_frag(r, 0, SRC_A, GRP_X, s, 3000, 1024, 0);
+	push_frag(r, 0, SRC_B, GRP_X, 0, 3000, 1024, 0);
+	assert_int_equal(sink.msg_drops, 0);
+	push_frag(r, 0, SRC_A, GRP_X, 3, 3000, 1024, 0);
+	assert_int_equal(per_drops(SRC_A, GRP_X, PUB_DROP_REASM_INFLIGHT), 1);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).inflight, 3);
+	assert_int_equal(stream_info(r, SRC_B, GRP_X).inflight, 1);
+	/* seq 0 was the one evicted. */
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 1);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], 1);
+	for (s = 1; s < 4; s++)
+		push_msg(r, 0, SRC_A, GRP_X, s, 3000);
+	assert_int_equal(sink.delivered, 3);
+	pubd_reasm_destroy(r);
+}
+
+static void small_max_message(struct pubd_reasm_config *c)
+{
+	c->max_message_size = 2000;
+}
+
+static void reasm_drops_too_large_message_once(void **state)
+{
+	struct pubd_reasm *r = make(small_max_message);
+
+	push_msg(r, 0, SRC_A, GRP_X, 0, 3000);
+	push_msg(r, 0, SRC_A, GRP_X, 1, 2000);
+	assert_int_equal(sink.drops[PUB_DROP_TOO_LARGE], 1);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], nfrags(3000, 1024) - 1);
+	assert_int_equal(sink.delivered, 1);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_set_config_applies_to_new_decisions(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	struct pubd_reasm_config c;
+
+	pubd_reasm_config_defaults(&c);
+	c.max_message_size = 100;
+	pubd_reasm_set_config(r, &c);
+	push_msg(r, 0, SRC_A, GRP_X, 0, 101);
+	assert_int_equal(sink.drops[PUB_DROP_TOO_LARGE], 1);
+	pubd_reasm_destroy(r);
+}
+
+/* ---- malformed ---- */
+
+static void reasm_drops_fragment_disagreeing_with_partial_as_malformed(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	struct pubd_wire_hdr h = {.source_id = SRC_A, .group_id = GRP_X, .msg_seq = 0};
+	static uint8_t zeros[1000];
+
+	push_frag(r, 0, SRC_A, GRP_X, 0, 3000, 1024, 0);
+	/* Another msg_len (still 4 fragments). */
+	h.msg_len = 3100;
+	h.frag_count = 4;
+	h.frag_index = 1;
+	h.frag_offset = 976;
+	pubd_reasm_push(r, 0, &h, zeros, 976);
+	/* Same length, another fragment count. */
+	h.msg_len = 3000;
+	h.frag_count = 5;
+	h.frag_offset = 700;
+	pubd_reasm_push(r, 0, &h, zeros, 700);
+	/* Same length and count, another unit (800 * 3 + 600). */
+	h.frag_count = 4;
+	h.frag_offset = 800;
+	pubd_reasm_push(r, 0, &h, zeros, 800);
+	/* A single-fragment message claiming a partial's sequence. */
+	h.msg_len = 10;
+	h.frag_count = 1;
+	h.frag_index = 0;
+	h.frag_offset = 0;
+	pubd_reasm_push(r, 0, &h, zeros, 10);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 4);
+	/* None of them wrote into the message. */
+	push_msg(r, 0, SRC_A, GRP_X, 0, 3000);
+	assert_int_equal(sink.delivered, 1);
+	assert_int_equal(sink.bad_content, 0);
+	pubd_reasm_destroy(r);
+}
+
+static void reasm_drops_header_that_fails_wire_checks(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	struct pubd_wire_hdr h = {.source_id = SRC_A, .group_id = GRP_X, .msg_len = 3000, .frag_count = 4};
+	static uint8_t zeros[2000];
+	struct pubd_reasm_totals t;
+
+	pubd_reasm_push(r, 0, &h, zeros, 2000); /* beyond the layout */
+	h.frag_offset = 2500;
+	pubd_reasm_push(r, 0, &h, zeros, 976); /* beyond the message */
+	h = (struct pubd_wire_hdr){.flags = PUBD_WIRE_F_HEARTBEAT, .source_id = SRC_A, .frag_count = 1};
+	pubd_reasm_push(r, 0, &h, NULL, 0);
+	h = (struct pubd_wire_hdr){.source_id = SRC_A, .msg_seq = UINT64_MAX, .frag_count = 1};
+	pubd_reasm_push(r, 0, &h, NULL, 0);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 4);
+	pubd_reasm_totals(r, &t);
+	assert_int_equal(t.streams, 0);
+	pubd_reasm_destroy(r);
+}
+
+/* ---- memory ---- */
+
+static void reasm_destroy_frees_partials_ranges_and_streams(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	uint64_t s;
+
+	for (s = 0; s < 200; s++) {
+		push_frag(r, s, s, GRP_X, 0, 5000, 1024, 0);
+		push_msg(r, s, s, GRP_Y, 0, 10);
+		push_msg(r, s, s, GRP_Y, 10, 10);
+	}
+	push_hb(r, 0, SRC_A, GRP_X, 7);
+	/* Silent: no callbacks from destroy; the sanitizer build finds leaks. */
+	memset(&sink, 0, sizeof(sink));
+	pubd_reasm_destroy(r);
+	assert_int_equal(sink.msg_drops + sink.delivered, 0);
+	pubd_reasm_destroy(NULL);
+}
+
+static void reasm_foreach_and_totals_report_state(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	struct pubd_reasm_stream_info s;
+	struct pubd_reasm_totals t;
+	struct infos in = {.n = 0};
+
+	push_msg(r, 7, SRC_A, GRP_X, 10, 10);
+	push_frag(r, 8, SRC_A, GRP_X, 14, 3000, 1024, 1);
+	push_frag(r, 9, SRC_B, GRP_Y, 3, 5000, 1024, 1);
+	pubd_reasm_foreach(r, collect, &in);
+	assert_int_equal(in.n, 2);
+	s = stream_info(r, SRC_A, GRP_X);
+	assert_int_equal(s.baseline, 10);
+	assert_int_equal(s.next_seq, 15);
+	assert_int_equal(s.inflight, 1);
+	assert_int_equal(s.inflight_bytes, 3000);
+	assert_int_equal(s.missing, 3);
+	assert_int_equal(s.last_active_ns, 8);
+	pubd_reasm_totals(r, &t);
+	assert_int_equal(t.streams, 2);
+	assert_int_equal(t.inflight_msgs, 2);
+	assert_int_equal(t.inflight_bytes, 8000);
+	pubd_reasm_destroy(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(reasm_budget_evicts_oldest_partials_until_new_one_fits),
+		cmocka_unit_test(reasm_budget_bounds_memory_of_tiny_partials),
+		cmocka_unit_test(reasm_refuses_implausible_sequence_jump),
+		cmocka_unit_test(reasm_new_stream_from_zero_is_bounded),
+		cmocka_unit_test(reasm_hostile_fragment_geometry),
+		cmocka_unit_test(reasm_flood_of_new_sources_spares_established_streams),
+		cmocka_unit_test(reasm_budget_bounds_missing_ranges),
+		cmocka_unit_test(reasm_budget_drops_message_larger_than_whole_budget),
+		cmocka_unit_test(reasm_inflight_limit_evicts_oldest_partial_of_stream),
+		cmocka_unit_test(reasm_drops_too_large_message_once),
+		cmocka_unit_test(reasm_set_config_applies_to_new_decisions),
+		cmocka_unit_test(reasm_drops_fragment_disagreeing_with_partial_as_malformed),
+		cmocka_unit_test(reasm_drops_header_that_fails_wire_checks),
+		cmocka_unit_test(reasm_destroy_frees_partials_ranges_and_streams),
+		cmocka_unit_test(reasm_foreach_and_totals_report_state),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
