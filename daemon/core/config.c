@@ -247,20 +247,46 @@ int pubd_config_load(struct pubd_config *c, const char *path, const struct pubd_
 	return ret;
 }
 
-void pubd_config_free(struct pubd_config *c)
+void cfg_walk_root(struct parse *p, const yaml_node_t *root)
 {
-	size_t i;
+	char got[GOT_BUF];
+	yaml_node_pair_t *pair;
+	size_t s;
 
-	if (!c)
+	if (!root || cfg_is_null(root))
+		return; /* empty file: all defaults */
+	if (root->type != YAML_MAPPING_NODE) {
+		report(p, root->start_mark, "expected a mapping of sections (daemon, fabric, limits, groups), got %s",
+		       cfg_describe(root, got, sizeof(got)));
 		return;
-	free(c->socket_path);
-	free(c->fabric_address);
-	for (i = 0; i < c->ngroups; i++) {
-		free(c->groups[i].name);
-		free(c->groups[i].address_text);
-		cfg_acl_free(&c->groups[i].publish);
-		cfg_acl_free(&c->groups[i].subscribe);
 	}
-	free(c->groups);
-	memset(c, 0, sizeof(*c));
+	for (pair = root->data.mapping.pairs.start; pair < root->data.mapping.pairs.top && !p->stop; pair++) {
+		yaml_node_t *kn = cfg_node(p, pair->key), *vn = cfg_node(p, pair->value);
+		const char *name;
+
+		if (!kn || !vn)
+			return;
+		name = cfg_key_name(p, kn, "top level");
+		if (!name)
+			continue;
+		for (s = 0; s < NSECTIONS && strcmp(name, config_sections[s]); s++)
+			;
+		if (s == NSECTIONS) {
+			report(p, kn->start_mark, "unknown section %s (expected daemon, fabric, limits or groups)",
+			       cfg_describe(kn, got, sizeof(got)));
+			continue;
+		}
+		if (cfg_given_twice(p, &p->section_seen[s], kn, name))
+			continue;
+		p->section_seen[s].given = true;
+		p->section_seen[s].mark = kn->start_mark;
+		if (!strcmp(name, "groups")) {
+			cfg_walk_groups(p, vn);
+		} else if (vn->type == YAML_MAPPING_NODE) {
+			cfg_walk_keys(p, vn, S_CONFIG, name, name, p->c, p->seen);
+		} else if (!cfg_is_null(vn)) {
+			report(p, vn->start_mark, "%s: expected a mapping of keys, got %s", name,
+			       cfg_describe(vn, got, sizeof(got)));
+		}
+	}
 }

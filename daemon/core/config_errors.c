@@ -99,48 +99,6 @@ void cfg_sort_errors(struct pubd_config_errors *e)
 	}
 }
 
-/* A value quoted for a message: escaped (control bytes, quotes) so a log
- * line stays one line, and shortened. */
-static const char *quote(const unsigned char *s, size_t len, char *buf, size_t cap)
-{
-	size_t i, o = 0, end;
-
-	end = len > GOT_MAX ? GOT_MAX : len;
-	/* Never cut a UTF-8 sequence in half. */
-	while (end < len && end > 0 && (s[end] & 0xc0) == 0x80)
-		end--;
-	buf[o++] = '"';
-	for (i = 0; i < end && o + 8 < cap; i++) {
-		if (s[i] < 0x20 || s[i] == 0x7f)
-			o += snprintf(buf + o, cap - o, "\\x%02x", s[i]);
-		else if (s[i] == '"' || s[i] == '\\')
-			o += snprintf(buf + o, cap - o, "\\%c", s[i]);
-		else
-			buf[o++] = (char)s[i];
-	}
-	if (i < len)
-		o += snprintf(buf + o, cap - o, "...");
-	snprintf(buf + o, cap - o, "\"");
-	return buf;
-}
-
-/* "what was found", for messages. */
-const char *cfg_describe(const yaml_node_t *n, char *buf, size_t cap)
-{
-	if (n->type == YAML_SEQUENCE_NODE)
-		return "a list";
-	if (n->type == YAML_MAPPING_NODE)
-		return "a mapping";
-	if (cfg_is_null(n))
-		return "nothing";
-	return quote(n->data.scalar.value, n->data.scalar.length, buf, cap);
-}
-
-const char *cfg_describe_name(const char *s, char *buf, size_t cap)
-{
-	return quote((const unsigned char *)s, strlen(s), buf, cap);
-}
-
 void pubd_config_errors_free(struct pubd_config_errors *e)
 {
 	size_t i;

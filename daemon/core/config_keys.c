@@ -4,7 +4,8 @@
  * range, and the words for "expected ...". Defaults are applied from here
  * (pubd_config_defaults, and a group's keys as each group is read), so
  * this is the one place a default is written down; config/pubd.yaml
- * documents the same.
+ * documents the same. Freeing a config is here too, beside the table that
+ * says which fields it owns.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -244,4 +245,22 @@ const char *pubd_receive_policy_name(enum pubd_receive_policy p)
 const char *pubd_log_level_name(int level)
 {
 	return enum_name(log_levels, level);
+}
+
+void pubd_config_free(struct pubd_config *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	free(c->socket_path);
+	free(c->fabric_address);
+	for (i = 0; i < c->ngroups; i++) {
+		free(c->groups[i].name);
+		free(c->groups[i].address_text);
+		cfg_acl_free(&c->groups[i].publish);
+		cfg_acl_free(&c->groups[i].subscribe);
+	}
+	free(c->groups);
+	memset(c, 0, sizeof(*c));
 }

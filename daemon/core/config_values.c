@@ -25,26 +25,6 @@ static bool has_control(const char *s)
 	return false;
 }
 
-int cfg_parse_u64(const char *s, size_t len, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (!len)
-		return -EINVAL;
-	for (i = 0; i < len; i++) {
-		unsigned d = (unsigned char)s[i] - '0';
-
-		if (d > 9)
-			return -EINVAL;
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
-
 /* "4096", "64KiB", "16 MiB": binary units only, so "MB" is an error rather
  * than a silent 5% surprise. */
 static int parse_size(const char *s, uint64_t *out)
@@ -143,24 +123,6 @@ static bool is_multicast(const struct sockaddr_storage *ss)
 	if (ss->ss_family == AF_INET)
 		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 28) == 0xe;
 	return IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)ss)->sin6_addr);
-}
-
-void cfg_store_uint(void *field, size_t size, uint64_t v)
-{
-	uint32_t u32 = (uint32_t)v;
-	uint16_t u16 = (uint16_t)v;
-
-	switch (size) {
-	case sizeof(uint64_t):
-		memcpy(field, &v, size);
-		break;
-	case sizeof(uint32_t):
-		memcpy(field, &u32, size);
-		break;
-	case sizeof(uint16_t):
-		memcpy(field, &u16, size);
-		break;
-	}
 }
 
 static void store_string(void *field, char *s)

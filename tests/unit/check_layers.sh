@@ -81,6 +81,7 @@ syms() { # LIB -> "layer/member.c type symbol" per symbol
 for lib in "${libs[@]}"; do syms "$lib"; done | awk '$2 ~ /^[TDRB]$/ { print $3, $1 }' | sort >"$defs"
 for lib in "${libs[@]}"; do syms "$lib"; done | awk '$2 == "U" { print $3, $1 }' | sort -u | join - "$defs" |
 	awk '$2 != $3 { print $2, $3 }' | sort -u >"$edges"
+[ -n "${CHECK_LAYERS_EDGES:-}" ] && cp "$edges" "$CHECK_LAYERS_EDGES"
 if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
 	echo "FAIL daemon files call each other in a loop:"
 	sed 's/^/  /' "$edges.err"
