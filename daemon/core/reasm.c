@@ -29,6 +29,7 @@
  * (forgetting streams, tombstones), reasm_htab.c; this file is the life
  * cycle, time and introspection.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "config.h"
@@ -113,8 +114,15 @@ static inline uint64_t idle_deadline(const struct pubd_reasm *r)
 	return s ? sat_add(s->last_active, r->cfg.idle_timeout_ns) : UINT64_MAX;
 }
 
+void reasm_reentered(const char *entry)
+{
+	fprintf(stderr, "pubd: bug: %s called from inside a reassembly callback (reasm.h forbids it)\n", entry);
+	abort();
+}
+
 void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns)
 {
+	reasm_no_reentry(r);
 	while (!list_empty(&r->gpartials)) {
 		struct partial *p = container_of(r->gpartials.next, struct partial, glink);
 
@@ -158,6 +166,7 @@ void pubd_reasm_forget_group(struct pubd_reasm *r, uint64_t group_id)
 {
 	struct link *l, *next;
 
+	reasm_no_reentry(r);
 	for (l = r->lru.next; l != &r->lru; l = next) {
 		struct stream *s = container_of(l, struct stream, lru);
 
@@ -194,6 +203,7 @@ void pubd_reasm_destroy(struct pubd_reasm *r)
 {
 	if (!r)
 		return;
+	reasm_no_reentry(r);
 	while (!list_empty(&r->lru))
 		reasm_stream_forget(r, container_of(r->lru.next, struct stream, lru), false);
 	while (!list_empty(&r->lru_new))

@@ -67,7 +67,8 @@
  *    pubd_reasm_forget_group() (the group was left) clears its tombstones.
  *  - A deadline is never set earlier than the newest one already pending,
  *    so lowering timeout_ns by reload takes effect once older ones drain.
- *  - Callbacks must not call back into the same pubd_reasm.
+ *  - Callbacks must not call back into the same pubd_reasm: push, expire,
+ *    forget_group and destroy abort when called from inside one.
  */
 #ifndef PUBD_REASM_H
 #define PUBD_REASM_H

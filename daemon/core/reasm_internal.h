@@ -182,6 +182,9 @@ struct pubd_reasm {
 	uint64_t held_bytes;
 	/* Heap of streams and tombstones, bounded by max_streams, not budget. */
 	uint64_t stream_bytes;
+	/* Inside ops.deliver or ops.drop: the entry points that change state
+	 * refuse to run (reasm_no_reentry). */
+	unsigned in_callback;
 };
 
 /*
@@ -231,15 +234,46 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b)
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
+/*
+ * The callbacks, called only through these: reasm.h forbids a callback to
+ * call back into the same pubd_reasm (a forget_group from inside a delivery
+ * would free the stream being delivered from), and in_callback lets the
+ * entry points hold to it.
+ */
+static inline void call_deliver(struct pubd_reasm *r, const struct stream *s, uint64_t seq, const uint8_t *data,
+				size_t len, struct pubd_msgbuf *owned)
+{
+	r->in_callback++;
+	r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, seq, data, len, owned);
+	r->in_callback--;
+}
+
+static inline void call_drop(struct pubd_reasm *r, uint64_t source, uint64_t group, enum pub_drop_reason why,
+			     uint64_t n)
+{
+	r->in_callback++;
+	r->ops.drop(r->ctx, source, group, why, n);
+	r->in_callback--;
+}
+
+/* A callback called back in: a bug in the caller that would corrupt the
+ * state. Stop at once, saying where, rather than carry on corrupted. */
+void reasm_reentered(const char *entry) __attribute__((noreturn));
+#define reasm_no_reentry(r)                                \
+	do {                                               \
+		if (__builtin_expect((r)->in_callback, 0)) \
+			reasm_reentered(__func__);         \
+	} while (0)
+
 static inline void drop(struct pubd_reasm *r, const struct stream *s, enum pub_drop_reason why, uint64_t n)
 {
 	if (n)
-		r->ops.drop(r->ctx, s->hn.k1, s->hn.k2, why, n);
+		call_drop(r, s->hn.k1, s->hn.k2, why, n);
 }
 
 static inline void drop_dgram(struct pubd_reasm *r, const struct pubd_wire_hdr *h, enum pub_drop_reason why)
 {
-	r->ops.drop(r->ctx, h->source_id, h->group_id, why, 1);
+	call_drop(r, h->source_id, h->group_id, why, 1);
 }
 
 static inline struct link *lru_of(struct pubd_reasm *r, const struct stream *s)

@@ -140,5 +140,5 @@ void reasm_partial_add(struct pubd_reasm *r, struct partial *p, const struct pub
 	seq = p->seq;
 	reasm_partial_free(r, p);
 	stream_proven(r, s);
-	r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, seq, buf->data, buf->len, buf);
+	call_deliver(r, s, seq, buf->data, buf->len, buf);
 }

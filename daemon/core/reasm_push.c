@@ -136,7 +136,7 @@ static void message_new(struct pubd_reasm *r, struct stream *s, uint64_t now, ui
 	}
 	if (h->frag_count == 1) {
 		stream_proven(r, s);
-		r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, seq, payload, len, NULL);
+		call_deliver(r, s, seq, payload, len, NULL);
 		return;
 	}
 	p = reasm_partial_new(r, s, now, seq, h, unit);
@@ -161,6 +161,7 @@ void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct p
 	struct range *g;
 	uint32_t unit;
 
+	reasm_no_reentry(r);
 	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
 		heartbeat(r, now_ns, h, payload_len, from_zero);
 		return;

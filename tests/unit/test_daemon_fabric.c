@@ -441,6 +441,69 @@ static void test_rx_unjoined(void **state)
 	hd_stop(&a);
 }
 
+/* A subscriber found slow (slow_subscriber: disconnect) while reassembly is
+ * delivering to it: its subscription ends after the callback returns, not
+ * inside it. Ending it there stopped the group receiving, which cleared the
+ * group's reassembly state from inside reassembly's own callback (reasm.h
+ * forbids it; reassembly now aborts on it). Everything is still counted. */
+static void test_slow_subscriber_in_reassembly(void **state)
+{
+	enum { NMSG = 6, LEN = 1500 };
+	uint8_t dg[PUBD_WIRE_HDR_LEN + LEN / 2];
+	struct pubd_wire_hdr w = {.version = PUBD_WIRE_VERSION, .source_id = 0x5107, .msg_len = LEN, .frag_count = 2};
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct pub_msg_error e;
+	struct pubd_group *g;
+	struct hc sub;
+	const uint8_t *body;
+	uint32_t len, k, f;
+	uint8_t type;
+	bool told = false;
+	uint64_t dl;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, "limits:\n  subscriber_queue: 2\n  slow_subscriber: disconnect\n" GROUPS),
+			 0);
+	g = hd_group(&a, "g1");
+	assert_int_equal(hc_connect(&a, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "slow"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "g1", NULL), 0);
+	assert_true(g->listening); /* on demand: its only subscriber */
+	/* Six two-fragment messages in one receive batch: the third overflows
+	 * the queue of two while the batch is being reassembled. */
+	w.group_id = g->id;
+	memset(dg + PUBD_WIRE_HDR_LEN, 'r', LEN / 2);
+	for (k = 0; k < NMSG; k++) {
+		for (f = 0; f < 2; f++) {
+			w.msg_seq = k;
+			w.frag_index = f;
+			w.frag_offset = f * (LEN / 2);
+			pubd_wire_encode(&w, dg);
+			pubd_fake_inject(a.fk, g->slot, dg, sizeof(dg), false);
+		}
+	}
+	hd_settle(&a, 50);
+	assert_int_equal(g->nsubs, 0);
+	assert_false(g->listening); /* the last subscriber gone: stopped, outside the callback */
+	/* Every message reassembled is delivered or counted against the subscriber. */
+	assert_int_equal(g->received, NMSG);
+	assert_int_equal(g->delivered + msg_drops(&g->sub_drops), NMSG);
+	assert_true(g->sub_drops.by_reason[PUB_DROP_SUB_DISCONNECT] >= 1);
+	/* It is told why. */
+	dl = hd_deadline(2000);
+	while (!told && !hd_past(dl) && hc_next(&sub, &type, &body, &len, 100) == 1) {
+		if (type == PUB_FRAME_ERROR) {
+			assert_int_equal(pub_proto_dec_error(body, len, &e), 0);
+			assert_int_equal(e.code, PUB_ERR_SLOW);
+			told = true;
+		}
+		hc_pop(&sub);
+	}
+	assert_true(told);
+	hc_close(&sub);
+	hd_stop(&a);
+}
+
 static int stop_all(void **state)
 {
 	(void)state;
@@ -517,6 +580,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_join_failure_and_multicast_error, stop_all),
 		cmocka_unit_test_teardown(test_mtu_change, stop_all),
 		cmocka_unit_test_teardown(test_rx_unjoined, stop_all),
+		cmocka_unit_test_teardown(test_slow_subscriber_in_reassembly, stop_all),
 		cmocka_unit_test_teardown(test_stop_drains_transmit_queue, stop_all),
 	};
 
