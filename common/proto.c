@@ -140,6 +140,25 @@ int pub_proto_dec_publish(const uint8_t *body, size_t len, struct pub_msg_publis
 	return 0;
 }
 
+int pub_proto_dec_publish_head(const uint8_t *body, size_t avail, size_t body_len, struct pub_msg_publish *m)
+{
+	size_t head;
+
+	if (avail > body_len)
+		avail = body_len;
+	if (avail < 5)
+		return body_len < 5 ? -PUB_ERR_PROTO : 0;
+	head = 5 + (size_t)body[4];
+	if (body_len < head)
+		return -PUB_ERR_PROTO;
+	if (avail < head)
+		return 0;
+	if (pub_proto_dec_publish(body, avail, m) < 0)
+		return -PUB_ERR_PROTO;
+	m->payload_len = body_len - head;
+	return 1;
+}
+
 int pub_proto_dec_deliver(const uint8_t *body, size_t len, struct pub_msg_deliver *m)
 {
 	struct cur c = cur_init(body, len);

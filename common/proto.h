@@ -176,6 +176,13 @@ int pub_proto_dec_hello(const uint8_t *body, size_t len, struct pub_msg_hello *m
 int pub_proto_dec_welcome(const uint8_t *body, size_t len, struct pub_msg_welcome *m);
 int pub_proto_dec_group_req(const uint8_t *body, size_t len, struct pub_msg_group_req *m);
 int pub_proto_dec_publish(const uint8_t *body, size_t len, struct pub_msg_publish *m);
+/* The head of a PUBLISH whose body (body_len bytes in all) is still being
+ * read: avail bytes of it are at body. Returns 1 with req_id and group set,
+ * payload pointing at the payload bytes that are in (payload_len: the whole
+ * payload's length, of which at most avail minus the head are there); 0
+ * when the head is not all in yet; -PUB_ERR_PROTO when body_len is too
+ * short for the head it announces. */
+int pub_proto_dec_publish_head(const uint8_t *body, size_t avail, size_t body_len, struct pub_msg_publish *m);
 int pub_proto_dec_deliver(const uint8_t *body, size_t len, struct pub_msg_deliver *m);
 int pub_proto_dec_ok(const uint8_t *body, size_t len, struct pub_msg_ok *m);
 int pub_proto_dec_error(const uint8_t *body, size_t len, struct pub_msg_error *m);

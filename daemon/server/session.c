@@ -4,7 +4,6 @@
  * path reads bodies straight into their message buffer), hang-ups, and
  * closing.
  */
-#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,25 +54,21 @@ static size_t max_body(const struct pubd_ipc *srv)
 static long start_big(struct pubd_client *c, const uint8_t *p, size_t avail, uint32_t body_len)
 {
 	struct pubd_ipc *srv = c->srv;
-	size_t nlen, fixed, plen, have;
+	struct pub_msg_publish m;
+	size_t fixed, plen, have;
 	uint32_t req_id;
 	struct pubd_group *g;
+	int r = pub_proto_dec_publish_head(p + PUB_PROTO_HDR_LEN, avail - PUB_PROTO_HDR_LEN, body_len, &m);
 
-	if (avail < PUB_PROTO_HDR_LEN + 5)
-		return 0;
-	nlen = p[PUB_PROTO_HDR_LEN + 4];
-	fixed = 5 + nlen;
-	if (body_len < fixed)
-		return -1;
-	if (avail < PUB_PROTO_HDR_LEN + fixed)
-		return 0;
-	plen = body_len - fixed;
-	memcpy(&req_id, p + PUB_PROTO_HDR_LEN, 4);
-	req_id = le32toh(req_id);
+	if (r <= 0)
+		return r < 0 ? -1 : 0;
+	req_id = m.req_id;
+	plen = m.payload_len;
+	fixed = body_len - plen;
 	have = avail - PUB_PROTO_HDR_LEN - fixed;
 	if (have > plen)
 		have = plen;
-	g = srv_publish_admit(c, req_id, (const char *)p + PUB_PROTO_HDR_LEN + 5, nlen, plen);
+	g = srv_publish_admit(c, req_id, m.group.ptr, m.group.len, plen);
 	if (g && plen > srv->cfg->client_buffer_budget) {
 		pubd_drops_add(&c->drops, PUB_DROP_CLIENT_BUDGET, 1);
 		pubd_drops_add(&g->drops, PUB_DROP_CLIENT_BUDGET, 1);
@@ -97,8 +92,8 @@ static long start_big(struct pubd_client *c, const uint8_t *p, size_t avail, uin
 		return -1;
 	}
 	c->big_req_id = req_id;
-	memcpy(c->big_group, p + PUB_PROTO_HDR_LEN + 5, nlen);
-	c->big_group_len = nlen;
+	memcpy(c->big_group, m.group.ptr, m.group.len);
+	c->big_group_len = m.group.len;
 	memcpy(c->big->data, p + PUB_PROTO_HDR_LEN + fixed, have);
 	c->big_have = have;
 	return (long)(PUB_PROTO_HDR_LEN + fixed + have);

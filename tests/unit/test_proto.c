@@ -205,6 +205,33 @@ static void publish_round_trip_head_then_payload(void **state)
 	assert_memory_equal(m.payload, payload, sizeof(payload));
 }
 
+/* A big PUBLISH is judged on its head while the body is still coming: the
+ * head decoder waits for the head, then names the group and the whole
+ * payload's length from a part of the body. */
+static void publish_head_from_a_partial_body(void **state)
+{
+	struct pub_msg_publish m;
+	const uint8_t *body;
+	long n = pub_proto_enc_publish_head(buf, sizeof(buf), 77, "big-group", 9, 100000);
+	size_t hl = (size_t)n - PUB_PROTO_HDR_LEN, k;
+
+	assert_true(n > 0);
+	body = buf + PUB_PROTO_HDR_LEN;
+	memcpy(buf + n, "abc", 3);
+	for (k = 0; k < hl; k++)
+		assert_int_equal(pub_proto_dec_publish_head(body, k, hl + 100000, &m), 0);
+	assert_int_equal(pub_proto_dec_publish_head(body, hl + 3, hl + 100000, &m), 1);
+	assert_int_equal(m.req_id, 77);
+	assert_true(streq(m.group, "big-group"));
+	assert_int_equal(m.payload_len, 100000);
+	assert_memory_equal(m.payload, "abc", 3);
+	/* A body shorter than the head it announces is malformed, known as
+	 * soon as the name's length is in. */
+	assert_int_equal(pub_proto_dec_publish_head(body, 5, 5 + 8, &m), -PUB_ERR_PROTO);
+	assert_int_equal(pub_proto_dec_publish_head(body, 3, 4, &m), -PUB_ERR_PROTO);
+	(void)state;
+}
+
 static void publish_empty_payload(void **state)
 {
 	struct pub_msg_publish m;
@@ -709,6 +736,7 @@ int main(void)
 		cmocka_unit_test(welcome_round_trip),
 		cmocka_unit_test(group_req_round_trip),
 		cmocka_unit_test(publish_round_trip_head_then_payload),
+		cmocka_unit_test(publish_head_from_a_partial_body),
 		cmocka_unit_test(publish_empty_payload),
 		cmocka_unit_test(deliver_round_trip),
 		cmocka_unit_test(ok_error_query_round_trip),
