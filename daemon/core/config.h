@@ -57,6 +57,7 @@ struct pubd_group_config {
 	struct pubd_acl subscribe;
 };
 
+/* Every field's default is in the key table (config_keys.c), nowhere else. */
 struct pubd_config {
 	/* daemon */
 	char *socket_path;
@@ -70,30 +71,30 @@ struct pubd_config {
 	 * fabric_address is NULL or an interface name. */
 	struct sockaddr_storage fabric_sockaddr;
 	socklen_t fabric_sockaddr_len;
-	uint16_t udp_port;		  /* default 7470 */
-	uint32_t mtu;			  /* 0 = auto; else the largest datagram (wire header + payload), 256..65507 */
-	uint32_t srq_depth;		  /* default 1024 */
-	uint32_t srq_low_watermark;	  /* default 256 */
-	uint32_t send_queue_depth;	  /* default 512 */
-	uint32_t heartbeat_ms;		  /* default 100 */
-	enum pubd_receive_policy receive; /* default on-demand */
-	uint32_t rx_linger_us;		  /* default 50; 0: sleep on the CQ event at once */
-	bool busy_poll;			  /* default false: drain the CQ without waiting for events */
+	uint16_t udp_port;
+	uint32_t mtu; /* 0 = auto; else the largest datagram (wire header + payload), 256..65507 */
+	uint32_t srq_depth;
+	uint32_t srq_low_watermark;
+	uint32_t send_queue_depth;
+	uint32_t heartbeat_ms;
+	enum pubd_receive_policy receive;
+	uint32_t rx_linger_us; /* 0: sleep on the CQ event at once */
+	bool busy_poll;	       /* drain the CQ without waiting for events */
 
 	/* limits */
-	uint64_t max_message_size;	/* default 16 MiB */
-	uint32_t reassembly_timeout_ms; /* default 500 */
-	uint64_t reassembly_budget;	/* default 64 MiB */
-	uint32_t subscriber_queue;	/* messages per subscriber; default 1024 */
-	/* Bytes of deliveries queued per subscribing client; default 64 MiB. */
+	uint64_t max_message_size;
+	uint32_t reassembly_timeout_ms;
+	uint64_t reassembly_budget;
+	uint32_t subscriber_queue; /* messages per subscriber */
+	/* Bytes of deliveries queued per subscribing client. */
 	uint64_t subscriber_queue_bytes;
 	enum pubd_slow_policy slow_subscriber;
-	uint32_t reassembly_inflight; /* partial messages per source; default 64 */
+	uint32_t reassembly_inflight; /* partial messages per source */
 	/* Bytes buffered for all clients together (receive buffers, partly read
-	 * PUBLISH bodies, queued replies); default 256 MiB. */
+	 * PUBLISH bodies, queued replies). */
 	uint64_t client_buffer_budget;
-	uint32_t max_clients; /* connections at once; default 1024 */
-	uint32_t max_sources; /* (source, group) statistics entries; default 4096 */
+	uint32_t max_clients; /* connections at once */
+	uint32_t max_sources; /* (source, group) statistics entries */
 
 	struct pubd_group_config *groups;
 	size_t ngroups;
