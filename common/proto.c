@@ -142,6 +142,7 @@ int pub_proto_dec_publish(const uint8_t *body, size_t len, struct pub_msg_publis
 
 int pub_proto_dec_publish_head(const uint8_t *body, size_t avail, size_t body_len, struct pub_msg_publish *m)
 {
+	struct cur c;
 	size_t head;
 
 	if (avail > body_len)
@@ -153,8 +154,10 @@ int pub_proto_dec_publish_head(const uint8_t *body, size_t avail, size_t body_le
 		return -PUB_ERR_PROTO;
 	if (avail < head)
 		return 0;
-	if (pub_proto_dec_publish(body, avail, m) < 0)
-		return -PUB_ERR_PROTO;
+	c = cur_init(body, avail);
+	m->req_id = rd_u32(&c);
+	rd_name8(&c, &m->group);
+	m->payload = c.p;
 	m->payload_len = body_len - head;
 	return 1;
 }

@@ -16,9 +16,20 @@
  * fabric (systemd's stop timeout is far longer). */
 #define STOP_DRAIN_NS (2000 * MS)
 
+/* A message to every local subscriber of g (receive and publish paths). */
+static inline void engine_fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq,
+				  struct pubd_msgbuf *m)
+{
+	unsigned i;
+
+	/* A delivery never changes g->subs: a subscriber disconnected as slow
+	 * keeps its entry until the server's next flush (pubd_ipc_deliver). */
+	for (i = 0; i < g->nsubs; i++)
+		pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
+}
+
 /* rx.c */
 extern const struct pubd_reasm_ops engine_reasm_ops;
-void engine_fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, struct pubd_msgbuf *m);
 void engine_arm_reasm_timer(struct pubd *d);
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n);
 

@@ -11,17 +11,6 @@
 #include "log.h"
 #include "wire.h"
 
-/* ---- receive path ---- */
-void engine_fan_out(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, struct pubd_msgbuf *m)
-{
-	unsigned i;
-
-	/* A delivery never changes g->subs: a subscriber disconnected as slow
-	 * keeps its entry until the server's next flush (pubd_ipc_deliver). */
-	for (i = 0; i < g->nsubs; i++)
-		pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
-}
-
 /* The statistics of (source, group), within limits.max_sources: making
  * room evicts one (counted; its counts go to the map's evicted row). */
 static struct pubd_source_stats *source_stats(struct pubd *d, uint64_t source, uint64_t group_id)

@@ -17,25 +17,6 @@
 #include "proto.h"
 #include "server_internal.h"
 
-/* ---- the client buffer budget (limits.client_buffer_budget) ---- */
-bool srv_budget_fits(const struct pubd_ipc *srv, size_t n)
-{
-	return n <= srv->cfg->client_buffer_budget && srv->charged <= srv->cfg->client_buffer_budget - n;
-}
-
-bool srv_budget_take(struct pubd_ipc *srv, size_t n)
-{
-	if (!srv_budget_fits(srv, n))
-		return false;
-	srv->charged += n;
-	return true;
-}
-
-void srv_budget_give(struct pubd_ipc *srv, size_t n)
-{
-	srv->charged -= n < srv->charged ? n : srv->charged;
-}
-
 /* ---- output queue ---- */
 static struct pubd_out *out_alloc(struct pubd_ipc *srv)
 {

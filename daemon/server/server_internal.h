@@ -125,10 +125,27 @@ struct pubd_client {
 	struct pubd_drops drops;
 };
 
+/* The client buffer budget (limits.client_buffer_budget): on every read
+ * and reply, so inline. */
+static inline bool srv_budget_fits(const struct pubd_ipc *srv, size_t n)
+{
+	return n <= srv->cfg->client_buffer_budget && srv->charged <= srv->cfg->client_buffer_budget - n;
+}
+
+static inline bool srv_budget_take(struct pubd_ipc *srv, size_t n)
+{
+	if (!srv_budget_fits(srv, n))
+		return false;
+	srv->charged += n;
+	return true;
+}
+
+static inline void srv_budget_give(struct pubd_ipc *srv, size_t n)
+{
+	srv->charged -= n < srv->charged ? n : srv->charged;
+}
+
 /* output.c: the bottom — queues, budget, replies; calls no other server file */
-bool srv_budget_fits(const struct pubd_ipc *srv, size_t n);
-bool srv_budget_take(struct pubd_ipc *srv, size_t n);
-void srv_budget_give(struct pubd_ipc *srv, size_t n);
 void srv_out_release(struct pubd_ipc *srv, struct pubd_out *o);
 void srv_mark_dirty(struct pubd_client *c);
 void srv_pause_client(struct pubd_client *c);
