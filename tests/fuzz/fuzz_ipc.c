@@ -220,167 +220,234 @@ static void reset(void)
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	static const uint32_t mtus[] = {256, 300, 512, 1024, 1500, 4096};
+/* The input being played, and the clients of this session. */
+struct run {
+	const uint8_t *data;
+	size_t size, pos;
 	struct hc c[NCLIENTS];
+	unsigned connects;
 	uint8_t frame[600];
-	struct snap before, after;
-	unsigned connects = 0, i, turns;
-	size_t pos = 0;
+};
+
+/* Argument byte i of the current record (0 past the end), and taking n. */
+static uint8_t arg(const struct run *r, size_t i)
+{
+	return r->pos + i < r->size ? r->data[r->pos + i] : 0;
+}
+
+static void take(struct run *r, size_t n)
+{
+	r->pos = n > r->size - r->pos ? r->size : r->pos + n;
+}
+
+/* A frame to client cl, connecting it first if need be. */
+static void send_frame(struct run *r, struct hc *cl, const void *frame, long n)
+{
+	if (n > 0 && connect_client(cl, &r->connects))
+		send_bytes(cl, frame, (size_t)n);
+}
+
+static void act_raw(struct run *r, struct hc *cl)
+{
+	size_t len = (size_t)arg(r, 0) | (size_t)arg(r, 1) << 8;
+
+	take(r, 2);
+	if (len > r->size - r->pos)
+		len = r->size - r->pos;
+	if (connect_client(cl, &r->connects))
+		send_bytes(cl, r->data + r->pos, len);
+	take(r, len);
+}
+
+static void act_hello(struct run *r, struct hc *cl)
+{
+	uint8_t b0 = arg(r, 0);
+
+	take(r, 1);
+	send_frame(r, cl, r->frame,
+		   pub_proto_enc_hello(r->frame, sizeof(r->frame), 0, "fuzz-client-name-0123456789", b0 % 28));
+}
+
+static void group_req(struct run *r, struct hc *cl, uint8_t type)
+{
+	uint8_t b0 = arg(r, 0);
+	const char *g = group_names[b0 % 4];
+
+	take(r, 1);
+	send_frame(r, cl, r->frame, pub_proto_enc_group_req(r->frame, sizeof(r->frame), type, b0, g, strlen(g)));
+}
+
+static void act_sub(struct run *r, struct hc *cl)
+{
+	group_req(r, cl, PUB_FRAME_SUBSCRIBE);
+}
+
+static void act_unsub(struct run *r, struct hc *cl)
+{
+	group_req(r, cl, PUB_FRAME_UNSUBSCRIBE);
+}
+
+/* Up to 16 KiB; bit 7 of g: by the large-message path (16 KiB more); both
+ * top bits of the length: just past max_message_size. */
+static void act_publish(struct run *r, struct hc *cl)
+{
+	uint8_t b0 = arg(r, 0), b1 = arg(r, 1), b2 = arg(r, 2);
+	const char *g = group_names[b0 % 4];
+	size_t plen = (size_t)b1 | (size_t)(b2 & 0x3f) << 8;
 	long n;
 
-	if (!started)
-		start();
-	for (i = 0; i < NCLIENTS; i++) {
-		memset(&c[i], 0, sizeof(c[i]));
-		c[i].fd = -1;
+	take(r, 3);
+	if (b0 & 0x80)
+		plen += 16384;
+	if ((b2 & 0xc0) == 0xc0)
+		plen = FUZZ_MAX_MESSAGE + 1;
+	n = pub_proto_enc_publish_head(payload, 600, b0 & 0x40 ? b1 : 0, g, strlen(g), plen);
+	if (n > 0 && connect_client(cl, &r->connects)) {
+		/* The head, then the body from the pattern after it. */
+		send_bytes(cl, payload, (size_t)n + plen);
+		memset(payload, 'p', 600);
 	}
-	memset(sent_by_slot, 0, sizeof(sent_by_slot));
-	snapshot(&before);
+}
 
-	while (pos < size) {
-		uint8_t op = data[pos++];
-		struct hc *cl = &c[op & 3];
-		enum action a = (enum action)((op >> 2) % A__COUNT);
-		uint8_t b0 = pos < size ? data[pos] : 0, b1 = pos + 1 < size ? data[pos + 1] : 0,
-			b2 = pos + 2 < size ? data[pos + 2] : 0;
-		size_t len;
+static void act_bighead(struct run *r, struct hc *cl)
+{
+	uint8_t b0 = arg(r, 0), b1 = arg(r, 1);
+	const char *g = group_names[b0 % 4];
+	long n = pub_proto_enc_publish_head(r->frame, sizeof(r->frame), 9, g, strlen(g), (size_t)(b1 % 64 + 1) * 16384);
 
-		switch (a) {
-		case A_RAW:
-			len = (size_t)b0 | (size_t)b1 << 8;
-			pos += 2;
-			if (pos > size)
-				pos = size;
-			if (len > size - pos)
-				len = size - pos;
-			if (connect_client(cl, &connects))
-				send_bytes(cl, data + pos, len);
-			pos += len;
-			break;
-		case A_HELLO:
-			pos++;
-			n = pub_proto_enc_hello(frame, sizeof(frame), 0, "fuzz-client-name-0123456789", b0 % 28);
-			if (n > 0 && connect_client(cl, &connects))
-				send_bytes(cl, frame, (size_t)n);
-			break;
-		case A_SUB:
-		case A_UNSUB:
-			pos++;
-			n = pub_proto_enc_group_req(frame, sizeof(frame),
-						    a == A_SUB ? PUB_FRAME_SUBSCRIBE : PUB_FRAME_UNSUBSCRIBE, b0,
-						    group_names[b0 % 4], strlen(group_names[b0 % 4]));
-			if (n > 0 && connect_client(cl, &connects))
-				send_bytes(cl, frame, (size_t)n);
-			break;
-		case A_PUBLISH: {
-			const char *g = group_names[b0 % 4];
-			/* Up to 16 KiB; bit 7 of g: by the large-message path
-			 * (16 KiB more); both top bits of the length: just past
-			 * max_message_size. */
-			size_t plen = (size_t)b1 | (size_t)(b2 & 0x3f) << 8;
+	take(r, 2);
+	if (n > 0 && connect_client(cl, &r->connects)) {
+		send_bytes(cl, r->frame, (size_t)n);
+		send_bytes(cl, payload + 600, (size_t)b1 * 64);
+	}
+}
 
-			pos += 3;
-			if (b0 & 0x80)
-				plen += 16384;
-			if ((b2 & 0xc0) == 0xc0)
-				plen = FUZZ_MAX_MESSAGE + 1;
-			n = pub_proto_enc_publish_head(payload, 600, b0 & 0x40 ? b1 : 0, g, strlen(g), plen);
-			if (n > 0 && connect_client(cl, &connects)) {
-				/* The head, then the body from the pattern after it. */
-				send_bytes(cl, payload, (size_t)n + plen);
-				memset(payload, 'p', 600);
-			}
-			break;
-		}
-		case A_BIGHEAD:
-			pos += 2;
-			n = pub_proto_enc_publish_head(frame, sizeof(frame), 9, group_names[b0 % 4],
-						       strlen(group_names[b0 % 4]), (size_t)(b1 % 64 + 1) * 16384);
-			if (n > 0 && connect_client(cl, &connects)) {
-				send_bytes(cl, frame, (size_t)n);
-				send_bytes(cl, payload + 600, (size_t)b1 * 64);
-			}
-			break;
-		case A_QUERY:
-			pos++;
-			n = pub_proto_enc_query(frame, sizeof(frame), 5, b0 % 9, group_names[b0 % 4],
-						b0 & 0x80 ? 1 : 0);
-			if (n > 0 && connect_client(cl, &connects))
-				send_bytes(cl, frame, (size_t)n);
-			break;
-		case A_READ:
-			drain(cl);
-			break;
-		case A_CLOSE:
-			if (cl->fd >= 0)
-				close(cl->fd);
-			cl->fd = -1;
-			break;
-		case A_TURN:
-			pos++;
-			for (turns = b0 % 8 + 1; turns; turns--)
-				hd_turn(&H, 0);
-			break;
-		case A_CREDITS:
-			pos++;
-			pubd_fake_set_credits(H.fk, b0 == 255 ? -1 : b0 % 64);
-			break;
-		case A_DOWN:
-			pos++;
-			if (pubd_fake_group_is_up(H.fk, group(b0 % NGROUPS)->slot))
-				pubd_fake_group_down(H.fk, group(b0 % NGROUPS)->slot, -100);
-			break;
-		case A_UP:
-			pos++;
-			if (!pubd_fake_group_is_up(H.fk, group(b0 % NGROUPS)->slot))
-				pubd_fake_group_up(H.fk, group(b0 % NGROUPS)->slot);
-			break;
-		case A_MTU:
-			pos++;
-			pubd_fake_set_mtu(H.fk, mtus[b0 % 6]);
-			break;
-		case A_RELOAD:
-			pos++;
-			variant = b0 % 3;
-			if (hd_reload(&H, NULL, variants[variant]) < 0)
-				abort();
-			break;
-		case A_INJECT: {
-			struct pubd_group *g = group(b0 % NGROUPS);
-			struct pubd_wire_hdr w = {.version = PUBD_WIRE_VERSION,
-						  .group_id = g->id,
-						  .source_id = 0xf00d,
-						  .msg_seq = b1,
-						  .msg_len = b2,
-						  .frag_count = 1};
-			uint8_t dg[PUBD_WIRE_HDR_LEN + 256];
+static void act_query(struct run *r, struct hc *cl)
+{
+	uint8_t b0 = arg(r, 0);
+	const char *g = group_names[b0 % 4];
 
-			pos += 3;
-			pubd_wire_encode(&w, dg);
-			memset(dg + PUBD_WIRE_HDR_LEN, 'i', b2);
-			pubd_fake_inject(H.fk, g->slot, dg, PUBD_WIRE_HDR_LEN + b2, false);
-			break;
-		}
-		case A_SNDBUF: {
-			/* The newest client's daemon end: deliveries stay half written. */
-			int small = 4096;
+	take(r, 1);
+	send_frame(r, cl, r->frame, pub_proto_enc_query(r->frame, sizeof(r->frame), 5, b0 % 9, g, b0 & 0x80 ? 1 : 0));
+}
 
-			hd_turn(&H, 0);
-			if (H.d.ipc.clients)
-				setsockopt(H.d.ipc.clients->fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-			break;
-		}
-		case A__COUNT:
-			break;
-		}
+static void act_read(struct run *r, struct hc *cl)
+{
+	(void)r;
+	drain(cl);
+}
+
+static void act_close(struct run *r, struct hc *cl)
+{
+	(void)r;
+	if (cl->fd >= 0)
+		close(cl->fd);
+	cl->fd = -1;
+}
+
+static void act_turn(struct run *r, struct hc *cl)
+{
+	unsigned turns;
+
+	(void)cl;
+	for (turns = arg(r, 0) % 8 + 1; turns; turns--)
 		hd_turn(&H, 0);
-	}
+	take(r, 1);
+}
 
-	/* Every client leaves; the fabric comes back whole; the daemon settles. */
+static void act_credits(struct run *r, struct hc *cl)
+{
+	(void)cl;
+	pubd_fake_set_credits(H.fk, arg(r, 0) == 255 ? -1 : arg(r, 0) % 64);
+	take(r, 1);
+}
+
+static void act_down(struct run *r, struct hc *cl)
+{
+	int slot = group(arg(r, 0) % NGROUPS)->slot;
+
+	(void)cl;
+	take(r, 1);
+	if (pubd_fake_group_is_up(H.fk, slot))
+		pubd_fake_group_down(H.fk, slot, -100);
+}
+
+static void act_up(struct run *r, struct hc *cl)
+{
+	int slot = group(arg(r, 0) % NGROUPS)->slot;
+
+	(void)cl;
+	take(r, 1);
+	if (!pubd_fake_group_is_up(H.fk, slot))
+		pubd_fake_group_up(H.fk, slot);
+}
+
+static void act_mtu(struct run *r, struct hc *cl)
+{
+	static const uint32_t mtus[] = {256, 300, 512, 1024, 1500, 4096};
+
+	(void)cl;
+	pubd_fake_set_mtu(H.fk, mtus[arg(r, 0) % 6]);
+	take(r, 1);
+}
+
+static void act_reload(struct run *r, struct hc *cl)
+{
+	(void)cl;
+	variant = arg(r, 0) % 3;
+	take(r, 1);
+	if (hd_reload(&H, NULL, variants[variant]) < 0)
+		abort();
+}
+
+static void act_inject(struct run *r, struct hc *cl)
+{
+	struct pubd_group *g = group(arg(r, 0) % NGROUPS);
+	uint8_t len = arg(r, 2);
+	struct pubd_wire_hdr w = {.version = PUBD_WIRE_VERSION,
+				  .group_id = g->id,
+				  .source_id = 0xf00d,
+				  .msg_seq = arg(r, 1),
+				  .msg_len = len,
+				  .frag_count = 1};
+	uint8_t dg[PUBD_WIRE_HDR_LEN + 256];
+
+	(void)cl;
+	take(r, 3);
+	pubd_wire_encode(&w, dg);
+	memset(dg + PUBD_WIRE_HDR_LEN, 'i', len);
+	pubd_fake_inject(H.fk, g->slot, dg, PUBD_WIRE_HDR_LEN + len, false);
+}
+
+/* The newest client's daemon end: deliveries stay half written. */
+static void act_sndbuf(struct run *r, struct hc *cl)
+{
+	int small = 4096;
+
+	(void)r;
+	(void)cl;
+	hd_turn(&H, 0);
+	if (H.d.ipc.clients)
+		setsockopt(H.d.ipc.clients->fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+}
+
+static void (*const actions[A__COUNT])(struct run *r, struct hc *cl) = {
+	[A_RAW] = act_raw,	   [A_HELLO] = act_hello,     [A_SUB] = act_sub,	 [A_UNSUB] = act_unsub,
+	[A_PUBLISH] = act_publish, [A_BIGHEAD] = act_bighead, [A_QUERY] = act_query,	 [A_READ] = act_read,
+	[A_CLOSE] = act_close,	   [A_TURN] = act_turn,	      [A_CREDITS] = act_credits, [A_DOWN] = act_down,
+	[A_UP] = act_up,	   [A_MTU] = act_mtu,	      [A_RELOAD] = act_reload,	 [A_INJECT] = act_inject,
+	[A_SNDBUF] = act_sndbuf,
+};
+
+/* Every client leaves; the fabric comes back whole; the daemon settles.
+ * Then the checks the file's head lists. */
+static void settle_and_check(struct run *r, const struct snap *before)
+{
+	struct snap after;
+	unsigned i, turns;
+
 	for (i = 0; i < NCLIENTS; i++)
-		hc_close(&c[i]);
+		hc_close(&r->c[i]);
 	reset();
 	for (turns = 0; turns < 1000; turns++) {
 		int work = hd_turn(&H, 0);
@@ -393,23 +460,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snapshot(&after);
 	for (i = 0; i < NGROUPS; i++) {
 		struct pubd_group *g = group(i);
-
 		uint64_t sent = sent_by_slot[g->slot];
 
 		if (g->nsubs || g->txq_head || g->txq_len)
 			abort();
-		if (after.published[i] - before.published[i] != sent + after.tx_drops[i] - before.tx_drops[i]) {
+		if (after.published[i] - before->published[i] != sent + after.tx_drops[i] - before->tx_drops[i]) {
 			fprintf(stderr, "group %s: published %llu, sent %llu, dropped on transmit %llu\n", g->name,
-				(unsigned long long)(after.published[i] - before.published[i]),
-				(unsigned long long)sent, (unsigned long long)(after.tx_drops[i] - before.tx_drops[i]));
+				(unsigned long long)(after.published[i] - before->published[i]),
+				(unsigned long long)sent,
+				(unsigned long long)(after.tx_drops[i] - before->tx_drops[i]));
 			abort();
 		}
 	}
-	if (after.dropped - before.dropped < after.scoped_drops - before.scoped_drops) {
+	if (after.dropped - before->dropped < after.scoped_drops - before->scoped_drops) {
 		fprintf(stderr, "dropped counter %llu below the drops counted by scope %llu\n",
-			(unsigned long long)(after.dropped - before.dropped),
-			(unsigned long long)(after.scoped_drops - before.scoped_drops));
+			(unsigned long long)(after.dropped - before->dropped),
+			(unsigned long long)(after.scoped_drops - before->scoped_drops));
 		abort();
 	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct run r;
+	struct snap before;
+	unsigned i;
+
+	if (!started)
+		start();
+	memset(&r, 0, sizeof(r));
+	r.data = data;
+	r.size = size;
+	for (i = 0; i < NCLIENTS; i++)
+		r.c[i].fd = -1;
+	memset(sent_by_slot, 0, sizeof(sent_by_slot));
+	snapshot(&before);
+	while (r.pos < size) {
+		uint8_t op = data[r.pos++];
+
+		actions[(op >> 2) % A__COUNT](&r, &r.c[op & 3]);
+		hd_turn(&H, 0);
+	}
+	settle_and_check(&r, &before);
 	return 0;
 }
