@@ -276,6 +276,15 @@ nomem:
 	return true;
 }
 
+/* A PUBLISH refused: counted against the client and the scope (its group,
+ * or the daemon's when there is no such group). */
+void srv_publish_refused(struct pubd_client *c, struct pubd_drops *scope, enum pub_drop_reason why)
+{
+	pubd_drops_add(&c->drops, why, 1);
+	pubd_drops_add(scope, why, 1);
+	c->srv->counters[PUBD_CTR_MSG_DROPPED]++;
+}
+
 /* The checks every publish passes; on refusal the reply is sent and the
  * message counted, and NULL returned. */
 struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen, size_t plen)
@@ -284,35 +293,27 @@ struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, con
 	struct pubd_group *g = pubd_groups_by_name(srv->groups, name, nlen);
 
 	if (!g) {
-		pubd_drops_add(&c->drops, PUB_DROP_NO_GROUP, 1);
-		pubd_drops_add(srv->drops, PUB_DROP_NO_GROUP, 1);
-		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv_publish_refused(c, srv->drops, PUB_DROP_NO_GROUP);
 		srv_reply_error(c, req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration", (int)nlen,
 				name);
 		return NULL;
 	}
 	if (!client_may(c, &g->cfg->publish)) {
-		pubd_drops_add(&c->drops, PUB_DROP_ACL_DENIED, 1);
-		pubd_drops_add(&g->drops, PUB_DROP_ACL_DENIED, 1);
-		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv_publish_refused(c, &g->drops, PUB_DROP_ACL_DENIED);
 		log_debug("client %u uid %u: publish to %s denied by its ACL", c->id, (unsigned)c->uid, g->name);
 		srv_reply_error(c, req_id, PUB_ERR_ACL, "uid %u may not publish to '%s' (group's publish ACL)",
 				(unsigned)c->uid, g->name);
 		return NULL;
 	}
 	if (plen > srv->cfg->max_message_size) {
-		pubd_drops_add(&c->drops, PUB_DROP_TOO_LARGE, 1);
-		pubd_drops_add(&g->drops, PUB_DROP_TOO_LARGE, 1);
-		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv_publish_refused(c, &g->drops, PUB_DROP_TOO_LARGE);
 		srv_reply_error(c, req_id, PUB_ERR_TOO_LARGE,
 				"message of %zu bytes exceeds limits.max_message_size (%llu)", plen,
 				(unsigned long long)srv->cfg->max_message_size);
 		return NULL;
 	}
 	if (g->raw && plen > srv->mtu) {
-		pubd_drops_add(&c->drops, PUB_DROP_MTU_EXCEEDED, 1);
-		pubd_drops_add(&g->drops, PUB_DROP_MTU_EXCEEDED, 1);
-		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv_publish_refused(c, &g->drops, PUB_DROP_MTU_EXCEEDED);
 		srv_reply_error(c, req_id, PUB_ERR_TOO_LARGE,
 				"message of %zu bytes exceeds the fabric MTU (%u) of raw group '%s' (raw groups cannot "
 				"fragment)",

@@ -176,6 +176,7 @@ uint64_t srv_count_unhandled(struct pubd_client *c);
 void srv_protocol_error(struct pubd_client *c, const char *why);
 void srv_begin_close(struct pubd_client *c);
 void srv_client_unsubscribe(struct pubd_client *c, unsigned idx);
+void srv_publish_refused(struct pubd_client *c, struct pubd_drops *scope, enum pub_drop_reason why);
 struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
 				     size_t plen);
 void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m);

@@ -70,9 +70,7 @@ static long start_big(struct pubd_client *c, const uint8_t *p, size_t avail, uin
 		have = plen;
 	g = srv_publish_admit(c, req_id, m.group.ptr, m.group.len, plen);
 	if (g && plen > srv->cfg->client_buffer_budget) {
-		pubd_drops_add(&c->drops, PUB_DROP_CLIENT_BUDGET, 1);
-		pubd_drops_add(&g->drops, PUB_DROP_CLIENT_BUDGET, 1);
-		srv->counters[PUBD_CTR_MSG_DROPPED]++;
+		srv_publish_refused(c, &g->drops, PUB_DROP_CLIENT_BUDGET);
 		srv_reply_error(c, req_id, PUB_ERR_TOO_LARGE,
 				"message of %zu bytes can never fit limits.client_buffer_budget (%llu bytes)", plen,
 				(unsigned long long)srv->cfg->client_buffer_budget);
