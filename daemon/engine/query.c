@@ -121,9 +121,9 @@ static unsigned group_sources(const struct pubd *d, const struct pubd_group *g)
 }
 
 static const char *const group_cols[] = {
-	"name:s",	 "address:s",	 "raw:u",	"joined:u",    "mode:s",      "receiving:u",
-	"subscribers:u", "publishers:u", "published:u", "received:u",  "delivered:u", "dropped:u",
-	"sub_dropped:u", "sub_denied:u", "sources:u",	"tx_queued:u",
+	"name:s",	 "address:s",	 "raw:u",	"joined:u",    "mode:s",	 "receiving:u",
+	"subscribers:u", "publishers:u", "published:u", "received:u",  "delivered:u",	 "dropped:u",
+	"sub_dropped:u", "sub_denied:u", "sources:u",	"tx_queued:u", "receiving_ms:u",
 };
 
 static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
@@ -144,6 +144,10 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->sub_denied);
 	pub_table_u64(b, group_sources(d, g));
 	pub_table_u64(b, g->txq_len);
+	/* How long it has been receiving: a stream first heard within the
+	 * grace period after this started is counted from where it was first
+	 * heard, not from its first message (rx.c). */
+	pub_table_u64(b, g->listening ? (pubd_now_ns() - g->listen_since_ns) / 1000000 : 0);
 }
 
 static const char *const status_cols[] = {

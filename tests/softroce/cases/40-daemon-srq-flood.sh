@@ -42,6 +42,14 @@ DL_BG+=($subpid)
 for g in "${GRPS[@]}"; do
 	dl_wait 30 dl_subs B "$g" 1 || fail "subscriber of $g on B not there within 30s"
 done
+# B counts a stream from its first message only when it has been receiving
+# the group for the grace period (5 heartbeats) by the time it first hears
+# it; a stream whose first messages are lost in the flood before that starts
+# where B first heard it, and what came before is nobody's to count.
+receiving_for() { [ "$(dl_sq B groups "groups.receiving_ms[name=$1]")" -ge "$2" ]; }
+for g in "${GRPS[@]}"; do
+	dl_wait 10 receiving_for "$g" 700 || fail "B not receiving $g for the grace period within 10s"
+done
 
 # The burst: three publishers at once, as fast as A takes them.
 declare -A PUBPID=()
