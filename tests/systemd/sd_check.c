@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "sd_client.h"
 
 #define MS		  ((uint64_t)1000000)
 #define WATCHDOG_USEC	  1000000ull /* pings expected every 500 ms */
@@ -198,7 +199,7 @@ static void reap(void)
  * follows it, so a line written before READY=1 is always in the pipe by the
  * time READY=1 can be read, and the event order below is pubd's own order.
  */
-static void drain(void)
+void sd_check_drain(void)
 {
 	if (t.log_fd >= 0)
 		read_log();
@@ -224,7 +225,7 @@ static void pump_until(uint64_t deadline_ns)
 	 * caller's condition decides. */
 	if (now < deadline_ns)
 		poll(p, n, (int)((deadline_ns - now + MS - 1) / MS));
-	drain();
+	sd_check_drain();
 }
 
 /* Index of the first event at or after from matching kind and prefix, or -1. */
@@ -362,137 +363,6 @@ static int spawn(char *const argv[], const char *const env[], bool watchdog)
 	/* The exit becomes an event to poll for, like the rest. */
 	t.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	return 0;
-}
-
-/* ---- a minimal client of pubd's protocol ---- */
-
-static int client_connect(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	ssize_t n;
-
-	while (len) {
-		n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Read one frame into buf (bounded wait, pubd's log and notify kept flowing). */
-static int recv_frame(int fd, uint8_t *buf, size_t cap, uint8_t *type, const uint8_t **body, uint32_t *blen,
-		      size_t *have, unsigned ms)
-{
-	uint64_t deadline = now_ns() + ms * MS;
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	size_t need;
-	ssize_t n;
-	int r;
-
-	for (;;) {
-		r = pub_proto_frame_peek(buf, *have, cap - PUB_PROTO_HDR_LEN, type, blen, body, &need);
-		if (r == 1)
-			return 0;
-		if (r < 0)
-			return -EPROTO;
-		if (now_ns() >= deadline)
-			return -ETIMEDOUT;
-		drain(); /* keep pubd's stderr pipe from filling up */
-		if (poll(&p, 1, 50) <= 0)
-			continue;
-		n = recv(fd, buf + *have, cap - *have, 0);
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0)
-			return -errno;
-		*have += (size_t)n;
-	}
-}
-
-static void consume(uint8_t *buf, size_t *have, uint32_t blen)
-{
-	size_t used = PUB_PROTO_HDR_LEN + blen;
-
-	memmove(buf, buf + used, *have - used);
-	*have -= used;
-}
-
-static int send_hello(int fd)
-{
-	uint8_t out[300];
-	long n = pub_proto_enc_hello(out, sizeof(out), 0, "sd_check", 8);
-
-	return n > 0 ? send_all(fd, out, (size_t)n) : -EINVAL;
-}
-
-/* WELCOME within ms; fills fabric name. */
-static int await_welcome(int fd, uint8_t *buf, size_t cap, size_t *have, char *fabric, size_t fcap, unsigned ms)
-{
-	struct pub_msg_welcome w;
-	const uint8_t *body;
-	uint32_t blen;
-	uint8_t type;
-	int err = recv_frame(fd, buf, cap, &type, &body, &blen, have, ms);
-
-	if (err < 0)
-		return err;
-	if (type != PUB_FRAME_WELCOME || pub_proto_dec_welcome(body, blen, &w) < 0)
-		return -EPROTO;
-	snprintf(fabric, fcap, "%.*s", (int)w.fabric.len, w.fabric.ptr);
-	consume(buf, have, blen);
-	return 0;
-}
-
-/* QUERY STATUS: TABLE frames then OK; returns how many tables came. */
-static int query_status(int fd, uint8_t *buf, size_t cap, size_t *have, unsigned ms)
-{
-	struct pub_table_reader r;
-	const uint8_t *body;
-	uint8_t out[64], type;
-	uint32_t blen;
-	int tables = 0, err;
-	long n = pub_proto_enc_query(out, sizeof(out), 7, PUB_QUERY_STATUS, "", 0);
-
-	if (n <= 0)
-		return -EINVAL;
-	err = send_all(fd, out, (size_t)n);
-	if (err < 0)
-		return err;
-	for (;;) {
-		err = recv_frame(fd, buf, cap, &type, &body, &blen, have, ms);
-		if (err < 0)
-			return err;
-		if (type == PUB_FRAME_TABLE) {
-			if (pub_proto_dec_table(body, blen, &r) < 0 || r.req_id != 7)
-				return -EPROTO;
-			tables++;
-		} else if (type == PUB_FRAME_OK) {
-			consume(buf, have, blen);
-			return tables;
-		} else {
-			return -EPROTO;
-		}
-		consume(buf, have, blen);
-	}
 }
 
 /* ---- shared checks ---- */
@@ -686,7 +556,7 @@ static int run_notify(const char *pubd)
 	check_watchdog((unsigned)ready);
 
 	/* Log lines may be recorded ahead of notifications sent before them
-	 * (see drain()), so the log is searched from the signal on. */
+	 * (see sd_check_drain()), so the log is searched from the signal on. */
 	mark = t.nev;
 	kill(t.pid, SIGHUP);
 	i = wait_event(mark, EV_NOTIFY, "RELOADING=1", false, STEP_DEADLINE_MS);
