@@ -4,9 +4,9 @@
  * by RDMA_CM_EVENT_MULTICAST_JOIN with the AH attributes, QPN and Q_Key to send
  * with), multicast errors, address changes and device removal.
  */
-#include <inttypes.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/epoll.h>
 

@@ -4,8 +4,8 @@
  * completions returning credits; armed for an event, or polled from the loop
  * while datagrams keep coming (linger).
  */
-#include <inttypes.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "verbs_internal.h"

@@ -4,8 +4,8 @@
  * fabric.address (verbs_dev_setup), released in reverse (verbs_dev_teardown),
  * and rebuilt after a loss, with back-off when they keep failing.
  */
-#include <inttypes.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
