@@ -407,6 +407,24 @@ static bool queues_empty(void *ctx)
 	return info->n > 0 && info->rx_queue == 0;
 }
 
+/* A udp fabric's config: every key at its default (the config's key
+ * table), then this case's address and port. address is not copied:
+ * config_done() clears it before freeing the rest. */
+static void config_for(struct pubd_config *cfg, const char *address, uint16_t port)
+{
+	if (pubd_config_defaults(cfg))
+		abort();
+	cfg->fabric_type = PUBD_FABRIC_UDP;
+	cfg->fabric_address = (char *)address;
+	cfg->udp_port = port;
+}
+
+static void config_done(struct pubd_config *cfg)
+{
+	cfg->fabric_address = NULL;
+	pubd_config_free(cfg);
+}
+
 static void scenario(const char *label, const char *address, const char *g1_text, const char *g2_text, uint16_t port,
 		     bool flood)
 {
@@ -423,10 +441,7 @@ static void scenario(const char *label, const char *address, const char *g1_text
 
 	fprintf(stderr, "--- %s: fabric.address %s, groups %s %s\n", label, address ? address : "(unset)", g1_text,
 		g2_text);
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.fabric_type = PUBD_FABRIC_UDP;
-	cfg.fabric_address = (char *)address;
-	cfg.udp_port = port;
+	config_for(&cfg, address, port);
 	open_node(&a, "A", &cfg);
 	open_node(&b, "B", &cfg);
 	mtu = pubd_fabric_udp_ops.mtu(a.f);
@@ -574,9 +589,9 @@ static void scenario(const char *label, const char *address, const char *g1_text
 		free(hdrs);
 	}
 	CHECK(a.nrx == 0, "A, not a member of g2, received none of the burst (%u)", a.nrx);
-	CHECK(status_num(&b, "datagrams received") >= 256 + 3, "B's status counts what it received");
-	CHECK(status_num(&a, "datagrams sent") == nsizes + 5, "A's status counts what it sent (%llu)",
-	      status_num(&a, "datagrams sent"));
+	CHECK(status_num(&b, "rx_datagrams") >= 256 + 3, "B's status counts what it received");
+	CHECK(status_num(&a, "tx_datagrams") == nsizes + 5, "A's status counts what it sent (%llu)",
+	      status_num(&a, "tx_datagrams"));
 	CHECK(status_num(&b, "mtu") == mtu, "status shows the MTU");
 	clear_rx(&b);
 
@@ -610,10 +625,10 @@ static void scenario(const char *label, const char *address, const char *g1_text
 		CHECK(run_until(have_rx, &wm, TIMEOUT_NS) && b.rx[b.nrx - 1].len == 77, "marker received");
 		got += b.nrx;
 		clear_rx(&b);
-		drops = status_num(&b, "kernel receive drops");
+		drops = status_num(&b, "rx_kernel_drops");
 		read_udp_socks(&info);
 		CHECK(drops > 0 && drops == info.drops,
-		      "kernel receive drops in the status (%llu) are the kernel's own count (%llu)", drops, info.drops);
+		      "rx_kernel_drops in the status (%llu) are the kernel's own count (%llu)", drops, info.drops);
 		CHECK(got + drops <= want + 1 && got + drops + want / 10 >= want,
 		      "flood of %u: received %u, kernel drops %llu", want, got, drops);
 		fprintf(stderr, "flood of %u datagrams: received %u, kernel receive drops %llu\n", want, got, drops);
@@ -639,6 +654,7 @@ static void scenario(const char *label, const char *address, const char *g1_text
 	}
 	free(scratch);
 	free(check);
+	config_done(&cfg);
 	fprintf(stderr, "--- %s: %s (MTU %u)\n", label, failures == before ? "ok" : "FAILED", mtu);
 }
 
@@ -652,10 +668,7 @@ static void refusals(uint16_t port)
 	int r;
 
 	fprintf(stderr, "--- refusals\n");
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.fabric_type = PUBD_FABRIC_UDP;
-	cfg.udp_port = port;
-	cfg.fabric_address = "192.0.2.77"; /* TEST-NET-1: on no interface here */
+	config_for(&cfg, "192.0.2.77", port); /* TEST-NET-1: on no interface here */
 	r = pubd_fabric_udp_ops.open(&f, &cfg, loop, &events, NULL);
 	CHECK(r == -EADDRNOTAVAIL, "an address on no interface: %d", r);
 	cfg.fabric_address = "nosuchif0";
@@ -668,6 +681,7 @@ static void refusals(uint16_t port)
 	cfg.fabric_address = NULL;
 	r = pubd_fabric_udp_ops.open(&f, &cfg, loop, &events, NULL);
 	CHECK(r == 0, "open on lo: %d", r);
+	config_done(&cfg);
 	if (r)
 		return;
 	glen = make_group(&g, "ff15::1");

@@ -170,7 +170,7 @@ for h in h1 h2 h3; do
 	it_eq "$h: no message dropped" "$(it_q "$h" status '.status[0].dropped')" 0
 	it_eq "$h: no malformed datagram" "$(it_counter "$h" rx_malformed)" 0
 	it_eq "$h: no kernel receive drop" \
-		"$(it_q "$h" status '.fabric[] | select(.key == "kernel receive drops") | .value')" 0
+		"$(it_q "$h" status '.fabric[] | select(.key == "rx_kernel_drops") | .value')" 0
 done
 it_log "pubctl groups on h3:"
 it_ctl h3 groups >&2

@@ -261,20 +261,31 @@ static int open_fabric(struct tf *t, const char *name, const char *addr, uint32_
 		       uint32_t mtu)
 {
 	struct pubd_config cfg;
+	int r;
 
-	memset(&cfg, 0, sizeof(cfg));
+	/* Every key at its default (the config's key table), then this case's
+	 * sizes. The probe's loop never calls ops->linger: sleep on the CQ's
+	 * event at once (rx_linger_us 0), as the daemon does without linger. */
+	r = pubd_config_defaults(&cfg);
+	if (r)
+		return r;
 	cfg.fabric_type = PUBD_FABRIC_VERBS;
 	cfg.fabric_address = (char *)addr;
 	cfg.srq_depth = srq;
 	cfg.srq_low_watermark = wm;
 	cfg.send_queue_depth = sq;
 	cfg.mtu = mtu;
+	cfg.rx_linger_us = 0;
 	memset(t, 0, sizeof(*t));
 	t->name = name;
 	t->rx = calloc(MAXRX, sizeof(*t->rx));
 	if (!t->rx)
-		return -ENOMEM;
-	return ops->open(&t->f, &cfg, loop, &events, t);
+		r = -ENOMEM;
+	else
+		r = ops->open(&t->f, &cfg, loop, &events, t);
+	cfg.fabric_address = NULL; /* not ours to free */
+	pubd_config_free(&cfg);
+	return r;
 }
 
 static void close_fabric(struct tf *t)

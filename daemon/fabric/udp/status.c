@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "fabric" table of `pubctl status` for udp.
+ */
+#include <inttypes.h>
+
+#include "udp_internal.h"
+
+void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
+{
+	pubd_fabric_row(tb, "fabric", "udp");
+	pubd_fabric_row(tb, "interface", "%s (index %u, MTU %" PRIu32 ")", f->ifname, f->ifindex, f->if_mtu);
+	pubd_fabric_row(tb, "address", "%s", f->address ? f->address : "(unset: loopback)");
+	pubd_fabric_row(tb, "family", "%s", udp_fam_name(f->fams));
+	pubd_fabric_row(tb, "port", "%u", f->port);
+	pubd_fabric_row(tb, "mtu", "%" PRIu32, f->mtu);
+	pubd_fabric_row(tb, "socket_buffers", "rcv %d snd %d%s", f->rcvbuf, f->sndbuf,
+			f->rcvbuf_forced && f->sndbuf_forced ? " (forced)" : "");
+	pubd_fabric_row(tb, "groups_joined", "%u", f->nmembers);
+	pubd_fabric_counter_rows(tb, f->cnt, pubd_fabric_counter_names, 0, PUBD_FC__COUNT);
+	pubd_fabric_row(tb, "rx_kernel_drops", "%" PRIu32, f->rx_kernel_drops);
+}

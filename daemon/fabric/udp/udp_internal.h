@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The udp fabric: IP multicast over one UDP socket, the same wire format as
+ * verbs. For hosts without an RDMA device and for multi-host tests in network
+ * namespaces.
+ *
+ * One socket carries every group:
+ *  - bound to the wildcard address and fabric.udp_port with SO_REUSEADDR, so
+ *    several daemons on one host each get a copy of every datagram;
+ *  - IP_MULTICAST_ALL / IPV6_MULTICAST_ALL off: a socket bound to the wildcard
+ *    would otherwise receive every group any socket on the host joined;
+ *  - multicast loop on: another daemon on this host must hear us. Our own
+ *    looped-back datagrams are dropped by the daemon (source id), not here;
+ *  - the destination address of each datagram (IP_PKTINFO / IPV6_PKTINFO)
+ *    says which group it was sent to, i.e. which slot.
+ *
+ * Family: an IPv4 fabric.address makes an IPv4 socket, an IPv6 one an IPv6
+ * socket; an interface name makes a dual-stack IPv6 socket that carries both
+ * (IPv4 groups as v4-mapped addresses), or IPv4 only when the kernel has no
+ * IPv6. The loopback interface (the default when fabric.address is unset) is
+ * IPv4 only: Linux does not loop IPv6 multicast back on lo. The MTU is the interface MTU less the IP and UDP
+ * headers of the family with the larger header the socket carries, so every
+ * datagram fits in one frame whichever group it goes to.
+ *
+ * Joins are per address: two slots on one address share one membership,
+ * reference-counted. IGMP/MLD have no join confirmation, so a join is "up"
+ * as soon as setsockopt succeeds; group_state is reported from the loop (a
+ * zero-delay timer), never from inside join(), so the daemon sees the same
+ * asynchronous shape as on verbs.
+ *
+ * This header is private to the files of daemon/fabric/udp/:
+ *   open.c        open (interface, MTU, the two sockets), close, the ops table
+ *   socket.c      the receive and send sockets and their options
+ *   membership.c  slots, and the group memberships they share
+ *   rx.c          receiving: recvmmsg batches, destination and source
+ *   tx.c          sending: sendmmsg batches, waiting for room
+ *   status.c      the "fabric" status table
+ *   addr.c        address helpers shared by the above
+ */
+#ifndef PUBD_UDP_INTERNAL_H
+#define PUBD_UDP_INTERNAL_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "config.h"
+#include "fabric.h"
+#include "fabric_counters.h"
+
+#ifndef IPV6_MULTICAST_ALL
+#define IPV6_MULTICAST_ALL 29 /* linux/in6.h, since Linux 4.20 */
+#endif
+
+#define UDP_MAX_PAYLOAD 65507u /* 65535 - 20 (IPv4) - 8 (UDP) */
+#define UDP4_OVERHEAD	28u    /* IPv4 header 20 + UDP 8 */
+#define UDP6_OVERHEAD	48u    /* IPv6 header 40 + UDP 8 */
+#define RX_BATCH	32
+/* Batches per wakeup: enough to drain a burst, bounded so the loop still
+ * serves client sockets and timers while a flood arrives. */
+#define RX_BATCHES_PER_WAKEUP 16
+#define TX_BATCH	      64
+/* 32 MiB: a 16 MiB message (plus headers) in flight from one publisher
+ * fits in the receive queue, and the kernel doubles it for bookkeeping. */
+#define SOCK_BUF_BYTES (32 << 20)
+#define DEFAULT_HOPS   1
+/* The smallest IB MTU: a wire header (48 bytes) plus a useful payload. */
+#define PUBD_FABRIC_MIN_MTU 256u
+
+enum fam {
+	FAM_V4 = 1,
+	FAM_V6 = 2,
+	FAM_BOTH = 3,
+};
+
+struct membership {
+	struct sockaddr_storage group; /* port 0, as given (AF_INET or AF_INET6) */
+	unsigned refs;
+	int first_slot; /* lowest receiving slot on this address: rx maps to it */
+};
+
+struct slot {
+	bool used;
+	bool recv;	 /* joined with PUBD_JOIN_RECV: may listen */
+	bool pending_up; /* group_state(up) not reported yet */
+	int family;	 /* of the group address */
+	struct sockaddr_storage dest;
+	socklen_t dest_len;	       /* in the socket's family (v4-mapped on a dual socket) */
+	struct membership *m;	       /* held while listening: the group's datagrams come in */
+	struct sockaddr_storage group; /* port 0: what the membership names */
+};
+
+#define MAX_SELF_ADDRS 16
+
+struct pubd_fabric {
+	int fd;		 /* receives: bound to the group port every daemon shares */
+	int sfd;	 /* sends: a port of its own, which tells our datagrams apart */
+	uint16_t sport;	 /* sfd's port */
+	int sock_family; /* AF_INET or AF_INET6 */
+	enum fam fams;	 /* which group families the socket carries */
+	struct pubd_loop *loop;
+	struct pubd_loop_watch *watch;
+	struct pubd_loop_watch *swatch; /* sfd: EPOLLOUT while a send waits for room */
+	struct pubd_loop_timer *up_timer;
+	bool want_out;
+	bool loopback; /* the interface is lo */
+	const struct pubd_fabric_events *ev;
+	void *ctx;
+
+	char ifname[IF_NAMESIZE];
+	unsigned ifindex;
+	uint32_t if_mtu;
+	char *address;		 /* fabric.address as configured, NULL when unset */
+	struct in_addr if_addr4; /* the configured IPv4 address, or 0 */
+	/* The interface's addresses (IPv4 as v4-mapped): a datagram from one of
+	 * them and from sport is one we sent. */
+	struct in6_addr self_addrs[MAX_SELF_ADDRS];
+	unsigned nself_addrs;
+	uint16_t port;
+	uint32_t mtu;
+	int rcvbuf, sndbuf; /* as the kernel reports them */
+	bool rcvbuf_forced, sndbuf_forced;
+
+	struct slot *slots;
+	unsigned nslots;
+	struct membership **members;
+	unsigned nmembers;
+
+	/* Receive ring: RX_BATCH buffers of mtu + 1 bytes (the extra byte
+	 * detects datagrams larger than our MTU: MSG_TRUNC). */
+	uint8_t *rxbuf;
+	size_t rxbuf_size;
+	struct mmsghdr rx_msgs[RX_BATCH];
+	unsigned rx_dirty; /* headers [0, rx_dirty) were written by the kernel: reset them */
+	struct iovec rx_iov[RX_BATCH];
+	struct sockaddr_storage rx_src[RX_BATCH];
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			    CMSG_SPACE(sizeof(uint32_t))];
+	} rx_cmsg[RX_BATCH];
+	struct pubd_rx_dgram rx_out[RX_BATCH];
+
+	uint64_t cnt[PUBD_FC__COUNT]; /* the counters both fabrics keep (fabric_counters.h) */
+	uint32_t rx_kernel_drops;     /* SO_RXQ_OVFL: the socket's cumulative drop count */
+};
+
+/* addr.c */
+const char *udp_fam_name(enum fam f);
+const char *udp_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+bool udp_same_group(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+void udp_map_v4(struct in6_addr *out, const struct in_addr *a);
+
+/* socket.c */
+int udp_setup_socket(struct pubd_fabric *f, int literal_family);
+int udp_setup_send_socket(struct pubd_fabric *f);
+
+/* membership.c */
+struct slot *udp_get_slot(struct pubd_fabric *f, int slot);
+int udp_mcast_op(struct pubd_fabric *f, const struct sockaddr_storage *group, bool join);
+int udp_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr, socklen_t addrlen, enum pubd_join_mode mode);
+int udp_listen(struct pubd_fabric *f, int slot, bool on);
+void udp_leave(struct pubd_fabric *f, int slot);
+void udp_on_up_timer(void *ctx, uint64_t now);
+
+/* rx.c */
+void udp_on_socket(void *ctx, uint32_t events);
+int udp_poll(struct pubd_fabric *f);
+
+/* tx.c */
+void udp_on_send_socket(void *ctx, uint32_t events);
+int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
+
+/* status.c */
+void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb);
+
+#endif

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Slots and the multicast addresses they share: the daemon joins, listens
+ * on and leaves slots; each address (struct vmc) is joined once for all its
+ * slots, attached to the QP while one of them listens, and reports group_state
+ * to each.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs_internal.h"
+#include "log.h"
+#include "loop.h"
+
+static void addr_text(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const void *a = sa->sa_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+						  : (const void *)&((const struct sockaddr_in *)sa)->sin_addr;
+
+	if (!inet_ntop(sa->sa_family, a, buf, len))
+		snprintf(buf, len, "?");
+}
+
+/* A canonical copy of a group address: same bytes for the same group, so
+ * rdma_leave_multicast (which memcmp()s the address, librdmacm/cma.c) finds it. */
+static int norm_group(const struct sockaddr *sa, socklen_t len, struct sockaddr_storage *out, socklen_t *outlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in *o = (struct sockaddr_in *)out;
+
+		o->sin_family = AF_INET;
+		o->sin_addr = ((const struct sockaddr_in *)sa)->sin_addr;
+		*outlen = sizeof(*o);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 *o = (struct sockaddr_in6 *)out;
+
+		o->sin6_family = AF_INET6;
+		o->sin6_addr = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+		o->sin6_scope_id = ((const struct sockaddr_in6 *)sa)->sin6_scope_id;
+		*outlen = sizeof(*o);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+static void mc_update(struct pubd_fabric *f, int idx)
+{
+	struct vmc *m = &f->mcs[idx];
+
+	m->want_recv = false;
+	m->rx_slot = -1;
+	for (unsigned s = 0; s < f->nslots; s++) {
+		if (!f->slots[s].used || f->slots[s].mc != idx)
+			continue;
+		if (f->slots[s].mode & PUBD_JOIN_RECV) {
+			m->want_recv = true;
+			if (m->rx_slot < 0)
+				m->rx_slot = (int32_t)s;
+		}
+	}
+	if (m->rx_slot < 0) /* send-only groups still name a slot for stray traffic */
+		for (unsigned s = 0; s < f->nslots; s++)
+			if (f->slots[s].used && f->slots[s].mc == idx) {
+				m->rx_slot = (int32_t)s;
+				break;
+			}
+}
+
+/* Tell the daemon about every slot on mc idx whose state changes. */
+void verbs_notify_slots(struct pubd_fabric *f, int idx, bool up, int err)
+{
+	for (unsigned s = 0; s < f->nslots; s++) {
+		/* Re-read each time: the callback may join or leave. */
+		struct vslot *v = &f->slots[s];
+
+		if (!v->used || v->mc != idx || v->up == up)
+			continue;
+		v->up = up;
+		v->notify = false;
+		f->ev.group_state(f->ctx, (int)s, up, err);
+	}
+}
+
+void verbs_mc_retry_later(struct pubd_fabric *f, struct vmc *m)
+{
+	uint64_t now = pubd_now_ns();
+
+	/* A join that fails again soon after it came up keeps backing off:
+	 * a group that errors at once after every join would otherwise be
+	 * rejoined (and logged) twice a second for ever. */
+	if (m->up_at && now - m->up_at >= REBUILD_STABLE_NS)
+		m->retry_delay = 0;
+	m->up_at = 0;
+	m->retry_delay = m->retry_delay ? m->retry_delay * 2 : RETRY_MIN_NS;
+	if (m->retry_delay > RETRY_MAX_NS)
+		m->retry_delay = RETRY_MAX_NS;
+	m->retry_at = now + m->retry_delay;
+	verbs_arm_retry(f);
+}
+
+/*
+ * Attach the QP to the group while some slot listens, detach it while none
+ * does, keeping the join either way. A full-member join is attached by
+ * librdmacm when its event is processed (ucma_process_join); rdma_leave_
+ * multicast detaches and ignores the result, so a group we detached
+ * ourselves leaves cleanly. Attach and detach are synchronous verbs: the
+ * first datagram after a successful attach is ours.
+ */
+int verbs_mc_sync_attach(struct pubd_fabric *f, int idx)
+{
+	struct vmc *m = &f->mcs[idx];
+	bool want = false;
+	int ret;
+
+	for (unsigned s = 0; s < f->nslots && !want; s++)
+		want = f->slots[s].used && f->slots[s].mc == idx && f->slots[s].listening;
+	if (!m->up || !f->qp || m->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER || want == m->attached)
+		return 0;
+	if (want) {
+		ret = ibv_attach_mcast(f->qp, (const union ibv_gid *)m->mgid, m->mlid);
+		if (ret) {
+			ret = ret > 0 ? -ret : -EIO; /* the verb returns an errno value */
+			f->cnt[VC_ATTACH_ERRORS]++;
+			log_warn("verbs: attaching the QP to %s failed: %s", m->name, verbs_err_str(ret));
+			return ret;
+		}
+		f->cnt[VC_ATTACHES]++;
+	} else {
+		ret = ibv_detach_mcast(f->qp, (const union ibv_gid *)m->mgid, m->mlid);
+		if (ret)
+			log_warn("verbs: detaching the QP from %s: %s", m->name, strerror(ret));
+		f->cnt[VC_DETACHES]++;
+	}
+	m->attached = want;
+	log_debug("verbs: %s %s the QP", m->name, want ? "attached to" : "detached from");
+	return 0;
+}
+
+void verbs_mc_down(struct pubd_fabric *f, int idx, int err)
+{
+	struct vmc *m = &f->mcs[idx];
+
+	verbs_mc_leave(f, m);
+	m->up = false;
+	verbs_ah_retire(f, m->ah);
+	m->ah = NULL;
+	verbs_notify_slots(f, idx, false, err);
+}
+
+static int mc_find_or_add(struct pubd_fabric *f, const struct sockaddr_storage *a, socklen_t alen)
+{
+	int free_idx = -1;
+
+	for (unsigned i = 0; i < f->nmcs; i++) {
+		if (!f->mcs[i].used) {
+			if (free_idx < 0)
+				free_idx = (int)i;
+			continue;
+		}
+		if (f->mcs[i].addrlen == alen && !memcmp(&f->mcs[i].addr, a, alen))
+			return (int)i;
+	}
+	if (free_idx < 0) {
+		unsigned cap = f->nmcs ? f->nmcs * 2 : 8;
+		struct vmc *n;
+
+		if (cap > MAX_SLOTS)
+			return -ENOSPC;
+		n = realloc(f->mcs, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memset(n + f->nmcs, 0, (cap - f->nmcs) * sizeof(*n));
+		free_idx = (int)f->nmcs;
+		f->mcs = n;
+		f->nmcs = cap;
+	}
+	struct vmc *m = &f->mcs[free_idx];
+
+	memset(m, 0, sizeof(*m));
+	m->used = true;
+	m->rx_slot = -1;
+	m->addr = *a;
+	m->addrlen = alen;
+	addr_text((const struct sockaddr *)a, m->name, sizeof(m->name));
+	return free_idx;
+}
+
+void verbs_rejoin_all(struct pubd_fabric *f)
+{
+	for (unsigned i = 0; i < f->nmcs; i++)
+		if (f->mcs[i].used && f->mcs[i].refs && !f->mcs[i].joined) {
+			f->cnt[VC_REJOINS]++;
+			f->mcs[i].retry_delay = 0;
+			verbs_mc_join(f, (int)i);
+		}
+}
+
+int verbs_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr, socklen_t addrlen,
+	       enum pubd_join_mode mode)
+{
+	struct sockaddr_storage a;
+	socklen_t alen;
+	struct vmc *m;
+	bool upgrade;
+	int idx, ret;
+
+	if (slot < 0 || slot >= MAX_SLOTS || !(mode & PUBD_JOIN_BOTH))
+		return -EINVAL;
+	ret = norm_group(addr, addrlen, &a, &alen);
+	if (ret)
+		return ret;
+	if (a.ss_family == AF_INET ? !IN_MULTICAST(ntohl(((struct sockaddr_in *)&a)->sin_addr.s_addr))
+				   : !IN6_IS_ADDR_MULTICAST(&((struct sockaddr_in6 *)&a)->sin6_addr))
+		return -EINVAL;
+	if ((unsigned)slot >= f->nslots) {
+		unsigned cap = f->nslots ? f->nslots : 16;
+		struct vslot *n;
+
+		while (cap <= (unsigned)slot)
+			cap *= 2;
+		n = realloc(f->slots, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memset(n + f->nslots, 0, (cap - f->nslots) * sizeof(*n));
+		f->slots = n;
+		f->nslots = cap;
+	}
+	if (f->slots[slot].used)
+		return -EEXIST;
+	idx = mc_find_or_add(f, &a, alen);
+	if (idx < 0)
+		return idx;
+	m = &f->mcs[idx];
+	f->slots[slot] = (struct vslot){.used = true,
+					.mc = idx,
+					.mode = mode,
+					.listening = (mode & PUBD_JOIN_RECV) && !(mode & PUBD_JOIN_IDLE)};
+	m->refs++;
+	upgrade = (mode & PUBD_JOIN_RECV) && m->joined && m->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	mc_update(f, idx);
+	if (upgrade) {
+		/* A send-only join is not attached to the QP: rejoin as a full
+		 * member; the old AH keeps sends going until the new event. */
+		verbs_mc_leave(f, m);
+		verbs_mc_join(f, idx);
+	} else if (!m->joined) {
+		verbs_mc_join(f, idx);
+	} else if (m->up) {
+		verbs_mc_sync_attach(f, idx);
+		f->slots[slot].notify = true;
+		verbs_kick(f);
+	}
+	return 0;
+}
+
+int verbs_listen(struct pubd_fabric *f, int slot, bool on)
+{
+	struct vslot *v;
+	int ret;
+
+	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
+		return -EBADSLT;
+	v = &f->slots[slot];
+	if (!(v->mode & PUBD_JOIN_RECV))
+		return on ? -EINVAL : 0;
+	if (v->listening == on)
+		return 0;
+	v->listening = on;
+	ret = verbs_mc_sync_attach(f, v->mc);
+	if (ret)
+		v->listening = !on;
+	return ret;
+}
+
+void verbs_leave(struct pubd_fabric *f, int slot)
+{
+	struct vmc *m;
+	int idx;
+
+	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
+		return;
+	idx = f->slots[slot].mc;
+	memset(&f->slots[slot], 0, sizeof(f->slots[slot]));
+	m = &f->mcs[idx];
+	if (--m->refs > 0) {
+		mc_update(f, idx); /* a full join stays full: no need to churn */
+		verbs_mc_sync_attach(f, idx);
+		return;
+	}
+	verbs_mc_leave(f, m);
+	verbs_ah_retire(f, m->ah);
+	memset(m, 0, sizeof(*m)); /* gen 0: any late event is stale */
+	if (f->last_rx_mc == idx)
+		f->last_rx_mc = -1;
+	verbs_arm_retry(f);
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send path: datagrams gathered into the registered send slab (or sent
+ * inline), posted in linked batches against the send queue's credits.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs_internal.h"
+#include "log.h"
+#include "loop.h"
+
+/* The registered send slab: one buffer of the MTU per send queue entry. */
+int verbs_tx_setup(struct pubd_fabric *f, bool quiet)
+{
+	size_t sz;
+	int ret;
+
+	f->tx_stride = (f->mtu + 63) & ~(size_t)63;
+	sz = f->tx_stride * f->sq_depth;
+	if (posix_memalign((void **)&f->tx_slab, 4096, sz)) {
+		f->tx_slab = NULL;
+		SETUP_ERR("verbs: no memory for %zu bytes of send buffers", sz);
+		return -ENOMEM;
+	}
+	memset(f->tx_slab, 0, sz);
+	f->tx_mr = ibv_reg_mr(f->pd, f->tx_slab, sz, 0);
+	if (!f->tx_mr) {
+		ret = -errno;
+		SETUP_ERR("verbs: registering %zu bytes of send buffers on %s: %s (RLIMIT_MEMLOCK?)", sz, f->dev_name,
+			  verbs_err_str(ret));
+		return ret;
+	}
+	return 0;
+}
+
+/* After the QP is gone: no posted send names the slab any more. */
+void verbs_tx_teardown(struct pubd_fabric *f)
+{
+	if (f->tx_mr) {
+		ibv_dereg_mr(f->tx_mr);
+		f->tx_mr = NULL;
+	}
+	free(f->tx_slab);
+	f->tx_slab = NULL;
+}
+
+/* One send WR for datagram x, the post's sequence number seq. */
+static void build_wr(struct pubd_fabric *f, const struct vmc *m, const struct pubd_tx_dgram *x, uint64_t seq,
+		     struct ibv_send_wr *w, struct ibv_sge sge[2])
+{
+	uint32_t len = x->hdr_len + x->payload_len;
+
+	*w = (struct ibv_send_wr){
+		.wr_id = TX_WRID | seq,
+		.sg_list = sge,
+		.opcode = IBV_WR_SEND,
+		.wr.ud = {.ah = m->ah, .remote_qpn = m->qpn, .remote_qkey = m->qkey},
+	};
+	if (len <= f->max_inline) {
+		/* Inline: the provider copies at post time, no lkey. */
+		int ns = 0;
+
+		if (x->hdr_len)
+			sge[ns++] = (struct ibv_sge){(uintptr_t)x->hdr, x->hdr_len, 0};
+		if (x->payload_len)
+			sge[ns++] = (struct ibv_sge){(uintptr_t)x->payload, x->payload_len, 0};
+		w->num_sge = ns;
+		w->send_flags = IBV_SEND_INLINE;
+		f->cnt[VC_TX_INLINE]++;
+	} else {
+		/* Slot seq % depth is free: credits keep at most
+		 * sq_depth sends outstanding. */
+		uint8_t *p = f->tx_slab + (size_t)(seq % f->sq_depth) * f->tx_stride;
+
+		if (x->hdr_len) /* raw groups carry no header */
+			memcpy(p, x->hdr, x->hdr_len);
+		if (x->payload_len)
+			memcpy(p + x->hdr_len, x->payload, x->payload_len);
+		sge[0] = (struct ibv_sge){(uintptr_t)p, len, f->tx_mr->lkey};
+		w->num_sge = 1;
+	}
+	f->cnt[PUBD_FC_TX_BYTES] += len;
+}
+
+/*
+ * ibv_post_send failed (error ret) after ok of the WRs went out. The WRs
+ * are well formed, so the device refused them (queue full, out of memory,
+ * or the QP left RTS): not the message's fault, so not a drop. Take the
+ * rest as out of credits and let the retry timer make it writable again,
+ * backing off while the posts keep failing; a QP that left RTS is rebuilt
+ * (qp_check). Answering writable at once would spin.
+ */
+static void post_failed(struct pubd_fabric *f, int ret, unsigned ok)
+{
+	uint64_t held;
+
+	f->tx_posted += ok;
+	f->cnt[PUBD_FC_TX_POST_ERRORS]++;
+	f->cnt[PUBD_FC_TX_DATAGRAMS] += ok;
+	if (verbs_ratelog_ok(&f->rl_tx_post, &held))
+		log_warn("verbs: ibv_post_send on %s: %s (%" PRIu64
+			 " more failures since the last report); retrying with back-off",
+			 f->dev_name, strerror(ret), held);
+	f->qp_check = true;
+	verbs_kick(f);
+	f->tx_blocked = true;
+	f->tx_retry_delay = f->tx_retry_delay ? f->tx_retry_delay * 2 : POST_RETRY_MIN_NS;
+	if (f->tx_retry_delay > POST_RETRY_MAX_NS)
+		f->tx_retry_delay = POST_RETRY_MAX_NS;
+	f->tx_retry_at = pubd_now_ns() + f->tx_retry_delay;
+	verbs_arm_retry(f);
+}
+
+/* Post the k (<= POST_BATCH) datagrams d as one linked list of WRs.
+ * Returns how many were posted: k, or fewer when the post failed. */
+static unsigned post_batch(struct pubd_fabric *f, const struct vmc *m, const struct pubd_tx_dgram *d, unsigned k)
+{
+	struct ibv_send_wr wr[POST_BATCH], *bad;
+	struct ibv_sge sge[POST_BATCH][2];
+	int ret;
+
+	for (unsigned i = 0; i < k; i++) {
+		uint64_t seq = f->tx_posted + i;
+
+		build_wr(f, m, &d[i], seq, &wr[i], sge[i]);
+		wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+		/* Signal every Nth and the last of each post, so no
+		 * unsignalled tail is left without a completion to
+		 * return its credits. */
+		if ((seq + 1) % f->signal_every == 0 || i + 1 == k)
+			wr[i].send_flags |= IBV_SEND_SIGNALED;
+	}
+	ret = ibv_post_send(f->qp, wr, &bad);
+	if (ret) {
+		unsigned ok = (unsigned)(bad - wr);
+
+		post_failed(f, ret, ok);
+		return ok;
+	}
+	f->tx_retry_delay = 0;
+	f->tx_posted += k;
+	f->cnt[PUBD_FC_TX_DATAGRAMS] += k;
+	return k;
+}
+
+/* The ops' send: as many of the n datagrams as there are credits for. */
+int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n)
+{
+	struct vmc *m;
+	uint64_t credits;
+	unsigned want, done = 0;
+
+	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
+		return -EBADSLT;
+	m = &f->mcs[f->slots[slot].mc];
+	if (!f->dev_ok || !m->up || !m->ah)
+		return -ENOTCONN;
+	/* Refuse the whole batch before posting any of it: UD cannot carry
+	 * more than the path MTU, and a datagram cut short is worse. */
+	for (unsigned i = 0; i < n; i++)
+		if ((uint64_t)d[i].hdr_len + d[i].payload_len > f->mtu) {
+			f->cnt[VC_TX_TOO_BIG]++;
+			return -EMSGSIZE;
+		}
+	credits = f->sq_depth - (f->tx_posted - f->tx_done);
+	want = n < credits ? n : (unsigned)credits;
+	if (want < n) {
+		f->tx_blocked = true;
+		f->cnt[PUBD_FC_TX_NO_CREDITS]++;
+	}
+	while (done < want) {
+		unsigned k = want - done < POST_BATCH ? want - done : POST_BATCH;
+		unsigned posted = post_batch(f, m, &d[done], k);
+
+		done += posted;
+		if (posted < k)
+			break;
+	}
+	return (int)done;
+}
