@@ -59,28 +59,36 @@ for layer in "${!below[@]}"; do
 done
 
 # Calls between files: "caller callee" pairs from the symbol tables of the
-# layers' libraries as built now (stale objects of old layouts left in a
-# build directory do not count).
-libs=()
+# layers' objects as built now: an object counts only while its source file
+# exists (stale objects of an old layout left in a build directory do not).
+objs=()
 for l in core sys fabric server engine; do
-	lib="$build/daemon/$l/libpubd_$l.a"
-	if [ ! -f "$lib" ]; then
-		echo "FAIL no $lib (build first)"
+	dir="$build/daemon/$l/CMakeFiles/pubd_$l.dir"
+	if [ ! -d "$dir" ]; then
+		echo "FAIL no $dir (build first)"
 		exit 1
 	fi
-	libs+=("$lib")
+	while IFS= read -r o; do
+		rel=${o#"$dir"/}
+		[ -f "daemon/$l/${rel%.o}" ] && objs+=("$o")
+	done < <(find "$dir" -name '*.c.o' | sort)
 done
 defs=$(mktemp)
 edges=$(mktemp)
 trap 'rm -f "$defs" "$edges"' EXIT
-syms() { # LIB -> "layer/member.c type symbol" per symbol
-	local layer
-	layer=$(basename "$(dirname "$1")")
-	nm -A "$1" 2>/dev/null | sed -n "s|^[^:]*:\([^:]*\)\.o: *[0-9a-f]* *\([A-Za-z]\) \(.*\)$|$layer/\1 \2 \3|p"
+src_of() { # object -> daemon source path, e.g. fabric/verbs/cq.c
+	local rel=${1#"$build"/daemon/}
+	local l=${rel%%/*}
+	rel=${rel#*.dir/}
+	echo "$l/${rel%.o}"
 }
-for lib in "${libs[@]}"; do syms "$lib"; done | awk '$2 ~ /^[TDRB]$/ { print $3, $1 }' | sort >"$defs"
-for lib in "${libs[@]}"; do syms "$lib"; done | awk '$2 == "U" { print $3, $1 }' | sort -u | join - "$defs" |
-	awk '$2 != $3 { print $2, $3 }' | sort -u >"$edges"
+for o in "${objs[@]}"; do
+	nm "$o" | awk -v f="$(src_of "$o")" 'NF == 3 && $2 ~ /^[TDRB]$/ { print $3, f }'
+done | sort >"$defs"
+for o in "${objs[@]}"; do
+	nm "$o" | awk 'NF == 2 && $1 == "U" { print $2 }' | sort -u | join - "$defs" |
+		awk -v f="$(src_of "$o")" '$2 != f { print f, $2 }'
+done | sort -u >"$edges"
 [ -n "${CHECK_LAYERS_EDGES:-}" ] && cp "$edges" "$CHECK_LAYERS_EDGES"
 if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
 	echo "FAIL daemon files call each other in a loop:"

@@ -4,6 +4,7 @@
  * One hub per ibv_context reads them and routes each to the fabrics it names.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -28,6 +29,24 @@ struct async_hub {
 	struct async_hub *next;
 };
 
+/* IBV_EVENT_SRQ_LIMIT_REACHED: fewer than srq_wm buffers are posted. */
+static void srq_limit_reached(struct pubd_fabric *f)
+{
+	uint64_t held;
+
+	f->cnt[VC_SRQ_LIMIT_EVENTS]++;
+	if (verbs_ratelog_ok(&f->rl_srq_limit, &held))
+		log_info("verbs: %s SRQ fell below its low watermark %u: draining the CQ and refilling (%" PRIu64
+			 " more times since the last report)",
+			 f->dev_name, f->srq_wm, held);
+	verbs_process_cq(f); /* consumed buffers sit in the CQ: drain reposts them */
+	if (!f->dev_ok)
+		return;
+	verbs_rx_refill(f);
+	f->cnt[VC_SRQ_REFILLS]++;
+	verbs_rx_arm_limit(f);
+}
+
 static struct async_hub *hubs;
 
 /* One device event for fabric f (already acked). */
@@ -37,7 +56,7 @@ static void handle_async(struct pubd_fabric *f, enum ibv_event_type type, int po
 		return;
 	switch (type) {
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		verbs_srq_limit_reached(f);
+		srq_limit_reached(f);
 		break;
 	case IBV_EVENT_PORT_ERR:
 		f->cnt[VC_PORT_ERR]++;
@@ -72,7 +91,7 @@ static void handle_async(struct pubd_fabric *f, enum ibv_event_type type, int po
 	case IBV_EVENT_DEVICE_FATAL:
 		f->cnt[VC_FATAL_EVENTS]++;
 		log_err("verbs: %s: %s", f->dev_name, ibv_event_type_str(type));
-		verbs_dev_lost(f, ibv_event_type_str(type), type == IBV_EVENT_DEVICE_FATAL);
+		f->up->dev_lost(f, ibv_event_type_str(type), type == IBV_EVENT_DEVICE_FATAL);
 		return; /* the context is gone */
 	default:
 		log_debug("verbs: %s: %s", f->dev_name, ibv_event_type_str(type));
@@ -167,7 +186,7 @@ static void on_async(void *ctx, uint32_t events)
 		log_err("verbs: reading the async events of %s: %s", ibv_get_device_name(verbs->device), strerror(err));
 		for (unsigned i = 0; i < n; i++)
 			if (hub_has(verbs, to[i]))
-				verbs_dev_lost(to[i], "async event channel error", true);
+				to[i]->up->dev_lost(to[i], "async event channel error", true);
 	}
 }
 

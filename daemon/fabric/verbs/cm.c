@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The rdmacm id's events: multicast joins (issued and left here, completed
- * by RDMA_CM_EVENT_MULTICAST_JOIN with the AH attributes, QPN and Q_Key to send
- * with), multicast errors, address changes and device removal.
+ * The rdmacm id's events: multicast joins completed (RDMA_CM_EVENT_MULTICAST_JOIN
+ * with the AH attributes, QPN and Q_Key to send with; issued and left in
+ * mcast.c), multicast errors, address changes and device removal.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,85 +14,12 @@
 #include "log.h"
 #include "loop.h"
 
-/* The join context: mc index and generation, no pointer to outlive. */
-static void *join_ctx(unsigned idx, uint32_t gen)
-{
-	return (void *)(((uintptr_t)gen << 16) | idx);
-}
-
-static void join_ctx_decode(const void *p, unsigned *idx, uint32_t *gen)
-{
-	uintptr_t v = (uintptr_t)p;
-
-	*idx = v & 0xffff;
-	*gen = (uint32_t)(v >> 16);
-}
-
 static bool gen_matches(uint32_t a, uint32_t b)
 {
 	/* On 32-bit only 16 bits of the generation survive the pointer. */
 	if (sizeof(uintptr_t) < 8)
 		return (a & 0xffff) == (b & 0xffff);
 	return a == b;
-}
-
-int verbs_mc_join(struct pubd_fabric *f, int idx)
-{
-	struct vmc *m = &f->mcs[idx];
-	struct rdma_cm_join_mc_attr_ex attr = {
-		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
-		.addr = (struct sockaddr *)&m->addr,
-	};
-	int ret;
-
-	if (!f->dev_ok || !f->port_active || m->joined)
-		return 0;
-	m->retry_at = 0;
-	/* A send-only full member is not attached to the QP and, on RoCE,
-	 * sends no IGMP report (rdma_join_multicast(3), core/cma.c): used for
-	 * groups this daemon only publishes to. */
-	if (!m->want_recv && !m->no_sendonly && f->sendonly_ok)
-		attr.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
-	else
-		attr.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
-	m->gen = ++f->gen;
-	ret = rdma_join_multicast_ex(f->id, &attr, join_ctx((unsigned)idx, m->gen)) ? -errno : 0;
-	if (ret && attr.join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
-		/* Kernels or providers without send-only support refuse it here;
-		 * a full member works everywhere. */
-		log_info("verbs: %s: send-only join refused (%s); joining as full member", m->name, verbs_err_str(ret));
-		if (ret == -ENOSYS || ret == -EINVAL || ret == -EOPNOTSUPP)
-			f->sendonly_ok = false;
-		m->no_sendonly = true;
-		attr.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
-		ret = rdma_join_multicast_ex(f->id, &attr, join_ctx((unsigned)idx, m->gen)) ? -errno : 0;
-	}
-	if (ret) {
-		f->cnt[VC_JOIN_ERRORS]++;
-		log_warn("verbs: joining %s on %s failed: %s; retrying", m->name, f->dev_name, verbs_err_str(ret));
-		verbs_mc_retry_later(f, m);
-		return ret;
-	}
-	m->joined = true;
-	m->pending = true;
-	m->join_flags = attr.join_flags;
-	log_debug("verbs: joining %s on %s as %s", m->name, f->dev_name,
-		  attr.join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER ? "send-only full member" : "full member");
-	return 0;
-}
-
-/* Drop librdmacm's join (and the QP attachment); keep the group's slots. */
-void verbs_mc_leave(struct pubd_fabric *f, struct vmc *m)
-{
-	if (m->joined && f->id) {
-		/* Never called with an unacked event of this join in hand:
-		 * rdma_leave_multicast waits for those acks (librdmacm/cma.c). */
-		if (rdma_leave_multicast(f->id, (struct sockaddr *)&m->addr))
-			log_debug("verbs: leaving %s: %s", m->name, strerror(errno));
-	}
-	m->joined = false;
-	m->pending = false;
-	m->attached = false;
 }
 
 /* The GID our datagrams leave with: the source GID of the AH a join
@@ -124,7 +51,7 @@ static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum r
 	uint32_t gen;
 	struct vmc *m;
 
-	join_ctx_decode(e->param.ud.private_data, &idx, &gen);
+	verbs_join_ctx_decode(e->param.ud.private_data, &idx, &gen);
 	if (idx >= f->nmcs || !f->mcs[idx].used || !f->mcs[idx].joined || !gen_matches(f->mcs[idx].gen, gen)) {
 		/* A join left since (slot reused, group gone): not ours now. */
 		log_debug("verbs: stale %s for join %u/%u ignored", rdma_event_str(type), idx, gen);
@@ -223,13 +150,13 @@ void verbs_on_cm(void *ctx, uint32_t events)
 			 * port or device now. */
 			f->cnt[VC_ADDR_CHANGE]++;
 			log_warn("verbs: address change for %s", f->address);
-			verbs_dev_lost(f, "address change", false);
+			f->up->dev_lost(f, "address change", false);
 			break;
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
 			/* The id must be destroyed (rdma_get_cm_event(3)). */
 			f->cnt[VC_DEVICE_REMOVAL]++;
 			log_warn("verbs: device %s removed", f->dev_name);
-			verbs_dev_lost(f, "device removal", true);
+			f->up->dev_lost(f, "device removal", true);
 			break;
 		default:
 			log_debug("verbs: %s (status %d) ignored", rdma_event_str(type), status);

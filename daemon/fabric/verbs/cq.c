@@ -161,7 +161,7 @@ unsigned verbs_drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 		n = ibv_poll_cq(f->cq, CQ_BATCH, wc);
 		if (n < 0) {
 			log_err("verbs: ibv_poll_cq on %s failed (%d)", f->dev_name, n);
-			verbs_dev_lost(f, "CQ poll error", false);
+			f->up->dev_lost(f, "CQ poll error", false);
 			break;
 		}
 		if (n == 0)
@@ -186,7 +186,7 @@ bool verbs_arm_cq(struct pubd_fabric *f)
 
 	if (ret) {
 		log_err("verbs: ibv_req_notify_cq on %s: %s", f->dev_name, strerror(ret));
-		verbs_dev_lost(f, "CQ notification error", false);
+		f->up->dev_lost(f, "CQ notification error", false);
 		return false;
 	}
 	f->cq_armed = true;
@@ -205,7 +205,7 @@ void verbs_process_cq(struct pubd_fabric *f)
 	if (f->qp_check) {
 		f->qp_check = false;
 		if (!verbs_qp_usable(f)) {
-			verbs_dev_lost(f, "the QP left RTS after a send error", false);
+			f->up->dev_lost(f, "the QP left RTS after a send error", false);
 			return;
 		}
 	}
@@ -245,7 +245,7 @@ void verbs_on_comp(void *ctx, uint32_t events)
 		/* A channel that is readable but cannot be read (the device was
 		 * disassociated) would wake the loop for ever: rebuild. */
 		log_err("verbs: reading the completion channel of %s: %s", f->dev_name, strerror(errno));
-		verbs_dev_lost(f, "completion channel error", true);
+		f->up->dev_lost(f, "completion channel error", true);
 		return;
 	}
 	/* Acks take a lock: batch them; ibv_destroy_cq waits for all of them. */

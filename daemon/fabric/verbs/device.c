@@ -391,3 +391,7 @@ void verbs_try_rebuild(struct pubd_fabric *f)
 	if (f->dev_ok)
 		verbs_rejoin_all(f);
 }
+
+const struct verbs_up verbs_device_up = {
+	.dev_lost = verbs_dev_lost,
+};

@@ -3,7 +3,8 @@
  * Slots and the multicast addresses they share: the daemon joins, listens
  * on and leaves slots; each address (struct vmc) is joined once for all its
  * slots, attached to the QP while one of them listens, and reports group_state
- * to each.
+ * to each. Joins and leaves are issued here (rdma_join_multicast_ex); their
+ * events come back through cm.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -300,4 +301,63 @@ void verbs_leave(struct pubd_fabric *f, int slot)
 	if (f->last_rx_mc == idx)
 		f->last_rx_mc = -1;
 	verbs_arm_retry(f);
+}
+
+int verbs_mc_join(struct pubd_fabric *f, int idx)
+{
+	struct vmc *m = &f->mcs[idx];
+	struct rdma_cm_join_mc_attr_ex attr = {
+		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
+		.addr = (struct sockaddr *)&m->addr,
+	};
+	int ret;
+
+	if (!f->dev_ok || !f->port_active || m->joined)
+		return 0;
+	m->retry_at = 0;
+	/* A send-only full member is not attached to the QP and, on RoCE,
+	 * sends no IGMP report (rdma_join_multicast(3), core/cma.c): used for
+	 * groups this daemon only publishes to. */
+	if (!m->want_recv && !m->no_sendonly && f->sendonly_ok)
+		attr.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	else
+		attr.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	m->gen = ++f->gen;
+	ret = rdma_join_multicast_ex(f->id, &attr, verbs_join_ctx((unsigned)idx, m->gen)) ? -errno : 0;
+	if (ret && attr.join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
+		/* Kernels or providers without send-only support refuse it here;
+		 * a full member works everywhere. */
+		log_info("verbs: %s: send-only join refused (%s); joining as full member", m->name, verbs_err_str(ret));
+		if (ret == -ENOSYS || ret == -EINVAL || ret == -EOPNOTSUPP)
+			f->sendonly_ok = false;
+		m->no_sendonly = true;
+		attr.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+		ret = rdma_join_multicast_ex(f->id, &attr, verbs_join_ctx((unsigned)idx, m->gen)) ? -errno : 0;
+	}
+	if (ret) {
+		f->cnt[VC_JOIN_ERRORS]++;
+		log_warn("verbs: joining %s on %s failed: %s; retrying", m->name, f->dev_name, verbs_err_str(ret));
+		verbs_mc_retry_later(f, m);
+		return ret;
+	}
+	m->joined = true;
+	m->pending = true;
+	m->join_flags = attr.join_flags;
+	log_debug("verbs: joining %s on %s as %s", m->name, f->dev_name,
+		  attr.join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER ? "send-only full member" : "full member");
+	return 0;
+}
+
+/* Drop librdmacm's join (and the QP attachment); keep the group's slots. */
+void verbs_mc_leave(struct pubd_fabric *f, struct vmc *m)
+{
+	if (m->joined && f->id) {
+		/* Never called with an unacked event of this join in hand:
+		 * rdma_leave_multicast waits for those acks (librdmacm/cma.c). */
+		if (rdma_leave_multicast(f->id, (struct sockaddr *)&m->addr))
+			log_debug("verbs: leaving %s: %s", m->name, strerror(errno));
+	}
+	m->joined = false;
+	m->pending = false;
+	m->attached = false;
 }

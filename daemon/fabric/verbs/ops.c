@@ -85,6 +85,7 @@ static int verbs_open(struct pubd_fabric **out, const struct pubd_config *cfg, s
 	if (!f)
 		return -ENOMEM;
 	f->loop = loop;
+	f->up = &verbs_device_up;
 	f->ev = *ev;
 	f->ctx = ctx;
 	f->last_rx_mc = -1;

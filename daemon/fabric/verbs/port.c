@@ -42,12 +42,12 @@ void verbs_port_came_up(struct pubd_fabric *f)
 		/* Receive buffers are sized for the old MTU: build anew. */
 		log_notice("verbs: %s port %u active MTU changed %u -> %u", f->dev_name, f->port, f->active_mtu,
 			   verbs_mtu_bytes(pa.active_mtu));
-		verbs_dev_lost(f, "MTU change", false);
+		f->up->dev_lost(f, "MTU change", false);
 		return;
 	}
 	f->port_active = true;
 	if (!verbs_qp_usable(f)) {
-		verbs_dev_lost(f, "the QP is not in RTS after the link came back", false);
+		f->up->dev_lost(f, "the QP is not in RTS after the link came back", false);
 		return;
 	}
 	log_notice("verbs: %s port %u active: rejoining", f->dev_name, f->port);
@@ -71,6 +71,6 @@ void verbs_port_check(struct pubd_fabric *f, uint64_t now)
 	    verbs_mtu_bytes(pa.active_mtu) != f->active_mtu) {
 		log_notice("verbs: %s port %u active MTU changed %u -> %u", f->dev_name, f->port, f->active_mtu,
 			   verbs_mtu_bytes(pa.active_mtu));
-		verbs_dev_lost(f, "MTU change", false);
+		f->up->dev_lost(f, "MTU change", false);
 	}
 }

@@ -2,7 +2,8 @@
 /*
  * The receive side's buffers: one registered slab, posted to the SRQ from a
  * free list, refilled as completions hand buffers back and when the SRQ
- * falls below its low watermark (IBV_EVENT_SRQ_LIMIT_REACHED).
+ * falls below its low watermark (IBV_EVENT_SRQ_LIMIT_REACHED, handled in
+ * async.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -160,22 +161,4 @@ unsigned verbs_rx_refill(struct pubd_fabric *f)
 	f->rx_retry_delay = 0;
 	f->rx_retry_at = 0;
 	return posted;
-}
-
-/* IBV_EVENT_SRQ_LIMIT_REACHED: fewer than srq_wm buffers are posted. */
-void verbs_srq_limit_reached(struct pubd_fabric *f)
-{
-	uint64_t held;
-
-	f->cnt[VC_SRQ_LIMIT_EVENTS]++;
-	if (verbs_ratelog_ok(&f->rl_srq_limit, &held))
-		log_info("verbs: %s SRQ fell below its low watermark %u: draining the CQ and refilling (%" PRIu64
-			 " more times since the last report)",
-			 f->dev_name, f->srq_wm, held);
-	verbs_process_cq(f); /* consumed buffers sit in the CQ: drain reposts them */
-	if (!f->dev_ok)
-		return;
-	verbs_rx_refill(f);
-	f->cnt[VC_SRQ_REFILLS]++;
-	verbs_rx_arm_limit(f);
 }

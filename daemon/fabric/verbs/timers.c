@@ -1,43 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The fabric's two timers: the kick (deferred work for the next loop
- * iteration: group_state(up) never from inside join(), a CQ drained beyond its
- * budget) and the retry timer, armed for the earliest of every pending retry
- * (rejoins, device rebuilds, failed posts, the port check, a paused cm channel).
+ * The fabric's two timers' callbacks: the kick (deferred work for the next
+ * loop iteration: group_state(up) never from inside join(), a CQ drained
+ * beyond its budget) and the retry timer, armed for the earliest of every
+ * pending retry (rejoins, device rebuilds, failed posts, the port check, a
+ * paused cm channel). Arming them is in util.c, for every file to use.
  */
 #include <sys/epoll.h>
 
 #include "verbs_internal.h"
 #include "loop.h"
-
-void verbs_kick(struct pubd_fabric *f)
-{
-	if (!f->kicked) {
-		f->kicked = true;
-		pubd_loop_timer_arm(f->kick, 0); /* a deadline in the past: next iteration */
-	}
-}
-
-void verbs_arm_retry(struct pubd_fabric *f)
-{
-	uint64_t next = UINT64_MAX;
-
-	if (!f->dev_ok && f->dev_retry_at)
-		next = f->dev_retry_at;
-	if (f->dev_ok) {
-		uint64_t at[] = {f->port_check_at, f->tx_retry_at, f->rx_retry_at};
-
-		for (unsigned i = 0; i < sizeof(at) / sizeof(at[0]); i++)
-			if (at[i] && at[i] < next)
-				next = at[i];
-	}
-	if (f->cm_resume_at && f->cm_resume_at < next)
-		next = f->cm_resume_at;
-	for (unsigned i = 0; i < f->nmcs; i++)
-		if (f->mcs[i].used && f->mcs[i].retry_at && f->mcs[i].retry_at < next)
-			next = f->mcs[i].retry_at;
-	pubd_loop_timer_arm(f->retry, next);
-}
 
 void verbs_on_kick(void *ctx, uint64_t now)
 {

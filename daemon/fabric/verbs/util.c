@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Small helpers shared by the verbs fabric's files: the rate limit on
- * repeating fault logs, and conversions for log lines and the status table.
+ * Small helpers shared by the verbs fabric's files: arming the kick and the
+ * retry timer, the rate limit on repeating fault logs, and conversions for
+ * log lines and the status table.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,4 +55,33 @@ const char *verbs_link_layer_name(uint8_t ll)
 	default:
 		return "unspecified";
 	}
+}
+
+void verbs_kick(struct pubd_fabric *f)
+{
+	if (!f->kicked) {
+		f->kicked = true;
+		pubd_loop_timer_arm(f->kick, 0); /* a deadline in the past: next iteration */
+	}
+}
+
+void verbs_arm_retry(struct pubd_fabric *f)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (!f->dev_ok && f->dev_retry_at)
+		next = f->dev_retry_at;
+	if (f->dev_ok) {
+		uint64_t at[] = {f->port_check_at, f->tx_retry_at, f->rx_retry_at};
+
+		for (unsigned i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+			if (at[i] && at[i] < next)
+				next = at[i];
+	}
+	if (f->cm_resume_at && f->cm_resume_at < next)
+		next = f->cm_resume_at;
+	for (unsigned i = 0; i < f->nmcs; i++)
+		if (f->mcs[i].used && f->mcs[i].retry_at && f->mcs[i].retry_at < next)
+			next = f->mcs[i].retry_at;
+	pubd_loop_timer_arm(f->retry, next);
 }

@@ -157,7 +157,18 @@ struct ratelog {
 /* True when this occurrence may be logged; *held says how many were not. */
 bool verbs_ratelog_ok(struct ratelog *r, uint64_t *held);
 
+/*
+ * Calls from the verbs objects up to the device's lifecycle (device.c): a
+ * CQ, port, async or CM error that means the device must be rebuilt. Set
+ * when the fabric opens, so the files below never call device.c by name.
+ */
+struct verbs_up {
+	void (*dev_lost)(struct pubd_fabric *f, const char *why, bool removed);
+};
+extern const struct verbs_up verbs_device_up;
+
 struct pubd_fabric {
+	const struct verbs_up *up;
 	struct pubd_loop *loop;
 	struct pubd_fabric_events ev;
 	void *ctx;
@@ -303,7 +314,6 @@ int verbs_rx_start(struct pubd_fabric *f, bool quiet);
 void verbs_rx_teardown(struct pubd_fabric *f);
 void verbs_rx_arm_limit(struct pubd_fabric *f);
 unsigned verbs_rx_refill(struct pubd_fabric *f);
-void verbs_srq_limit_reached(struct pubd_fabric *f);
 
 /* cq.c */
 unsigned verbs_drain_cq(struct pubd_fabric *f, unsigned budget, bool *more);
@@ -337,5 +347,20 @@ void verbs_status(const struct pubd_fabric *f, struct pub_table_builder *tb);
 		else                             \
 			log_notice(__VA_ARGS__); \
 	} while (0)
+
+/* The context a join carries to its CM events: the mc slot and its
+ * generation, no pointer to outlive (mcast.c joins, cm.c reads it back). */
+static inline void *verbs_join_ctx(unsigned idx, uint32_t gen)
+{
+	return (void *)(((uintptr_t)gen << 16) | idx);
+}
+
+static inline void verbs_join_ctx_decode(const void *p, unsigned *idx, uint32_t *gen)
+{
+	uintptr_t v = (uintptr_t)p;
+
+	*idx = v & 0xffff;
+	*gen = (uint32_t)(v >> 16);
+}
 
 #endif
