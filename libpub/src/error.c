@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* Error codes and their names; the library version. */
+/*
+ * Error codes and their names; the library version; the handle's last
+ * error (pub_errmsg) and the error pubd reported without a request, kept
+ * until a call returns it.
+ */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -97,4 +103,53 @@ const char *pub_err_describe(int err, const char *op)
 			return "permission denied by the group's publish ACL";
 	}
 	return pub_strerror(err);
+}
+
+/* Record the handle's last error with its context; returns err so callers can `return set_err(...)`. */
+int set_err(struct pub_client *c, int err, const char *fmt, ...)
+{
+	char msg[sizeof(c->errmsg)];
+	va_list ap;
+
+	/* Through a copy: callers add context to the previous message (c->errmsg as an argument). */
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	memcpy(c->errmsg, msg, sizeof(msg));
+	return err;
+}
+
+/* An error pubd reported without a request: keep the first until a call returns it. */
+void set_pending(struct pub_client *c, int err, const char *msg)
+{
+	if (c->pending_err)
+		return;
+	c->pending_err = err;
+	snprintf(c->pending_msg, sizeof(c->pending_msg), "%s", msg);
+}
+
+int take_pending(struct pub_client *c)
+{
+	int err = c->pending_err;
+
+	if (!err)
+		return 0;
+	c->pending_err = 0;
+	snprintf(c->errmsg, sizeof(c->errmsg), "%s", c->pending_msg);
+	return err;
+}
+
+int check_group(struct pub_client *c, const char *op, const char *group, size_t *len)
+{
+	if (!group)
+		return set_err(c, -EINVAL, "%s: no group name", op);
+	*len = strlen(group);
+	if (*len == 0 || *len > PUB_GROUP_MAX)
+		return set_err(c, -EINVAL, "%s: a group name has 1 to %d bytes", op, PUB_GROUP_MAX);
+	return 0;
+}
+
+bool is_disconnect(int err)
+{
+	return err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN || err == -ECONNABORTED;
 }

@@ -1,11 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* libpub internals shared by client.c, query.c and error.c; not installed. */
+/*
+ * libpub internals shared by its source files; not installed.
+ *
+ * The handle (struct pub_client) and the functions the files call in one
+ * another:
+ *   client.c   the handle: options, pub_connect, pub_close, pub_info
+ *   error.c    error codes, and the handle's last and pending errors
+ *   conn.c     the connection: connect, handshake, reconnect, pub_fd readiness
+ *   frame.c    framing: the receive buffer, writing frames, held output
+ *   recv.c     the receive path: frames from pubd, waiting for replies, pub_recv
+ *   request.c  requests with a reply: subscribe, unsubscribe
+ *   publish.c  the publish path: pub_publish, PUB_MORE, pub_flush
+ *   query.c    pub_query and its TABLE replies
+ * Everything not static here is hidden (C_VISIBILITY_PRESET hidden and
+ * pub.map): only the pub_* functions of pub.h are the library's ABI.
+ */
 #ifndef PUB_INTERNAL_H
 #define PUB_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "pub.h"
 #include "proto.h"
@@ -76,9 +92,86 @@ struct pub_client {
 	char errmsg[1024];
 };
 
+#define RBUF_MIN (256 * 1024)
+/* Replies (tables) can exceed max_message; below this nothing is refused. */
+#define MAX_BODY_MIN		 (16u * 1024 * 1024)
+#define DEFAULT_REQUEST_MS	 10000
+#define DEFAULT_RECONNECT_MIN_MS 10
+#define DEFAULT_RECONNECT_MAX_MS 1000
+/* A publisher that never receives still reads what pubd reported, every so many publishes. */
+#define DRAIN_EVERY 16
+/* PUB_MORE holds messages of up to MORE_COPY_MAX bytes (larger ones are
+ * worth their own system call, and copying them would cost more than it
+ * saves) and writes them once MORE_FLUSH_AT bytes wait. */
+#define MORE_COPY_MAX (8 * 1024)
+#define MORE_FLUSH_AT (64 * 1024)
+
+#define NEVER UINT64_MAX
+
+/* ---- time ---- */
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t deadline_in(int ms)
+{
+	if (ms < 0)
+		return NEVER;
+	return now_ns() + (uint64_t)ms * 1000000ull;
+}
+
+/* poll() timeout until a deadline: -1 for never, rounded up so we do not spin. */
+static inline int ms_until(uint64_t deadline)
+{
+	uint64_t now, left;
+
+	if (deadline == NEVER)
+		return -1;
+	now = now_ns();
+	if (now >= deadline)
+		return 0;
+	left = (deadline - now + 999999) / 1000000;
+	return left > 1000000000 ? 1000000000 : (int)left;
+}
+
 /* error.c */
 int pub_err_from_code(uint32_t code);
 const char *pub_err_describe(int err, const char *op);
+int set_err(struct pub_client *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void set_pending(struct pub_client *c, int err, const char *msg);
+int take_pending(struct pub_client *c);
+int check_group(struct pub_client *c, const char *op, const char *group, size_t *len);
+bool is_disconnect(int err);
+
+/* conn.c */
+void readiness_update(struct pub_client *c);
+void conn_close(struct pub_client *c);
+void conn_lost(struct pub_client *c);
+int conn_first(struct pub_client *c, uint64_t deadline);
+int reconnect(struct pub_client *c);
+int ensure_up(struct pub_client *c);
+
+/* frame.c */
+void rx_detach(struct pub_client *c);
+int rx_read(struct pub_client *c);
+int tx_flush(struct pub_client *c, uint64_t deadline);
+int wbuf_room(struct pub_client *c, size_t extra, size_t min_cap);
+int tx_frame(struct pub_client *c, const void *head, size_t hlen, const void *data, size_t dlen, uint64_t deadline,
+	     bool *partial);
+
+/* recv.c */
+int process(struct pub_client *c, struct pub_waiter *w, struct pub_message *m);
+int wait_for(struct pub_client *c, struct pub_waiter *w, uint64_t deadline);
+
+/* request.c */
+uint32_t next_req(struct pub_client *c);
+int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w);
+int request(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w);
 
 /* query.c: turn a validated TABLE into the public struct and call cb. */
 int pub_table_deliver(struct pub_table_reader *r, pub_table_cb cb, void *cb_arg);

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Query replies: a TABLE frame, already validated by pub_proto_dec_table,
+ * pub_query, and its replies: a TABLE frame, already validated by pub_proto_dec_table,
  * becomes a struct pub_table with NUL-terminated strings for the callback.
  * One allocation for the cells and one for all strings; a query is an
  * operator's request, not a hot path.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,4 +79,36 @@ out:
 	free(cells);
 	free(cols);
 	return ret;
+}
+
+int pub_query(pub_client_t *c, int kind, const char *arg, pub_table_cb cb, void *cb_arg)
+{
+	uint8_t frame[PUB_PROTO_HDR_LEN + 4 + 1 + 1 + PUB_PROTO_NAME_MAX];
+	char what[PUB_GROUP_MAX + 32];
+	struct pub_waiter w = {.what = what, .cb = cb, .cb_arg = cb_arg};
+	size_t alen = arg ? strlen(arg) : 0;
+	long n;
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	static const char *const names[] = {
+		[PUB_Q_STATUS] = "status",   [PUB_Q_GROUPS] = "groups", [PUB_Q_GROUP] = "group",
+		[PUB_Q_CLIENTS] = "clients", [PUB_Q_DROPS] = "drops",	[PUB_Q_SOURCES] = "sources",
+		[PUB_Q_RELOAD] = "reload"};
+	if (kind > 0 && kind < (int)(sizeof(names) / sizeof(names[0])))
+		snprintf(what, sizeof(what), "%s%s%.255s", names[kind], arg ? " " : "", arg ? arg : "");
+	else
+		snprintf(what, sizeof(what), "query %d", kind);
+	if (kind <= 0 || kind > 255 || alen > PUB_PROTO_NAME_MAX)
+		return set_err(c, -EINVAL, "%s: bad kind or argument", what);
+	w.req_id = next_req(c);
+	n = pub_proto_enc_query(frame, sizeof(frame), w.req_id, (uint8_t)kind, arg, alen);
+	if (n <= 0)
+		return set_err(c, -EINVAL, "%s: cannot encode", what);
+	r = request(c, frame, (size_t)n, &w);
+	if (r == 0 && w.cb_ret)
+		r = w.cb_ret;
+	readiness_update(c);
+	return r;
 }

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The publish path: pub_publish (one frame straight from the caller's
+ * memory, or held back with PUB_MORE; PUB_SYNC waits for pubd's answer)
+ * and pub_flush. A publisher that never receives reads what pubd reported
+ * only here (drain).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Look at what pubd sent without waiting: errors about earlier publishes. */
+static int drain(struct pub_client *c)
+{
+	int r;
+
+	for (;;) {
+		r = process(c, NULL, NULL);
+		if (r < 0)
+			break;
+		r = rx_read(c);
+		if (r == -EAGAIN)
+			return 0;
+		if (r < 0)
+			break;
+	}
+	if (is_disconnect(r)) {
+		conn_lost(c);
+		return 0; /* the publish finds the connection down and tries once to reconnect */
+	}
+	if (r != -PUB_EPROTO && r != -ENOMEM)
+		set_err(c, r, "reading from pubd: %s", pub_strerror(r));
+	set_pending(c, r, c->errmsg);
+	conn_lost(c);
+	return 0;
+}
+
+/*
+ * PUB_MORE: append the frame to the output kept in the handle, so that many
+ * small messages leave in one write. -EAGAIN (PUB_NONBLOCK) when the held
+ * output is full and the socket has no room: nothing of this message taken.
+ */
+static int hold_frame(struct pub_client *c, const char *group, size_t glen, const void *data, size_t len, bool nonblock)
+{
+	long n;
+	int r;
+
+	if (c->wlen - c->wpos >= MORE_FLUSH_AT) {
+		r = tx_flush(c, nonblock ? 0 : NEVER);
+		if (r < 0)
+			return r;
+	}
+	r = wbuf_room(c, PUB_PROTO_MAX_HEAD + len, MORE_FLUSH_AT + MORE_COPY_MAX + PUB_PROTO_MAX_HEAD);
+	if (r < 0)
+		return r;
+	/* The head straight into the output, the payload after it. */
+	n = pub_proto_enc_publish_head(c->wbuf + c->wlen, PUB_PROTO_MAX_HEAD, 0, group, glen, len);
+	if (n <= 0)
+		return -PUB_ETOOLARGE;
+	if (len)
+		memcpy(c->wbuf + c->wlen + (size_t)n, data, len);
+	c->wlen += (size_t)n + len;
+	c->more_held++;
+	if (c->wlen >= MORE_FLUSH_AT) {
+		r = tx_flush(c, nonblock ? 0 : NEVER);
+		if (r < 0 && r != -EAGAIN)
+			return r;
+	}
+	return 0;
+}
+
+/* The arguments of a publish, checked; the group name's length in *glen. */
+static int publish_checks(struct pub_client *c, const char *group, const void *data, size_t len, int flags,
+			  size_t *glen)
+{
+	int r = check_group(c, "publish", group, glen);
+
+	if (r < 0)
+		return r;
+	if (flags & ~(PUB_NONBLOCK | PUB_SYNC | PUB_MORE))
+		return set_err(c, -EINVAL, "publish '%s': unknown flags 0x%x", group, flags);
+	if (!data && len)
+		return set_err(c, -EINVAL, "publish '%s': no data", group);
+	return 0;
+}
+
+/* PUB_MORE: the message is held back with the others (hold_frame). */
+static int publish_more(struct pub_client *c, const char *what, const char *group, size_t glen, const void *data,
+			size_t len, bool nonblock)
+{
+	int r = hold_frame(c, group, glen, data, len, nonblock);
+
+	if (r == 0)
+		return 0;
+	if (r == -EAGAIN)
+		return set_err(c, r, "%s: socket full (PUB_NONBLOCK)", what);
+	if (!is_disconnect(r))
+		return set_err(c, r, "%s: %s", what, pub_strerror(r));
+	/* The held messages went down with the connection; so does this one. */
+	conn_lost(c);
+	take_pending(c);
+	return set_err(c, -ENOTCONN, "%s: connection to pubd lost; this and %s", what,
+		       "the messages held by PUB_MORE before it were not sent");
+}
+
+/* One attempt to send the frame (after what is already queued). *final:
+ * the result is the call's, its error already said. */
+static int publish_send(struct pub_client *c, struct pub_waiter *w, const char *group, size_t glen, const void *data,
+			size_t len, int flags, bool *final)
+{
+	uint64_t deadline = flags & PUB_NONBLOCK ? 0 : NEVER;
+	uint8_t head[PUB_PROTO_MAX_HEAD];
+	bool partial;
+	long n;
+	int r;
+
+	*final = false;
+	r = tx_flush(c, deadline);
+	if (r == 0) {
+		w->req_id = (flags & PUB_SYNC) ? next_req(c) : 0;
+		n = pub_proto_enc_publish_head(head, sizeof(head), w->req_id, group, glen, len);
+		if (n <= 0) {
+			*final = true;
+			return set_err(c, -PUB_ETOOLARGE, "%s: message of %zu bytes cannot be framed", w->what, len);
+		}
+		r = tx_frame(c, head, (size_t)n, data, len, deadline, &partial);
+	}
+	if (r == -EAGAIN) {
+		*final = true;
+		return set_err(c, r, "%s: socket full (PUB_NONBLOCK)", w->what);
+	}
+	return r;
+}
+
+/* PUB_SYNC: the frame is sent; wait for pubd's answer. */
+static int publish_wait(struct pub_client *c, struct pub_waiter *w)
+{
+	int r = wait_for(c, w, deadline_in(c->request_timeout_ms));
+
+	if (r == 0)
+		return 0;
+	if (w->done)
+		return r; /* pubd refused: errmsg says why */
+	if (r == -ETIMEDOUT)
+		return set_err(c, r, "%s: pubd did not answer within %d ms", w->what, c->request_timeout_ms);
+	conn_lost(c);
+	if (!is_disconnect(r))
+		return set_err(c, r, "%s: %s", w->what, c->errmsg);
+	/* Sent, then the connection died before pubd answered: we cannot tell. */
+	return set_err(c, -ENOTCONN, "%s: connection to pubd lost before it confirmed", w->what);
+}
+
+static int publish(struct pub_client *c, const char *group, const void *data, size_t len, int flags)
+{
+	char what[PUB_GROUP_MAX + 32];
+	struct pub_waiter w = {.what = what};
+	size_t glen = 0; /* set by check_group; gcc -O3 cannot see it */
+	bool final;
+	int r;
+
+	r = publish_checks(c, group, data, len, flags, &glen);
+	if (r < 0)
+		return r;
+	snprintf(what, sizeof(what), "publish '%s'", group);
+
+	/* A pure publisher reads only here: errors pubd reported, or the end of the connection. */
+	if (c->up && c->nsubs == 0 && (++c->publishes >= DRAIN_EVERY || (flags & PUB_SYNC))) {
+		c->publishes = 0;
+		drain(c);
+	}
+	r = take_pending(c);
+	if (r < 0)
+		return r;
+
+	for (int attempt = 0;; attempt++) {
+		r = ensure_up(c);
+		if (r < 0)
+			return set_err(c, r, "%s: %s", what, c->errmsg);
+		if (len > c->info.max_message)
+			return set_err(c, -PUB_ETOOLARGE,
+				       "%s: message of %zu bytes exceeds pubd's max_message_size (%u)", what, len,
+				       c->info.max_message);
+		if ((flags & PUB_MORE) && !(flags & PUB_SYNC) && len <= MORE_COPY_MAX)
+			return publish_more(c, what, group, glen, data, len, flags & PUB_NONBLOCK);
+		r = publish_send(c, &w, group, glen, data, len, flags, &final);
+		if (final)
+			return r;
+		/* Sent: errors about earlier messages stay kept for the next call. */
+		if (r == 0)
+			return flags & PUB_SYNC ? publish_wait(c, &w) : 0;
+		if (!is_disconnect(r))
+			return set_err(c, r, "%s: %s", what, pub_strerror(r));
+		/* pubd went away. Nothing of this frame reached a live pubd (a partial frame dies
+		 * with the connection), so one fresh connection may carry it whole. */
+		conn_lost(c);
+		if (attempt > 0)
+			return set_err(c, -ENOTCONN, "%s: connection to pubd lost", what);
+	}
+}
+
+int pub_publish(pub_client_t *c, const char *group, const void *data, size_t len, int flags)
+{
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	r = publish(c, group, data, len, flags);
+	readiness_update(c);
+	return r;
+}
+
+int pub_flush(pub_client_t *c, int timeout_ms)
+{
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	if (c->up && c->nsubs == 0)
+		drain(c);
+	r = take_pending(c);
+	if (r == 0 && c->wpos < c->wlen) {
+		if (!c->up)
+			r = set_err(c, -ENOTCONN, "flush: %s", "not connected to pubd");
+		else
+			r = tx_flush(c, timeout_ms == 0 ? 0 : deadline_in(timeout_ms));
+		if (is_disconnect(r)) {
+			conn_lost(c);
+			r = set_err(c, -ENOTCONN, "flush: connection to pubd lost");
+		} else if (r < 0) {
+			set_err(c, r, "flush: %s", pub_strerror(r));
+		}
+	}
+	readiness_update(c);
+	return r;
+}

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The receive path: frames from pubd, dispatched in order. Replies end the
+ * wait of the call that sent the request, errors pubd reports without a
+ * request are kept for the next call, and messages that arrive while a call
+ * waits for a reply are copied to a queue that pub_recv() empties first.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int queue_message(struct pub_client *c, const struct pub_msg_deliver *d)
+{
+	struct pub_queued *q = malloc(sizeof(*q) + d->payload_len);
+
+	if (!q)
+		return -ENOMEM;
+	q->next = NULL;
+	q->source = d->source;
+	q->seq = d->seq;
+	q->len = d->payload_len;
+	memcpy(q->group, d->group.ptr, d->group.len);
+	q->group[d->group.len] = '\0';
+	if (d->payload_len)
+		memcpy(q->data, d->payload, d->payload_len);
+	*c->qtail = q;
+	c->qtail = &q->next;
+	return 0;
+}
+
+static void reply_error(struct pub_client *c, struct pub_waiter *w, const struct pub_msg_error *e)
+{
+	int err = pub_err_from_code(e->code);
+
+	w->done = true;
+	w->result = err;
+	set_err(c, err, "%s: %s (pubd: %.*s)", w->what ? w->what : "request", pub_err_describe(err, w->what),
+		(int)e->text.len, e->text.ptr);
+}
+
+/* An ERROR without a request: about a fast-path publish, a dropped subscription, or the connection. */
+static void async_error(struct pub_client *c, const struct pub_msg_error *e)
+{
+	int err = pub_err_from_code(e->code);
+	char msg[sizeof(c->pending_msg)];
+
+	/* The connection ends next; reconnecting is the whole answer. */
+	if (e->code == PUB_ERR_SHUTDOWN)
+		return;
+	snprintf(msg, sizeof(msg), "pubd reported: %s (pubd: %.*s)", pub_strerror(err), (int)e->text.len, e->text.ptr);
+	set_pending(c, err, msg);
+}
+
+/*
+ * One frame from pubd. Returns 1 when it was a message placed in *m, 0
+ * when handled, or a negative error that ends the connection (pubd broke
+ * the protocol, or memory ran out).
+ */
+static int dispatch(struct pub_client *c, uint8_t type, const uint8_t *body, size_t len, struct pub_waiter *w,
+		    struct pub_message *m)
+{
+	struct pub_msg_deliver d;
+	struct pub_msg_ok ok;
+	struct pub_msg_error e;
+	struct pub_msg_welcome wel;
+	struct pub_table_reader t;
+
+	switch (type) {
+	case PUB_FRAME_DELIVER:
+		if (pub_proto_dec_deliver(body, len, &d) < 0)
+			return set_err(c, -PUB_EPROTO, "malformed DELIVER from pubd");
+		if (!m)
+			return queue_message(c, &d);
+		memcpy(c->msg_group, d.group.ptr, d.group.len);
+		c->msg_group[d.group.len] = '\0';
+		m->group = c->msg_group;
+		m->source = d.source;
+		m->seq = d.seq;
+		m->data = d.payload;
+		m->len = d.payload_len;
+		c->holding = true;
+		return 1;
+	case PUB_FRAME_OK:
+		if (pub_proto_dec_ok(body, len, &ok) < 0)
+			return set_err(c, -PUB_EPROTO, "malformed OK from pubd");
+		if (w && w->req_id && ok.req_id == w->req_id) {
+			w->done = true;
+			w->result = 0;
+		}
+		return 0; /* otherwise the late answer to a request that timed out */
+	case PUB_FRAME_ERROR:
+		if (pub_proto_dec_error(body, len, &e) < 0)
+			return set_err(c, -PUB_EPROTO, "malformed ERROR from pubd");
+		if (w && (w->welcome || (w->req_id && e.req_id == w->req_id)))
+			reply_error(c, w, &e);
+		else if (e.req_id == 0)
+			async_error(c, &e);
+		return 0;
+	case PUB_FRAME_TABLE:
+		if (pub_proto_dec_table(body, len, &t) < 0)
+			return set_err(c, -PUB_EPROTO, "malformed TABLE from pubd");
+		if (w && w->req_id && t.req_id == w->req_id && w->cb && !w->cb_ret)
+			w->cb_ret = pub_table_deliver(&t, w->cb, w->cb_arg);
+		return 0;
+	case PUB_FRAME_WELCOME:
+		if (!w || !w->welcome)
+			return set_err(c, -PUB_EPROTO, "pubd sent a second WELCOME");
+		if (pub_proto_dec_welcome(body, len, &wel) < 0)
+			return set_err(c, -PUB_EPROTO, "malformed WELCOME from pubd");
+		if (wel.version != PUB_PROTO_VERSION) {
+			w->done = true;
+			w->result =
+				set_err(c, -PUB_EVERSION, "pubd answered with protocol version %u, libpub speaks %u",
+					wel.version, PUB_PROTO_VERSION);
+			return 0;
+		}
+		c->info.max_message = wel.max_message;
+		c->info.mtu = wel.mtu;
+		c->info.client_id = wel.client_id;
+		c->info.source_id = wel.source_id;
+		snprintf(c->info.daemon_version, sizeof(c->info.daemon_version), "%.*s", (int)wel.daemon_version.len,
+			 wel.daemon_version.ptr);
+		snprintf(c->info.fabric, sizeof(c->info.fabric), "%.*s", (int)wel.fabric.len, wel.fabric.ptr);
+		/* Room for the largest DELIVER pubd may send, and never less than the floor for tables. */
+		c->max_body = (size_t)wel.max_message + PUB_PROTO_MAX_HEAD;
+		if (c->max_body < MAX_BODY_MIN)
+			c->max_body = MAX_BODY_MIN;
+		w->done = true;
+		w->result = 0;
+		return 0;
+	}
+	return set_err(c, -PUB_EPROTO, "pubd sent a frame of type %u, which only clients send", type);
+}
+
+/* Dispatch the complete frames in rbuf until a message (1), the waiter is done (0), or an error. */
+int process(struct pub_client *c, struct pub_waiter *w, struct pub_message *m)
+{
+	while (c->rbuf && !(w && w->done)) {
+		uint8_t type;
+		uint32_t len;
+		const uint8_t *body;
+		int r = pub_proto_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->max_body, &type, &len, &body,
+					     NULL);
+
+		if (r < 0)
+			return set_err(c, -PUB_EPROTO,
+				       "invalid frame header from pubd (type %u, or longer than %zu bytes)",
+				       c->rbuf[c->rpos + 4], c->max_body);
+		if (r == 0)
+			return 0;
+		c->rpos += PUB_PROTO_HDR_LEN + len;
+		r = dispatch(c, type, body, len, w, m);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * Read and dispatch until the waiter is done, the deadline passes, or the
+ * connection fails. Messages that arrive meanwhile are queued.
+ */
+int wait_for(struct pub_client *c, struct pub_waiter *w, uint64_t deadline)
+{
+	for (;;) {
+		int r = process(c, w, NULL);
+
+		if (r < 0)
+			return r;
+		if (w->done)
+			return w->result;
+		if (c->wpos < c->wlen) {
+			r = tx_flush(c, 0);
+			if (r < 0 && r != -EAGAIN)
+				return r;
+		}
+		r = rx_read(c);
+		if (r > 0)
+			continue;
+		if (r != -EAGAIN)
+			return r;
+		if (now_ns() >= deadline)
+			return -ETIMEDOUT;
+		struct pollfd p = {.fd = c->sock, .events = POLLIN | (c->wpos < c->wlen ? POLLOUT : 0)};
+		if (poll(&p, 1, ms_until(deadline)) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* Release what the caller's previous message pointed into. */
+static void recv_release(struct pub_client *c)
+{
+	free(c->held_buf);
+	c->held_buf = NULL;
+	c->holding = false;
+	free(c->cur);
+	c->cur = NULL;
+}
+
+static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
+{
+	uint64_t deadline = deadline_in(timeout_ms);
+	int r;
+
+	for (;;) {
+		r = take_pending(c);
+		if (r < 0)
+			return r;
+		if (c->qhead) {
+			c->cur = c->qhead;
+			c->qhead = c->cur->next;
+			if (!c->qhead)
+				c->qtail = &c->qhead;
+			m->group = c->cur->group;
+			m->source = c->cur->source;
+			m->seq = c->cur->seq;
+			m->data = c->cur->data;
+			m->len = c->cur->len;
+			return 1;
+		}
+		if (!c->up) {
+			if (c->flags & PUB_OPT_NO_RECONNECT)
+				return set_err(c, -ENOTCONN, "not connected to pubd at %s (reconnecting is off)",
+					       c->path);
+			if (now_ns() >= c->next_attempt_ns) {
+				r = reconnect(c);
+				if (r == -ENOMEM || r == -PUB_EVERSION)
+					return r;
+				continue;
+			}
+			if (now_ns() >= deadline)
+				return 0;
+			/* Sleep until the next attempt or the caller's deadline, whichever is first. */
+			uint64_t until = c->next_attempt_ns < deadline ? c->next_attempt_ns : deadline;
+			poll(NULL, 0, ms_until(until));
+			continue;
+		}
+		r = process(c, NULL, m);
+		if (r == 1)
+			return 1;
+		if (r == 0 && c->wpos < c->wlen)
+			r = tx_flush(c, 0);
+		if (r == 0 || r == -EAGAIN)
+			r = rx_read(c);
+		if (r > 0)
+			continue;
+		if (r == -EAGAIN) {
+			if (now_ns() >= deadline)
+				return 0;
+			struct pollfd p = {.fd = c->sock, .events = POLLIN | (c->wpos < c->wlen ? POLLOUT : 0)};
+			if (poll(&p, 1, ms_until(deadline)) < 0 && errno != EINTR)
+				return set_err(c, -errno, "recv: poll: %s", strerror(errno));
+			continue;
+		}
+		if (is_disconnect(r)) {
+			conn_lost(c);
+			continue;
+		}
+		/* pubd broke the protocol or memory ran out: drop this connection, report, go on later. */
+		if (r != -ENOMEM && r != -PUB_EPROTO)
+			set_err(c, r, "recv: %s", pub_strerror(r));
+		conn_lost(c);
+		return r;
+	}
+}
+
+int pub_recv(pub_client_t *c, struct pub_message *m, int timeout_ms)
+{
+	int r;
+
+	if (!c || !m)
+		return -EINVAL;
+	recv_release(c);
+	r = recv_one(c, m, timeout_ms);
+	readiness_update(c);
+	return r;
+}
