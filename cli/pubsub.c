@@ -137,6 +137,66 @@ static int publish_failed(struct pubctl *ctl, pub_client_t *c, int r)
 	return 1;
 }
 
+/* What pub sends: the MESSAGE argument, a file (- for stdin) or size bytes
+ * of a pattern. 0, or -1 with the error said. */
+static int message_data(const char *text, const char *file, bool have_size, uint64_t size, uint8_t **data, size_t *len)
+{
+	*data = NULL;
+	if (text) {
+		*len = strlen(text);
+		*data = malloc(*len ? *len : 1);
+		if (*data)
+			memcpy(*data, text, *len);
+	} else if (file) {
+		if (read_all(file, data, len) < 0)
+			return -1;
+	} else {
+		*len = (size_t)size;
+		*data = malloc(*len ? *len : 1);
+	}
+	if (!*data) {
+		pubctl_err("pub: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Sleep until message i is due at rate messages a second from start: paced
+ * against the start, not the previous message, so the rate does not drift. */
+static void pace(double start, uint64_t i, double rate)
+{
+	double due = start + (double)i / rate, wait = due - now_s();
+
+	if (wait > 0) {
+		struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* count messages (a pattern numbered by message when sized), then the
+ * flush that reports any error pubd gave about an earlier one. */
+static int publish_count(pub_client_t *c, const char *group, uint8_t *data, size_t len, uint64_t count, double rate,
+			 bool numbered)
+{
+	double start = now_s();
+	int r = 0;
+
+	for (uint64_t i = 0; i < count && !interrupted; i++) {
+		if (rate > 0)
+			pace(start, i, rate);
+		if (numbered)
+			pattern(data, len, i);
+		/* The last message waits for pubd's word, which covers every earlier
+		 * one. Unpaced, the others go out gathered (PUB_MORE); paced, each
+		 * leaves when it is due. */
+		r = pub_publish(c, group, data, len, i + 1 == count ? PUB_SYNC : rate > 0 ? 0 : PUB_MORE);
+		if (r < 0)
+			return r;
+	}
+	return pub_flush(c, -1);
+}
+
 int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -185,49 +245,14 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 		pubctl_err("pub: give exactly one of MESSAGE, --file F, --size B");
 		goto usage;
 	}
-	if (argc - optind == 2) {
-		len = strlen(argv[optind + 1]);
-		data = malloc(len ? len : 1);
-		if (data)
-			memcpy(data, argv[optind + 1], len);
-	} else if (file) {
-		if (read_all(file, &data, &len) < 0)
-			return 1;
-	} else {
-		len = (size_t)size;
-		data = malloc(len ? len : 1);
-	}
-	if (!data) {
-		pubctl_err("pub: out of memory");
+	if (message_data(argc - optind == 2 ? argv[optind + 1] : NULL, file, have_size, size, &data, &len) < 0)
 		return 1;
-	}
 
 	c = pubctl_connect(ctl, false, &ret);
 	if (!c)
 		goto out;
 	start = now_s();
-	for (uint64_t i = 0; i < count && !interrupted; i++) {
-		if (rate > 0) {
-			/* Pace against the start, not the previous message, so the rate does not drift. */
-			double due = start + (double)i / rate, wait = due - now_s();
-
-			if (wait > 0) {
-				struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-
-				nanosleep(&ts, NULL);
-			}
-		}
-		if (have_size)
-			pattern(data, len, i);
-		/* The last message waits for pubd's word, which covers every earlier
-		 * one. Unpaced, the others go out gathered (PUB_MORE); paced, each
-		 * leaves when it is due. */
-		r = pub_publish(c, group, data, len, i + 1 == count ? PUB_SYNC : rate > 0 ? 0 : PUB_MORE);
-		if (r < 0)
-			break;
-	}
-	if (r == 0)
-		r = pub_flush(c, -1); /* an error pubd reported about an earlier message */
+	r = publish_count(c, group, data, len, count, rate, have_size);
 	if (r < 0) {
 		ret = publish_failed(ctl, c, r);
 		goto out;
@@ -272,6 +297,63 @@ static void print_message(const struct pub_message *m)
 		printf("<%zu bytes>\n", m->len);
 }
 
+/* Wait for pubd's socket to be readable, until deadline (seconds, now_s;
+ * negative: for ever). 0 readable (or interrupted), 1 the deadline passed,
+ * -1 with the error said. */
+static int wait_readable(pub_client_t *c, double deadline)
+{
+	struct pollfd p = {.fd = pub_fd(c), .events = POLLIN};
+	int wait = -1;
+
+	if (deadline >= 0) {
+		double left = deadline - now_s();
+
+		if (left <= 0)
+			return 1;
+		wait = (int)(left * 1000) + 1;
+	}
+	if (poll(&p, 1, wait) < 0 && errno != EINTR) {
+		pubctl_err("poll: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Every message waiting (up to count in all, 0: no limit), each written raw
+ * to out, or printed as a line when out is NULL. 0, or -1 with the error said. */
+static int take_messages(pub_client_t *c, uint64_t count, uint64_t *got, FILE *out)
+{
+	struct pub_message m;
+	int r;
+
+	while ((!count || *got < count) && (r = pub_recv(c, &m, 0)) != 0) {
+		if (r < 0 && -r > PUB_EBASE) {
+			/* pubd's word (a slow-subscriber cut, a group gone): say so and go on. */
+			pubctl_err("warning: %s", pub_errmsg(c));
+			continue;
+		}
+		if (r < 0) {
+			pubctl_err("%s", pub_errmsg(c));
+			return -1;
+		}
+		++*got;
+		if (out)
+			fwrite(m.data, 1, m.len, out);
+		else
+			print_message(&m);
+	}
+	return 0;
+}
+
+/* sub --count N ended with fewer: say why. */
+static void short_count(uint64_t got, uint64_t count, double timeout)
+{
+	if (interrupted)
+		pubctl_err("interrupted: received %" PRIu64 " of %" PRIu64 " messages", got, count);
+	else
+		pubctl_err("timed out after %g s: received %" PRIu64 " of %" PRIu64 " messages", timeout, got, count);
+}
+
 int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -285,7 +367,6 @@ int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 	const char *output = NULL;
 	FILE *out = stdout;
 	pub_client_t *c = NULL;
-	struct pub_message m;
 	int opt, r, ret = 1;
 
 	optind = 0; /* 0, not 1: GNU getopt re-initialises (main parsed with "+") */
@@ -332,45 +413,16 @@ int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 	if (timeout >= 0)
 		deadline = now_s() + timeout;
 	while (!interrupted && (!count || got < count)) {
-		int wait = -1;
-		struct pollfd p = {.fd = pub_fd(c), .events = POLLIN};
-
-		if (timeout >= 0) {
-			double left = deadline - now_s();
-
-			if (left <= 0)
-				break;
-			wait = (int)(left * 1000) + 1;
-		}
-		if (poll(&p, 1, wait) < 0 && errno != EINTR) {
-			pubctl_err("poll: %s", strerror(errno));
+		r = wait_readable(c, timeout >= 0 ? deadline : -1);
+		if (r > 0)
+			break; /* timed out */
+		if (r < 0 || take_messages(c, count, &got, output ? out : NULL) < 0)
 			goto out;
-		}
-		while ((!count || got < count) && (r = pub_recv(c, &m, 0)) != 0) {
-			if (r < 0 && -r > PUB_EBASE) {
-				/* pubd's word (a slow-subscriber cut, a group gone): say so and go on. */
-				pubctl_err("warning: %s", pub_errmsg(c));
-				continue;
-			}
-			if (r < 0) {
-				pubctl_err("%s", pub_errmsg(c));
-				goto out;
-			}
-			got++;
-			if (output)
-				fwrite(m.data, 1, m.len, out);
-			else
-				print_message(&m);
-		}
 		/* Whatever arrived together is written together: a reader of a pipe sees each batch at once. */
 		fflush(out);
 	}
 	if (count && got < count) {
-		if (interrupted)
-			pubctl_err("interrupted: received %" PRIu64 " of %" PRIu64 " messages", got, count);
-		else
-			pubctl_err("timed out after %g s: received %" PRIu64 " of %" PRIu64 " messages", timeout, got,
-				   count);
+		short_count(got, count, timeout);
 		goto out;
 	}
 	ret = 0;

@@ -55,6 +55,98 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* count messages from 0 bytes up to max_message, published and received
+ * whole, in order, from the publisher's source. -1 when out of memory. */
+static int round_trip(pub_client_t *sub, pub_client_t *pub, const char *group, unsigned count,
+		      const struct pub_info *info)
+{
+	struct pub_message m;
+	uint64_t last_seq = 0;
+	uint8_t *buf = malloc(info->max_message ? info->max_message : 1);
+	int r;
+
+	if (!buf)
+		return -1;
+	/* Sizes from 0 up to max_message, the last message exactly max_message. */
+	for (unsigned i = 0; i < count; i++) {
+		size_t len = i + 1 == count ? info->max_message : (size_t)info->max_message * i / count;
+
+		fill(buf, len, i);
+		r = pub_publish(pub, group, buf, len, i + 1 == count ? PUB_SYNC : 0);
+		CHECK(r == 0, "publish %u (%zu bytes): %s", i, len, pub_errmsg(pub));
+	}
+	for (unsigned i = 0; i < count; i++) {
+		size_t len = i + 1 == count ? info->max_message : (size_t)info->max_message * i / count;
+
+		r = pub_recv(sub, &m, 5000);
+		CHECK(r == 1, "recv %u: %d %s", i, r, r < 0 ? pub_errmsg(sub) : "timeout");
+		if (r != 1)
+			break;
+		fill(buf, len, i);
+		CHECK(m.len == len && memcmp(m.data, buf, len) == 0, "message %u: %zu bytes, want %zu", i, m.len, len);
+		CHECK(strcmp(m.group, group) == 0, "message %u: group %s", i, m.group);
+		CHECK(m.source == info->source_id, "message %u: source %016" PRIx64, i, m.source);
+		CHECK(i == 0 || m.seq == last_seq + 1, "message %u: seq %" PRIu64 " after %" PRIu64, i, m.seq,
+		      last_seq);
+		last_seq = m.seq;
+	}
+	printf("%u messages up to %u bytes: round trip ok\n", count, info->max_message);
+	free(buf);
+	return 0;
+}
+
+/* What pubd refuses, refused with the right error; a status query answered. */
+static void refusals(pub_client_t *sub, pub_client_t *pub, const char *group, const struct pub_info *info)
+{
+	uint8_t *big;
+	int r, tables = 0;
+
+	r = pub_publish(pub, "no-such-group-smoke", "x", 1, PUB_SYNC);
+	CHECK(r == -PUB_ENOGROUP, "unknown group: %d %s", r, pub_errmsg(pub));
+	printf("unknown group: %s\n", pub_errmsg(pub));
+	big = malloc((size_t)info->max_message + 1);
+	if (big) {
+		r = pub_publish(pub, group, big, (size_t)info->max_message + 1, 0);
+		CHECK(r == -PUB_ETOOLARGE, "too large: %d", r);
+		printf("too large: %s\n", pub_errmsg(pub));
+		free(big);
+	}
+	r = pub_subscribe(sub, "no-such-group-smoke");
+	CHECK(r == -PUB_ENOGROUP, "subscribe unknown: %d %s", r, pub_errmsg(sub));
+	r = pub_query(pub, PUB_Q_STATUS, NULL, count_tables, &tables);
+	CHECK(r == 0 && tables > 0, "query status: %d %s", r, pub_errmsg(pub));
+}
+
+/* --restart: publish and receive for seconds while someone restarts pubd;
+ * both clients must come through (libpub reconnects). */
+static void restart_window(pub_client_t *sub, pub_client_t *pub, const char *group, int seconds)
+{
+	double end = now_s() + seconds;
+	unsigned sent = 0, got = 0, refused = 0;
+	struct pub_info si, pi;
+	struct pub_message m;
+	int r;
+
+	printf("restart pubd now; publishing and receiving for %d s\n", seconds);
+	while (now_s() < end) {
+		r = pub_publish(pub, group, "tick", 4, 0);
+		if (r == 0)
+			sent++;
+		else
+			refused++;
+		while ((r = pub_recv(sub, &m, 10)) == 1)
+			got++;
+		if (r < 0)
+			printf("recv: %s\n", pub_errmsg(sub));
+	}
+	pub_info(sub, &si);
+	pub_info(pub, &pi);
+	printf("sent %u, refused %u (pubd down), received %u; reconnects: subscriber %" PRIu64 ", publisher %" PRIu64
+	       "\n",
+	       sent, refused, got, si.reconnects, pi.reconnects);
+	CHECK(got > 0, "nothing received across the restart window");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -66,12 +158,9 @@ int main(int argc, char **argv)
 	};
 	const char *path = NULL, *group = "smoke";
 	unsigned count = 50;
-	int restart_s = 0, opt, r, tables = 0;
+	int restart_s = 0, opt, r;
 	pub_client_t *sub = NULL, *pub = NULL;
 	struct pub_info info;
-	struct pub_message m;
-	uint8_t *buf = NULL, *big = NULL;
-	uint64_t last_seq = 0;
 
 	while ((opt = getopt_long(argc, argv, "s:g:n:r:", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -111,75 +200,13 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out;
 
-	buf = malloc(info.max_message ? info.max_message : 1);
-	if (!buf)
+	if (round_trip(sub, pub, group, count, &info) < 0)
 		goto out;
-	/* Sizes from 0 up to max_message, the last message exactly max_message. */
-	for (unsigned i = 0; i < count; i++) {
-		size_t len = i + 1 == count ? info.max_message : (size_t)info.max_message * i / count;
+	refusals(sub, pub, group, &info);
 
-		fill(buf, len, i);
-		r = pub_publish(pub, group, buf, len, i + 1 == count ? PUB_SYNC : 0);
-		CHECK(r == 0, "publish %u (%zu bytes): %s", i, len, pub_errmsg(pub));
-	}
-	for (unsigned i = 0; i < count; i++) {
-		size_t len = i + 1 == count ? info.max_message : (size_t)info.max_message * i / count;
-
-		r = pub_recv(sub, &m, 5000);
-		CHECK(r == 1, "recv %u: %d %s", i, r, r < 0 ? pub_errmsg(sub) : "timeout");
-		if (r != 1)
-			break;
-		fill(buf, len, i);
-		CHECK(m.len == len && memcmp(m.data, buf, len) == 0, "message %u: %zu bytes, want %zu", i, m.len, len);
-		CHECK(strcmp(m.group, group) == 0, "message %u: group %s", i, m.group);
-		CHECK(m.source == info.source_id, "message %u: source %016" PRIx64, i, m.source);
-		CHECK(i == 0 || m.seq == last_seq + 1, "message %u: seq %" PRIu64 " after %" PRIu64, i, m.seq,
-		      last_seq);
-		last_seq = m.seq;
-	}
-	printf("%u messages up to %u bytes: round trip ok\n", count, info.max_message);
-
-	r = pub_publish(pub, "no-such-group-smoke", "x", 1, PUB_SYNC);
-	CHECK(r == -PUB_ENOGROUP, "unknown group: %d %s", r, pub_errmsg(pub));
-	printf("unknown group: %s\n", pub_errmsg(pub));
-	big = malloc((size_t)info.max_message + 1);
-	if (big) {
-		r = pub_publish(pub, group, big, (size_t)info.max_message + 1, 0);
-		CHECK(r == -PUB_ETOOLARGE, "too large: %d", r);
-		printf("too large: %s\n", pub_errmsg(pub));
-	}
-	r = pub_subscribe(sub, "no-such-group-smoke");
-	CHECK(r == -PUB_ENOGROUP, "subscribe unknown: %d %s", r, pub_errmsg(sub));
-	r = pub_query(pub, PUB_Q_STATUS, NULL, count_tables, &tables);
-	CHECK(r == 0 && tables > 0, "query status: %d %s", r, pub_errmsg(pub));
-
-	if (restart_s > 0) {
-		double end = now_s() + restart_s;
-		unsigned sent = 0, got = 0, refused = 0;
-
-		printf("restart pubd now; publishing and receiving for %d s\n", restart_s);
-		while (now_s() < end) {
-			r = pub_publish(pub, group, "tick", 4, 0);
-			if (r == 0)
-				sent++;
-			else
-				refused++;
-			while ((r = pub_recv(sub, &m, 10)) == 1)
-				got++;
-			if (r < 0)
-				printf("recv: %s\n", pub_errmsg(sub));
-		}
-		struct pub_info si;
-		pub_info(sub, &si);
-		pub_info(pub, &info);
-		printf("sent %u, refused %u (pubd down), received %u; reconnects: subscriber %" PRIu64
-		       ", publisher %" PRIu64 "\n",
-		       sent, refused, got, si.reconnects, info.reconnects);
-		CHECK(got > 0, "nothing received across the restart window");
-	}
+	if (restart_s > 0)
+		restart_window(sub, pub, group, restart_s);
 out:
-	free(big);
-	free(buf);
 	pub_close(pub);
 	pub_close(sub);
 	printf("%s\n", failures ? "FAILED" : "OK");
