@@ -362,6 +362,55 @@ static int mode_flood(const struct opts *o)
 	return 0;
 }
 
+/* Wait until a DELIVER has started to arrive on fd and stopped moving
+ * (pubd has written part of it and waits for us to read); the bytes queued. */
+static int wait_deliver_stalled(int fd)
+{
+	uint64_t deadline = now_ms() + 10000, stable = 0;
+	int inq = 0, prev = -1;
+
+	while (now_ms() < deadline) {
+		struct pollfd pf = {.fd = -1};
+
+		ioctl(fd, FIONREAD, &inq);
+		if (inq > 0 && inq == prev) {
+			if (!stable)
+				stable = now_ms();
+			else if (now_ms() - stable >= 200)
+				break;
+		} else {
+			stable = 0;
+		}
+		prev = inq;
+		poll(&pf, 0, 20); /* sampling the queue length */
+	}
+	return inq;
+}
+
+/* Queries one at a time, each waited for: how many of n were answered (a
+ * client left paused by an abandoned frame's bookkeeping answers one more
+ * at most). */
+static int later_queries(struct rx *r, int fd, int n)
+{
+	uint8_t f[PUB_PROTO_MAX_HEAD + 64], type;
+	const uint8_t *body;
+	uint32_t len;
+	int later;
+
+	for (later = 0; later < n; later++) {
+		bool answered = false;
+		long k = pub_proto_enc_query(f, sizeof(f), 10 + (uint32_t)later, PUB_QUERY_STATUS, "", 0);
+		uint64_t deadline = now_ms() + 5000;
+
+		send_until(fd, f, (size_t)k, now_ms() + 2000);
+		while (!answered && rx_frame(r, fd, deadline, &type, &body, &len) == 1)
+			answered = type == PUB_FRAME_OK && len >= 4 && body[0] == 10 + later;
+		if (!answered)
+			break;
+	}
+	return later;
+}
+
 static int mode_unsub(const struct opts *o)
 {
 	const char *g = o->group ? o->group : "h";
@@ -370,10 +419,10 @@ static int mode_unsub(const struct opts *o)
 	const uint8_t *body;
 	uint32_t len;
 	struct rx r;
-	int sub, pub, err, got_ok = 0, got_table = 0, inq = 0, prev = -1, later = 0;
+	int sub, pub, err, got_ok = 0, got_table = 0, inq, later;
 	long n;
 	uint8_t *payload;
-	uint64_t deadline, stable;
+	uint64_t deadline;
 	size_t read_bytes = 0;
 
 	sub = sock_connect(o->sock, false);
@@ -398,25 +447,7 @@ static int mode_unsub(const struct opts *o)
 		fprintf(stderr, "unsub: publishing failed\n");
 		return 2;
 	}
-	/* Wait until the DELIVER has started to arrive and stopped moving: pubd
-	 * has written part of it and waits for us to read. */
-	deadline = now_ms() + 10000;
-	stable = 0;
-	while (now_ms() < deadline) {
-		struct pollfd pf = {.fd = -1};
-
-		ioctl(sub, FIONREAD, &inq);
-		if (inq > 0 && inq == prev) {
-			if (!stable)
-				stable = now_ms();
-			else if (now_ms() - stable >= 200)
-				break;
-		} else {
-			stable = 0;
-		}
-		prev = inq;
-		poll(&pf, 0, 20); /* sampling the queue length */
-	}
+	inq = wait_deliver_stalled(sub);
 	if (o->trigger) {
 		/* The test ends the subscription (a reload) while we wait. */
 		printf("unsub: %d bytes of the %zu-byte DELIVER written when the test is told\n", inq, size);
@@ -446,19 +477,7 @@ static int mode_unsub(const struct opts *o)
 		if ((type == PUB_FRAME_OK || type == PUB_FRAME_TABLE) && len >= 4 && body[0] == 3)
 			got_table = 1;
 	}
-	/* Then requests one at a time: each must be answered (a client left
-	 * paused by the abandoned frame's bookkeeping answers one more at most). */
-	for (later = 0; got_ok && got_table && later < 3; later++) {
-		bool answered = false;
-
-		n = pub_proto_enc_query(f, sizeof(f), 10 + (uint32_t)later, PUB_QUERY_STATUS, "", 0);
-		send_until(sub, f, (size_t)n, now_ms() + 2000);
-		deadline = now_ms() + 5000;
-		while (!answered && rx_frame(&r, sub, deadline, &type, &body, &len) == 1)
-			answered = type == PUB_FRAME_OK && len >= 4 && body[0] == 10 + later;
-		if (!answered)
-			break;
-	}
+	later = got_ok && got_table ? later_queries(&r, sub, 3) : 0;
 	printf("unsub: read %zu bytes after; UNSUBSCRIBE answered %s, QUERY answered %s, %d of 3 later queries "
 	       "answered\n",
 	       read_bytes, got_ok ? "yes" : "no", got_table ? "yes" : "no", later);
@@ -591,6 +610,15 @@ static int mode_queries(const struct opts *o)
 	return 0;
 }
 
+static const struct {
+	const char *name;
+	int (*run)(const struct opts *o);
+} modes[] = {
+	{"bigpub", mode_bigpub},     {"idle", mode_idle}, {"flood", mode_flood}, {"unsub", mode_unsub},
+	{"pubclose", mode_pubclose}, {"deaf", mode_deaf}, {"name", mode_name},	 {"subscribes", mode_subscribes},
+	{"queries", mode_queries},
+};
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -656,24 +684,9 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(mode, "bigpub"))
-		return mode_bigpub(&o);
-	if (!strcmp(mode, "idle"))
-		return mode_idle(&o);
-	if (!strcmp(mode, "flood"))
-		return mode_flood(&o);
-	if (!strcmp(mode, "unsub"))
-		return mode_unsub(&o);
-	if (!strcmp(mode, "pubclose"))
-		return mode_pubclose(&o);
-	if (!strcmp(mode, "deaf"))
-		return mode_deaf(&o);
-	if (!strcmp(mode, "name"))
-		return mode_name(&o);
-	if (!strcmp(mode, "subscribes"))
-		return mode_subscribes(&o);
-	if (!strcmp(mode, "queries"))
-		return mode_queries(&o);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(mode, modes[i].name))
+			return modes[i].run(&o);
 	fprintf(stderr, "hostile_client: unknown mode %s\n", mode);
 	return 2;
 }
