@@ -162,6 +162,59 @@ static void check_stream(void *ctx, const struct pubd_reasm_stream_info *si)
 		abort();
 }
 
+/* The reassembly limits from the input's first two bytes. Returns whether
+ * the accounting identity is checkable (room for every stream forever). */
+static bool config_from(uint8_t conf, uint8_t sizes, struct pubd_reasm_config *cfg)
+{
+	/* The top bit: tight stream limits (forgetting happens, identity not
+	 * checkable) or room for every stream forever. */
+	bool checkable = !(conf & 0x80);
+
+	pubd_reasm_config_defaults(cfg);
+	cfg->budget_bytes = (size_t)1024 << (conf & 7);
+	cfg->max_inflight_per_source = (conf >> 3) & 3;
+	cfg->max_missing_ranges = (conf >> 5) & 3;
+	/* 256 B .. 16 KiB: small enough that inputs reach TOO_LARGE. */
+	cfg->max_message_size = (size_t)256 << (2 * (sizes & 3));
+	cfg->timeout_ns = 50 * US;
+	cfg->max_streams = checkable ? NSTREAMS : 2;
+	cfg->idle_timeout_ns = checkable ? UINT64_MAX / 4 : 300 * US;
+	return checkable;
+}
+
+/* One datagram (bytes of the input) to reassembly, logged for the checks
+ * when it is a data datagram. -1 when out of memory. */
+static int push_one(struct pubd_reasm *r, struct fctx *c, uint64_t now, const uint8_t *bytes, size_t len)
+{
+	struct pubd_wire_hdr h;
+	const uint8_t *pl;
+	size_t pll;
+	/* A heap block of exactly the datagram's size, so a read past it is
+	 * caught, in the decoder or in the reassembly. */
+	uint8_t *dg = malloc(len ? len : 1);
+
+	if (!dg)
+		return -1;
+	memcpy(dg, bytes, len);
+	if (pubd_wire_decode(dg, len, &h, &pl, &pll) == PUBD_WIRE_OK) {
+		h.source_id %= NSRC;
+		h.group_id %= NGRP;
+		/* Mostly a small window; the top bit keeps a far jump. */
+		if (h.msg_seq >> 63)
+			h.msg_seq &= ~(1ull << 63);
+		else
+			h.msg_seq &= 63;
+		if (!(h.flags & PUBD_WIRE_F_HEARTBEAT))
+			c->log[c->nlog++] = (struct pushed){.stream = (unsigned)(h.source_id * NGRP + h.group_id),
+							    .h = h,
+							    .payload = bytes + (size_t)(pl - dg),
+							    .len = pll};
+		pubd_reasm_push(r, now, &h, pl, pll);
+	}
+	free(dg);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct pubd_reasm_ops ops = {.deliver = on_deliver, .drop = on_drop};
@@ -172,26 +225,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t now = 1000 * US;
 	bool checkable;
 	size_t pos = 2;
-	uint8_t conf;
 	unsigned i;
 
 	if (size < 2)
 		return 0;
-	conf = data[0];
 	memset(&c, 0, sizeof(c));
-	pubd_reasm_config_defaults(&cfg);
-	cfg.budget_bytes = (size_t)1024 << (conf & 7);
-	cfg.max_inflight_per_source = (conf >> 3) & 3;
-	cfg.max_missing_ranges = (conf >> 5) & 3;
-	/* 256 B .. 16 KiB: small enough that inputs reach TOO_LARGE. */
-	cfg.max_message_size = (size_t)256 << (2 * (data[1] & 3));
-	cfg.timeout_ns = 50 * US;
-	/* The top bit: tight stream limits (forgetting happens, identity not
-	 * checkable) or room for every stream forever. */
-	checkable = !(conf & 0x80);
+	checkable = config_from(data[0], data[1], &cfg);
 	c.checkable = checkable;
-	cfg.max_streams = checkable ? NSTREAMS : 2;
-	cfg.idle_timeout_ns = checkable ? UINT64_MAX / 4 : 300 * US;
 	c.max_msg = cfg.max_message_size;
 	/* Every record is at least 3 bytes: that bounds the log. */
 	c.log = malloc(sizeof(*c.log) * (size / 3 + 1));
@@ -203,38 +243,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (pos + 3 <= size) {
 		size_t len = (size_t)data[pos + 1] << 8 | data[pos + 2];
-		struct pubd_wire_hdr h;
-		const uint8_t *pl;
-		size_t pll;
-		uint8_t *dg;
 
 		now += data[pos] * US;
 		pos += 3;
 		if (len > size - pos)
 			len = size - pos;
-		/* A heap block of exactly the datagram's size, so a read past
-		 * it is caught, in the decoder or in the reassembly. */
-		dg = malloc(len ? len : 1);
-		if (!dg)
+		if (push_one(r, &c, now, data + pos, len) < 0)
 			break;
-		memcpy(dg, data + pos, len);
 		pos += len;
-		if (pubd_wire_decode(dg, len, &h, &pl, &pll) == PUBD_WIRE_OK) {
-			h.source_id %= NSRC;
-			h.group_id %= NGRP;
-			/* Mostly a small window; the top bit keeps a far jump. */
-			if (h.msg_seq >> 63)
-				h.msg_seq &= ~(1ull << 63);
-			else
-				h.msg_seq &= 63;
-			if (!(h.flags & PUBD_WIRE_F_HEARTBEAT))
-				c.log[c.nlog++] = (struct pushed){.stream = (unsigned)(h.source_id * NGRP + h.group_id),
-								  .h = h,
-								  .payload = data + pos - len + (size_t)(pl - dg),
-								  .len = pll};
-			pubd_reasm_push(r, now, &h, pl, pll);
-		}
-		free(dg);
 		if (pubd_reasm_next_deadline(r) <= now) {
 			pubd_reasm_expire(r, now);
 			if (pubd_reasm_next_deadline(r) <= now)
