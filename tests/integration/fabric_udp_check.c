@@ -425,43 +425,266 @@ static void config_done(struct pubd_config *cfg)
 	pubd_config_free(cfg);
 }
 
+/* One scenario's two fabrics, its groups and buffers. */
+struct scen {
+	struct node *a, *b;
+	uint32_t mtu;
+	uint8_t *scratch, *check;
+	struct sockaddr_storage g1, g2;
+	socklen_t g1len, g2len;
+	unsigned nsizes; /* datagrams A sent in step_sizes */
+};
+
+/* Datagrams of every interesting size, sent and received whole, on the
+ * address's first slot; too big refused. */
+static void step_sizes(struct scen *sc)
+{
+	size_t sizes[8];
+	struct want_rx w;
+	unsigned i;
+	int r;
+
+	sc->nsizes = 0;
+	/* Sizes: 1, header only, header + 1, a middle size, MTU - 1, MTU. */
+	sizes[sc->nsizes++] = 1;
+	sizes[sc->nsizes++] = 48;
+	sizes[sc->nsizes++] = 49;
+	sizes[sc->nsizes++] = 1000;
+	sizes[sc->nsizes++] = sc->mtu - 1;
+	sizes[sc->nsizes++] = sc->mtu;
+	for (i = 0; i < sc->nsizes; i++) {
+		r = send_one(sc->a, 0, sizes[i], i, sc->scratch);
+		CHECK(r == 1, "send %zu bytes: %d", sizes[i], r);
+	}
+	r = send_one(sc->a, 0, (size_t)sc->mtu + 1, 99, sc->scratch);
+	CHECK(r == -EMSGSIZE, "MTU + 1 refused: %d", r);
+	{
+		/* A batch whose last datagram is too big is refused whole. */
+		struct pubd_tx_dgram d[2] = {{sc->scratch, 10, NULL, 0}, {sc->scratch, 48, sc->scratch, sc->mtu}};
+
+		r = pubd_fabric_udp_ops.send(sc->a->f, 0, d, 2);
+		CHECK(r == -EMSGSIZE, "batch with an oversize datagram refused: %d", r);
+	}
+	w = (struct want_rx){sc->b, sc->nsizes};
+	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "B received %u of %u", sc->b->nrx, sc->nsizes);
+	w = (struct want_rx){sc->a, sc->nsizes};
+	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "A (loop) received %u of %u", sc->a->nrx, sc->nsizes);
+	for (i = 0; i < sc->nsizes && i < sc->b->nrx; i++) {
+		CHECK(rec_matches(&sc->b->rx[i], sizes[i], i, sc->check),
+		      "B datagram %u (%zu bytes) identical (got %u)", i, sizes[i], sc->b->rx[i].len);
+		CHECK(sc->b->rx[i].slot == 3, "B datagram %u on slot 3 (first slot of the address), got %d", i,
+		      sc->b->rx[i].slot);
+	}
+	for (i = 0; i < sc->nsizes && i < sc->a->nrx; i++) {
+		CHECK(rec_matches(&sc->a->rx[i], sizes[i], i, sc->check), "A datagram %u identical", i);
+		CHECK(sc->a->rx[i].slot == 0, "A datagram %u on slot 0, got %d", i, sc->a->rx[i].slot);
+	}
+	clear_rx(sc->a);
+	clear_rx(sc->b);
+}
+
+/* IP_MULTICAST_ALL off: a socket hears only the groups it joined. */
+static void step_isolation(struct scen *sc)
+{
+	struct want_rx w;
+
+	/* g2: only B joined. A sends to it (send-only), then to g1 as a marker:
+	 * by the time A sees its marker, it must not have seen g2. */
+	CHECK(send_one(sc->a, 1, 500, 7, sc->scratch) == 1, "send to g2");
+	CHECK(send_one(sc->a, 0, 100, 8, sc->scratch) == 1, "send marker");
+	w = (struct want_rx){sc->b, 2};
+	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "B received g2 + marker (%u)", sc->b->nrx);
+	w = (struct want_rx){sc->a, 1};
+	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "A received its marker");
+	CHECK(sc->a->nrx == 1 && sc->a->rx[0].slot == 0 && sc->a->rx[0].len == 100,
+	      "A got only its g1 marker, not the g2 datagram (IP_MULTICAST_ALL off): %u datagrams, first slot %d",
+	      sc->a->nrx, sc->a->nrx ? sc->a->rx[0].slot : -2);
+	if (sc->b->nrx >= 2) {
+		CHECK(sc->b->rx[0].slot == 5 && rec_matches(&sc->b->rx[0], 500, 7, sc->check),
+		      "B got g2 on slot 5 (%d)", sc->b->rx[0].slot);
+		CHECK(sc->b->rx[1].slot == 3, "B got the marker on slot 3 (%d)", sc->b->rx[1].slot);
+	}
+	clear_rx(sc->a);
+	clear_rx(sc->b);
+}
+
+/* Leaving one of two slots on an address keeps the membership. */
+static void step_leave(struct scen *sc)
+{
+	struct want_rx w;
+
+	/* Leave slot 3: slot 4 keeps the membership and now takes g1's datagrams. */
+	pubd_fabric_udp_ops.leave(sc->b->f, 3);
+	CHECK(send_one(sc->a, 0, 200, 9, sc->scratch) == 1, "send after a partial leave");
+	w = (struct want_rx){sc->b, 1};
+	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "B still receives g1 after leaving one of two slots");
+	CHECK(sc->b->nrx == 1 && sc->b->rx[0].slot == 4, "on slot 4 (%d)", sc->b->nrx ? sc->b->rx[0].slot : -2);
+	clear_rx(sc->b);
+	/* Leave slot 4 too: g1 no longer reaches B. Marker on g2 (B's slot 5). */
+	pubd_fabric_udp_ops.leave(sc->b->f, 4);
+	CHECK(send_one(sc->a, 0, 300, 10, sc->scratch) == 1, "send to g1");
+	CHECK(send_one(sc->a, 1, 301, 11, sc->scratch) == 1, "send marker to g2");
+	w = (struct want_rx){sc->b, 1};
+	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "B received its marker");
+	CHECK(sc->b->nrx == 1 && sc->b->rx[0].slot == 5 && sc->b->rx[0].len == 301,
+	      "B no longer receives g1 after leaving both slots (%u datagrams, first %u bytes)", sc->b->nrx,
+	      sc->b->nrx ? sc->b->rx[0].len : 0);
+	CHECK(pubd_fabric_udp_ops.send(sc->b->f, 3, NULL, 0) == -ENOTCONN, "send on a left slot is refused");
+	clear_rx(sc->a);
+	clear_rx(sc->b);
+}
+
+/* A batched burst with back-pressure (writable events). */
+static void step_burst(struct scen *sc)
+{
+	struct want_rx w;
+	unsigned i;
+	int r;
+
+	/* Burst: 256 datagrams of MTU bytes in one batched send (16 MiB on lo). */
+	enum { N = 256 };
+	struct pubd_tx_dgram *d = calloc(N, sizeof(*d));
+	uint8_t *hdrs = calloc(N, 48);
+	unsigned sent = 0, ok = 1;
+	struct want_writable ww = {sc->b, sc->b->writable + 1};
+
+	if (!d || !hdrs)
+		abort();
+	pattern(sc->scratch, sc->mtu, 1234);
+	for (i = 0; i < N; i++) {
+		memset(hdrs + i * 48, 0, 48);
+		memcpy(hdrs + i * 48, &i, sizeof(i));
+		d[i] = (struct pubd_tx_dgram){hdrs + i * 48, 48, sc->scratch + 48, sc->mtu - 48};
+	}
+	while (sent < N) {
+
+		r = pubd_fabric_udp_ops.send(sc->b->f, 5, d + sent, N - sent);
+		if (r < 0) {
+			CHECK(r >= 0, "burst send: %s", strerror(-r));
+			break;
+		}
+		sent += (unsigned)r;
+		if (sent < N) /* back-pressure: wait for ev->writable */
+			CHECK(run_until(have_writable, &ww, TIMEOUT_NS), "writable after a short send");
+		ww.n = sc->b->writable + 1;
+	}
+	w = (struct want_rx){sc->b, N};
+	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "burst: B received %u of %d", sc->b->nrx, N);
+	for (i = 0; i < sc->b->nrx && i < N; i++) {
+		unsigned idx;
+
+		memcpy(&idx, sc->b->rx[i].data, sizeof(idx));
+		if (idx != i || sc->b->rx[i].len != sc->mtu || sc->b->rx[i].slot != 5 ||
+		    memcmp(sc->b->rx[i].data + 48, sc->scratch + 48, sc->mtu - 48) != 0)
+			ok = 0;
+	}
+	CHECK(ok, "burst arrived complete, in order, byte-identical");
+	free(d);
+	free(hdrs);
+	CHECK(sc->a->nrx == 0, "A, not a member of g2, received none of the burst (%u)", sc->a->nrx);
+	CHECK(status_num(sc->b, "rx_datagrams") >= 256 + 3, "B's status counts what it received");
+	CHECK(status_num(sc->a, "tx_datagrams") == sc->nsizes + 5, "A's status counts what it sent (%llu)",
+	      status_num(sc->a, "tx_datagrams"));
+	CHECK(status_num(sc->b, "mtu") == sc->mtu, "status shows the MTU");
+	clear_rx(sc->b);
+}
+
+/* Flood: more than B's receive buffer holds while B does not read; the
+ * kernel's drops are reported as the kernel counts them. */
+static void step_flood(struct scen *sc, uint16_t port)
+{
+	int r;
+
+	/* Flood: more than B's receive buffer holds while B does not read
+	 * (the loop does not run). The kernel drops the excess and the fabric
+	 * must report the socket's drop count (SO_RXQ_OVFL) as the kernel
+	 * itself does (/proc/net/udp). Once the kernel says the queues are
+	 * empty, a marker carries the final count. */
+	unsigned want = (unsigned)(3ull * 64 * 1024 * 1024 / sc->mtu) + 64, sent = 0, got = 0;
+	struct udp_sock_info info = {port, 0, 0, 0};
+	unsigned long long drops;
+	struct want_rx wm = {sc->b, 1};
+
+	pattern(sc->scratch, sc->mtu, 4321);
+	while (sent < want) {
+		struct pubd_tx_dgram d = {sc->scratch, 48, sc->scratch + 48, sc->mtu - 48};
+
+		r = pubd_fabric_udp_ops.send(sc->a->f, 1, &d, 1);
+		if (r != 1) {
+			CHECK(r == 1, "flood send: %d", r);
+			break;
+		}
+		sent++;
+	}
+	CHECK(run_until(queues_empty, &info, TIMEOUT_NS), "the receive queues drain (%llu bytes left)", info.rx_queue);
+	got = sc->b->nrx;
+	clear_rx(sc->b);
+	CHECK(send_one(sc->a, 1, 77, 5, sc->scratch) == 1, "marker");
+	CHECK(run_until(have_rx, &wm, TIMEOUT_NS) && sc->b->rx[sc->b->nrx - 1].len == 77, "marker received");
+	got += sc->b->nrx;
+	clear_rx(sc->b);
+	drops = status_num(sc->b, "rx_kernel_drops");
+	read_udp_socks(&info);
+	CHECK(drops > 0 && drops == info.drops,
+	      "rx_kernel_drops in the status (%llu) are the kernel's own count (%llu)", drops, info.drops);
+	CHECK(got + drops <= want + 1 && got + drops + want / 10 >= want, "flood of %u: received %u, kernel drops %llu",
+	      want, got, drops);
+	fprintf(stderr, "flood of %u datagrams: received %u, kernel receive drops %llu\n", want, got, drops);
+}
+
+/* fabric.mtu above the interface's limit is refused; at the limit it is taken. */
+static void step_mtu_config(struct scen *sc, struct pubd_config *cfg)
+{
+	int r;
+
+	cfg->mtu = sc->mtu + 1;
+	r = pubd_fabric_udp_ops.open(&sc->a->f, cfg, loop, &events, sc->a);
+	CHECK(r == -EINVAL, "fabric.mtu %u above the interface's %u refused: %d", sc->mtu + 1, sc->mtu, r);
+	if (!r)
+		pubd_fabric_udp_ops.close(sc->a->f);
+	cfg->mtu = 1400;
+	r = pubd_fabric_udp_ops.open(&sc->a->f, cfg, loop, &events, sc->a);
+	CHECK(r == 0 && pubd_fabric_udp_ops.mtu(sc->a->f) == 1400, "fabric.mtu 1400 taken");
+	if (!r) {
+		CHECK(send_one(sc->a, 0, 1401, 1, sc->scratch) == -ENOTCONN, "send before join refused");
+		CHECK(pubd_fabric_udp_ops.join(sc->a->f, 0, (struct sockaddr *)&sc->g1, sc->g1len, PUBD_JOIN_SEND) == 0,
+		      "join");
+		CHECK(send_one(sc->a, 0, 1401, 1, sc->scratch) == -EMSGSIZE, "1401 > fabric.mtu refused");
+		pubd_fabric_udp_ops.close(sc->a->f);
+	}
+}
+
 static void scenario(const char *label, const char *address, const char *g1_text, const char *g2_text, uint16_t port,
 		     bool flood)
 {
 	struct pubd_config cfg;
 	struct node a, b;
-	struct sockaddr_storage g1, g2;
-	socklen_t g1len, g2len;
-	uint32_t mtu;
-	uint8_t *scratch, *check;
-	size_t sizes[8];
-	unsigned nsizes = 0, i;
-	struct want_rx w;
-	int r, before = failures;
+	struct scen sc = {.a = &a, .b = &b};
+	int before = failures;
 
 	fprintf(stderr, "--- %s: fabric.address %s, groups %s %s\n", label, address ? address : "(unset)", g1_text,
 		g2_text);
 	config_for(&cfg, address, port);
 	open_node(&a, "A", &cfg);
 	open_node(&b, "B", &cfg);
-	mtu = pubd_fabric_udp_ops.mtu(a.f);
-	CHECK(mtu == pubd_fabric_udp_ops.mtu(b.f), "both fabrics on one interface have one MTU");
-	CHECK(mtu >= 256 && mtu <= 65507, "MTU %u in range", mtu);
-	scratch = malloc(65536 + 16);
-	check = malloc(65536 + 16);
-	if (!scratch || !check)
+	sc.mtu = pubd_fabric_udp_ops.mtu(a.f);
+	CHECK(sc.mtu == pubd_fabric_udp_ops.mtu(b.f), "both fabrics on one interface have one MTU");
+	CHECK(sc.mtu >= 256 && sc.mtu <= 65507, "MTU %u in range", sc.mtu);
+	sc.scratch = malloc(65536 + 16);
+	sc.check = malloc(65536 + 16);
+	if (!sc.scratch || !sc.check)
 		abort();
 
-	g1len = make_group(&g1, g1_text);
-	g2len = make_group(&g2, g2_text);
+	sc.g1len = make_group(&sc.g1, g1_text);
+	sc.g2len = make_group(&sc.g2, g2_text);
 	/* A: slot 0 on g1 (send and receive), slot 1 send-only on g2.
 	 * B: slots 3 and 4 on g1 (one membership), slot 5 on g2. */
-	CHECK(pubd_fabric_udp_ops.join(a.f, 0, (struct sockaddr *)&g1, g1len, PUBD_JOIN_BOTH) == 0, "join");
-	CHECK(pubd_fabric_udp_ops.join(a.f, 1, (struct sockaddr *)&g2, g2len, PUBD_JOIN_SEND) == 0, "join");
-	CHECK(pubd_fabric_udp_ops.join(b.f, 3, (struct sockaddr *)&g1, g1len, PUBD_JOIN_BOTH) == 0, "join");
-	CHECK(pubd_fabric_udp_ops.join(b.f, 4, (struct sockaddr *)&g1, g1len, PUBD_JOIN_RECV) == 0, "join");
-	CHECK(pubd_fabric_udp_ops.join(b.f, 5, (struct sockaddr *)&g2, g2len, PUBD_JOIN_BOTH) == 0, "join");
-	CHECK(pubd_fabric_udp_ops.join(b.f, 5, (struct sockaddr *)&g2, g2len, PUBD_JOIN_BOTH) == -EEXIST,
+	CHECK(pubd_fabric_udp_ops.join(a.f, 0, (struct sockaddr *)&sc.g1, sc.g1len, PUBD_JOIN_BOTH) == 0, "join");
+	CHECK(pubd_fabric_udp_ops.join(a.f, 1, (struct sockaddr *)&sc.g2, sc.g2len, PUBD_JOIN_SEND) == 0, "join");
+	CHECK(pubd_fabric_udp_ops.join(b.f, 3, (struct sockaddr *)&sc.g1, sc.g1len, PUBD_JOIN_BOTH) == 0, "join");
+	CHECK(pubd_fabric_udp_ops.join(b.f, 4, (struct sockaddr *)&sc.g1, sc.g1len, PUBD_JOIN_RECV) == 0, "join");
+	CHECK(pubd_fabric_udp_ops.join(b.f, 5, (struct sockaddr *)&sc.g2, sc.g2len, PUBD_JOIN_BOTH) == 0, "join");
+	CHECK(pubd_fabric_udp_ops.join(b.f, 5, (struct sockaddr *)&sc.g2, sc.g2len, PUBD_JOIN_BOTH) == -EEXIST,
 	      "a slot in use is refused");
 	wait_up(&a, 0);
 	wait_up(&a, 1);
@@ -470,192 +693,19 @@ static void scenario(const char *label, const char *address, const char *g1_text
 	wait_up(&b, 5);
 	CHECK(a.up[0] == 1 && b.up[3] == 1, "group_state(up) once per join");
 
-	/* Sizes: 1, header only, header + 1, a middle size, MTU - 1, MTU. */
-	sizes[nsizes++] = 1;
-	sizes[nsizes++] = 48;
-	sizes[nsizes++] = 49;
-	sizes[nsizes++] = 1000;
-	sizes[nsizes++] = mtu - 1;
-	sizes[nsizes++] = mtu;
-	for (i = 0; i < nsizes; i++) {
-		r = send_one(&a, 0, sizes[i], i, scratch);
-		CHECK(r == 1, "send %zu bytes: %d", sizes[i], r);
-	}
-	r = send_one(&a, 0, (size_t)mtu + 1, 99, scratch);
-	CHECK(r == -EMSGSIZE, "MTU + 1 refused: %d", r);
-	{
-		/* A batch whose last datagram is too big is refused whole. */
-		struct pubd_tx_dgram d[2] = {{scratch, 10, NULL, 0}, {scratch, 48, scratch, mtu}};
-
-		r = pubd_fabric_udp_ops.send(a.f, 0, d, 2);
-		CHECK(r == -EMSGSIZE, "batch with an oversize datagram refused: %d", r);
-	}
-	w = (struct want_rx){&b, nsizes};
-	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "B received %u of %u", b.nrx, nsizes);
-	w = (struct want_rx){&a, nsizes};
-	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "A (loop) received %u of %u", a.nrx, nsizes);
-	for (i = 0; i < nsizes && i < b.nrx; i++) {
-		CHECK(rec_matches(&b.rx[i], sizes[i], i, check), "B datagram %u (%zu bytes) identical (got %u)", i,
-		      sizes[i], b.rx[i].len);
-		CHECK(b.rx[i].slot == 3, "B datagram %u on slot 3 (first slot of the address), got %d", i,
-		      b.rx[i].slot);
-	}
-	for (i = 0; i < nsizes && i < a.nrx; i++) {
-		CHECK(rec_matches(&a.rx[i], sizes[i], i, check), "A datagram %u identical", i);
-		CHECK(a.rx[i].slot == 0, "A datagram %u on slot 0, got %d", i, a.rx[i].slot);
-	}
-	clear_rx(&a);
-	clear_rx(&b);
-
-	/* g2: only B joined. A sends to it (send-only), then to g1 as a marker:
-	 * by the time A sees its marker, it must not have seen g2. */
-	CHECK(send_one(&a, 1, 500, 7, scratch) == 1, "send to g2");
-	CHECK(send_one(&a, 0, 100, 8, scratch) == 1, "send marker");
-	w = (struct want_rx){&b, 2};
-	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "B received g2 + marker (%u)", b.nrx);
-	w = (struct want_rx){&a, 1};
-	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "A received its marker");
-	CHECK(a.nrx == 1 && a.rx[0].slot == 0 && a.rx[0].len == 100,
-	      "A got only its g1 marker, not the g2 datagram (IP_MULTICAST_ALL off): %u datagrams, first slot %d",
-	      a.nrx, a.nrx ? a.rx[0].slot : -2);
-	if (b.nrx >= 2) {
-		CHECK(b.rx[0].slot == 5 && rec_matches(&b.rx[0], 500, 7, check), "B got g2 on slot 5 (%d)",
-		      b.rx[0].slot);
-		CHECK(b.rx[1].slot == 3, "B got the marker on slot 3 (%d)", b.rx[1].slot);
-	}
-	clear_rx(&a);
-	clear_rx(&b);
-
-	/* Leave slot 3: slot 4 keeps the membership and now takes g1's datagrams. */
-	pubd_fabric_udp_ops.leave(b.f, 3);
-	CHECK(send_one(&a, 0, 200, 9, scratch) == 1, "send after a partial leave");
-	w = (struct want_rx){&b, 1};
-	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "B still receives g1 after leaving one of two slots");
-	CHECK(b.nrx == 1 && b.rx[0].slot == 4, "on slot 4 (%d)", b.nrx ? b.rx[0].slot : -2);
-	clear_rx(&b);
-	/* Leave slot 4 too: g1 no longer reaches B. Marker on g2 (B's slot 5). */
-	pubd_fabric_udp_ops.leave(b.f, 4);
-	CHECK(send_one(&a, 0, 300, 10, scratch) == 1, "send to g1");
-	CHECK(send_one(&a, 1, 301, 11, scratch) == 1, "send marker to g2");
-	w = (struct want_rx){&b, 1};
-	CHECK(run_until(have_rx, &w, TIMEOUT_NS), "B received its marker");
-	CHECK(b.nrx == 1 && b.rx[0].slot == 5 && b.rx[0].len == 301,
-	      "B no longer receives g1 after leaving both slots (%u datagrams, first %u bytes)", b.nrx,
-	      b.nrx ? b.rx[0].len : 0);
-	CHECK(pubd_fabric_udp_ops.send(b.f, 3, NULL, 0) == -ENOTCONN, "send on a left slot is refused");
-	clear_rx(&a);
-	clear_rx(&b);
-
-	/* Burst: 256 datagrams of MTU bytes in one batched send (16 MiB on lo). */
-	{
-		enum { N = 256 };
-		struct pubd_tx_dgram *d = calloc(N, sizeof(*d));
-		uint8_t *hdrs = calloc(N, 48);
-		unsigned sent = 0, ok = 1;
-		struct want_writable ww = {&b, b.writable + 1};
-
-		if (!d || !hdrs)
-			abort();
-		pattern(scratch, mtu, 1234);
-		for (i = 0; i < N; i++) {
-			memset(hdrs + i * 48, 0, 48);
-			memcpy(hdrs + i * 48, &i, sizeof(i));
-			d[i] = (struct pubd_tx_dgram){hdrs + i * 48, 48, scratch + 48, mtu - 48};
-		}
-		while (sent < N) {
-
-			r = pubd_fabric_udp_ops.send(b.f, 5, d + sent, N - sent);
-			if (r < 0) {
-				CHECK(r >= 0, "burst send: %s", strerror(-r));
-				break;
-			}
-			sent += (unsigned)r;
-			if (sent < N) /* back-pressure: wait for ev->writable */
-				CHECK(run_until(have_writable, &ww, TIMEOUT_NS), "writable after a short send");
-			ww.n = b.writable + 1;
-		}
-		w = (struct want_rx){&b, N};
-		CHECK(run_until(have_rx, &w, TIMEOUT_NS), "burst: B received %u of %d", b.nrx, N);
-		for (i = 0; i < b.nrx && i < N; i++) {
-			unsigned idx;
-
-			memcpy(&idx, b.rx[i].data, sizeof(idx));
-			if (idx != i || b.rx[i].len != mtu || b.rx[i].slot != 5 ||
-			    memcmp(b.rx[i].data + 48, scratch + 48, mtu - 48) != 0)
-				ok = 0;
-		}
-		CHECK(ok, "burst arrived complete, in order, byte-identical");
-		free(d);
-		free(hdrs);
-	}
-	CHECK(a.nrx == 0, "A, not a member of g2, received none of the burst (%u)", a.nrx);
-	CHECK(status_num(&b, "rx_datagrams") >= 256 + 3, "B's status counts what it received");
-	CHECK(status_num(&a, "tx_datagrams") == nsizes + 5, "A's status counts what it sent (%llu)",
-	      status_num(&a, "tx_datagrams"));
-	CHECK(status_num(&b, "mtu") == mtu, "status shows the MTU");
-	clear_rx(&b);
-
-	/* Flood: more than B's receive buffer holds while B does not read
-	 * (the loop does not run). The kernel drops the excess and the fabric
-	 * must report the socket's drop count (SO_RXQ_OVFL) as the kernel
-	 * itself does (/proc/net/udp). Once the kernel says the queues are
-	 * empty, a marker carries the final count. */
-	if (flood) {
-		unsigned want = (unsigned)(3ull * 64 * 1024 * 1024 / mtu) + 64, sent = 0, got = 0;
-		struct udp_sock_info info = {port, 0, 0, 0};
-		unsigned long long drops;
-		struct want_rx wm = {&b, 1};
-
-		pattern(scratch, mtu, 4321);
-		while (sent < want) {
-			struct pubd_tx_dgram d = {scratch, 48, scratch + 48, mtu - 48};
-
-			r = pubd_fabric_udp_ops.send(a.f, 1, &d, 1);
-			if (r != 1) {
-				CHECK(r == 1, "flood send: %d", r);
-				break;
-			}
-			sent++;
-		}
-		CHECK(run_until(queues_empty, &info, TIMEOUT_NS), "the receive queues drain (%llu bytes left)",
-		      info.rx_queue);
-		got = b.nrx;
-		clear_rx(&b);
-		CHECK(send_one(&a, 1, 77, 5, scratch) == 1, "marker");
-		CHECK(run_until(have_rx, &wm, TIMEOUT_NS) && b.rx[b.nrx - 1].len == 77, "marker received");
-		got += b.nrx;
-		clear_rx(&b);
-		drops = status_num(&b, "rx_kernel_drops");
-		read_udp_socks(&info);
-		CHECK(drops > 0 && drops == info.drops,
-		      "rx_kernel_drops in the status (%llu) are the kernel's own count (%llu)", drops, info.drops);
-		CHECK(got + drops <= want + 1 && got + drops + want / 10 >= want,
-		      "flood of %u: received %u, kernel drops %llu", want, got, drops);
-		fprintf(stderr, "flood of %u datagrams: received %u, kernel receive drops %llu\n", want, got, drops);
-	}
-
+	step_sizes(&sc);
+	step_isolation(&sc);
+	step_leave(&sc);
+	step_burst(&sc);
+	if (flood)
+		step_flood(&sc, port);
 	close_node(&a);
 	close_node(&b);
-
-	/* fabric.mtu above the interface's limit is refused; at the limit it is taken. */
-	cfg.mtu = mtu + 1;
-	r = pubd_fabric_udp_ops.open(&a.f, &cfg, loop, &events, &a);
-	CHECK(r == -EINVAL, "fabric.mtu %u above the interface's %u refused: %d", mtu + 1, mtu, r);
-	if (!r)
-		pubd_fabric_udp_ops.close(a.f);
-	cfg.mtu = 1400;
-	r = pubd_fabric_udp_ops.open(&a.f, &cfg, loop, &events, &a);
-	CHECK(r == 0 && pubd_fabric_udp_ops.mtu(a.f) == 1400, "fabric.mtu 1400 taken");
-	if (!r) {
-		CHECK(send_one(&a, 0, 1401, 1, scratch) == -ENOTCONN, "send before join refused");
-		CHECK(pubd_fabric_udp_ops.join(a.f, 0, (struct sockaddr *)&g1, g1len, PUBD_JOIN_SEND) == 0, "join");
-		CHECK(send_one(&a, 0, 1401, 1, scratch) == -EMSGSIZE, "1401 > fabric.mtu refused");
-		pubd_fabric_udp_ops.close(a.f);
-	}
-	free(scratch);
-	free(check);
+	step_mtu_config(&sc, &cfg);
+	free(sc.scratch);
+	free(sc.check);
 	config_done(&cfg);
-	fprintf(stderr, "--- %s: %s (MTU %u)\n", label, failures == before ? "ok" : "FAILED", mtu);
+	fprintf(stderr, "--- %s: %s (MTU %u)\n", label, failures == before ? "ok" : "FAILED", sc.mtu);
 }
 
 /* What open and join refuse, each with its error. */
