@@ -53,6 +53,69 @@ static uint64_t next_id(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* Datagram i of a mode: the header fields (h has the group's defaults
+ * set) and how many payload bytes follow. -1 for an unknown mode. "tiny"
+ * starts a new source every per datagrams (in *source). */
+static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, uint64_t per, uint64_t *seed,
+		 struct pubd_wire_hdr *h, size_t *payload)
+{
+	if (!strcmp(mode, "sources")) {
+		h->source_id = next_id(seed);
+	} else if (!strcmp(mode, "seq")) {
+		h->source_id = *source;
+		h->msg_seq = seq + i;
+	} else if (!strcmp(mode, "heartbeat")) {
+		h->source_id = *source;
+		h->msg_seq = seq + i;
+		h->flags = PUBD_WIRE_F_HEARTBEAT;
+		h->msg_len = 0;
+		h->frag_count = 0;
+		*payload = 0;
+	} else if (!strcmp(mode, "tiny")) {
+		if (i % per == 0)
+			*source = next_id(seed);
+		h->source_id = *source;
+		h->msg_seq = i % per;
+		h->msg_len = 2;
+		h->frag_count = 2;
+		*payload = 1;
+	} else if (!strcmp(mode, "badfrag")) {
+		h->source_id = *source ? *source : 0x6261646672616700u;
+		h->msg_seq = i;
+		switch (i % 5) {
+		case 0:
+			h->frag_count = 0;
+			break;
+		case 1:
+			h->frag_count = UINT32_MAX;
+			break;
+		case 2:
+			h->frag_index = 3;
+			break;
+		case 3:
+			h->frag_offset = 4096;
+			break;
+		default:
+			h->msg_len = UINT32_MAX;
+			h->frag_count = 2;
+			break;
+		}
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+/* Sleep until the monotonic clock reaches due (ns). */
+static void pace_until(uint64_t due)
+{
+	while (now_ns() < due) {
+		struct timespec ts = {0, (long)(due - now_ns())};
+
+		nanosleep(&ts, NULL); /* pacing, not synchronisation */
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -133,48 +196,7 @@ int main(int argc, char **argv)
 		};
 		size_t payload = 8;
 
-		if (!strcmp(mode, "sources")) {
-			h.source_id = next_id(&seed);
-		} else if (!strcmp(mode, "seq")) {
-			h.source_id = source;
-			h.msg_seq = seq + i;
-		} else if (!strcmp(mode, "heartbeat")) {
-			h.source_id = source;
-			h.msg_seq = seq + i;
-			h.flags = PUBD_WIRE_F_HEARTBEAT;
-			h.msg_len = 0;
-			h.frag_count = 0;
-			payload = 0;
-		} else if (!strcmp(mode, "tiny")) {
-			if (i % per == 0)
-				source = next_id(&seed);
-			h.source_id = source;
-			h.msg_seq = i % per;
-			h.msg_len = 2;
-			h.frag_count = 2;
-			payload = 1;
-		} else if (!strcmp(mode, "badfrag")) {
-			h.source_id = source ? source : 0x6261646672616700u;
-			h.msg_seq = i;
-			switch (i % 5) {
-			case 0:
-				h.frag_count = 0;
-				break;
-			case 1:
-				h.frag_count = UINT32_MAX;
-				break;
-			case 2:
-				h.frag_index = 3;
-				break;
-			case 3:
-				h.frag_offset = 4096;
-				break;
-			default:
-				h.msg_len = UINT32_MAX;
-				h.frag_count = 2;
-				break;
-			}
-		} else {
+		if (forge(mode, i, &source, seq, per, &seed, &h, &payload) < 0) {
 			fprintf(stderr, "forge_dgram: unknown mode %s\n", mode);
 			return 2;
 		}
@@ -187,15 +209,8 @@ int main(int argc, char **argv)
 		else if (errno != ENOBUFS && errno != EAGAIN)
 			perror("forge_dgram: sendto");
 		/* Pace: never ahead of count/rate seconds since the start. */
-		if (rate && (i & 63) == 63) {
-			uint64_t due = start + (i + 1) * 1000000000u / rate;
-
-			while (now_ns() < due) {
-				struct timespec ts = {0, (long)(due - now_ns())};
-
-				nanosleep(&ts, NULL); /* pacing, not synchronisation */
-			}
-		}
+		if (rate && (i & 63) == 63)
+			pace_until(start + (i + 1) * 1000000000u / rate);
 	}
 	printf("forge_dgram: %s: %" PRIu64 " of %" PRIu64 " datagrams sent to %s:%u\n", mode, sent, count, dst,
 	       ntohs(to.sin_port));
