@@ -405,6 +405,8 @@ static bool handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 		handle_reload(c, q.req_id);
 		return true;
 	}
+	if (c->gone)
+		return true; /* a read-only question nobody is left to hear: not worth building its tables */
 	err[0] = 0;
 	r = c->srv->ops->query(c->srv->ctx, &b, q.req_id, q.kind, q.arg.ptr, q.arg.len, err, sizeof(err));
 	if (r < 0) {
