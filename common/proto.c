@@ -100,18 +100,31 @@ int pub_proto_dec_hello(const uint8_t *body, size_t len, struct pub_msg_hello *m
 int pub_proto_dec_welcome(const uint8_t *body, size_t len, struct pub_msg_welcome *m)
 {
 	struct cur c = cur_init(body, len);
-	uint16_t reserved;
 
 	memset(m, 0, sizeof(*m));
 	m->version = rd_u16(&c);
-	reserved = rd_u16(&c);
+	m->flags = rd_u16(&c);
 	m->max_message = rd_u32(&c);
 	m->mtu = rd_u32(&c);
 	m->client_id = rd_u32(&c);
 	m->source_id = rd_u64(&c);
 	rd_name8(&c, &m->daemon_version);
 	rd_name8(&c, &m->fabric);
-	if (reserved)
+	if (m->flags & ~PUB_WELCOME_F_SHM)
+		return -PUB_ERR_PROTO;
+	return finish(&c);
+}
+
+int pub_proto_dec_shm(const uint8_t *body, size_t len, struct pub_msg_shm *m)
+{
+	struct cur c = cur_init(body, len);
+
+	memset(m, 0, sizeof(*m));
+	m->kind = rd_u32(&c);
+	m->capacity = rd_u32(&c);
+	m->max_record = rd_u32(&c);
+	m->flags = rd_u32(&c);
+	if (m->flags)
 		return -PUB_ERR_PROTO;
 	return finish(&c);
 }
@@ -331,7 +344,7 @@ long pub_proto_enc_welcome(void *out, size_t cap, const struct pub_msg_welcome *
 		return -PUB_ERR_PROTO;
 	hdr = enc_begin(&w);
 	wr_u16(&w, m->version);
-	wr_u16(&w, 0);
+	wr_u16(&w, m->flags);
 	wr_u32(&w, m->max_message);
 	wr_u32(&w, m->mtu);
 	wr_u32(&w, m->client_id);
@@ -339,6 +352,18 @@ long pub_proto_enc_welcome(void *out, size_t cap, const struct pub_msg_welcome *
 	wr_name8(&w, m->daemon_version.ptr, m->daemon_version.len);
 	wr_name8(&w, m->fabric.ptr, m->fabric.len);
 	return enc_end(&w, hdr, PUB_FRAME_WELCOME, 0);
+}
+
+long pub_proto_enc_shm(void *out, size_t cap, const struct pub_msg_shm *m)
+{
+	struct wcur w = wcur_init(out, cap);
+	uint8_t *hdr = enc_begin(&w);
+
+	wr_u32(&w, m->kind);
+	wr_u32(&w, m->capacity);
+	wr_u32(&w, m->max_record);
+	wr_u32(&w, m->flags);
+	return enc_end(&w, hdr, PUB_FRAME_SHM, 0);
 }
 
 long pub_proto_enc_group_req(void *out, size_t cap, uint8_t type, uint32_t req_id, const char *group, size_t group_len)

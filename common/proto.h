@@ -32,7 +32,7 @@
 
 enum pub_frame_type {
 	PUB_FRAME_HELLO = 1,	   /* c->d: u16 version, u16 0, u32 flags, name8 client_name */
-	PUB_FRAME_WELCOME = 2,	   /* d->c: u16 version, u16 0, u32 max_message, u32 mtu, u32 client_id,
+	PUB_FRAME_WELCOME = 2,	   /* d->c: u16 version, u16 flags, u32 max_message, u32 mtu, u32 client_id,
 				    *       u64 source_id, name8 daemon_version, name8 fabric */
 	PUB_FRAME_SUBSCRIBE = 3,   /* c->d: u32 req_id, name8 group */
 	PUB_FRAME_UNSUBSCRIBE = 4, /* c->d: u32 req_id, name8 group */
@@ -42,6 +42,10 @@ enum pub_frame_type {
 	PUB_FRAME_ERROR = 8,	   /* d->c: u32 req_id, u32 code (enum pub_err), text16 message */
 	PUB_FRAME_QUERY = 9,	   /* c->d: u32 req_id, u8 kind (enum pub_query), name8 arg */
 	PUB_FRAME_TABLE = 10,	   /* d->c: u32 req_id, table (see below); a reply is TABLE* then OK */
+	PUB_FRAME_SHM = 11,	   /* d->c: u32 kind, u32 capacity, u32 max_record, u32 flags (0); carries
+				    *       fds (SCM_RIGHTS): the log's memfd, its doorbell eventfd (the
+				    *       writer rings it for a sleeping reader) and its space eventfd
+				    *       (pubd rings it for a waiting writer). Right after WELCOME. */
 	PUB_FRAME__MAX
 };
 
@@ -114,6 +118,13 @@ size_t pub_proto_put_hdr(void *out, uint8_t type, uint32_t body_len);
 
 /* ---- decoded bodies ---- */
 
+/* HELLO flags */
+#define PUB_HELLO_F_SHM 0x1 /* the client would publish through a shared-memory log */
+/* WELCOME flags */
+#define PUB_WELCOME_F_SHM 0x1 /* an SHM frame with the client's publish log follows */
+/* SHM kinds */
+#define PUB_SHM_PUBLISH_LOG 1
+
 struct pub_msg_hello {
 	uint16_t version;
 	uint32_t flags;
@@ -122,6 +133,7 @@ struct pub_msg_hello {
 
 struct pub_msg_welcome {
 	uint16_t version;
+	uint16_t flags; /* PUB_WELCOME_F_* */
 	uint32_t max_message;
 	uint32_t mtu;
 	uint32_t client_id;
@@ -148,6 +160,13 @@ struct pub_msg_deliver {
 	struct pub_str group;
 	const uint8_t *payload;
 	size_t payload_len;
+};
+
+struct pub_msg_shm {
+	uint32_t kind; /* PUB_SHM_* */
+	uint32_t capacity;
+	uint32_t max_record;
+	uint32_t flags;
 };
 
 struct pub_msg_ok {
@@ -185,6 +204,7 @@ int pub_proto_dec_publish(const uint8_t *body, size_t len, struct pub_msg_publis
 int pub_proto_dec_publish_head(const uint8_t *body, size_t avail, size_t body_len, struct pub_msg_publish *m);
 int pub_proto_dec_deliver(const uint8_t *body, size_t len, struct pub_msg_deliver *m);
 int pub_proto_dec_ok(const uint8_t *body, size_t len, struct pub_msg_ok *m);
+int pub_proto_dec_shm(const uint8_t *body, size_t len, struct pub_msg_shm *m);
 int pub_proto_dec_error(const uint8_t *body, size_t len, struct pub_msg_error *m);
 int pub_proto_dec_query(const uint8_t *body, size_t len, struct pub_msg_query *m);
 
@@ -207,6 +227,7 @@ long pub_proto_enc_publish_head(void *out, size_t cap, uint32_t req_id, const ch
 long pub_proto_enc_deliver_head(void *out, size_t cap, uint64_t source, uint64_t seq, const char *group,
 				size_t group_len, size_t payload_len);
 long pub_proto_enc_ok(void *out, size_t cap, uint32_t req_id);
+long pub_proto_enc_shm(void *out, size_t cap, const struct pub_msg_shm *m);
 long pub_proto_enc_error(void *out, size_t cap, uint32_t req_id, uint32_t code, const char *text, size_t text_len);
 long pub_proto_enc_query(void *out, size_t cap, uint32_t req_id, uint8_t kind, const char *arg, size_t arg_len);
 

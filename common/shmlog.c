@@ -38,6 +38,8 @@ int pub_shmlog_format(void *map, size_t map_len, uint32_t cap, uint32_t max_reco
 	ctl->kind = kind;
 	/* Idle: the commit word at position 0 is the one a writer may touch. */
 	atomic_store_explicit(&ctl->claim, PUB_SHMLOG_ALIGN, memory_order_relaxed);
+	/* A new log's reader waits for the first record to be rung in. */
+	atomic_store_explicit(&ctl->reader_sleeping, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -94,6 +96,17 @@ static bool room_for(struct pub_shmlog_writer *w, uint64_t need)
 	used = w->tail - w->head_seen;
 	/* A head past our tail is nonsense from a broken reader: no room. */
 	return used <= w->cap && need <= w->cap - used;
+}
+
+uint64_t pub_shmlog_room(struct pub_shmlog_writer *w)
+{
+	uint64_t used;
+
+	if (w->overwrite)
+		return w->cap;
+	w->head_seen = atomic_load_explicit(&w->ctl->head, memory_order_acquire);
+	used = w->tail - w->head_seen;
+	return used <= w->cap ? w->cap - used : 0;
 }
 
 bool pub_shmlog_has_room(struct pub_shmlog_writer *w, uint32_t len)

@@ -152,6 +152,9 @@ void pub_shmlog_commit(struct pub_shmlog_writer *w);
 /* Room for a body of len bytes now, without claiming it (refreshes head_seen). */
 bool pub_shmlog_has_room(struct pub_shmlog_writer *w, uint32_t len);
 
+/* Ring bytes free now (refreshes head_seen); an overwrite log: the ring. */
+uint64_t pub_shmlog_room(struct pub_shmlog_writer *w);
+
 /* Largest body one record can carry. */
 static inline uint32_t pub_shmlog_max_body(const struct pub_shmlog_writer *w)
 {

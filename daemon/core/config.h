@@ -63,6 +63,7 @@ struct pubd_config {
 	char *socket_path;
 	uint32_t socket_mode; /* e.g. 0660 */
 	int log_level;	      /* syslog priority: 3 err .. 7 debug */
+	int shm;	      /* 1: clients that ask publish through a shared-memory log */
 
 	/* fabric */
 	enum pubd_fabric_type fabric_type;
@@ -95,6 +96,9 @@ struct pubd_config {
 	uint64_t client_buffer_budget;
 	uint32_t max_clients; /* connections at once */
 	uint32_t max_sources; /* (source, group) statistics entries */
+	/* Bytes of a client's publish log (rounded down to a power of two),
+	 * taken from client_buffer_budget while the client is connected. */
+	uint64_t publish_log;
 
 	struct pubd_group_config *groups;
 	size_t ngroups;

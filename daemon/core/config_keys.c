@@ -33,6 +33,12 @@ static const struct enum_name receive_policies[] = {
 	{NULL, 0},
 };
 
+static const struct enum_name on_off[] = {
+	{"off", 0},
+	{"on", 1},
+	{NULL, 0},
+};
+
 static const struct enum_name slow_policies[] = {
 	{"drop-oldest", PUBD_SLOW_DROP_OLDEST},
 	{"drop-newest", PUBD_SLOW_DROP_NEWEST},
@@ -61,6 +67,7 @@ const struct key config_keys[] = {
 	 .expect = "an octal mode from 0000 to 0777, like \"0660\""},
 	{"daemon.log_level", K_ENUM, CFG(log_level), .def = LOG_INFO, .names = log_levels,
 	 .expect = "one of debug, info, notice, warning, err"},
+	{"daemon.shm", K_ENUM, CFG(shm), .def = 1, .names = on_off, .expect = "on or off"},
 
 	{"fabric.type", K_ENUM, CFG(fabric_type), .def = PUBD_FABRIC_AUTO, .names = fabric_types,
 	 .expect = "one of verbs, udp, auto"},
@@ -102,6 +109,8 @@ const struct key config_keys[] = {
 	 .max = 64 * GIB, .expect = "a size from 1 MiB to 64 GiB (bytes, or with KiB, MiB or GiB)"},
 	{"limits.max_clients", K_UINT, CFG(max_clients), .def = 1024, .min = 1, .max = 1048576,
 	 .expect = "an integer from 1 to 1048576"},
+	{"limits.publish_log", K_SIZE, CFG(publish_log), .def = 1 * MIB, .min = 64 * KIB, .max = GIB,
+	 .expect = "a size from 64 KiB to 1 GiB (bytes, or with KiB, MiB or GiB)"},
 	{"limits.max_sources", K_UINT, CFG(max_sources), .def = 4096, .min = 16, .max = 1048576,
 	 .expect = "an integer from 16 to 1048576"},
 

@@ -322,7 +322,10 @@ void pubd_ipc_shutdown(struct pubd_ipc *srv)
 
 	for (c = srv->clients; c; c = next) {
 		next = c->next;
-		n = srv_count_unhandled(c);
+		/* Stopping: what waits in a publish log is counted, not read. */
+		n = srv_count_unhandled(c) + srv_publog_unhandled(c);
+		if (c->log)
+			c->log->broken = true;
 		if (n) {
 			pubd_drops_add(&c->drops, PUB_DROP_CLIENT_GONE, n);
 			pubd_drops_add(srv->drops, PUB_DROP_CLIENT_GONE, n);

@@ -92,6 +92,7 @@ struct pubd_ipc {
 	unsigned npaused; /* clients not being read (back-pressure): the loop looks for them only when there are some */
 	unsigned ngone;	  /* hung-up clients whose input is still being drained */
 	unsigned ndeferred;	     /* clients with unsub_deferred set */
+	unsigned nlog_more;	     /* clients whose publish log has records waiting for a read */
 	size_t charged;		     /* bytes held for clients, against limits.client_buffer_budget */
 	size_t uncharged;	     /* replies outside it: at most one REPLY_FREE_MAX per client */
 	int reserve_fd;		     /* closed to accept and refuse a connection when out of fds */

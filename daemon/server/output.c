@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -333,4 +334,32 @@ void pubd_ipc_tx_done(struct pubd_client *c)
 {
 	if (c->tx_pending)
 		c->tx_pending--;
+}
+
+int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int *fds, unsigned nfds)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} ctl;
+	struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf};
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	if (c->out_head || nfds > 4)
+		return -EBUSY;
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	/* A fresh connection's socket has room for a few hundred bytes: a
+	 * short write here means something is badly wrong with the peer. */
+	return (size_t)n == len ? 0 : -EPIPE;
 }

@@ -86,11 +86,6 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
 }
 
 /* ---- frame handlers ---- */
-static bool client_may(const struct pubd_client *c, const struct pubd_acl *acl)
-{
-	return pubd_acl_allows(acl, c->uid, c->gid, c->sup_gids, c->nsup_gids);
-}
-
 void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	struct pubd_client *c;
@@ -99,7 +94,7 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 	for (c = srv->clients; c; c = c->next) {
 		if (c->closing || c->gone)
 			continue;
-		if (client_find_sub(c, g, &i) && !client_may(c, &g->cfg->subscribe)) {
+		if (client_find_sub(c, g, &i) && !srv_client_may(c, &g->cfg->subscribe)) {
 			/* Client-supplied text (its HELLO name) stays out of the log. */
 			log_notice("client %u (pid %d uid %u): subscription to %s ended: the reloaded subscribe ACL "
 				   "no longer allows it",
@@ -112,7 +107,7 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 				g->name, (unsigned)c->uid);
 		}
 		for (i = 0; i < c->npubs; i++) {
-			if (c->pubs[i].group != g || client_may(c, &g->cfg->publish))
+			if (c->pubs[i].group != g || srv_client_may(c, &g->cfg->publish))
 				continue;
 			/* Its next PUBLISH is refused (acl_denied); it is told now. */
 			log_notice("client %u (pid %d uid %u): publishing to %s ended: the reloaded publish ACL no "
@@ -128,21 +123,36 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 	}
 }
 
-static struct pubd_pubstat *client_pubstat(struct pubd_client *c, struct pubd_group *g)
+/* WELCOME and, when the publish log could be made, the SHM frame with its
+ * fds right behind it, in one write; plain WELCOME (the socket for
+ * everything) when it could not. */
+static void welcome_with_log(struct pubd_client *c, struct pub_msg_welcome *w)
 {
-	struct pubd_pubstat *v;
-	unsigned i;
+	struct pub_msg_shm shm;
+	uint8_t buf[600];
+	int fds[3], err;
+	long n, k;
 
-	for (i = 0; i < c->npubs; i++)
-		if (c->pubs[i].group == g)
-			return &c->pubs[i];
-	v = realloc(c->pubs, (c->npubs + 1) * sizeof(*v));
-	if (!v)
-		return NULL;
-	c->pubs = v;
-	memset(&v[c->npubs], 0, sizeof(v[0]));
-	v[c->npubs].group = g;
-	return &v[c->npubs++];
+	if (srv_publog_open(c, &shm, fds) == 0) {
+		w->flags = PUB_WELCOME_F_SHM;
+		n = pub_proto_enc_welcome(buf, sizeof(buf), w);
+		k = n > 0 ? pub_proto_enc_shm(buf + n, sizeof(buf) - (size_t)n, &shm) : -1;
+		err = k > 0 ? srv_send_fds(c, buf, (size_t)(n + k), fds, 3) : -EINVAL;
+		close(fds[0]); /* the mapping stays; the client has its own fd now */
+		if (err == 0) {
+			log_debug("client %u: hello from %s (pid %d uid %u), publish log of %u bytes", c->id, c->name,
+				  (int)c->pid, (unsigned)c->uid, shm.capacity);
+			return;
+		}
+		log_notice("client %u (pid %d): cannot hand over its publish log: %s; disconnecting", c->id,
+			   (int)c->pid, strerror(-err));
+		srv_begin_close(c);
+		return;
+	}
+	w->flags = 0;
+	n = pub_proto_enc_welcome(buf, sizeof(buf), w);
+	if (n > 0)
+		srv_queue_frame(c, buf, (size_t)n);
 }
 
 static bool handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
@@ -177,6 +187,10 @@ static bool handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
 	w.source_id = srv->source_id;
 	w.daemon_version = (struct pub_str){PUBD_VERSION, strlen(PUBD_VERSION)};
 	w.fabric = (struct pub_str){srv->fabric_name, strlen(srv->fabric_name)};
+	if ((h.flags & PUB_HELLO_F_SHM) && srv->cfg->shm && !c->out_head) {
+		welcome_with_log(c, &w);
+		return true;
+	}
 	n = pub_proto_enc_welcome(buf, sizeof(buf), &w);
 	if (n > 0)
 		srv_queue_frame(c, buf, (size_t)n);
@@ -238,7 +252,7 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		srv_reply_ok(c, req_id); /* idempotent */
 		return true;
 	}
-	if (!client_may(c, &g->cfg->subscribe)) {
+	if (!srv_client_may(c, &g->cfg->subscribe)) {
 		log_notice("client %u (pid %d uid %u): subscribe to %s denied by its ACL", c->id, (int)c->pid,
 			   (unsigned)c->uid, g->name);
 		g->sub_denied++;
@@ -274,70 +288,6 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 nomem:
 	srv_reply_error(c, req_id, PUB_ERR_INTERNAL, "out of memory");
 	return true;
-}
-
-/* A PUBLISH refused: counted against the client and the scope (its group,
- * or the daemon's when there is no such group). */
-void srv_publish_refused(struct pubd_client *c, struct pubd_drops *scope, enum pub_drop_reason why)
-{
-	pubd_drops_add(&c->drops, why, 1);
-	pubd_drops_add(scope, why, 1);
-	c->srv->counters[PUBD_CTR_MSG_DROPPED]++;
-}
-
-/* The checks every publish passes; on refusal the reply is sent and the
- * message counted, and NULL returned. */
-struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen, size_t plen)
-{
-	struct pubd_ipc *srv = c->srv;
-	struct pubd_group *g = pubd_groups_by_name(srv->groups, name, nlen);
-
-	if (!g) {
-		srv_publish_refused(c, srv->drops, PUB_DROP_NO_GROUP);
-		srv_reply_error(c, req_id, PUB_ERR_NO_GROUP, "no group named '%.*s' in pubd's configuration", (int)nlen,
-				name);
-		return NULL;
-	}
-	if (!client_may(c, &g->cfg->publish)) {
-		srv_publish_refused(c, &g->drops, PUB_DROP_ACL_DENIED);
-		log_debug("client %u uid %u: publish to %s denied by its ACL", c->id, (unsigned)c->uid, g->name);
-		srv_reply_error(c, req_id, PUB_ERR_ACL, "uid %u may not publish to '%s' (group's publish ACL)",
-				(unsigned)c->uid, g->name);
-		return NULL;
-	}
-	if (plen > srv->cfg->max_message_size) {
-		srv_publish_refused(c, &g->drops, PUB_DROP_TOO_LARGE);
-		srv_reply_error(c, req_id, PUB_ERR_TOO_LARGE,
-				"message of %zu bytes exceeds limits.max_message_size (%llu)", plen,
-				(unsigned long long)srv->cfg->max_message_size);
-		return NULL;
-	}
-	if (g->raw && plen > srv->mtu) {
-		srv_publish_refused(c, &g->drops, PUB_DROP_MTU_EXCEEDED);
-		srv_reply_error(c, req_id, PUB_ERR_TOO_LARGE,
-				"message of %zu bytes exceeds the fabric MTU (%u) of raw group '%s' (raw groups cannot "
-				"fragment)",
-				plen, srv->mtu, g->name);
-		return NULL;
-	}
-	return g;
-}
-
-void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m)
-{
-	struct pubd_pubstat *ps = client_pubstat(c, g);
-
-	if (ps) {
-		ps->published++;
-		ps->bytes += m->len;
-	}
-	c->published++;
-	if (c->srv->ops->publish(c->srv->ctx, c, g, m))
-		c->tx_pending++;
-	if (req_id)
-		srv_reply_ok(c, req_id);
-	if (c->tx_pending >= TX_PENDING_HIGH)
-		srv_pause_client(c);
 }
 
 static bool handle_publish(struct pubd_client *c, const uint8_t *body, size_t len)

@@ -7,6 +7,8 @@
 #define PUBD_SERVER_INTERNAL_H
 
 #include "ipc.h"
+#include "proto.h"
+#include "shmlog.h"
 
 /* Receive buffer per client. Frames that do not fit (big PUBLISH bodies)
  * are read straight into their message buffer instead of growing this.
@@ -58,6 +60,28 @@
 
 /* frame header + source + seq + name8 */
 #define PUB_OUT_HEAD_MAX (8 + 8 + 8 + 1 + 255)
+
+/* A client's shared-memory publish log (publog.c). */
+struct srv_publog {
+	uint8_t *map;
+	size_t map_len;
+	struct pub_shmlog_reader r;
+	int doorbell_fd; /* the client rings it when we said we sleep */
+	int space_fd;	 /* we ring it when the client said it waits for room */
+	struct pubd_loop_watch *watch;
+	size_t charged; /* the mapping, from the client budget */
+	/* A message arriving in pieces (charged to the client budget), or
+	 * one refused on its first piece whose other pieces are skipped. */
+	struct pubd_msgbuf *part;
+	bool skip;
+	uint32_t part_have, part_total, part_req;
+	uint8_t part_glen;
+	char part_group[255];
+	bool more;   /* records may wait: read from pubd_ipc_flush_all */
+	bool broken; /* the client wrote what no libpub writes: why says what */
+	char why[128];
+	uint64_t records;
+};
 
 /* One queued output frame. */
 struct pubd_out {
@@ -123,6 +147,8 @@ struct pubd_client {
 
 	uint64_t published, delivered;
 	struct pubd_drops drops;
+
+	struct srv_publog *log; /* NULL: it publishes through its socket */
 };
 
 /* The client buffer budget (limits.client_buffer_budget): on every read
@@ -160,7 +186,34 @@ void srv_reply_ok(struct pubd_client *c, uint32_t req_id);
 void srv_reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void srv_update_watch(struct pubd_client *c);
+/* Send a frame with file descriptors (SCM_RIGHTS), straight to the socket,
+ * ahead of nothing: only while the client's output queue is empty. 0, or
+ * -errno (also when the socket took only part of it). */
+int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int *fds, unsigned nfds);
 void srv_drop_output(struct pubd_client *c);
+
+/* admit.c: publish admission; calls output.c */
+bool srv_client_may(const struct pubd_client *c, const struct pubd_acl *acl);
+void srv_publish_refused(struct pubd_client *c, struct pubd_drops *scope, enum pub_drop_reason why);
+struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
+				     size_t plen);
+void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m);
+
+/* publog.c: a client's publish log; calls admit.c and output.c */
+/* Make the log at HELLO: the SHM frame to send and its fds (the memfd is
+ * the caller's to close once sent). 0, or -errno (the client stays on its
+ * socket). */
+int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3]);
+/* Read what it committed: a batch, or (to_end) all, whatever the pauses. */
+void srv_publog_read(struct pubd_client *c, bool to_end);
+/* Before a socket frame is handled: what the client committed to its log
+ * first is read first. False while that must wait (back-pressure). */
+bool srv_publog_caught_up(struct pubd_client *c);
+/* The client is closing: read what it left (hung_up), count what cannot be
+ * published, free the log. */
+void srv_publog_close(struct pubd_client *c, bool hung_up);
+/* Messages committed and not read yet, and one half-written (shutdown). */
+uint64_t srv_publog_unhandled(struct pubd_client *c);
 
 /* session.c: a connection's reading, writing and closing; calls requests.c and output.c */
 int srv_client_flush(struct pubd_client *c);
@@ -176,10 +229,6 @@ uint64_t srv_count_unhandled(struct pubd_client *c);
 void srv_protocol_error(struct pubd_client *c, const char *why);
 void srv_begin_close(struct pubd_client *c);
 void srv_client_unsubscribe(struct pubd_client *c, unsigned idx);
-void srv_publish_refused(struct pubd_client *c, struct pubd_drops *scope, enum pub_drop_reason why);
-struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
-				     size_t plen);
-void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m);
 bool srv_handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, size_t len);
 
 #endif

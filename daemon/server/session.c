@@ -184,6 +184,11 @@ void srv_client_parse(struct pubd_client *c)
 			srv_pause_for_reply(c);
 			break;
 		}
+		/* What the client committed to its publish log before this
+		 * frame is handled before it (a PUBLISH and a later SUBSCRIBE
+		 * keep their order, whichever way each came). */
+		if (c->log && type != PUB_FRAME_HELLO && !srv_publog_caught_up(c))
+			break;
 		if (!srv_handle_frame(c, type, body, body_len))
 			break;
 		off += PUB_PROTO_HDR_LEN + body_len;
@@ -350,6 +355,9 @@ void srv_client_close(struct pubd_client *c)
 	struct pubd_ipc *srv = c->srv;
 	struct pubd_client **p;
 
+	/* Its publish log first: what it committed is published (or counted)
+	 * while it is still a client with its counters and subscriptions. */
+	srv_publog_close(c, true);
 	/* Deliveries still queued, a half-written one included, never reach
 	 * the client: each is counted against its subscription. */
 	srv_drop_output(c);
@@ -453,6 +461,8 @@ int srv_client_flush(struct pubd_client *c)
 	ssize_t w;
 	size_t left;
 
+	if (c->log && c->log->broken && !c->closing)
+		srv_protocol_error(c, c->log->why);
 	while (c->out_head) {
 		n = 0;
 		for (o = c->out_head; o && n + 2 <= FLUSH_IOV; o = o->next) {
@@ -544,7 +554,7 @@ int pubd_ipc_flush_all(struct pubd_ipc *srv)
 	/* Resume publishers whose transmit backlog drained or whose budget
 	 * came free, and drain clients that hung up (a walk only while there
 	 * are some: this runs every loop iteration). */
-	for (c = srv->npaused || srv->ngone ? srv->clients : NULL; c; c = next) {
+	for (c = srv->npaused || srv->ngone || srv->nlog_more ? srv->clients : NULL; c; c = next) {
 		next = c->next;
 		if (c->paused && c->tx_pending <= TX_PENDING_LOW && c->out_ctrl_bytes < CTRL_BYTES_HIGH / 2 &&
 		    (!c->budget_wait || srv_budget_fits(srv, c->budget_wait) ||
@@ -555,6 +565,10 @@ int pubd_ipc_flush_all(struct pubd_ipc *srv)
 			srv->npaused--;
 			srv_update_watch(c);
 			srv_client_parse(c);
+			srv_publog_read(c, false);
+			work++;
+		} else if (c->log && c->log->more) {
+			srv_publog_read(c, false);
 			work++;
 		}
 		if (c->gone && !c->paused && !c->closing) {

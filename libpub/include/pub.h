@@ -93,7 +93,14 @@ struct pub_options {
 	int reconnect_min_ms;	 /* first reconnect backoff; 0: 10 */
 	int reconnect_max_ms;	 /* backoff cap; 0: 1000 */
 	unsigned int flags;	 /* PUB_OPT_* */
+	int transport;		 /* PUB_TRANSPORT_*: how messages travel to pubd */
 };
+
+/* pub_options.transport */
+#define PUB_TRANSPORT_DEFAULT 0 /* $PUBD_TRANSPORT ("shm" or "socket") if set, else shared memory */
+#define PUB_TRANSPORT_SHM     1 /* a shared-memory publish log, where pubd offers one (else the socket) */
+#define PUB_TRANSPORT_SOCKET  2 /* every message through the Unix socket */
+#define PUB_TRANSPORT_ENV     "PUBD_TRANSPORT"
 #define PUB_OPTIONS_INIT                                  \
 	{                                                 \
 		.struct_size = sizeof(struct pub_options) \

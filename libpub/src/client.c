@@ -49,6 +49,19 @@ static void client_free(struct pub_client *c)
 	free(c);
 }
 
+/* PUB_TRANSPORT_DEFAULT asks the environment, then picks shared memory. */
+static bool transport_is_shm(int t)
+{
+	const char *env;
+
+	if (t == PUB_TRANSPORT_DEFAULT) {
+		env = secure_getenv(PUB_TRANSPORT_ENV);
+		if (env && !strcmp(env, "socket"))
+			t = PUB_TRANSPORT_SOCKET;
+	}
+	return t != PUB_TRANSPORT_SOCKET;
+}
+
 static void options_apply(struct pub_client *c, const struct pub_options *opts)
 {
 	struct pub_options o = {0};
@@ -67,6 +80,7 @@ static void options_apply(struct pub_client *c, const struct pub_options *opts)
 	if (c->reconnect_max_ms < c->reconnect_min_ms)
 		c->reconnect_max_ms = c->reconnect_min_ms;
 	c->flags = o.flags;
+	c->want_shm = transport_is_shm(o.transport);
 }
 
 int pub_connect(pub_client_t **out, const char *socket_path, const struct pub_options *opts)
@@ -92,6 +106,7 @@ int pub_connect(pub_client_t **out, const char *socket_path, const struct pub_op
 		return -ENOMEM;
 	}
 	c->sock = c->epfd = c->timerfd = c->kickfd = -1;
+	c->log_doorbell = c->log_space = -1;
 	c->qtail = &c->qhead;
 	c->max_body = MAX_BODY_MIN;
 	options_apply(c, opts);

@@ -38,7 +38,7 @@ static bool frame_buffered(struct pub_client *c)
 void readiness_update(struct pub_client *c)
 {
 	bool kick = c->qhead || c->pending_err || (c->up && frame_buffered(c)) ||
-		    (!c->up && (c->flags & PUB_OPT_NO_RECONNECT));
+		    (!c->up && (c->flags & PUB_OPT_NO_RECONNECT)) || c->wake_owed;
 	bool out = c->up && c->wpos < c->wlen;
 	uint64_t v = 1;
 
@@ -87,6 +87,8 @@ void conn_close(struct pub_client *c)
 	}
 	c->want_out = false;
 	c->up = false;
+	c->expect_shm = false;
+	shm_detach(c);
 	/* What was half read or half written belongs to the old connection. */
 	if (c->holding)
 		rx_detach(c);
@@ -185,7 +187,7 @@ static int conn_open(struct pub_client *c)
 		r = set_err(c, -errno, "epoll_ctl: %s", strerror(errno));
 		goto fail;
 	}
-	n = pub_proto_enc_hello(hello, sizeof(hello), 0, c->name, strlen(c->name));
+	n = pub_proto_enc_hello(hello, sizeof(hello), c->want_shm ? PUB_HELLO_F_SHM : 0, c->name, strlen(c->name));
 	if (n <= 0) {
 		r = set_err(c, -EINVAL, "cannot encode HELLO");
 		goto fail;

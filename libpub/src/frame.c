@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -67,6 +68,38 @@ static int rx_room(struct pub_client *c, size_t need)
 }
 
 /* Read what the socket has: >0 bytes, -EAGAIN, -ECONNRESET at EOF, or -errno. */
+/* recv() that also takes the fds pubd sends with a frame (SCM_RIGHTS: only
+ * its SHM frame, during the handshake, has any). Others are closed at once. */
+static ssize_t recv_with_fds(struct pub_client *c)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} ctl;
+	struct iovec iov = {.iov_base = c->rbuf + c->rlen, .iov_len = c->rcap - c->rlen};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *cm;
+	ssize_t n = recvmsg(c->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	unsigned i, k;
+	int fd;
+
+	if (n <= 0 || !mh.msg_controllen)
+		return n;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < k; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->want_shm && !c->up && c->nrx_fds < 4)
+				c->rx_fds[c->nrx_fds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
 int rx_read(struct pub_client *c)
 {
 	size_t need = PUB_PROTO_HDR_LEN;
@@ -87,7 +120,7 @@ int rx_read(struct pub_client *c)
 	if (r < 0)
 		return r;
 	do {
-		n = recv(c->sock, c->rbuf + c->rlen, c->rcap - c->rlen, MSG_DONTWAIT);
+		n = recv_with_fds(c);
 	} while (n < 0 && errno == EINTR);
 	if (n > 0) {
 		c->rlen += (size_t)n;

@@ -12,6 +12,7 @@
  *   request.c  requests with a reply: subscribe, unsubscribe
  *   publish.c  the publish path: pub_publish, PUB_MORE, pub_flush
  *   query.c    pub_query and its TABLE replies
+ *   shmpub.c   the shared-memory publish log: attaching it, writing messages into it
  * Everything not static here is hidden (C_VISIBILITY_PRESET hidden and
  * pub.map): only the pub_* functions of pub.h are the library's ABI.
  */
@@ -25,6 +26,7 @@
 
 #include "pub.h"
 #include "proto.h"
+#include "shmlog.h"
 
 /* A message received while the caller waited for something else (a reply). */
 struct pub_queued {
@@ -90,6 +92,18 @@ struct pub_client {
 
 	char msg_group[PUB_GROUP_MAX + 1]; /* NUL-terminated group of the current message */
 	char errmsg[1024];
+
+	/* The shared-memory publish log (shmpub.c), when pubd gave one. */
+	bool want_shm;	 /* ask for it at HELLO */
+	bool expect_shm; /* WELCOME said an SHM frame follows */
+	bool wake_owed;	 /* committed without waking pubd (PUB_MORE) */
+	void *log_map;	 /* NULL: publishing goes through the socket */
+	size_t log_map_len;
+	struct pub_shmlog_writer log;
+	int log_doorbell; /* rung when pubd said it sleeps */
+	int log_space;	  /* pubd rings it when we said we wait for room */
+	int rx_fds[4];	  /* fds received with frames, until a frame takes them */
+	unsigned nrx_fds;
 };
 
 #define RBUF_MIN (256 * 1024)
@@ -172,6 +186,14 @@ int wait_for(struct pub_client *c, struct pub_waiter *w, uint64_t deadline);
 uint32_t next_req(struct pub_client *c);
 int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w);
 int request(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w);
+
+/* shmpub.c */
+int shm_attach(struct pub_client *c, const struct pub_msg_shm *m);
+void shm_detach(struct pub_client *c);
+void shm_wake(struct pub_client *c);
+void rx_fds_close(struct pub_client *c);
+int shm_publish(struct pub_client *c, uint32_t req_id, const char *group, size_t glen, const void *data, size_t len,
+		int flags);
 
 /* query.c: turn a validated TABLE into the public struct and call cb. */
 int pub_table_deliver(struct pub_table_reader *r, pub_table_cb cb, void *cb_arg);

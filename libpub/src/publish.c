@@ -152,6 +152,30 @@ static int publish_wait(struct pub_client *c, struct pub_waiter *w)
 	return set_err(c, -ENOTCONN, "%s: connection to pubd lost before it confirmed", w->what);
 }
 
+/* Through the publish log: no system call unless pubd sleeps (and, with
+ * PUB_MORE, not even then until the burst ends). PUB_SYNC's req_id rides in
+ * the record; pubd answers it on the socket once it read it. */
+static int publish_log(struct pub_client *c, struct pub_waiter *w, const char *group, size_t glen, const void *data,
+		       size_t len, int flags)
+{
+	int r;
+
+	if (flags & PUB_SYNC)
+		flags &= ~PUB_MORE;
+	w->req_id = (flags & PUB_SYNC) ? next_req(c) : 0;
+	r = shm_publish(c, w->req_id, group, glen, data, len, flags);
+	if (r == 0)
+		return flags & PUB_SYNC ? publish_wait(c, w) : 0;
+	if (r == -EAGAIN)
+		return set_err(c, r, "%s: publish log full (PUB_NONBLOCK)", w->what);
+	if (!is_disconnect(r))
+		return set_err(c, r, "%s: %s", w->what, pub_strerror(r));
+	/* Pieces of it may be in the old log already: pubd counts them lost
+	 * (client_gone); it is not sent again. */
+	conn_lost(c);
+	return set_err(c, -ENOTCONN, "%s: connection to pubd lost", w->what);
+}
+
 static int publish(struct pub_client *c, const char *group, const void *data, size_t len, int flags)
 {
 	char what[PUB_GROUP_MAX + 32];
@@ -182,6 +206,8 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 			return set_err(c, -PUB_ETOOLARGE,
 				       "%s: message of %zu bytes exceeds pubd's max_message_size (%u)", what, len,
 				       c->info.max_message);
+		if (c->log_map)
+			return publish_log(c, &w, group, glen, data, len, flags);
 		if ((flags & PUB_MORE) && !(flags & PUB_SYNC) && len <= MORE_COPY_MAX)
 			return publish_more(c, what, group, glen, data, len, flags & PUB_NONBLOCK);
 		r = publish_send(c, &w, group, glen, data, len, flags, &final);
@@ -217,6 +243,7 @@ int pub_flush(pub_client_t *c, int timeout_ms)
 
 	if (!c)
 		return -EINVAL;
+	shm_wake(c);
 	if (c->up && c->nsubs == 0)
 		drain(c);
 	r = take_pending(c);

@@ -55,6 +55,28 @@ static void async_error(struct pub_client *c, const struct pub_msg_error *e)
 	set_pending(c, err, msg);
 }
 
+/* The publish log pubd made for this connection (right after WELCOME). */
+static int shm_frame(struct pub_client *c, const uint8_t *body, size_t len, struct pub_waiter *w)
+{
+	struct pub_msg_shm m;
+	int r;
+
+	if (!c->expect_shm || !w || !w->welcome)
+		return set_err(c, -PUB_EPROTO, "pubd sent an SHM frame outside the handshake");
+	c->expect_shm = false;
+	if (pub_proto_dec_shm(body, len, &m) < 0) {
+		rx_fds_close(c);
+		return set_err(c, -PUB_EPROTO, "malformed SHM frame from pubd");
+	}
+	r = shm_attach(c, &m);
+	rx_fds_close(c);
+	if (r < 0)
+		return r;
+	w->done = true;
+	w->result = 0;
+	return 0;
+}
+
 /*
  * One frame from pubd. Returns 1 when it was a message placed in *m, 0
  * when handled, or a negative error that ends the connection (pubd broke
@@ -129,9 +151,16 @@ static int dispatch(struct pub_client *c, uint8_t type, const uint8_t *body, siz
 		c->max_body = (size_t)wel.max_message + PUB_PROTO_MAX_HEAD;
 		if (c->max_body < MAX_BODY_MIN)
 			c->max_body = MAX_BODY_MIN;
-		w->done = true;
+		/* With a publish log the handshake ends at its SHM frame, so that
+		 * no message goes by the socket before the log exists. */
+		c->expect_shm = (wel.flags & PUB_WELCOME_F_SHM) != 0;
+		if (c->expect_shm && !c->want_shm)
+			return set_err(c, -PUB_EPROTO, "pubd offered a publish log nobody asked for");
+		w->done = !c->expect_shm;
 		w->result = 0;
 		return 0;
+	case PUB_FRAME_SHM:
+		return shm_frame(c, body, len, w);
 	}
 	return set_err(c, -PUB_EPROTO, "pubd sent a frame of type %u, which only clients send", type);
 }
@@ -275,6 +304,7 @@ int pub_recv(pub_client_t *c, struct pub_message *m, int timeout_ms)
 	if (!c || !m)
 		return -EINVAL;
 	recv_release(c);
+	shm_wake(c); /* messages PUB_MORE left unannounced go first */
 	r = recv_one(c, m, timeout_ms);
 	readiness_update(c);
 	return r;

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client's publish log: a shared-memory ring (common/shmlog.h) the client
+ * writes its messages into and pubd reads without a system call per
+ * message. pubd makes it at HELLO when the client asks (a memfd sealed
+ * against shrinking, so a client cannot make pubd's reads fault), with two
+ * eventfds: the doorbell the client rings when pubd said it sleeps, and the
+ * one pubd rings when the client said it waits for room.
+ *
+ * Records (common/publog_format.h) carry a message whole, or in pieces
+ * when it is larger than a record may be. Everything in the log is the
+ * client's: each record is checked before it is used, what the checks read
+ * is copied first, and a record no honest libpub writes ends that client
+ * (l->broken; the session turns it into a protocol error), nobody else.
+ *
+ * Reading follows the socket's rules: a message is admitted by the same
+ * checks as a PUBLISH frame (admit.c), a client paused by back-pressure is
+ * not read, a large message in pieces is charged to the client budget, and
+ * what a client committed before it hung up is read to the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "loop.h"
+#include "publog_format.h"
+#include "server_internal.h"
+
+/* Records read per wakeup before other clients get a turn. */
+#define LOG_BATCH 256
+
+static uint32_t pow2_floor(uint64_t v)
+{
+	uint32_t p = PUB_SHMLOG_CAP_MIN;
+
+	while (p < PUB_SHMLOG_CAP_MAX && (uint64_t)p * 2 <= v)
+		p *= 2;
+	return p;
+}
+
+static void on_doorbell(void *ctx, uint32_t events)
+{
+	struct pubd_client *c = ctx;
+	uint64_t v;
+
+	(void)events;
+	if (read(c->log->doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("client %u: publish log doorbell: %s", c->id, strerror(errno));
+	srv_publog_read(c, false);
+}
+
+static int make_memfd(size_t len)
+{
+	int fd = memfd_create("pubd-publish-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	/* Sealed at its size: a client that could shrink it would make
+	 * pubd's next read of the ring a SIGBUS. */
+	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
+{
+	if (l->watch)
+		pubd_loop_unwatch(l->watch);
+	if (l->doorbell_fd >= 0)
+		close(l->doorbell_fd);
+	if (l->space_fd >= 0)
+		close(l->space_fd);
+	if (l->map && l->map != MAP_FAILED)
+		munmap(l->map, l->map_len);
+	if (l->part) {
+		srv_budget_give(srv, l->part->len);
+		pubd_msgbuf_put(l->part);
+	}
+	srv_budget_give(srv, l->charged);
+	free(l);
+}
+
+/* Make the log, its mapping and eventfds. Returns it, with *memfd to send. */
+static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *memfd)
+{
+	struct srv_publog *l = calloc(1, sizeof(*l));
+	uint32_t max_record = cap / 4 < PUB_PUBLOG_MAX_RECORD ? cap / 4 : PUB_PUBLOG_MAX_RECORD;
+
+	*memfd = -1;
+	if (!l)
+		return NULL;
+	l->doorbell_fd = l->space_fd = -1;
+	l->map_len = pub_shmlog_map_len(cap);
+	*memfd = make_memfd(l->map_len);
+	if (*memfd < 0)
+		goto fail;
+	l->map = mmap(NULL, l->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
+	if (l->map == MAP_FAILED)
+		goto fail;
+	if (pub_shmlog_format(l->map, l->map_len, cap, max_record, PUB_SHM_PUBLISH_LOG) < 0 ||
+	    pub_shmlog_reader_init(&l->r, l->map, l->map_len, cap, max_record, 0) < 0)
+		goto fail;
+	l->doorbell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	l->space_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (l->doorbell_fd < 0 || l->space_fd < 0)
+		goto fail;
+	l->watch = pubd_loop_watch(c->srv->loop, l->doorbell_fd, EPOLLIN, on_doorbell, c);
+	if (!l->watch)
+		goto fail;
+	return l;
+fail:
+	if (*memfd >= 0)
+		close(*memfd);
+	*memfd = -1;
+	log_free(c->srv, l);
+	return NULL;
+}
+
+int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
+{
+	struct pubd_ipc *srv = c->srv;
+	uint32_t cap = pow2_floor(srv->cfg->publish_log);
+	size_t charge = pub_shmlog_map_len(cap);
+	struct srv_publog *l;
+	int memfd;
+
+	if (!srv_budget_take(srv, charge)) {
+		srv->counters[PUBD_CTR_BUDGET_WAITS]++;
+		return -ENOBUFS; /* the client publishes through its socket */
+	}
+	l = log_make(c, cap, &memfd);
+	if (!l) {
+		srv_budget_give(srv, charge);
+		log_warn("client %u: cannot make a publish log of %u bytes: %s", c->id, cap, strerror(errno));
+		return -ENOMEM;
+	}
+	l->charged = charge;
+	c->log = l;
+	*m = (struct pub_msg_shm){.kind = PUB_SHM_PUBLISH_LOG, .capacity = cap, .max_record = l->r.max_record};
+	fds[0] = memfd;
+	fds[1] = l->doorbell_fd;
+	fds[2] = l->space_fd;
+	return 0;
+}
+
+/* The log cannot be read further: the session ends the client. */
+static int broken(struct pubd_client *c, const char *why)
+{
+	struct srv_publog *l = c->log;
+
+	if (!l->broken) {
+		snprintf(l->why, sizeof(l->why), "publish log: %s", why);
+		l->broken = true;
+		srv_mark_dirty(c);
+	}
+	return -1;
+}
+
+static void count_gone(struct pubd_client *c, uint64_t n)
+{
+	pubd_drops_add(&c->drops, PUB_DROP_CLIENT_GONE, n);
+	pubd_drops_add(c->srv->drops, PUB_DROP_CLIENT_GONE, n);
+	c->srv->counters[PUBD_CTR_MSG_DROPPED] += n;
+}
+
+/* A message's first (or only) piece. Returns 1 when taken, 0 to wait for
+ * the client budget, -1 when the log is broken. */
+static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct pub_publog_piece *p)
+{
+	struct pubd_ipc *srv = c->srv;
+	struct pubd_group *g;
+	struct pubd_msgbuf *m;
+
+	g = srv_publish_admit(c, p->req_id, p->group, p->glen, p->total);
+	if (!g) {
+		l->skip = p->more; /* refused and counted; its other pieces are read and dropped */
+		l->part_total = p->total;
+		l->part_have = p->len;
+		return 1;
+	}
+	if (p->more && !srv_budget_take(srv, p->total)) {
+		srv_pause_for_budget(c, p->total);
+		return 0;
+	}
+	m = pubd_msgbuf_alloc(p->total);
+	if (!m) {
+		if (p->more)
+			srv_budget_give(srv, p->total);
+		srv_publish_refused(c, &g->drops, PUB_DROP_CLIENT_BUDGET);
+		srv_reply_error(c, p->req_id, PUB_ERR_INTERNAL, "out of memory");
+		l->skip = p->more;
+		l->part_total = p->total;
+		l->part_have = p->len;
+		return 1;
+	}
+	memcpy(m->data, p->data, p->len);
+	if (!p->more) {
+		srv_publish_accept(c, p->req_id, g, m);
+		pubd_msgbuf_put(m);
+		return 1;
+	}
+	l->part = m;
+	l->part_have = p->len;
+	l->part_total = p->total;
+	l->part_req = p->req_id;
+	l->part_glen = p->glen;
+	memcpy(l->part_group, p->group, p->glen);
+	return 1;
+}
+
+/* A later piece of the message in l->part (or of one being skipped). */
+static int next_piece(struct pubd_client *c, struct srv_publog *l, const struct pub_publog_piece *p)
+{
+	struct pubd_group *g;
+	struct pubd_msgbuf *m;
+
+	if (p->first || p->total != l->part_total || p->len > l->part_total - l->part_have ||
+	    p->more == (l->part_have + p->len == l->part_total))
+		return broken(c, "a message's pieces do not add up");
+	if (l->part)
+		memcpy(l->part->data + l->part_have, p->data, p->len);
+	l->part_have += p->len;
+	if (p->more)
+		return 1;
+	l->skip = false;
+	if (!(m = l->part))
+		return 1;
+	l->part = NULL;
+	srv_budget_give(c->srv, m->len);
+	/* Checked again: a reload may have removed the group or changed its
+	 * ACL while the pieces came. */
+	g = srv_publish_admit(c, l->part_req, l->part_group, l->part_glen, m->len);
+	if (g)
+		srv_publish_accept(c, l->part_req, g, m);
+	pubd_msgbuf_put(m);
+	return 1;
+}
+
+static int take_record(struct pubd_client *c, struct srv_publog *l, const struct pub_shmlog_view *v)
+{
+	struct pub_publog_piece p;
+
+	if (pub_publog_decode(v, &p) < 0)
+		return broken(c, "malformed record");
+	if (l->part || l->skip)
+		return next_piece(c, l, &p);
+	if (!p.first)
+		return broken(c, "a message's later piece without its first");
+	return first_piece(c, l, &p);
+}
+
+void srv_publog_read(struct pubd_client *c, bool to_end)
+{
+	struct srv_publog *l = c->log;
+	struct pub_shmlog_view v;
+	unsigned n = 0;
+	int r = 0, t;
+
+	if (!l || l->broken || (c->closing && !to_end))
+		return;
+	if (l->more) {
+		l->more = false;
+		c->srv->nlog_more--;
+	}
+	while (to_end || (!c->paused && n < LOG_BATCH)) {
+		r = pub_shmlog_next(&l->r, &v);
+		if (r < 0) {
+			broken(c, "a record no writer of this protocol writes (length, type or lap)");
+			break;
+		}
+		if (r == 0)
+			break;
+		t = take_record(c, l, &v);
+		if (t <= 0)
+			break;
+		pub_shmlog_consume(&l->r, &v);
+		l->records++;
+		n++;
+	}
+	if (pub_shmlog_release(&l->r)) {
+		uint64_t one = 1;
+
+		if (write(l->space_fd, &one, sizeof(one)) < 0)
+			log_debug("client %u: publish log space eventfd: %s", c->id, strerror(errno));
+	}
+	if (l->broken || c->paused || to_end)
+		return;
+	/* Stopped by the batch, or found it empty: then sleep, unless a
+	 * record came while we said so. */
+	if ((r == 1 || !pub_shmlog_reader_sleep(&l->r)) && !l->more) {
+		l->more = true;
+		c->srv->nlog_more++;
+	}
+}
+
+bool srv_publog_caught_up(struct pubd_client *c)
+{
+	struct pub_shmlog_view v;
+
+	if (!c->log || c->log->broken)
+		return true;
+	srv_publog_read(c, false);
+	return !c->paused && !c->log->broken && pub_shmlog_next(&c->log->r, &v) == 0;
+}
+
+void srv_publog_close(struct pubd_client *c, bool hung_up)
+{
+	struct srv_publog *l = c->log;
+	uint64_t lost = 0;
+
+	if (!l)
+		return;
+	if (hung_up && !l->broken) {
+		/* What it committed was published from its side: read it all,
+		 * and count what could not be (a record left half-written, a
+		 * message whose pieces stop). */
+		srv_publog_read(c, true);
+		lost = srv_publog_unhandled(c);
+		if (lost)
+			log_info("client %u: hung up leaving %llu messages in its publish log unfinished or unread "
+				 "(counted client_gone)",
+				 c->id, (unsigned long long)lost);
+	}
+	if (lost)
+		count_gone(c, lost);
+	if (l->more)
+		c->srv->nlog_more--;
+	c->log = NULL;
+	log_free(c->srv, l);
+}
+
+uint64_t srv_publog_unhandled(struct pubd_client *c)
+{
+	struct srv_publog *l = c->log;
+	struct pub_publog_piece p;
+	struct pub_shmlog_reader r;
+	struct pub_shmlog_view v;
+	bool open;
+	uint64_t n;
+
+	if (!l || l->broken)
+		return 0;
+	/* A message in pieces counts once: whether it was begun before (in
+	 * l->part; a skipped one was counted when refused) or in the log. */
+	n = l->part ? 1 : 0;
+	open = l->part || l->skip;
+	r = l->r; /* a copy: counting consumes nothing */
+	while (pub_shmlog_next(&r, &v) == 1 && pub_publog_decode(&v, &p) == 0) {
+		n += p.first;
+		open = p.more;
+		pub_shmlog_consume(&r, &v);
+	}
+	/* A record begun and never committed is a message lost, unless it
+	 * was a later piece of one already counted. */
+	return n + (!open && pub_shmlog_partial(&r));
+}

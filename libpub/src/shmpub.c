@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared-memory publish path: the publish log pubd hands over at
+ * WELCOME (an SHM frame with the log's memfd and two eventfds), and
+ * pub_publish writing into it: a message is a record (or pieces, when it
+ * is larger than a record may be), committed with a release store; pubd
+ * is woken only when it said it sleeps. The socket carries no data then,
+ * only requests and pubd's answers, PUB_SYNC's included (its req_id
+ * travels in the record, so pubd answers it in order).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "publog_format.h"
+
+void rx_fds_close(struct pub_client *c)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nrx_fds; i++)
+		close(c->rx_fds[i]);
+	c->nrx_fds = 0;
+}
+
+void shm_detach(struct pub_client *c)
+{
+	if (c->log_map)
+		munmap(c->log_map, c->log_map_len);
+	if (c->log_doorbell >= 0)
+		close(c->log_doorbell);
+	if (c->log_space >= 0)
+		close(c->log_space);
+	c->log_map = NULL;
+	c->log_doorbell = c->log_space = -1;
+	c->wake_owed = false;
+	rx_fds_close(c);
+}
+
+int shm_attach(struct pub_client *c, const struct pub_msg_shm *m)
+{
+	size_t len;
+	void *map;
+
+	if (m->kind != PUB_SHM_PUBLISH_LOG || c->nrx_fds != 3)
+		return set_err(c, -PUB_EPROTO, "pubd's SHM frame came without its log (%u fds)", c->nrx_fds);
+	len = pub_shmlog_map_len(m->capacity);
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->rx_fds[0], 0);
+	if (map == MAP_FAILED)
+		return set_err(c, -errno, "mapping the publish log: %s", strerror(errno));
+	if (pub_shmlog_writer_init(&c->log, map, len, false) < 0) {
+		munmap(map, len);
+		return set_err(c, -PUB_EPROTO, "pubd's publish log is not one this libpub can write");
+	}
+	close(c->rx_fds[0]);
+	c->log_map = map;
+	c->log_map_len = len;
+	c->log_doorbell = c->rx_fds[1];
+	c->log_space = c->rx_fds[2];
+	c->nrx_fds = 0;
+	return 0;
+}
+
+static void ring(int fd)
+{
+	uint64_t one = 1;
+
+	/* A full counter still wakes the reader; nothing else can fail here. */
+	(void)!write(fd, &one, sizeof(one));
+}
+
+void shm_wake(struct pub_client *c)
+{
+	if (c->wake_owed && c->log_map && pub_shmlog_wake_reader(&c->log))
+		ring(c->log_doorbell);
+	c->wake_owed = false;
+}
+
+/* Wait for room for a record of len body bytes: 0, -EAGAIN (nonblocking),
+ * or a connection error (pubd went away while we waited). */
+static int wait_room(struct pub_client *c, uint32_t len, bool nonblock)
+{
+	struct pollfd p[2];
+	uint64_t v;
+	int r;
+
+	while (!pub_shmlog_has_room(&c->log, len)) {
+		if (nonblock)
+			return -EAGAIN;
+		/* pubd reads only what it was woken for. */
+		if (pub_shmlog_wake_reader(&c->log))
+			ring(c->log_doorbell);
+		if (!pub_shmlog_writer_sleep(&c->log, len))
+			continue;
+		p[0] = (struct pollfd){.fd = c->log_space, .events = POLLIN};
+		p[1] = (struct pollfd){.fd = c->sock, .events = POLLIN};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (p[0].revents & POLLIN)
+			(void)!read(c->log_space, &v, sizeof(v));
+		if (p[1].revents) {
+			/* Read what pubd says meanwhile (errors about earlier
+			 * messages): it stops reading a client whose answers
+			 * pile up unread, and would never make room. */
+			r = rx_read(c);
+			if (r < 0 && r != -EAGAIN)
+				return r;
+			r = process(c, NULL, NULL);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* The ring bytes a message takes at most: its pieces with their headers,
+ * one padding record (less than a record) and the next commit word. */
+static uint64_t log_bytes(const struct pub_client *c, size_t glen, size_t len)
+{
+	uint32_t per = pub_shmlog_max_body(&c->log) - PUB_PUBLOG_HEAD;
+	uint64_t pieces = (len + glen + per - 1) / per;
+
+	if (!pieces)
+		pieces = 1;
+	return pieces * (PUB_SHMLOG_HDR_LEN + PUB_PUBLOG_HEAD + PUB_SHMLOG_ALIGN) + len + glen + c->log.max_record +
+	       PUB_SHMLOG_ALIGN;
+}
+
+/* Write one piece: its record claimed, head and payload copied, committed. */
+static int put_piece(struct pub_client *c, uint32_t req_id, const char *group, uint8_t glen, const uint8_t *data,
+		     uint32_t n, uint32_t total, bool more, bool nonblock)
+{
+	uint32_t body = PUB_PUBLOG_HEAD + glen + n, head;
+	uint8_t *b;
+	int r;
+
+	r = wait_room(c, body, nonblock);
+	if (r < 0)
+		return r;
+	b = pub_shmlog_claim(&c->log, PUB_SHMLOG_MSG, more ? PUB_SHMLOG_F_MORE : 0, total, body);
+	if (!b)
+		return -EAGAIN; /* cannot happen after wait_room; never write half a piece */
+	head = pub_publog_put_head(b, req_id, group, glen);
+	if (n)
+		memcpy(b + head, data, n);
+	pub_shmlog_commit(&c->log);
+	return 0;
+}
+
+int shm_publish(struct pub_client *c, uint32_t req_id, const char *group, size_t glen, const void *data, size_t len,
+		int flags)
+{
+	const uint8_t *p = data;
+	uint32_t max = pub_shmlog_max_body(&c->log) - PUB_PUBLOG_HEAD, n;
+	bool nonblock = flags & PUB_NONBLOCK, first = true;
+	size_t left = len;
+	int r;
+
+	/* PUB_NONBLOCK writes a message whole or not at all: it needs room for
+	 * every piece now. One larger than half the log could never find that
+	 * much room at once, so it waits like a blocking publish. */
+	if (nonblock && log_bytes(c, glen, len) <= c->log.cap / 2) {
+		if (pub_shmlog_room(&c->log) < log_bytes(c, glen, len))
+			return -EAGAIN;
+	} else {
+		nonblock = false;
+	}
+	do {
+		n = (uint32_t)(left < max - (first ? glen : 0) ? left : max - (first ? glen : 0));
+		r = put_piece(c, first ? req_id : 0, group, first ? (uint8_t)glen : 0, p, n, (uint32_t)len, left > n,
+			      nonblock);
+		if (r < 0)
+			return r;
+		p += n;
+		left -= n;
+		first = false;
+		/* pubd may be asleep while we wait for room for the next piece. */
+		if (left && pub_shmlog_wake_reader(&c->log))
+			ring(c->log_doorbell);
+	} while (left);
+	c->wake_owed = true;
+	if (!(flags & PUB_MORE))
+		shm_wake(c);
+	return 0;
+}
