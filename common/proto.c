@@ -110,7 +110,7 @@ int pub_proto_dec_welcome(const uint8_t *body, size_t len, struct pub_msg_welcom
 	m->source_id = rd_u64(&c);
 	rd_name8(&c, &m->daemon_version);
 	rd_name8(&c, &m->fabric);
-	if (m->flags & ~PUB_WELCOME_F_SHM)
+	if (m->flags & ~(PUB_WELCOME_F_SHM | PUB_WELCOME_F_SHM_DELIVER))
 		return -PUB_ERR_PROTO;
 	return finish(&c);
 }

@@ -45,7 +45,9 @@ enum pub_frame_type {
 	PUB_FRAME_SHM = 11,	   /* d->c: u32 kind, u32 capacity, u32 max_record, u32 flags (0); carries
 				    *       fds (SCM_RIGHTS): the log's memfd, its doorbell eventfd (the
 				    *       writer rings it for a sleeping reader) and its space eventfd
-				    *       (pubd rings it for a waiting writer). Right after WELCOME. */
+				    *       (the reader rings it for a writer waiting for room). Right
+				    *       after WELCOME: the publish log's, then the deliver log's, in
+				    *       one write, the fds of both in order. */
 	PUB_FRAME__MAX
 };
 
@@ -121,9 +123,11 @@ size_t pub_proto_put_hdr(void *out, uint8_t type, uint32_t body_len);
 /* HELLO flags */
 #define PUB_HELLO_F_SHM 0x1 /* the client would publish through a shared-memory log */
 /* WELCOME flags */
-#define PUB_WELCOME_F_SHM 0x1 /* an SHM frame with the client's publish log follows */
+#define PUB_WELCOME_F_SHM	  0x1 /* an SHM frame with the client's publish log follows */
+#define PUB_WELCOME_F_SHM_DELIVER 0x2 /* ...and one with its deliver log */
 /* SHM kinds */
-#define PUB_SHM_PUBLISH_LOG 1
+#define PUB_SHM_PUBLISH_LOG 1 /* the client writes, pubd reads */
+#define PUB_SHM_DELIVER_LOG 2 /* pubd writes the client's deliveries, the client reads */
 
 struct pub_msg_hello {
 	uint16_t version;

@@ -22,9 +22,6 @@
 #include "shmlog.h"
 
 #define PUB_PUBLOG_HEAD 5u
-/* The largest record of a publish log (header included), whatever its
- * size: pieces this large cost one copy each, like a socket read. */
-#define PUB_PUBLOG_MAX_RECORD (64u * 1024)
 
 struct pub_publog_piece {
 	uint32_t req_id;

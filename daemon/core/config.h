@@ -99,6 +99,8 @@ struct pubd_config {
 	/* Bytes of a client's publish log (rounded down to a power of two),
 	 * taken from client_buffer_budget while the client is connected. */
 	uint64_t publish_log;
+	/* Bytes of a client's deliver log, likewise. */
+	uint64_t deliver_log;
 
 	struct pubd_group_config *groups;
 	size_t ngroups;

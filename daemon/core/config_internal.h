@@ -53,7 +53,7 @@ struct key {
 };
 
 /* The one table (config_keys.c); NKEYS is checked against it there. */
-#define NKEYS 31
+#define NKEYS 32
 extern const struct key config_keys[NKEYS];
 
 #define NSECTIONS 4

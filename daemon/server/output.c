@@ -203,7 +203,9 @@ void srv_update_watch(struct pubd_client *c)
 		return; /* gone: drained from pubd_ipc_flush_all */
 	if (!c->paused && !c->closing)
 		ev |= EPOLLIN;
-	if (c->out_head)
+	/* The socket's room matters only for a socket frame at the head: a
+	 * delivery bound for the deliver log waits for its room instead. */
+	if (c->out_head && !(c->dlog && c->out_head->head_len))
 		ev |= EPOLLOUT;
 	if (ev != c->watch_events) {
 		pubd_loop_watch_mod(c->watch, ev);
@@ -340,14 +342,14 @@ int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
 	} ctl;
 	struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf};
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	if (c->out_head || nfds > 4)
+	if (c->out_head || nfds > 8)
 		return -EBUSY;
 	memset(&ctl, 0, sizeof(ctl));
 	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);

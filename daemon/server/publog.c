@@ -19,13 +19,10 @@
  * what a client committed before it hung up is read to the end.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -35,15 +32,6 @@
 
 /* Records read per wakeup before other clients get a turn. */
 #define LOG_BATCH 256
-
-static uint32_t pow2_floor(uint64_t v)
-{
-	uint32_t p = PUB_SHMLOG_CAP_MIN;
-
-	while (p < PUB_SHMLOG_CAP_MAX && (uint64_t)p * 2 <= v)
-		p *= 2;
-	return p;
-}
 
 static void on_doorbell(void *ctx, uint32_t events)
 {
@@ -56,23 +44,6 @@ static void on_doorbell(void *ctx, uint32_t events)
 	srv_publog_read(c, false);
 }
 
-static int make_memfd(size_t len)
-{
-	int fd = memfd_create("pubd-publish-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd < 0)
-		return -errno;
-	/* Sealed at its size: a client that could shrink it would make
-	 * pubd's next read of the ring a SIGBUS. */
-	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
 static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 {
 	if (l->watch)
@@ -81,8 +52,7 @@ static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 		close(l->doorbell_fd);
 	if (l->space_fd >= 0)
 		close(l->space_fd);
-	if (l->map && l->map != MAP_FAILED)
-		munmap(l->map, l->map_len);
+	srv_shm_unmap(l->map, l->map_len);
 	if (l->part) {
 		srv_budget_give(srv, l->part->len);
 		pubd_msgbuf_put(l->part);
@@ -95,25 +65,16 @@ static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *memfd)
 {
 	struct srv_publog *l = calloc(1, sizeof(*l));
-	uint32_t max_record = cap / 4 < PUB_PUBLOG_MAX_RECORD ? cap / 4 : PUB_PUBLOG_MAX_RECORD;
 
 	*memfd = -1;
 	if (!l)
 		return NULL;
-	l->doorbell_fd = l->space_fd = -1;
 	l->map_len = pub_shmlog_map_len(cap);
-	*memfd = make_memfd(l->map_len);
+	*memfd = srv_shm_make(c, cap, PUB_SHM_PUBLISH_LOG, &l->map, &l->doorbell_fd, &l->space_fd);
 	if (*memfd < 0)
 		goto fail;
-	l->map = mmap(NULL, l->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
-	if (l->map == MAP_FAILED)
-		goto fail;
-	if (pub_shmlog_format(l->map, l->map_len, cap, max_record, PUB_SHM_PUBLISH_LOG) < 0 ||
-	    pub_shmlog_reader_init(&l->r, l->map, l->map_len, cap, max_record, 0) < 0)
-		goto fail;
-	l->doorbell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	l->space_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (l->doorbell_fd < 0 || l->space_fd < 0)
+	if (pub_shmlog_reader_init(&l->r, l->map, l->map_len, cap, ((struct pub_shmlog_ctl *)l->map)->max_record, 0) <
+	    0)
 		goto fail;
 	l->watch = pubd_loop_watch(c->srv->loop, l->doorbell_fd, EPOLLIN, on_doorbell, c);
 	if (!l->watch)
@@ -130,7 +91,7 @@ fail:
 int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 {
 	struct pubd_ipc *srv = c->srv;
-	uint32_t cap = pow2_floor(srv->cfg->publish_log);
+	uint32_t cap = srv_shm_capacity(srv->cfg->publish_log);
 	size_t charge = pub_shmlog_map_len(cap);
 	struct srv_publog *l;
 	int memfd;

@@ -123,36 +123,48 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 	}
 }
 
-/* WELCOME and, when the publish log could be made, the SHM frame with its
- * fds right behind it, in one write; plain WELCOME (the socket for
- * everything) when it could not. */
+/* WELCOME and, when the logs could be made, an SHM frame per log with its
+ * fds, right behind it, in one write; plain WELCOME (the socket for
+ * everything) when none could. */
 static void welcome_with_log(struct pubd_client *c, struct pub_msg_welcome *w)
 {
-	struct pub_msg_shm shm;
+	struct pub_msg_shm shm[2];
 	uint8_t buf[600];
-	int fds[3], err;
+	int fds[6], err = -EINVAL;
+	unsigned nlogs = 0, i;
 	long n, k;
 
-	if (srv_publog_open(c, &shm, fds) == 0) {
-		w->flags = PUB_WELCOME_F_SHM;
-		n = pub_proto_enc_welcome(buf, sizeof(buf), w);
-		k = n > 0 ? pub_proto_enc_shm(buf + n, sizeof(buf) - (size_t)n, &shm) : -1;
-		err = k > 0 ? srv_send_fds(c, buf, (size_t)(n + k), fds, 3) : -EINVAL;
-		close(fds[0]); /* the mapping stays; the client has its own fd now */
-		if (err == 0) {
-			log_debug("client %u: hello from %s (pid %d uid %u), publish log of %u bytes", c->id, c->name,
-				  (int)c->pid, (unsigned)c->uid, shm.capacity);
-			return;
+	w->flags = 0;
+	if (srv_publog_open(c, &shm[0], fds) == 0) {
+		w->flags |= PUB_WELCOME_F_SHM;
+		nlogs++;
+		if (srv_dlog_open(c, &shm[1], fds + 3) == 0) {
+			w->flags |= PUB_WELCOME_F_SHM_DELIVER;
+			nlogs++;
 		}
-		log_notice("client %u (pid %d): cannot hand over its publish log: %s; disconnecting", c->id,
-			   (int)c->pid, strerror(-err));
-		srv_begin_close(c);
+	}
+	n = pub_proto_enc_welcome(buf, sizeof(buf), w);
+	if (!nlogs) {
+		if (n > 0)
+			srv_queue_frame(c, buf, (size_t)n);
 		return;
 	}
-	w->flags = 0;
-	n = pub_proto_enc_welcome(buf, sizeof(buf), w);
+	for (i = 0; i < nlogs && n > 0; i++) {
+		k = pub_proto_enc_shm(buf + n, sizeof(buf) - (size_t)n, &shm[i]);
+		n = k > 0 ? n + k : -1;
+	}
 	if (n > 0)
-		srv_queue_frame(c, buf, (size_t)n);
+		err = srv_send_fds(c, buf, (size_t)n, fds, 3 * nlogs);
+	for (i = 0; i < nlogs; i++)
+		close(fds[3 * i]); /* the mappings stay; the client has its own fds now */
+	if (err == 0) {
+		log_debug("client %u: hello from %s (pid %d uid %u), %u shared-memory logs", c->id, c->name,
+			  (int)c->pid, (unsigned)c->uid, nlogs);
+		return;
+	}
+	log_notice("client %u (pid %d): cannot hand over its shared-memory logs: %s; disconnecting", c->id, (int)c->pid,
+		   strerror(-err));
+	srv_begin_close(c);
 }
 
 static bool handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)

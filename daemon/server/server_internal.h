@@ -83,6 +83,23 @@ struct srv_publog {
 	uint64_t records;
 };
 
+/* A client's shared-memory deliver log (dlog.c). */
+struct srv_dlog {
+	uint8_t *map;
+	size_t map_len;
+	struct pub_shmlog_writer w;
+	int doorbell_fd; /* we ring it when the client said it sleeps */
+	int space_fd;	 /* the client rings it when we said we wait for room */
+	struct pubd_loop_watch *watch;
+	size_t charged;
+	bool blocked; /* waiting for room: the output queue waits too */
+	bool unrung;  /* records committed since the last look at the reader */
+};
+
+/* The largest record of a log pubd makes: pieces this large cost one copy
+ * each, like a socket read of that size. */
+#define SRV_SHM_MAX_RECORD (64u * 1024)
+
 /* One queued output frame. */
 struct pubd_out {
 	struct pubd_out *next;
@@ -149,6 +166,7 @@ struct pubd_client {
 	struct pubd_drops drops;
 
 	struct srv_publog *log; /* NULL: it publishes through its socket */
+	struct srv_dlog *dlog;	/* NULL: its deliveries go through its socket */
 };
 
 /* The client buffer budget (limits.client_buffer_budget): on every read
@@ -198,6 +216,23 @@ void srv_publish_refused(struct pubd_client *c, struct pubd_drops *scope, enum p
 struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
 				     size_t plen);
 void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m);
+
+/* shm.c: the memfds behind the logs; calls nothing of the server */
+uint32_t srv_shm_capacity(uint64_t configured);
+/* A sealed memfd of a formatted log of cap bytes, mapped at *map, and the
+ * log's two eventfds. Returns the memfd (the caller's to send and close),
+ * or -errno having made nothing. */
+int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, uint8_t **map, int *doorbell, int *space);
+void srv_shm_unmap(uint8_t *map, size_t len);
+
+/* dlog.c: a client's deliver log; calls output.c */
+int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3]);
+void srv_dlog_close(struct pubd_client *c);
+/* Put the delivery at the head of the output queue into the log: 1 when
+ * it is all in, 0 when it waits for room (what fitted stays written). */
+int srv_dlog_put(struct pubd_client *c, struct pubd_out *o);
+/* Ring the client when records came and it sleeps. */
+void srv_dlog_wake(struct pubd_client *c);
 
 /* publog.c: a client's publish log; calls admit.c and output.c */
 /* Make the log at HELLO: the SHM frame to send and its fds (the memfd is

@@ -361,6 +361,7 @@ void srv_client_close(struct pubd_client *c)
 	/* Deliveries still queued, a half-written one included, never reach
 	 * the client: each is counted against its subscription. */
 	srv_drop_output(c);
+	srv_dlog_close(c);
 	if (c->unsub_deferred) {
 		c->unsub_deferred = false;
 		srv->ndeferred--;
@@ -452,73 +453,106 @@ uint64_t srv_count_unhandled(struct pubd_client *c)
 
 /* Write as much queued output as the socket takes. Returns 1 if the client
  * was closed, 0 otherwise. */
-int srv_client_flush(struct pubd_client *c)
+/* A frame all written (to the socket or the deliver log) leaves the queue;
+ * a delivery counts as delivered. */
+static void out_finished(struct pubd_client *c, struct pubd_out *o)
 {
 	struct pubd_ipc *srv = c->srv;
+
+	srv_out_unlink(c, NULL, o);
+	if (o->sub) {
+		o->sub->delivered++;
+		o->sub->group->delivered++;
+		c->delivered++;
+		srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+	} else if (o->head_len) {
+		/* a delivery whose subscription went away mid-write */
+		c->delivered++;
+		srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+	}
+	srv_out_release(srv, o);
+}
+
+/* Deliveries go to the deliver log when the client has one. */
+static bool via_log(const struct pubd_client *c, const struct pubd_out *o)
+{
+	return c->dlog && o->head_len;
+}
+
+/* One writev of the socket frames at the head of the queue. 1 to go on,
+ * 0 when the socket is full, -1 when the client went away (closed: 1
+ * returned by the caller). */
+static int flush_socket(struct pubd_client *c)
+{
 	struct iovec iov[FLUSH_IOV];
 	struct pubd_out *o;
-	unsigned n;
+	unsigned n = 0;
+	size_t left, total, rest;
 	ssize_t w;
-	size_t left;
+
+	for (o = c->out_head; o && n + 2 <= FLUSH_IOV && !via_log(c, o); o = o->next) {
+		uint32_t skip = o->written;
+
+		if (skip < o->head_len) {
+			iov[n].iov_base = o->head + skip;
+			iov[n++].iov_len = o->head_len - skip;
+			skip = 0;
+		} else {
+			skip -= o->head_len;
+		}
+		if (o->body && o->body->len > skip) {
+			iov[n].iov_base = o->body->data + skip;
+			iov[n++].iov_len = o->body->len - skip;
+		}
+	}
+	w = writev(c->fd, iov, (int)n);
+	if (w < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		if (c->closing) {
+			srv_client_close(c);
+			return -1;
+		}
+		/* Gone for writing; what it sent is still handled. */
+		log_debug("client %u: write failed: %s", c->id, strerror(errno));
+		srv_client_hangup(c);
+		return -2;
+	}
+	for (left = (size_t)w; (o = c->out_head) && !via_log(c, o);) {
+		total = o->head_len + (o->body ? o->body->len : 0);
+		rest = total - o->written;
+		if (left < rest) {
+			o->written += (uint32_t)left;
+			return 0; /* short write: the socket is full */
+		}
+		left -= rest;
+		out_finished(c, o);
+	}
+	return 1;
+}
+
+int srv_client_flush(struct pubd_client *c)
+{
+	int r;
 
 	if (c->log && c->log->broken && !c->closing)
 		srv_protocol_error(c, c->log->why);
 	while (c->out_head) {
-		n = 0;
-		for (o = c->out_head; o && n + 2 <= FLUSH_IOV; o = o->next) {
-			uint32_t skip = o->written;
-
-			if (skip < o->head_len) {
-				iov[n].iov_base = o->head + skip;
-				iov[n++].iov_len = o->head_len - skip;
-				skip = 0;
-			} else {
-				skip -= o->head_len;
-			}
-			if (o->body && o->body->len > skip) {
-				iov[n].iov_base = o->body->data + skip;
-				iov[n++].iov_len = o->body->len - skip;
-			}
-		}
-		w = writev(c->fd, iov, (int)n);
-		if (w < 0) {
-			if (errno == EAGAIN || errno == EINTR)
+		if (via_log(c, c->out_head)) {
+			if (!srv_dlog_put(c, c->out_head))
 				break;
-			if (c->closing) {
-				srv_client_close(c);
-				return 1;
-			}
-			/* Gone for writing; what it sent is still handled. */
-			log_debug("client %u: write failed: %s", c->id, strerror(errno));
-			srv_client_hangup(c);
+			out_finished(c, c->out_head);
+			continue;
+		}
+		r = flush_socket(c);
+		if (r == -1)
+			return 1;
+		if (r == -2)
 			return 0;
-		}
-		left = (size_t)w;
-		while ((o = c->out_head)) {
-			size_t total = o->head_len + (o->body ? o->body->len : 0);
-			size_t rest = total - o->written;
-
-			if (left < rest) {
-				o->written += (uint32_t)left;
-				break;
-			}
-			left -= rest;
-			srv_out_unlink(c, NULL, o);
-			if (o->sub) {
-				o->sub->delivered++;
-				o->sub->group->delivered++;
-				c->delivered++;
-				srv->counters[PUBD_CTR_MSG_DELIVERED]++;
-			} else if (o->head_len) {
-				/* a delivery whose subscription went away mid-write */
-				c->delivered++;
-				srv->counters[PUBD_CTR_MSG_DELIVERED]++;
-			}
-			srv_out_release(srv, o);
-		}
-		if (c->out_head && c->out_head->written)
-			break; /* short write: the socket is full */
+		if (r == 0)
+			break;
 	}
+	srv_dlog_wake(c);
 	/* A client being closed gets this one attempt to read why: one that
 	 * does not read must not hold its connection and queue open. */
 	if (c->closing && (!c->out_head || pubd_now_ns() >= c->close_deadline_ns)) {

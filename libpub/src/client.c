@@ -45,6 +45,7 @@ static void client_free(struct pub_client *c)
 	free(c->rbuf);
 	free(c->held_buf);
 	free(c->wbuf);
+	free(c->dbuf);
 	free(c->path);
 	free(c);
 }
@@ -107,6 +108,7 @@ int pub_connect(pub_client_t **out, const char *socket_path, const struct pub_op
 	}
 	c->sock = c->epfd = c->timerfd = c->kickfd = -1;
 	c->log_doorbell = c->log_space = -1;
+	c->dlog_doorbell = c->dlog_space = -1;
 	c->qtail = &c->qhead;
 	c->max_body = MAX_BODY_MIN;
 	options_apply(c, opts);

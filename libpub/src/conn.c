@@ -88,7 +88,9 @@ void conn_close(struct pub_client *c)
 	c->want_out = false;
 	c->up = false;
 	c->expect_shm = false;
+	c->expect_dlog = false;
 	shm_detach(c);
+	dlog_detach(c);
 	/* What was half read or half written belongs to the old connection. */
 	if (c->holding)
 		rx_detach(c);

@@ -74,7 +74,7 @@ static ssize_t recv_with_fds(struct pub_client *c)
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
 	} ctl;
 	struct iovec iov = {.iov_base = c->rbuf + c->rlen, .iov_len = c->rcap - c->rlen};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl)};
@@ -91,7 +91,7 @@ static ssize_t recv_with_fds(struct pub_client *c)
 		k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 		for (i = 0; i < k; i++) {
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (c->want_shm && !c->up && c->nrx_fds < 4)
+			if (c->want_shm && !c->up && c->nrx_fds < 8)
 				c->rx_fds[c->nrx_fds++] = fd;
 			else
 				close(fd);

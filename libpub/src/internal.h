@@ -13,6 +13,7 @@
  *   publish.c  the publish path: pub_publish, PUB_MORE, pub_flush
  *   query.c    pub_query and its TABLE replies
  *   shmpub.c   the shared-memory publish log: attaching it, writing messages into it
+ *   shmrecv.c  the shared-memory deliver log: attaching it, reading messages from it
  * Everything not static here is hidden (C_VISIBILITY_PRESET hidden and
  * pub.map): only the pub_* functions of pub.h are the library's ABI.
  */
@@ -102,8 +103,23 @@ struct pub_client {
 	struct pub_shmlog_writer log;
 	int log_doorbell; /* rung when pubd said it sleeps */
 	int log_space;	  /* pubd rings it when we said we wait for room */
-	int rx_fds[4];	  /* fds received with frames, until a frame takes them */
+	int rx_fds[8];	  /* fds received with frames, until a frame takes them */
 	unsigned nrx_fds;
+	bool expect_dlog; /* WELCOME said a deliver log's SHM frame follows too */
+
+	/* The shared-memory deliver log (shmrecv.c), when pubd gave one. */
+	void *dlog_map; /* NULL: deliveries come through the socket */
+	size_t dlog_map_len;
+	struct pub_shmlog_reader dlog;
+	int dlog_doorbell; /* pubd rings it when we said we sleep; in epfd */
+	int dlog_space;	   /* we ring it when pubd said it waits for room */
+	bool dlog_holding; /* the caller's message lies in the log: give it back at the next call */
+	/* A message arriving in pieces, gathered here. */
+	uint8_t *dbuf;
+	size_t dcap;
+	uint32_t dhave, dtotal;
+	uint64_t dsource, dseq;
+	bool dpart;
 };
 
 #define RBUF_MIN (256 * 1024)
@@ -188,12 +204,20 @@ int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub
 int request(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w);
 
 /* shmpub.c */
-int shm_attach(struct pub_client *c, const struct pub_msg_shm *m);
+int shm_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3]);
 void shm_detach(struct pub_client *c);
 void shm_wake(struct pub_client *c);
 void rx_fds_close(struct pub_client *c);
 int shm_publish(struct pub_client *c, uint32_t req_id, const char *group, size_t glen, const void *data, size_t len,
 		int flags);
+
+/* shmrecv.c */
+int dlog_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3]);
+void dlog_detach(struct pub_client *c);
+void dlog_release(struct pub_client *c);
+int dlog_next(struct pub_client *c, struct pub_message *m);
+bool dlog_sleep(struct pub_client *c);
+void dlog_awake(struct pub_client *c);
 
 /* query.c: turn a validated TABLE into the public struct and call cb. */
 int pub_table_deliver(struct pub_table_reader *r, pub_table_cb cb, void *cb_arg);

@@ -55,26 +55,41 @@ static void async_error(struct pub_client *c, const struct pub_msg_error *e)
 	set_pending(c, err, msg);
 }
 
-/* The publish log pubd made for this connection (right after WELCOME). */
+/* The logs pubd made for this connection, right after WELCOME: the publish
+ * log's SHM frame (fds 0-2 of the ones that came with them), then the
+ * deliver log's (fds 3-5). The handshake ends with the last announced. */
 static int shm_frame(struct pub_client *c, const uint8_t *body, size_t len, struct pub_waiter *w)
 {
 	struct pub_msg_shm m;
-	int r;
+	int r = -PUB_EPROTO;
+	unsigned base;
 
-	if (!c->expect_shm || !w || !w->welcome)
-		return set_err(c, -PUB_EPROTO, "pubd sent an SHM frame outside the handshake");
-	c->expect_shm = false;
-	if (pub_proto_dec_shm(body, len, &m) < 0) {
-		rx_fds_close(c);
-		return set_err(c, -PUB_EPROTO, "malformed SHM frame from pubd");
-	}
-	r = shm_attach(c, &m);
-	rx_fds_close(c);
+	if (!w || !w->welcome || !(c->expect_shm || c->expect_dlog) || pub_proto_dec_shm(body, len, &m) < 0)
+		goto fail;
+	base = c->expect_shm ? 0 : 3;
+	if (c->nrx_fds < base + 3 || m.kind != (c->expect_shm ? PUB_SHM_PUBLISH_LOG : PUB_SHM_DELIVER_LOG))
+		goto fail;
+	r = c->expect_shm ? shm_attach(c, &m, c->rx_fds + base) : dlog_attach(c, &m, c->rx_fds + base);
 	if (r < 0)
-		return r;
+		goto fail;
+	/* The eventfds are the log's now; the memfd is not needed once mapped. */
+	c->rx_fds[base + 1] = c->rx_fds[base + 2] = -1;
+	if (c->expect_shm)
+		c->expect_shm = false;
+	else
+		c->expect_dlog = false;
+	if (c->expect_shm || c->expect_dlog)
+		return 0;
+	rx_fds_close(c);
 	w->done = true;
 	w->result = 0;
 	return 0;
+fail:
+	rx_fds_close(c);
+	c->expect_shm = c->expect_dlog = false;
+	if (r == -PUB_EPROTO)
+		return set_err(c, r, "pubd's SHM frame is not one this libpub understands (%u fds)", c->nrx_fds);
+	return r;
 }
 
 /*
@@ -154,8 +169,11 @@ static int dispatch(struct pub_client *c, uint8_t type, const uint8_t *body, siz
 		/* With a publish log the handshake ends at its SHM frame, so that
 		 * no message goes by the socket before the log exists. */
 		c->expect_shm = (wel.flags & PUB_WELCOME_F_SHM) != 0;
-		if (c->expect_shm && !c->want_shm)
-			return set_err(c, -PUB_EPROTO, "pubd offered a publish log nobody asked for");
+		c->expect_dlog = (wel.flags & PUB_WELCOME_F_SHM_DELIVER) != 0;
+		if ((c->expect_shm || c->expect_dlog) && !c->want_shm)
+			return set_err(c, -PUB_EPROTO, "pubd offered shared memory nobody asked for");
+		if (c->expect_dlog && !c->expect_shm)
+			return set_err(c, -PUB_EPROTO, "pubd offered a deliver log without a publish log");
 		w->done = !c->expect_shm;
 		w->result = 0;
 		return 0;
@@ -268,7 +286,11 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 			poll(NULL, 0, ms_until(until));
 			continue;
 		}
-		r = process(c, NULL, m);
+		r = dlog_next(c, m);
+		if (r == 1)
+			return 1;
+		if (r == 0)
+			r = process(c, NULL, m);
 		if (r == 1)
 			return 1;
 		if (r == 0 && c->wpos < c->wlen)
@@ -278,11 +300,20 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 		if (r > 0)
 			continue;
 		if (r == -EAGAIN) {
+			/* Nothing anywhere: say so in the deliver log, so pubd rings
+			 * (the doorbell is in pub_fd's set too), unless something
+			 * came meanwhile. */
+			if (!dlog_sleep(c)) {
+				dlog_awake(c);
+				continue;
+			}
 			if (now_ns() >= deadline)
 				return 0;
-			struct pollfd p = {.fd = c->sock, .events = POLLIN | (c->wpos < c->wlen ? POLLOUT : 0)};
-			if (poll(&p, 1, ms_until(deadline)) < 0 && errno != EINTR)
+			struct pollfd p[2] = {{.fd = c->sock, .events = POLLIN | (c->wpos < c->wlen ? POLLOUT : 0)},
+					      {.fd = c->dlog_doorbell, .events = POLLIN}};
+			if (poll(p, c->dlog_map ? 2 : 1, ms_until(deadline)) < 0 && errno != EINTR)
 				return set_err(c, -errno, "recv: poll: %s", strerror(errno));
+			dlog_awake(c);
 			continue;
 		}
 		if (is_disconnect(r)) {

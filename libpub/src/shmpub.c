@@ -23,7 +23,8 @@ void rx_fds_close(struct pub_client *c)
 	unsigned i;
 
 	for (i = 0; i < c->nrx_fds; i++)
-		close(c->rx_fds[i]);
+		if (c->rx_fds[i] >= 0)
+			close(c->rx_fds[i]);
 	c->nrx_fds = 0;
 }
 
@@ -41,27 +42,23 @@ void shm_detach(struct pub_client *c)
 	rx_fds_close(c);
 }
 
-int shm_attach(struct pub_client *c, const struct pub_msg_shm *m)
+int shm_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3])
 {
 	size_t len;
 	void *map;
 
-	if (m->kind != PUB_SHM_PUBLISH_LOG || c->nrx_fds != 3)
-		return set_err(c, -PUB_EPROTO, "pubd's SHM frame came without its log (%u fds)", c->nrx_fds);
 	len = pub_shmlog_map_len(m->capacity);
-	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->rx_fds[0], 0);
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (map == MAP_FAILED)
 		return set_err(c, -errno, "mapping the publish log: %s", strerror(errno));
 	if (pub_shmlog_writer_init(&c->log, map, len, false) < 0) {
 		munmap(map, len);
 		return set_err(c, -PUB_EPROTO, "pubd's publish log is not one this libpub can write");
 	}
-	close(c->rx_fds[0]);
 	c->log_map = map;
 	c->log_map_len = len;
-	c->log_doorbell = c->rx_fds[1];
-	c->log_space = c->rx_fds[2];
-	c->nrx_fds = 0;
+	c->log_doorbell = fds[1];
+	c->log_space = fds[2];
 	return 0;
 }
 

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client's deliver log: the shared-memory ring pubd writes that client's
+ * deliveries into instead of its socket (common/shmlog.h, records in
+ * common/deliverlog_format.h). The output queue, its bounds and the
+ * slow-subscriber policy stay as they are: a delivery leaves the queue when
+ * it is in the log, as it did when the socket took it, and the log's room
+ * plays the socket buffer's part. pubd rings the client's doorbell only
+ * when the client said it sleeps; the client rings pubd's space eventfd
+ * when pubd said it waits for room.
+ *
+ * The client maps the log read-write (it publishes its read position in
+ * the control page), so whatever is in it is the client's business: pubd
+ * reads nothing from it but that position (checked by the writer: a
+ * nonsense head means no room), and never reads the ring.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "deliverlog_format.h"
+#include "log.h"
+#include "loop.h"
+#include "server_internal.h"
+
+static void on_space(void *ctx, uint32_t events)
+{
+	struct pubd_client *c = ctx;
+	uint64_t v;
+
+	(void)events;
+	if (read(c->dlog->space_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("client %u: deliver log space eventfd: %s", c->id, strerror(errno));
+	c->dlog->blocked = false;
+	srv_mark_dirty(c);
+}
+
+static void dlog_free(struct pubd_ipc *srv, struct srv_dlog *l)
+{
+	if (l->watch)
+		pubd_loop_unwatch(l->watch);
+	if (l->doorbell_fd >= 0)
+		close(l->doorbell_fd);
+	if (l->space_fd >= 0)
+		close(l->space_fd);
+	srv_shm_unmap(l->map, l->map_len);
+	srv_budget_give(srv, l->charged);
+	free(l);
+}
+
+int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
+{
+	struct pubd_ipc *srv = c->srv;
+	uint32_t cap = srv_shm_capacity(srv->cfg->deliver_log);
+	size_t charge = pub_shmlog_map_len(cap);
+	struct srv_dlog *l;
+	int memfd;
+
+	if (!srv_budget_take(srv, charge)) {
+		srv->counters[PUBD_CTR_BUDGET_WAITS]++;
+		return -ENOBUFS;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		srv_budget_give(srv, charge);
+		return -ENOMEM;
+	}
+	l->charged = charge;
+	l->map_len = pub_shmlog_map_len(cap);
+	memfd = srv_shm_make(c, cap, PUB_SHM_DELIVER_LOG, &l->map, &l->doorbell_fd, &l->space_fd);
+	if (memfd < 0 || pub_shmlog_writer_init(&l->w, l->map, l->map_len, false) < 0 ||
+	    !(l->watch = pubd_loop_watch(srv->loop, l->space_fd, EPOLLIN, on_space, c))) {
+		if (memfd >= 0)
+			close(memfd);
+		dlog_free(srv, l);
+		return memfd < 0 ? memfd : -ENOMEM;
+	}
+	c->dlog = l;
+	*m = (struct pub_msg_shm){.kind = PUB_SHM_DELIVER_LOG, .capacity = cap, .max_record = l->w.max_record};
+	fds[0] = memfd;
+	fds[1] = l->doorbell_fd;
+	fds[2] = l->space_fd;
+	return 0;
+}
+
+void srv_dlog_close(struct pubd_client *c)
+{
+	if (!c->dlog)
+		return;
+	dlog_free(c->srv, c->dlog);
+	c->dlog = NULL;
+}
+
+static uint64_t le64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* One piece of o's payload, from o->written on, if the log has room. */
+static bool put_piece(struct srv_dlog *l, struct pubd_out *o, uint64_t source, uint64_t seq, const char *group,
+		      uint8_t glen)
+{
+	uint32_t total = o->body->len, first = o->written == 0;
+	uint32_t room = pub_shmlog_max_body(&l->w) - PUB_DELIVERLOG_HEAD - (first ? glen : 0);
+	uint32_t n = total - o->written < room ? total - o->written : room;
+	bool more = o->written + n < total;
+	uint8_t *b;
+	uint32_t h;
+
+	b = pub_shmlog_claim(&l->w, PUB_SHMLOG_MSG, more ? PUB_SHMLOG_F_MORE : 0, total,
+			     PUB_DELIVERLOG_HEAD + (first ? glen : 0) + n);
+	if (!b)
+		return false;
+	h = pub_deliverlog_put_head(b, source, seq, group, first ? glen : 0);
+	memcpy(b + h, o->body->data + o->written, n);
+	pub_shmlog_commit(&l->w);
+	o->written += n;
+	l->unrung = true;
+	return true;
+}
+
+int srv_dlog_put(struct pubd_client *c, struct pubd_out *o)
+{
+	struct srv_dlog *l = c->dlog;
+	/* o->head is the socket's DELIVER head: frame header, u64 source,
+	 * u64 seq, name8 group (little-endian, common/proto.h). */
+	uint64_t source = le64_at(o->head + PUB_PROTO_HDR_LEN), seq = le64_at(o->head + PUB_PROTO_HDR_LEN + 8);
+	uint8_t glen = o->head[PUB_PROTO_HDR_LEN + 16];
+	const char *group = (const char *)o->head + PUB_PROTO_HDR_LEN + 17;
+
+	if (l->blocked)
+		return 0;
+	for (;;) {
+		if (put_piece(l, o, source, seq, group, glen)) {
+			if (o->written >= o->body->len)
+				return 1;
+			continue;
+		}
+		/* Wake the reader to make room, then wait for its ring. */
+		srv_dlog_wake(c);
+		if (pub_shmlog_writer_sleep(&l->w, pub_shmlog_max_body(&l->w))) {
+			l->blocked = true;
+			return 0;
+		}
+	}
+}
+
+void srv_dlog_wake(struct pubd_client *c)
+{
+	struct srv_dlog *l = c->dlog;
+	uint64_t one = 1;
+
+	if (!l || !l->unrung)
+		return;
+	l->unrung = false;
+	if (pub_shmlog_wake_reader(&l->w) && write(l->doorbell_fd, &one, sizeof(one)) < 0)
+		log_debug("client %u: deliver log doorbell: %s", c->id, strerror(errno));
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared memory pubd hands its clients (publish and deliver logs): a
+ * memfd sealed at its size, so a client cannot shrink it under pubd (a
+ * read or write of pubd's beyond the new end would be a SIGBUS), mapped
+ * and formatted here, with the two eventfds each log's sleep/wake
+ * handshake rings.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "server_internal.h"
+
+uint32_t srv_shm_capacity(uint64_t configured)
+{
+	uint32_t p = PUB_SHMLOG_CAP_MIN;
+
+	while (p < PUB_SHMLOG_CAP_MAX && (uint64_t)p * 2 <= configured)
+		p *= 2;
+	return p;
+}
+
+static int make_memfd(size_t len)
+{
+	int fd = memfd_create("pubd-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+void srv_shm_unmap(uint8_t *map, size_t len)
+{
+	if (map && map != MAP_FAILED)
+		munmap(map, len);
+}
+
+int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, uint8_t **map, int *doorbell, int *space)
+{
+	uint32_t max_record = cap / 4 < SRV_SHM_MAX_RECORD ? cap / 4 : SRV_SHM_MAX_RECORD;
+	size_t len = pub_shmlog_map_len(cap);
+	int fd, err;
+
+	(void)c;
+	*map = NULL;
+	*doorbell = *space = -1;
+	fd = make_memfd(len);
+	if (fd < 0)
+		return fd;
+	*map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*map == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	err = pub_shmlog_format(*map, len, cap, max_record, kind);
+	if (err < 0)
+		goto fail;
+	*doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	*space = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (*doorbell < 0 || *space < 0) {
+		err = -errno;
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	srv_shm_unmap(*map, len);
+	*map = NULL;
+	if (*doorbell >= 0)
+		close(*doorbell);
+	if (*space >= 0)
+		close(*space);
+	*doorbell = *space = -1;
+	return err;
+}

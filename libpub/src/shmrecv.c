@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared-memory receive path: the deliver log pubd hands over at
+ * WELCOME (its second SHM frame), read by pub_recv without a system call
+ * per message. A message in one record is returned where it lies in the
+ * log: its space is given back to pubd only at the next pub_recv, so the
+ * pointer stays valid until then. A message in pieces is put together in
+ * the handle. pubd rings the doorbell (in pub_fd's epoll set) only after
+ * the reader said it sleeps.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "deliverlog_format.h"
+#include "internal.h"
+
+void dlog_detach(struct pub_client *c)
+{
+	if (c->dlog_map) {
+		munmap(c->dlog_map, c->dlog_map_len);
+		epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->dlog_doorbell, NULL);
+	}
+	if (c->dlog_doorbell >= 0)
+		close(c->dlog_doorbell);
+	if (c->dlog_space >= 0)
+		close(c->dlog_space);
+	c->dlog_map = NULL;
+	c->dlog_doorbell = c->dlog_space = -1;
+	c->dlog_holding = false;
+	c->dpart = false;
+}
+
+int dlog_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3])
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[1]};
+	size_t len = pub_shmlog_map_len(m->capacity);
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+
+	if (map == MAP_FAILED)
+		return set_err(c, -errno, "mapping the deliver log: %s", strerror(errno));
+	if (pub_shmlog_reader_init(&c->dlog, map, len, 0, 0, 0) < 0 || c->dlog.cap != m->capacity) {
+		munmap(map, len);
+		return set_err(c, -PUB_EPROTO, "pubd's deliver log is not one this libpub can read");
+	}
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fds[1], &ev) < 0) {
+		munmap(map, len);
+		return set_err(c, -errno, "epoll_ctl: %s", strerror(errno));
+	}
+	c->dlog_map = map;
+	c->dlog_map_len = len;
+	c->dlog_doorbell = fds[1];
+	c->dlog_space = fds[2];
+	return 0;
+}
+
+/* Give pubd back what was read; ring it if it waits for room. */
+static void give_back(struct pub_client *c)
+{
+	uint64_t one = 1;
+
+	if (pub_shmlog_release(&c->dlog))
+		(void)!write(c->dlog_space, &one, sizeof(one));
+}
+
+void dlog_release(struct pub_client *c)
+{
+	if (c->dlog_map && c->dlog_holding) {
+		c->dlog_holding = false;
+		give_back(c);
+	}
+}
+
+/* A piece of a message too large for one record: gathered in c->dbuf. */
+static int gather(struct pub_client *c, const struct pub_deliverlog_piece *p, struct pub_message *m)
+{
+	if (p->first) {
+		if (p->total > c->info.max_message)
+			return set_err(c, -PUB_EPROTO, "deliver log: a message of %u bytes, above max_message",
+				       p->total);
+		if (p->total > c->dcap) {
+			uint8_t *b = realloc(c->dbuf, p->total);
+
+			if (!b)
+				return set_err(c, -ENOMEM, "recv: out of memory for a %u-byte message", p->total);
+			c->dbuf = b;
+			c->dcap = p->total;
+		}
+		memcpy(c->msg_group, p->group, p->glen);
+		c->msg_group[p->glen] = '\0';
+		c->dsource = p->source;
+		c->dseq = p->seq;
+		c->dtotal = p->total;
+		c->dhave = 0;
+		c->dpart = true;
+	} else if (!c->dpart || p->total != c->dtotal) {
+		return set_err(c, -PUB_EPROTO, "deliver log: a piece of no message begun");
+	}
+	if (p->len > c->dtotal - c->dhave || p->more == (c->dhave + p->len == c->dtotal))
+		return set_err(c, -PUB_EPROTO, "deliver log: a message's pieces do not add up");
+	memcpy(c->dbuf + c->dhave, p->data, p->len);
+	c->dhave += p->len;
+	if (p->more)
+		return 0;
+	c->dpart = false;
+	*m = (struct pub_message){
+		.group = c->msg_group, .source = c->dsource, .seq = c->dseq, .data = c->dbuf, .len = c->dtotal};
+	return 1;
+}
+
+int dlog_next(struct pub_client *c, struct pub_message *m)
+{
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	int r;
+
+	if (!c->dlog_map)
+		return 0;
+	dlog_release(c);
+	for (;;) {
+		r = pub_shmlog_next(&c->dlog, &v);
+		if (r <= 0)
+			return r < 0 ? set_err(c, -PUB_EPROTO, "deliver log: a record pubd does not write") : 0;
+		if (pub_deliverlog_decode(&v, &p) < 0)
+			return set_err(c, -PUB_EPROTO, "deliver log: a malformed record");
+		pub_shmlog_consume(&c->dlog, &v);
+		if (p.first && !p.more && !c->dpart) {
+			/* Returned where it lies: given back at the next call. */
+			memcpy(c->msg_group, p.group, p.glen);
+			c->msg_group[p.glen] = '\0';
+			*m = (struct pub_message){
+				.group = c->msg_group, .source = p.source, .seq = p.seq, .data = p.data, .len = p.len};
+			c->dlog_holding = true;
+			return 1;
+		}
+		r = gather(c, &p, m);
+		give_back(c);
+		if (r)
+			return r;
+	}
+}
+
+bool dlog_sleep(struct pub_client *c)
+{
+	uint64_t v;
+
+	if (!c->dlog_map)
+		return true;
+	(void)!read(c->dlog_doorbell, &v, sizeof(v)); /* an old ring is not news */
+	return pub_shmlog_reader_sleep(&c->dlog);
+}
+
+void dlog_awake(struct pub_client *c)
+{
+	if (c->dlog_map)
+		pub_shmlog_reader_awake(&c->dlog);
+}
