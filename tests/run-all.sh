@@ -71,8 +71,12 @@ tier_asan() {
 }
 
 tier_integration() {
+	# Twice: libpub's default (shared-memory logs) and every message through
+	# the Unix socket (PUBD_TRANSPORT=socket), so both data paths stay whole.
 	configure_build "$repo/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-		ctest --test-dir "$repo/build" -L integration --output-on-failure
+		ctest --test-dir "$repo/build" -L integration --output-on-failure &&
+		echo "== integration again with PUBD_TRANSPORT=socket" &&
+		PUBD_TRANSPORT=socket ctest --test-dir "$repo/build" -L integration --output-on-failure
 }
 
 # Hostile clients and forged datagrams against a real pubd, under ASan+UBSan
