@@ -181,6 +181,9 @@ static const char *const status_cols[] = {
 	"slow_subscriber:s",
 	"heartbeat_ms:u",
 	"receive:s",
+	"shm:s",
+	"publish_log:u",
+	"deliver_log:u",
 };
 
 /* The status table's one row, in status_cols' order. */
@@ -224,6 +227,9 @@ static void status_row(struct pubd *d, struct pub_table_builder *b)
 	pub_table_str(b, pubd_slow_policy_name(d->cfg.slow_subscriber));
 	pub_table_u64(b, d->cfg.heartbeat_ms);
 	pub_table_str(b, pubd_receive_policy_name(d->cfg.receive));
+	pub_table_str(b, d->cfg.shm ? "on" : "off");
+	pub_table_u64(b, d->cfg.publish_log);
+	pub_table_u64(b, d->cfg.deliver_log);
 }
 
 static void q_status(struct pubd *d, struct reply *r)
@@ -415,9 +421,10 @@ static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len,
 static void q_clients(struct pubd *d, struct reply *r)
 {
 	struct pub_table_builder *b = r->b;
-	static const char *const cols[] = {"id:u",     "name:s",	  "pid:u",	 "uid:u",
-					   "gid:u",    "subscriptions:s", "published:u", "delivered:u",
-					   "queued:u", "dropped:u",	  "paused:u",	 "connected_s:u"};
+	static const char *const cols[] = {"id:u",	    "name:s",	       "pid:u",	      "uid:u",
+					   "gid:u",	    "subscriptions:s", "published:u", "delivered:u",
+					   "queued:u",	    "dropped:u",       "paused:u",    "connected_s:u",
+					   "publish_log:u", "deliver_log:u"};
 	struct pubd_client_info ci;
 	const struct pubd_client *c;
 	uint64_t now = pubd_now_ns();
@@ -447,6 +454,8 @@ static void q_clients(struct pubd *d, struct reply *r)
 		pub_table_u64(b, pubd_drops_msg_total(ci.drops));
 		pub_table_u64(b, ci.paused);
 		pub_table_u64(b, (now - ci.connected_ns) / 1000000000ull);
+		pub_table_u64(b, ci.publish_log);
+		pub_table_u64(b, ci.deliver_log);
 	}
 	pub_table_end(b);
 }

@@ -404,6 +404,8 @@ void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *
 	info->drops = &c->drops;
 	info->queued = c->out_delivers;
 	info->paused = c->paused;
+	info->publish_log = c->log ? c->log->r.cap : 0;
+	info->deliver_log = c->dlog ? c->dlog->w.cap : 0;
 	info->subs = c->subs;
 	info->nsubs = c->nsubs;
 	info->pubs = c->pubs;

@@ -153,6 +153,8 @@ struct pubd_client_info {
 	const struct pubd_drops *drops;
 	uint32_t queued; /* deliveries in its queue */
 	bool paused;
+	uint32_t publish_log; /* its shared-memory logs' ring bytes; 0: the socket */
+	uint32_t deliver_log;
 	struct pubd_sub *const *subs;
 	unsigned nsubs;
 	const struct pubd_pubstat *pubs; /* per group it published to */
