@@ -101,6 +101,16 @@ static inline uint32_t pub_shmlog_align(uint32_t n)
 	return (n + PUB_SHMLOG_ALIGN - 1) & ~(PUB_SHMLOG_ALIGN - 1);
 }
 
+/* A spinning reader's pause between looks (kinder to the other hyperthread). */
+static inline void pub_shmlog_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /* Bytes to map for a ring of cap bytes. */
 static inline size_t pub_shmlog_map_len(uint32_t cap)
 {

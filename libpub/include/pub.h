@@ -79,6 +79,10 @@ typedef struct pub_client pub_client_t;
 
 /* pub_options.flags */
 #define PUB_OPT_NO_RECONNECT 0x1 /* a dropped connection stays down: calls fail with -ENOTCONN */
+#define PUB_OPT_BUSY_POLL                                                          \
+	0x2 /* pub_recv spins on the shared-memory deliver log instead of sleeping \
+	     * (a core at 100% for the lowest latency; also $PUBD_BUSY_POLL=1) */
+#define PUB_BUSY_POLL_ENV "PUBD_BUSY_POLL"
 
 /*
  * Connection options. Zero means "the default" for every field, so

@@ -82,6 +82,8 @@ static void options_apply(struct pub_client *c, const struct pub_options *opts)
 		c->reconnect_max_ms = c->reconnect_min_ms;
 	c->flags = o.flags;
 	c->want_shm = transport_is_shm(o.transport);
+	if (secure_getenv(PUB_BUSY_POLL_ENV) && !strcmp(secure_getenv(PUB_BUSY_POLL_ENV), "1"))
+		c->flags |= PUB_OPT_BUSY_POLL;
 }
 
 int pub_connect(pub_client_t **out, const char *socket_path, const struct pub_options *opts)

@@ -137,6 +137,8 @@ struct pub_client {
 #define MORE_FLUSH_AT (64 * 1024)
 
 #define NEVER UINT64_MAX
+/* Busy poll: looks at the deliver log between looks at the socket. */
+#define DLOG_SPINS 4096
 
 /* ---- time ---- */
 
@@ -217,6 +219,8 @@ void dlog_detach(struct pub_client *c);
 void dlog_release(struct pub_client *c);
 int dlog_next(struct pub_client *c, struct pub_message *m);
 bool dlog_sleep(struct pub_client *c);
+/* Busy poll: spin a while on the log; true when a record came. */
+bool dlog_spin(struct pub_client *c);
 void dlog_awake(struct pub_client *c);
 
 /* query.c: turn a validated TABLE into the public struct and call cb. */

@@ -300,6 +300,13 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 		if (r > 0)
 			continue;
 		if (r == -EAGAIN) {
+			if ((c->flags & PUB_OPT_BUSY_POLL) && c->dlog_map) {
+				/* Spin on the log; the socket (answers, errors) is looked
+				 * at again after a while, and the deadline kept. */
+				if (!dlog_spin(c) && now_ns() >= deadline)
+					return 0;
+				continue;
+			}
 			/* Nothing anywhere: say so in the deliver log, so pubd rings
 			 * (the doorbell is in pub_fd's set too), unless something
 			 * came meanwhile. */

@@ -153,6 +153,20 @@ bool dlog_sleep(struct pub_client *c)
 	return pub_shmlog_reader_sleep(&c->dlog);
 }
 
+bool dlog_spin(struct pub_client *c)
+{
+	const struct pub_shmlog_rec *rec;
+	unsigned i;
+
+	for (i = 0; i < DLOG_SPINS; i++) {
+		rec = (const struct pub_shmlog_rec *)(c->dlog.ring + (c->dlog.pos & (c->dlog.cap - 1)));
+		if (atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire))
+			return true;
+		pub_shmlog_cpu_relax();
+	}
+	return false;
+}
+
 void dlog_awake(struct pub_client *c)
 {
 	if (c->dlog_map)
