@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's shared-memory logs, with the client's side written by hand
+ * (not libpub), so a test can write what libpub never would: the handover
+ * at HELLO, publishing through the publish log (whole, in pieces, refused),
+ * a record no writer of the protocol makes, a client that hangs up in the
+ * middle of a record, and deliveries through the deliver log with its
+ * back-pressure and the slow-subscriber policy.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "deliverlog_format.h"
+#include "msgbuf.h"
+#include "publog_format.h"
+#include "server_harness.h"
+#include "shmlog.h"
+
+struct shm_client {
+	int fd;
+	uint8_t *pmap, *dmap;
+	size_t plen, dlen;
+	int pdoor, pspace, ddoor, dspace;
+	struct pub_shmlog_writer w;
+	struct pub_shmlog_reader r;
+};
+
+/* Read the handshake's bytes and fds: WELCOME and two SHM frames. */
+static void read_handshake(struct fixture *f, int fd, uint8_t *buf, size_t *have, int *fds, unsigned *nfds)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	int tries;
+
+	*have = 0;
+	*nfds = 0;
+	for (tries = 0; tries < 400 && (*have < 8 + 30 || !*nfds); tries++) {
+		struct iovec iov = {.iov_base = buf + *have, .iov_len = 1024 - *have};
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
+		struct cmsghdr *cm;
+		ssize_t n;
+
+		turn(f);
+		n = recvmsg(fd, &mh, MSG_DONTWAIT);
+		if (n <= 0)
+			continue;
+		*have += (size_t)n;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			unsigned k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			memcpy(fds + *nfds, CMSG_DATA(cm), k * sizeof(int));
+			*nfds += k;
+		}
+	}
+}
+
+/* HELLO asking for shared memory; both logs mapped as libpub would. */
+static void shm_hello(struct fixture *f, struct shm_client *sc)
+{
+	uint8_t frame[300], buf[1024], type;
+	struct pub_msg_welcome wel;
+	struct pub_msg_shm shm[2];
+	const uint8_t *body;
+	uint32_t len;
+	size_t have, off = 0;
+	unsigned nfds, i;
+	int fds[8];
+
+	sc->fd = client(f);
+	send_frame(sc->fd, frame, pub_proto_enc_hello(frame, sizeof(frame), PUB_HELLO_F_SHM, "s", 1));
+	read_handshake(f, sc->fd, buf, &have, fds, &nfds);
+	assert_int_equal(nfds, 6);
+	assert_int_equal(pub_proto_frame_peek(buf, have, 4096, &type, &len, &body, NULL), 1);
+	assert_int_equal(type, PUB_FRAME_WELCOME);
+	assert_int_equal(pub_proto_dec_welcome(body, len, &wel), 0);
+	assert_int_equal(wel.flags, PUB_WELCOME_F_SHM | PUB_WELCOME_F_SHM_DELIVER);
+	off = PUB_PROTO_HDR_LEN + len;
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pub_proto_frame_peek(buf + off, have - off, 4096, &type, &len, &body, NULL), 1);
+		assert_int_equal(type, PUB_FRAME_SHM);
+		assert_int_equal(pub_proto_dec_shm(body, len, &shm[i]), 0);
+		off += PUB_PROTO_HDR_LEN + len;
+	}
+	assert_int_equal(shm[0].kind, PUB_SHM_PUBLISH_LOG);
+	assert_int_equal(shm[1].kind, PUB_SHM_DELIVER_LOG);
+	/* Sealed: a client cannot shrink the memory pubd reads and writes. */
+	assert_int_equal(ftruncate(fds[0], 0), -1);
+	assert_int_equal(errno, EPERM);
+	sc->plen = pub_shmlog_map_len(shm[0].capacity);
+	sc->dlen = pub_shmlog_map_len(shm[1].capacity);
+	sc->pmap = mmap(NULL, sc->plen, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	sc->dmap = mmap(NULL, sc->dlen, PROT_READ | PROT_WRITE, MAP_SHARED, fds[3], 0);
+	assert_true(sc->pmap != MAP_FAILED && sc->dmap != MAP_FAILED);
+	close(fds[0]);
+	close(fds[3]);
+	sc->pdoor = fds[1], sc->pspace = fds[2], sc->ddoor = fds[4], sc->dspace = fds[5];
+	assert_int_equal(pub_shmlog_writer_init(&sc->w, sc->pmap, sc->plen, false), 0);
+	assert_int_equal(pub_shmlog_reader_init(&sc->r, sc->dmap, sc->dlen, 0, 0, 0), 0);
+}
+
+static void shm_close(struct shm_client *sc)
+{
+	munmap(sc->pmap, sc->plen);
+	munmap(sc->dmap, sc->dlen);
+	close(sc->pdoor), close(sc->pspace), close(sc->ddoor), close(sc->dspace);
+	if (sc->fd >= 0)
+		close(sc->fd);
+}
+
+static void ring(int fd)
+{
+	uint64_t one = 1;
+
+	assert_int_equal(write(fd, &one, sizeof(one)), sizeof(one));
+}
+
+/* One piece into the publish log, committed (pubd rung when it sleeps). */
+static void put_piece(struct shm_client *sc, uint32_t req_id, const char *g, size_t n, uint32_t total, bool more)
+{
+	size_t glen = g ? strlen(g) : 0;
+	uint8_t *b = pub_shmlog_claim(&sc->w, PUB_SHMLOG_MSG, more ? PUB_SHMLOG_F_MORE : 0, total,
+				      (uint32_t)(PUB_PUBLOG_HEAD + glen + n));
+
+	assert_non_null(b);
+	memset(b + pub_publog_put_head(b, req_id, g, (uint8_t)glen), 'p', n);
+	pub_shmlog_commit(&sc->w);
+	if (pub_shmlog_wake_reader(&sc->w))
+		ring(sc->pdoor);
+}
+
+/* A message through the log reaches the engine whole, once, checked like
+ * a PUBLISH frame; PUB_SYNC's req_id in the record gets its answer. */
+static void the_publish_log_carries_messages_checked(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+	uint32_t code, piece = 1000;
+
+	shm_hello(f, &sc);
+	put_piece(&sc, 5, "open", 100, 100, false);
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_OK);
+	assert_int_equal(f->calls.publish, 1);
+	assert_int_equal(f->calls.len, 100);
+	put_piece(&sc, 6, "closed", 10, 10, false); /* publish: [] */
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_ERROR);
+	assert_int_equal(code, PUB_ERR_ACL);
+	/* A later piece that asks for an answer is not one libpub writes. */
+	put_piece(&sc, 0, "open", piece, 3 * piece, true);
+	put_piece(&sc, 0, NULL, piece, 3 * piece, true);
+	put_piece(&sc, 7, NULL, piece, 3 * piece, false);
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_ERROR); /* req_id only in the first piece */
+	assert_int_equal(code, PUB_ERR_PROTO);
+	shm_close(&sc);
+}
+
+static void a_message_in_pieces_is_published_whole(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+	uint32_t code, piece = 60000;
+
+	shm_hello(f, &sc);
+	put_piece(&sc, 9, "open", piece, 3 * piece, true);
+	put_piece(&sc, 0, NULL, piece, 3 * piece, true);
+	put_piece(&sc, 0, NULL, piece, 3 * piece, false);
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_OK);
+	assert_int_equal(f->calls.publish, 1);
+	assert_int_equal(f->calls.len, 3 * piece);
+	shm_close(&sc);
+	while (f->srv.nclients)
+		turn(f);
+	assert_int_equal(f->srv.charged, 0);
+}
+
+/* A record no writer of the protocol makes ends that client, nobody else. */
+static void a_bad_record_ends_only_its_client(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+	uint64_t garbage = (uint64_t)7 << 32 | 48; /* a lap the log is not on */
+	uint32_t code;
+	int other = hello(f);
+
+	shm_hello(f, &sc);
+	memcpy(sc.pmap + PUB_SHMLOG_CTL_LEN, &garbage, 8);
+	ring(sc.pdoor);
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_ERROR);
+	assert_int_equal(code, PUB_ERR_PROTO);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REJECTED], 1);
+	assert_int_equal(group_req(f, other, PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
+	assert_int_equal(f->calls.publish, 0);
+	shm_close(&sc);
+	close(other);
+}
+
+/* Hanging up: what was committed is published (even never rung in), a
+ * record begun and never committed is counted client_gone. */
+static void a_hang_up_mid_record_costs_that_record_only(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+	unsigned i;
+	uint8_t *b;
+
+	shm_hello(f, &sc);
+	for (i = 0; i < 3; i++) {
+		b = pub_shmlog_claim(&sc.w, PUB_SHMLOG_MSG, 0, 50, PUB_PUBLOG_HEAD + 4 + 50);
+		pub_publog_put_head(b, 0, "open", 4);
+		pub_shmlog_commit(&sc.w); /* no ring: pubd sleeps on */
+	}
+	b = pub_shmlog_claim(&sc.w, PUB_SHMLOG_MSG, 0, 50, PUB_PUBLOG_HEAD + 4 + 50);
+	memset(b, 0, 3); /* ...and the writer dies */
+	close(sc.fd);
+	sc.fd = -1;
+	while (f->srv.nclients)
+		turn(f);
+	assert_int_equal(f->calls.publish, 3);
+	assert_int_equal(f->drops.by_reason[PUB_DROP_CLIENT_GONE], 1);
+	assert_int_equal(f->counters[PUBD_CTR_MSG_DROPPED], 1);
+	shm_close(&sc);
+}
+
+/* A delivery to one subscriber: its sub entry in the group. */
+static void deliver(struct fixture *f, const char *group, uint64_t seq, size_t len)
+{
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, group, strlen(group));
+	struct pubd_msgbuf *m = pubd_msgbuf_alloc(len);
+
+	assert_non_null(m);
+	memset(m->data, (int)(seq & 0xff), len);
+	pubd_ipc_deliver(&f->srv, g->subs[0], 0xabc, seq, m);
+	pubd_msgbuf_put(m);
+}
+
+/* Deliveries are written into the deliver log, not the socket; a full log
+ * holds the rest in the subscriber queue until the reader makes room. */
+static void deliveries_go_through_the_deliver_log(void **state)
+{
+	struct fixture *f = *state;
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	struct shm_client sc;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	uint64_t seq, got = 0;
+	uint32_t code;
+
+	shm_hello(f, &sc);
+	assert_int_equal(group_req(f, sc.fd, PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
+	for (seq = 0; seq < 40; seq++)
+		deliver(f, "open", seq, 60000); /* 40 x 60 KB: more than a 1 MiB log holds */
+	turn(f);
+	assert_true(pubd_ipc_queued_for(g->subs[0]) > 0);
+	assert_true(g->delivered > 0 && g->delivered < 40);
+	while (got < 40) {
+		int r = pub_shmlog_next(&sc.r, &v);
+
+		assert_true(r >= 0);
+		if (r == 0) {
+			if (pub_shmlog_release(&sc.r))
+				ring(sc.dspace);
+			turn(f);
+			continue;
+		}
+		assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+		assert_int_equal(p.source, 0xabc);
+		assert_int_equal(p.seq, got);
+		assert_int_equal(p.len, 60000);
+		assert_memory_equal(p.group, "open", 4);
+		assert_int_equal(p.data[0], (uint8_t)got);
+		pub_shmlog_consume(&sc.r, &v);
+		got++;
+	}
+	assert_int_equal(g->delivered, 40);
+	assert_int_equal(pubd_ipc_queued_for(g->subs[0]), 0);
+	shm_close(&sc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(the_publish_log_carries_messages_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_message_in_pieces_is_published_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_bad_record_ends_only_its_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
