@@ -32,6 +32,7 @@ uint32_t pub_deliverlog_put_head(uint8_t *body, uint64_t source, uint64_t seq, c
 	memcpy(body, &source, 8);
 	memcpy(body + 8, &seq, 8);
 	body[16] = glen;
-	memcpy(body + PUB_DELIVERLOG_HEAD, group, glen);
+	if (glen)
+		memcpy(body + PUB_DELIVERLOG_HEAD, group, glen);
 	return PUB_DELIVERLOG_HEAD + glen;
 }

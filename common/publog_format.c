@@ -34,6 +34,7 @@ uint32_t pub_publog_put_head(uint8_t *body, uint32_t req_id, const char *group, 
 {
 	memcpy(body, &req_id, 4);
 	body[4] = glen;
-	memcpy(body + PUB_PUBLOG_HEAD, group, glen);
+	if (glen)
+		memcpy(body + PUB_PUBLOG_HEAD, group, glen);
 	return PUB_PUBLOG_HEAD + glen;
 }
