@@ -261,6 +261,32 @@ PUB_API int pub_unsubscribe(pub_client_t *c, const char *group);
 PUB_API int pub_publish(pub_client_t *c, const char *group, const void *data, size_t len, int flags);
 
 /**
+ * pub_claim() - room for a message of len bytes, to be written in place.
+ * Write the message at *ptr, then publish it with pub_commit(). With the
+ * shared-memory transport and a message that fits one record of the
+ * publish log (64 KiB less the group name and a few bytes), *ptr points
+ * into the log itself: the message is never copied in this process. Else
+ * it points into a buffer of the handle, which pub_commit() publishes as
+ * pub_publish() would. Waits for room in the log. One claim at a time, and
+ * no other call on the handle until its pub_commit().
+ * @param c     handle.
+ * @param group group name (1..PUB_GROUP_MAX bytes).
+ * @param len   the message's length, up to pub_info.max_message.
+ * @param ptr   receives where to write it.
+ * @return 0, -ENOTCONN, -PUB_ETOOLARGE, -EBUSY (a claim is open), -EINVAL, -ENOMEM.
+ */
+PUB_API int pub_claim(pub_client_t *c, const char *group, size_t len, void **ptr);
+
+/**
+ * pub_commit() - publish the message of the open pub_claim().
+ * @param c     handle.
+ * @param flags 0 or PUB_SYNC, PUB_MORE (as pub_publish; PUB_NONBLOCK is
+ *              ignored: the room was taken at the claim).
+ * @return as pub_publish(); -EINVAL without an open claim.
+ */
+PUB_API int pub_commit(pub_client_t *c, int flags);
+
+/**
  * pub_flush() - write out what a PUB_NONBLOCK or PUB_MORE publish left in the handle.
  * Returns any error pubd already reported about earlier messages. (To wait
  * for pubd to confirm, publish the last message with PUB_SYNC.)

@@ -46,6 +46,7 @@ static void client_free(struct pub_client *c)
 	free(c->held_buf);
 	free(c->wbuf);
 	free(c->dbuf);
+	free(c->claim_buf);
 	free(c->path);
 	free(c);
 }

@@ -14,6 +14,7 @@
  *   query.c    pub_query and its TABLE replies
  *   shmpub.c   the shared-memory publish log: attaching it, writing messages into it
  *   shmrecv.c  the shared-memory deliver log: attaching it, reading messages from it
+ *   claim.c    pub_claim/pub_commit: a message written in place
  * Everything not static here is hidden (C_VISIBILITY_PRESET hidden and
  * pub.map): only the pub_* functions of pub.h are the library's ABI.
  */
@@ -120,6 +121,13 @@ struct pub_client {
 	uint32_t dhave, dtotal;
 	uint64_t dsource, dseq;
 	bool dpart;
+
+	/* An open pub_claim (claim.c): in the publish log, or in claim_buf. */
+	bool claim_open;
+	uint8_t *claim_rec; /* the log record being written in place */
+	uint8_t *claim_buf;
+	size_t claim_len, claim_cap;
+	char claim_group[PUB_GROUP_MAX + 1];
 };
 
 #define RBUF_MIN (256 * 1024)
@@ -200,6 +208,9 @@ int tx_frame(struct pub_client *c, const void *head, size_t hlen, const void *da
 int process(struct pub_client *c, struct pub_waiter *w, struct pub_message *m);
 int wait_for(struct pub_client *c, struct pub_waiter *w, uint64_t deadline);
 
+/* publish.c: PUB_SYNC's wait for pubd's answer */
+int publish_wait(struct pub_client *c, struct pub_waiter *w);
+
 /* request.c */
 uint32_t next_req(struct pub_client *c);
 int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w);
@@ -210,6 +221,10 @@ int shm_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[
 void shm_detach(struct pub_client *c);
 void shm_wake(struct pub_client *c);
 void rx_fds_close(struct pub_client *c);
+/* In place (pub_claim/pub_commit): a message that fits one record. */
+bool shm_fits_record(const struct pub_client *c, size_t glen, size_t len);
+uint8_t *shm_claim(struct pub_client *c, const char *group, size_t glen, size_t len, int *err);
+void shm_commit(struct pub_client *c, uint32_t req_id, int flags);
 int shm_publish(struct pub_client *c, uint32_t req_id, const char *group, size_t glen, const void *data, size_t len,
 		int flags);
 

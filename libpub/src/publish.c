@@ -135,7 +135,7 @@ static int publish_send(struct pub_client *c, struct pub_waiter *w, const char *
 }
 
 /* PUB_SYNC: the frame is sent; wait for pubd's answer. */
-static int publish_wait(struct pub_client *c, struct pub_waiter *w)
+int publish_wait(struct pub_client *c, struct pub_waiter *w)
 {
 	int r = wait_for(c, w, deadline_in(c->request_timeout_ms));
 

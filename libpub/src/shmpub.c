@@ -39,6 +39,10 @@ void shm_detach(struct pub_client *c)
 	c->log_map = NULL;
 	c->log_doorbell = c->log_space = -1;
 	c->wake_owed = false;
+	/* A claim in the old log is gone with it; its pub_commit says so. */
+	if (c->claim_rec)
+		c->claim_open = false;
+	c->claim_rec = NULL;
 	rx_fds_close(c);
 }
 
@@ -146,6 +150,40 @@ static int put_piece(struct pub_client *c, uint32_t req_id, const char *group, u
 		memcpy(b + head, data, n);
 	pub_shmlog_commit(&c->log);
 	return 0;
+}
+
+bool shm_fits_record(const struct pub_client *c, size_t glen, size_t len)
+{
+	return c->log_map && PUB_PUBLOG_HEAD + glen + len <= pub_shmlog_max_body(&c->log);
+}
+
+uint8_t *shm_claim(struct pub_client *c, const char *group, size_t glen, size_t len, int *err)
+{
+	uint32_t body = (uint32_t)(PUB_PUBLOG_HEAD + glen + len);
+	uint8_t *b;
+
+	*err = wait_room(c, body, false);
+	if (*err < 0)
+		return NULL;
+	b = pub_shmlog_claim(&c->log, PUB_SHMLOG_MSG, 0, (uint32_t)len, body);
+	if (!b) {
+		*err = -EAGAIN;
+		return NULL;
+	}
+	c->claim_rec = b;
+	return b + pub_publog_put_head(b, 0, group, (uint8_t)glen);
+}
+
+void shm_commit(struct pub_client *c, uint32_t req_id, int flags)
+{
+	/* The record is not visible until its commit word: its req_id can
+	 * still be set now. */
+	memcpy(c->claim_rec, &req_id, sizeof(req_id));
+	pub_shmlog_commit(&c->log);
+	c->claim_rec = NULL;
+	c->wake_owed = true;
+	if (!(flags & PUB_MORE))
+		shm_wake(c);
 }
 
 int shm_publish(struct pub_client *c, uint32_t req_id, const char *group, size_t glen, const void *data, size_t len,
