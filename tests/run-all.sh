@@ -108,10 +108,11 @@ tier_softroce() {
 		git -C "$repo" ls-files -z | tar -C "$repo" --null -T - -cf - | tar -C "$src" -xf - || return 1
 		;;
 	esac
-	# Two VM boots: the verbs fabric and daemons on Soft-RoCE, then pubd
-	# under a real systemd as PID 1 (units, socket activation, watchdog).
+	# Two VM boots: the verbs fabric and daemons on Soft-RoCE (the daemon
+	# cases twice: libpub over shared memory, then over the socket), then
+	# pubd under a real systemd as PID 1 (units, socket activation, watchdog).
 	configure_build "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-		BUILD="$src/build" "$src/tests/softroce/run.sh" &&
+		BUILD="$src/build" PUBD_SOFTROCE_TRANSPORTS="shm socket" "$src/tests/softroce/run.sh" &&
 		BUILD="$src/build" "$src/tests/systemd/vm-systemd.sh"
 }
 

@@ -49,12 +49,15 @@ sed -n 's/^fabric: /softroce: fabric: /p' "$results/setup.log"
 echo "softroce: RDMA devices:"
 rdma link show 2>&1 | sed 's/^/  /'
 
-while read -r c; do
-	[ -n "$c" ] || continue
-	name=$(basename "$c" .sh)
+# One case, its log and its tally; $2 names a libpub transport to run it with.
+run_case() {
+	local c=$1 transport=$2 name log t0 t1 rc np nf
+
+	name=$(basename "$c" .sh)${transport:+@$transport}
 	log=$results/$name.log
 	t0=$(date +%s)
-	(cd /tmp && timeout -k 5 "$PUBD_CASE_TIMEOUT" bash ${PUBD_TRACE:+-x} "$c") >"$log" 2>&1 </dev/null
+	(cd /tmp && if [ -n "$transport" ]; then export PUBD_TRANSPORT=$transport; fi &&
+		timeout -k 5 "$PUBD_CASE_TIMEOUT" bash ${PUBD_TRACE:+-x} "$c") >"$log" 2>&1 </dev/null
 	rc=$?
 	t1=$(date +%s)
 	np=$(grep -c '^PASS' "$log")
@@ -74,6 +77,20 @@ while read -r c; do
 	passed=$((passed + np))
 	failed=$((failed + nf))
 	echo "softroce: case $name: $np passed, $nf failed, $((t1 - t0))s"
+}
+
+while read -r c; do
+	[ -n "$c" ] || continue
+	case "$(basename "$c")" in
+	*-daemon-*)
+		# The daemon's cases go through libpub: once per transport asked for.
+		for t in ${PUBD_SOFTROCE_TRANSPORTS:-""}; do
+			run_case "$c" "$t"
+		done
+		[ -n "${PUBD_SOFTROCE_TRANSPORTS:-}" ] || run_case "$c" ""
+		;;
+	*) run_case "$c" "" ;;
+	esac
 done <"$results/cases.list"
 
 finish

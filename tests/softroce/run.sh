@@ -16,6 +16,10 @@
 #   PUBD_SOFTROCE_KERNEL       kernel image (default: newest /boot/vmlinuz-*-amd64)
 #   PUBD_SOFTROCE_KEEP=1       keep the results dir of a passing run too
 #   PUBD_TRACE=1               run the case scripts with bash -x
+#   PUBD_SOFTROCE_TRANSPORTS="shm socket"
+#                              run each daemon case once per libpub transport
+#                              (PUBD_TRANSPORT for its clients; default: once,
+#                              with libpub's default)
 #   ASAN_OPTIONS, UBSAN_OPTIONS, LSAN_OPTIONS, PUBD_DEBUG, FABRIC_PROBE_DEBUG pass into the guest
 #
 # Exit status: 0 when every case passed; 1 when a case failed; 2 when the VM
@@ -97,7 +101,8 @@ printf '%s\n' "${cases[@]}" >"$results/cases.list"
 	# Settings for the cases and the programs they run pass through.
 	while IFS='=' read -r name _; do
 		case "$name" in
-		PUBD_TRACE | PUBD_DEBUG | ASAN_OPTIONS | UBSAN_OPTIONS | LSAN_OPTIONS | FABRIC_PROBE_DEBUG)
+		PUBD_TRACE | PUBD_DEBUG | ASAN_OPTIONS | UBSAN_OPTIONS | LSAN_OPTIONS | FABRIC_PROBE_DEBUG | \
+			PUBD_TRANSPORT | PUBD_BUSY_POLL | PUBD_SOFTROCE_TRANSPORTS)
 			printf 'export %s=%q\n' "$name" "${!name}"
 			;;
 		esac
