@@ -27,6 +27,8 @@ PUBD=$BUILD/daemon/pubd
 PUBCTL=$BUILD/cli/pubctl
 SR_QUERY=$BUILD/tests/softroce/sr_query
 DL_CASE=$(basename "${BASH_SOURCE[1]:-$0}" .sh)
+# This run of it (a case runs once per libpub transport asked for).
+DL_RUN=$DL_CASE${PUBD_TRANSPORT:+@$PUBD_TRANSPORT}
 DL_FAILS=0
 declare -A DL_PID=()
 DL_BG=()
@@ -39,7 +41,8 @@ fail() {
 pass() { echo "PASS $DL_CASE: $*"; }
 
 dl_init() {
-	W=/tmp/$DL_CASE
+	# Per transport too: a case run twice in one boot shares nothing.
+	W=/tmp/$DL_CASE${PUBD_TRANSPORT:+-$PUBD_TRANSPORT}
 	rm -rf "$W"
 	mkdir -p "$W"
 	DL_LOGS=${PUBD_RESULTS:-$W}
@@ -56,7 +59,7 @@ dl_log() { printf -- '-- %(%T)T [%ss] %s\n' -1 "$SECONDS" "$*"; }
 
 dl_pubd() {
 	local name=$1 conf=$2
-	"$PUBD" -c "$conf" {DL_TICK}>&- 2>"$DL_LOGS/$DL_CASE-$name.pubd.log" &
+	"$PUBD" -c "$conf" {DL_TICK}>&- 2>"$DL_LOGS/$DL_RUN-$name.pubd.log" &
 	DL_PID[$name]=$!
 	dl_log "pubd $name pid ${DL_PID[$name]} config $conf"
 }
@@ -178,7 +181,7 @@ dl_ready() {
 		return 0
 	fi
 	fail "pubd $name not ready (all groups joined) within ${secs}s"
-	tail -n 20 "$DL_LOGS/$DL_CASE-$name.pubd.log"
+	tail -n 20 "$DL_LOGS/$DL_RUN-$name.pubd.log"
 	return 1
 }
 
@@ -211,12 +214,16 @@ dl_teardown() {
 	for p in "${DL_BG[@]}"; do
 		kill "$p" 2>/dev/null
 	done
+	# `dl_ctl ... &` puts a subshell in DL_BG (or a case's own pid list):
+	# killing it leaves its pubctl running, reconnecting for ever. Every
+	# pubctl on this case's sockets goes too.
+	pkill -TERM -f -- "$PUBCTL -s $W/" 2>/dev/null
 	for name in "${!DL_PID[@]}"; do
 		kill -TERM "${DL_PID[$name]}" 2>/dev/null
 		wait "${DL_PID[$name]}" 2>/dev/null
 	done
 	if [ "$DL_FAILS" -gt 0 ]; then
-		for f in "$DL_LOGS/$DL_CASE"-*.pubd.log; do
+		for f in "$DL_LOGS/$DL_RUN"-*.pubd.log; do
 			[ -f "$f" ] || continue
 			echo "---- $f (tail)"
 			tail -n 40 "$f"

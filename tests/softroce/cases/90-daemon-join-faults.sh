@@ -31,7 +31,7 @@ EOF
 trap '[ -z "${DL_PID[A]:-}" ] || kill -KILL "${DL_PID[A]}" 2>/dev/null; dl_teardown' EXIT
 
 dl_pubd B "$W/B.yaml"
-logA=$DL_LOGS/$DL_CASE-A.pubd.log
+logA=$DL_LOGS/$DL_RUN-A.pubd.log
 env LD_PRELOAD="$SHIM" PUBD_FAULT_JOIN_ERROR=1 PUBD_FAULT_AH_FAIL=2 \
 	"$PUBD" -c "$W/A.yaml" {DL_TICK}>&- 2>"$logA" &
 DL_PID[A]=$!

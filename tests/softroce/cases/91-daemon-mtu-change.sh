@@ -27,7 +27,7 @@ dl_conf C 192.168.77.1 <<EOF
 groups:
   - {name: m1, address: 239.77.91.1}
 EOF
-logC=$DL_LOGS/$DL_CASE-C.pubd.log
+logC=$DL_LOGS/$DL_RUN-C.pubd.log
 dl_pubd C "$W/C.yaml"
 if dl_wait 30 dl_gone "${DL_PID[C]}"; then
 	wait "${DL_PID[C]}"
@@ -115,7 +115,7 @@ fi
 
 # One error line for the configured MTU the port no longer carries, however
 # long it lasts (a rebuild failing each second would add one per second).
-logA=$DL_LOGS/$DL_CASE-A.pubd.log
+logA=$DL_LOGS/$DL_RUN-A.pubd.log
 n=$(grep -c 'fabric.mtu 4096 is larger than the active MTU 1024' "$logA")
 nb=$(grep -c 'device not back yet' "$logA")
 if [ "$n" = 1 ] && [ "$nb" = 0 ]; then

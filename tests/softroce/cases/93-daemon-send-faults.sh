@@ -25,7 +25,7 @@ groups:
   - {name: t1, address: 239.77.93.1}
 EOF
 dl_pubd B "$W/B.yaml"
-logA=$DL_LOGS/$DL_CASE-A.pubd.log
+logA=$DL_LOGS/$DL_RUN-A.pubd.log
 env LD_PRELOAD="$SHIM" PUBD_FAULT_SEND_FAIL=40:3 "$PUBD" -c "$W/A.yaml" {DL_TICK}>&- 2>"$logA" &
 DL_PID[A]=$!
 dl_log "pubd A pid ${DL_PID[A]} under $SHIM (ibv_post_send fails for 3 s from call 40)"

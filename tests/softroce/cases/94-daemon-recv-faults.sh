@@ -27,7 +27,7 @@ groups:
   - {name: r1, address: 239.77.94.1}
 EOF
 dl_pubd A "$W/A.yaml"
-logB=$DL_LOGS/$DL_CASE-B.pubd.log
+logB=$DL_LOGS/$DL_RUN-B.pubd.log
 env LD_PRELOAD="$SHIM" PUBD_FAULT_RECV_FAIL=5:2 "$PUBD" -c "$W/B.yaml" {DL_TICK}>&- 2>"$logB" &
 DL_PID[B]=$!
 dl_log "pubd B pid ${DL_PID[B]} under $SHIM (ibv_post_srq_recv fails for 2 s from call 5)"
