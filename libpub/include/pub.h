@@ -225,21 +225,29 @@ PUB_API int pub_unsubscribe(pub_client_t *c, const char *group);
 /**
  * pub_publish() - publish one message to a group.
  *
- * Sends straight from @data (no copy). Without flags it waits until the
- * whole message is written to the socket, but not for pubd's answer: an
- * error pubd reports later (an ACL denial, an unknown group) is kept and
- * returned once by a later pub_publish() (a handle without subscriptions
- * looks for such errors every 16 publishes, so the fast path costs no extra
- * system call per message), by pub_flush() or by pub_recv().
- * PUB_NONBLOCK: if the socket has no room, return -EAGAIN having written
- * nothing of this message; if it took part of it, the rest is kept inside
- * the handle and the call succeeds (the next call writes it first).
+ * With the shared-memory transport (the default, where pubd offers it) the
+ * message is copied into the handle's publish log and pubd is woken only
+ * if it sleeps: no system call per message. With the socket transport it
+ * is sent straight from @data (no copy). Without flags it waits until the
+ * whole message is in the log (or written to the socket), but not for
+ * pubd's answer: an error pubd reports later (an ACL denial, an unknown
+ * group) is kept and returned once by a later pub_publish() (a handle
+ * without subscriptions looks for such errors every 16 publishes, so the
+ * fast path costs no extra system call per message), by pub_flush() or by
+ * pub_recv().
+ * PUB_NONBLOCK: if the log (or the socket) has no room, return -EAGAIN
+ * having written nothing of this message (a message larger than half the
+ * log waits for room like a blocking one); if the socket took part of it,
+ * the rest is kept inside the handle and the call succeeds (the next call
+ * writes it first).
  * PUB_SYNC: also wait for pubd to accept or refuse this message, so its
  * error comes back here. pubd answers in order, so this also confirms every
  * earlier message: afterwards pub_flush(c, 0) returns 0 or the error pubd
  * reported about one of them.
- * PUB_MORE: more messages follow right away. A message of up to 8 KiB is
- * copied into the handle instead of written, and what gathered is written
+ * PUB_MORE: more messages follow right away. With the publish log the
+ * message is written but pubd is not woken until the burst ends. On the
+ * socket, a message of up to 8 KiB is copied into the handle instead of
+ * written, and what gathered is written
  * in one go once 64 KiB wait, or by the next pub_publish() without
  * PUB_MORE, pub_flush() or pub_recv() (like MSG_MORE: one system call for
  * many small messages). Until then pubd has not seen it: end a burst with
