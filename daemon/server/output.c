@@ -203,9 +203,9 @@ void srv_update_watch(struct pubd_client *c)
 		return; /* gone: drained from pubd_ipc_flush_all */
 	if (!c->paused && !c->closing)
 		ev |= EPOLLIN;
-	/* The socket's room matters only for a socket frame at the head: a
-	 * delivery bound for the deliver log waits for its room instead. */
-	if (c->out_head && !(c->dlog && c->out_head->head_len))
+	/* The socket's room matters only while a socket frame waits: a
+	 * delivery bound for the deliver log waits for the log's room. */
+	if (c->out_head && (!c->dlog || c->out_ctrl_bytes))
 		ev |= EPOLLOUT;
 	if (ev != c->watch_events) {
 		pubd_loop_watch_mod(c->watch, ev);

@@ -453,13 +453,14 @@ uint64_t srv_count_unhandled(struct pubd_client *c)
 
 /* Write as much queued output as the socket takes. Returns 1 if the client
  * was closed, 0 otherwise. */
-/* A frame all written (to the socket or the deliver log) leaves the queue;
- * a delivery counts as delivered. */
-static void out_finished(struct pubd_client *c, struct pubd_out *o)
+/* A frame all written (to the socket or the deliver log) leaves the queue
+ * (prev: the frame before it, NULL at the head); a delivery counts as
+ * delivered. */
+static void out_finished(struct pubd_client *c, struct pubd_out *prev, struct pubd_out *o)
 {
 	struct pubd_ipc *srv = c->srv;
 
-	srv_out_unlink(c, NULL, o);
+	srv_out_unlink(c, prev, o);
 	if (o->sub) {
 		o->sub->delivered++;
 		o->sub->group->delivered++;
@@ -479,20 +480,43 @@ static bool via_log(const struct pubd_client *c, const struct pubd_out *o)
 	return c->dlog && o->head_len;
 }
 
-/* One writev of the socket frames at the head of the queue. 1 to go on,
- * 0 when the socket is full, -1 when the client went away (closed: 1
- * returned by the caller). */
+/* The deliveries bound for the deliver log, in order, until it is full. */
+static void flush_log(struct pubd_client *c)
+{
+	struct pubd_out *o, *prev = NULL, *next;
+
+	for (o = c->out_head; o; o = next) {
+		next = o->next;
+		if (!via_log(c, o)) {
+			prev = o;
+			continue;
+		}
+		if (!srv_dlog_put(c, o))
+			break;
+		out_finished(c, prev, o);
+	}
+	srv_dlog_wake(c);
+}
+
+/* One writev of the socket frames in the queue, in order, passing over
+ * deliveries that wait for the deliver log's room: replies and errors are
+ * not held behind a subscriber's full log (libpub waits for a reply
+ * without reading that log). 1 to go on, 0 when the socket is full or
+ * nothing is left for it, -1 when the client was closed, -2 when it went
+ * away for writing. */
 static int flush_socket(struct pubd_client *c)
 {
 	struct iovec iov[FLUSH_IOV];
-	struct pubd_out *o;
+	struct pubd_out *o, *prev, *next;
 	unsigned n = 0;
 	size_t left, total, rest;
 	ssize_t w;
 
-	for (o = c->out_head; o && n + 2 <= FLUSH_IOV && !via_log(c, o); o = o->next) {
+	for (o = c->out_head; o && n + 2 <= FLUSH_IOV; o = o->next) {
 		uint32_t skip = o->written;
 
+		if (via_log(c, o))
+			continue;
 		if (skip < o->head_len) {
 			iov[n].iov_base = o->head + skip;
 			iov[n++].iov_len = o->head_len - skip;
@@ -505,6 +529,8 @@ static int flush_socket(struct pubd_client *c)
 			iov[n++].iov_len = o->body->len - skip;
 		}
 	}
+	if (!n)
+		return 0;
 	w = writev(c->fd, iov, (int)n);
 	if (w < 0) {
 		if (errno == EAGAIN || errno == EINTR)
@@ -518,7 +544,12 @@ static int flush_socket(struct pubd_client *c)
 		srv_client_hangup(c);
 		return -2;
 	}
-	for (left = (size_t)w; (o = c->out_head) && !via_log(c, o);) {
+	for (left = (size_t)w, prev = NULL, o = c->out_head; o && left; o = next) {
+		next = o->next;
+		if (via_log(c, o)) {
+			prev = o;
+			continue;
+		}
 		total = o->head_len + (o->body ? o->body->len : 0);
 		rest = total - o->written;
 		if (left < rest) {
@@ -526,7 +557,7 @@ static int flush_socket(struct pubd_client *c)
 			return 0; /* short write: the socket is full */
 		}
 		left -= rest;
-		out_finished(c, o);
+		out_finished(c, prev, o);
 	}
 	return 1;
 }
@@ -537,13 +568,11 @@ int srv_client_flush(struct pubd_client *c)
 
 	if (c->log && c->log->broken && !c->closing)
 		srv_protocol_error(c, c->log->why);
-	while (c->out_head) {
-		if (via_log(c, c->out_head)) {
-			if (!srv_dlog_put(c, c->out_head))
-				break;
-			out_finished(c, c->out_head);
-			continue;
-		}
+	if (c->dlog)
+		flush_log(c);
+	/* Replies and errors (out_ctrl_bytes) are all that goes by the socket
+	 * when deliveries go by the log. */
+	while (c->dlog ? c->out_ctrl_bytes : c->out_head != NULL) {
 		r = flush_socket(c);
 		if (r == -1)
 			return 1;
@@ -552,7 +581,6 @@ int srv_client_flush(struct pubd_client *c)
 		if (r == 0)
 			break;
 	}
-	srv_dlog_wake(c);
 	/* A client being closed gets this one attempt to read why: one that
 	 * does not read must not hold its connection and queue open. */
 	if (c->closing && (!c->out_head || pubd_now_ns() >= c->close_deadline_ns)) {
@@ -603,6 +631,9 @@ int pubd_ipc_flush_all(struct pubd_ipc *srv)
 			work++;
 		} else if (c->log && c->log->more) {
 			srv_publog_read(c, false);
+			/* Socket frames that waited for the log to be caught up. */
+			if (c->rlen && !c->log->more)
+				srv_client_parse(c);
 			work++;
 		}
 		if (c->gone && !c->paused && !c->closing) {

@@ -290,6 +290,31 @@ static void deliveries_go_through_the_deliver_log(void **state)
 	shm_close(&sc);
 }
 
+/* A reply is not held behind deliveries waiting for room in a full
+ * deliver log: libpub waits for a reply without reading that log. */
+static void replies_pass_a_full_deliver_log(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct shm_client sc;
+	uint8_t frame[64];
+	uint64_t seq;
+	uint32_t code;
+
+	shm_hello(f, &sc);
+	assert_int_equal(group_req(f, sc.fd, PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
+	for (seq = 0; seq < 40; seq++)
+		deliver(f, "open", seq, 60000);
+	turn(f);
+	assert_true(pubd_ipc_queued_for(g->subs[0]) > 0); /* the log is full; nothing read */
+	send_frame(sc.fd, frame, pub_proto_enc_query(frame, sizeof(frame), 3, PUB_QUERY_GROUPS, "", 0));
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_OK);
+	assert_int_equal(group_req(f, sc.fd, PUB_FRAME_SUBSCRIBE, "nosuch", &code), PUB_FRAME_ERROR);
+	assert_int_equal(code, PUB_ERR_NO_GROUP);
+	assert_true(pubd_ipc_queued_for(g->subs[0]) > 0); /* still full: the replies went past */
+	shm_close(&sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +323,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_bad_record_ends_only_its_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(replies_pass_a_full_deliver_log, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
