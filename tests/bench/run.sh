@@ -10,6 +10,8 @@
 #
 #   host  on this machine, no RDMA needed:
 #           4. local fan-out vs a SOCK_SEQPACKET pair     (bench_fanout)
+#           7. local latency vs a SOCK_SEQPACKET pair and a
+#              bare shared-memory ring                    (bench_locallat)
 #           5. RSS under a flood vs configured buffers    (bench_memory, 60 s; 12 s with --quick)
 #           6. instructions per message, callgrind        (bench_rxcost)
 #           +  reassembly vs memcpy                       (bench_reasm)
@@ -81,7 +83,7 @@ say() { echo "$*" | tee -a "$log" >&2; }
 say "bench: building in $BUILD"
 if ! { cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	-DCMAKE_C_FLAGS=-Wno-error=maybe-uninitialized >>"$log" 2>&1 &&
-	ninja -C "$BUILD" -j2 pubd pubctl bench_reasm bench_fanout bench_memory bench_rxcost bench_tput bench_lat >>"$log" 2>&1; }; then
+	ninja -C "$BUILD" -j2 pubd pubctl bench_reasm bench_fanout bench_locallat bench_memory bench_rxcost bench_tput bench_lat >>"$log" 2>&1; }; then
 	echo "bench: build failed; see $log" >&2
 	tail -n 30 "$log" >&2
 	exit 2
@@ -107,6 +109,7 @@ run() {
 if [ $what = host ] || [ $what = all ]; then
 	b=$BUILD/tests/bench
 	run fanout "$b/bench_fanout" "${qflag[@]}"
+	run locallat "$b/bench_locallat" "${qflag[@]}"
 	run memory "$b/bench_memory" --seconds "$mem_s"
 	if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null; then
 		run rxcost "$b/bench_rxcost" "${qflag[@]}"
