@@ -16,7 +16,8 @@ IT_LIMIT=${IT_LIMIT:-140}
 . "$here/cases.sh"
 HC=$HOSTILE_TOOLS/hostile_client
 FORGE=$HOSTILE_TOOLS/forge_dgram
-if [ ! -x "$HC" ] || [ ! -x "$FORGE" ]; then
+HSHM=$HOSTILE_TOOLS/hostile_shm
+if [ ! -x "$HC" ] || [ ! -x "$FORGE" ] || [ ! -x "$HSHM" ]; then
 	echo "FAIL [$1] tools not found in $HOSTILE_TOOLS" >&2
 	exit 1
 fi

@@ -573,3 +573,60 @@ case_c_slow_subscriber() {
 	it_check "what the subscriber could not take is counted (dropped $dropped > 0)" test "${dropped:-0}" -gt 0
 	it_check "pubd still answers a query" it_ctl d status >/dev/null
 }
+
+# ---- class: a client's shared-memory logs are hostile input ----
+# A record no libpub writes ends that client (a protocol error), nobody else.
+case_c_publog_garbage() {
+	h_pubd d < <(h_groups)
+	local out
+	out=$("$HSHM" garbage -s "$(it_sock d)")
+	h_fig "$out; clients_protocol_errors $(it_counter d clients_protocol_errors)"
+	it_check "the client that wrote garbage was told and disconnected" grep -q "error 1 .*closed" <<<"$out"
+	it_eq "counted as a protocol error" "$(it_counter d clients_protocol_errors)" 1
+	it_check "another client still publishes" "$PUBCTL" -s "$(it_sock d)" pub h "after garbage"
+	it_eq "and its message is published" "$(h_settled d published)" 1
+}
+
+# A client gone in the middle of a record: what it committed is published,
+# the half-written record is one message counted client_gone.
+case_c_publog_midwrite() {
+	h_pubd d < <(h_groups)
+	local out pub gone n=500
+	out=$("$HSHM" midwrite -s "$(it_sock d)" -g h -n $n)
+	it_wait "the client is gone" 20 h_clients_at_most d 1
+	pub=$(h_settled d published)
+	gone=$(it_q d drops '[.drops[] | select(.reason == "client_gone") | .count] | add // 0')
+	h_fig "$out; published $pub, client_gone $gone"
+	it_eq "every committed message published" "$pub" $n
+	it_eq "the half-written one counted client_gone" "$gone" 1
+}
+
+# A doorbell rung nonstop with nothing in the log costs pubd a bounded
+# amount of work and nobody else their service.
+case_c_publog_doorbell() {
+	h_pubd d < <(h_groups)
+	local t0 t1 c0 c1 answered=0
+	it_bg bell - "$HSHM" doorbell -s "$(it_sock d)" --seconds 4
+	c0=$(h_cpu "$H_PID")
+	t0=$(date +%s%N)
+	for _ in 1 2 3; do
+		timeout 2 "$PUBCTL" -s "$(it_sock d)" pub h "x" && answered=$((answered + 1))
+	done
+	t1=$(date +%s%N)
+	it_reap "$IT_BG_PID" 20
+	c1=$(h_cpu "$H_PID")
+	h_fig "$(cat "$IT_WORK/bell.out" 2>/dev/null) pubd CPU $((c1 - c0)) ticks; 3 publishes meanwhile: $answered answered in $(((t1 - t0) / 1000000)) ms"
+	it_eq "publishes of others answered during the flood" "$answered" 3
+	it_eq "published" "$(h_settled d published)" 3
+}
+
+# The logs are sealed: a client cannot shrink the memory pubd reads.
+case_c_publog_truncate() {
+	h_pubd d < <(h_groups)
+	local out
+	out=$("$HSHM" truncate -s "$(it_sock d)")
+	h_fig "$out"
+	it_check "ftruncate refused (sealed)" grep -q "refused (Operation not permitted)" <<<"$out"
+	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" status
+}
+

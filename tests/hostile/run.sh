@@ -28,7 +28,7 @@ export BUILD
 # tree built without them can still be attacked).
 if [ -z "${HOSTILE_TOOLS:-}" ]; then
 	for HOSTILE_TOOLS in "$BUILD/tests/hostile" "$here/../../build-asan/tests/hostile" "$here/../../build/tests/hostile"; do
-		[ -x "$HOSTILE_TOOLS/hostile_client" ] && [ -x "$HOSTILE_TOOLS/forge_dgram" ] && break
+		[ -x "$HOSTILE_TOOLS/hostile_client" ] && [ -x "$HOSTILE_TOOLS/forge_dgram" ] && [ -x "$HOSTILE_TOOLS/hostile_shm" ] && break
 	done
 fi
 export HOSTILE_TOOLS

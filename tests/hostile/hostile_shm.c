@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A hostile client of pubd's shared-memory logs (the hostile tier's tool):
+ * it asks for the logs at HELLO as libpub does, then abuses them.
+ *
+ *   hostile_shm garbage  -s SOCK          a record no libpub writes, rung in
+ *   hostile_shm midwrite -s SOCK -g G -n N N whole messages, then one begun
+ *                                          and the process gone mid-record
+ *   hostile_shm doorbell -s SOCK --seconds S  the doorbell rung nonstop
+ *   hostile_shm truncate -s SOCK          ftruncate the log's memfd to 0
+ *
+ * Each prints one line saying what it did and what pubd answered.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "publog_format.h"
+#include "shmlog.h"
+
+struct shm {
+	int sock, fds[6];
+	uint8_t *map;
+	size_t len;
+	struct pub_shmlog_writer w;
+};
+
+static void die(const char *what)
+{
+	fprintf(stderr, "hostile_shm: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+/* Connect, HELLO asking for shared memory, the 6 fds, the publish log mapped. */
+static void shm_open_logs(const char *path, struct shm *s)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	uint8_t hello[64], buf[1024];
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *cm;
+	long n;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	s->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->sock < 0 || connect(s->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("connect");
+	n = pub_proto_enc_hello(hello, sizeof(hello), PUB_HELLO_F_SHM, "hostile-shm", 11);
+	if (n <= 0 || write(s->sock, hello, (size_t)n) != n)
+		die("hello");
+	if (recvmsg(s->sock, &mh, 0) <= 0)
+		die("welcome");
+	cm = CMSG_FIRSTHDR(&mh);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(6 * sizeof(int))) {
+		errno = EPROTO;
+		die("no shared-memory logs offered");
+	}
+	memcpy(s->fds, CMSG_DATA(cm), sizeof(s->fds));
+	/* The publish log's size: its control page says, pubd made it. */
+	s->len = PUB_SHMLOG_CTL_LEN;
+	s->map = mmap(NULL, s->len, PROT_READ, MAP_SHARED, s->fds[0], 0);
+	if (s->map == MAP_FAILED)
+		die("mmap");
+	s->len = pub_shmlog_map_len(((struct pub_shmlog_ctl *)s->map)->capacity);
+	munmap(s->map, PUB_SHMLOG_CTL_LEN);
+	s->map = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fds[0], 0);
+	if (s->map == MAP_FAILED || pub_shmlog_writer_init(&s->w, s->map, s->len, false) < 0)
+		die("publish log");
+}
+
+static void ring(const struct shm *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->fds[1], &one, sizeof(one)) != sizeof(one))
+		die("doorbell");
+}
+
+/* What pubd says on the socket within ms: the first ERROR's code, and
+ * whether the connection ended. */
+static void answer(const struct shm *s, int ms, uint32_t *code, int *closed)
+{
+	uint8_t buf[4096];
+	size_t have = 0;
+	struct pollfd p = {.fd = s->sock, .events = POLLIN};
+	const uint8_t *body;
+	struct pub_msg_error e;
+	uint32_t len;
+	uint8_t type;
+	ssize_t n;
+
+	*code = 0;
+	*closed = 0;
+	while (poll(&p, 1, ms) > 0) {
+		n = read(s->sock, buf + have, sizeof(buf) - have);
+		if (n <= 0) {
+			*closed = 1;
+			break;
+		}
+		have += (size_t)n;
+		while (pub_proto_frame_peek(buf, have, sizeof(buf), &type, &len, &body, NULL) == 1) {
+			if (type == PUB_FRAME_ERROR && !*code && pub_proto_dec_error(body, len, &e) == 0)
+				*code = e.code;
+			memmove(buf, buf + PUB_PROTO_HDR_LEN + len, have - PUB_PROTO_HDR_LEN - len);
+			have -= PUB_PROTO_HDR_LEN + len;
+		}
+		if (have == sizeof(buf))
+			have = 0;
+	}
+}
+
+static int mode_garbage(struct shm *s)
+{
+	uint64_t garbage = (uint64_t)9 << 32 | 64; /* a lap the log is not on */
+	uint32_t code;
+	int closed;
+
+	memcpy(s->map + PUB_SHMLOG_CTL_LEN, &garbage, sizeof(garbage));
+	s->map[PUB_SHMLOG_CTL_LEN + 8] = PUB_SHMLOG_MSG;
+	ring(s);
+	answer(s, 5000, &code, &closed);
+	printf("garbage: pubd answered error %u (%s), connection %s\n", code, pub_proto_err_name(code),
+	       closed ? "closed" : "open");
+	return code == PUB_ERR_PROTO && closed ? 0 : 1;
+}
+
+/* Room for a record: ring pubd, say we wait, sleep on the space eventfd. */
+static void wait_room(struct shm *s, uint32_t len)
+{
+	struct pollfd p = {.fd = s->fds[2], .events = POLLIN};
+	uint64_t v;
+
+	if (pub_shmlog_wake_reader(&s->w))
+		ring(s);
+	if (pub_shmlog_writer_sleep(&s->w, len) && poll(&p, 1, 5000) > 0 && read(s->fds[2], &v, sizeof(v)) < 0)
+		die("space eventfd");
+}
+
+static int mode_midwrite(struct shm *s, const char *group, unsigned n)
+{
+	uint8_t glen = (uint8_t)strlen(group), *b;
+	unsigned i;
+
+	for (i = 0; i <= n; i++) {
+		while (!(b = pub_shmlog_claim(&s->w, PUB_SHMLOG_MSG, 0, 100, PUB_PUBLOG_HEAD + glen + 100)))
+			wait_room(s, PUB_PUBLOG_HEAD + glen + 100);
+		memset(b + pub_publog_put_head(b, 0, group, glen), 'm', 100);
+		if (i == n)
+			break; /* the last one is begun and never committed */
+		pub_shmlog_commit(&s->w);
+		if (pub_shmlog_wake_reader(&s->w))
+			ring(s);
+	}
+	printf("midwrite: %u messages committed, then one begun and the process gone\n", n);
+	fflush(stdout);
+	_exit(0); /* mid-record, as a crash would */
+}
+
+static int mode_doorbell(struct shm *s, double seconds)
+{
+	struct timespec t0, t;
+	unsigned long long rings = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ring(s);
+		rings++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+	printf("doorbell: rung %llu times in %.1f s with nothing in the log\n", rings, seconds);
+	return 0;
+}
+
+static int mode_truncate(struct shm *s)
+{
+	int r = ftruncate(s->fds[0], 0), err = errno;
+
+	printf("truncate: ftruncate of the publish log's memfd %s (%s)\n", r == 0 ? "succeeded" : "refused",
+	       r == 0 ? "not sealed" : strerror(err));
+	return r == 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sock = NULL, *group = "h";
+	double seconds = 3;
+	unsigned n = 50;
+	struct shm s;
+	int i;
+
+	if (argc < 2)
+		goto usage;
+	for (i = 2; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "-s"))
+			sock = argv[i + 1];
+		else if (!strcmp(argv[i], "-g"))
+			group = argv[i + 1];
+		else if (!strcmp(argv[i], "-n"))
+			n = (unsigned)strtoul(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--seconds"))
+			seconds = strtod(argv[i + 1], NULL);
+		else
+			goto usage;
+	}
+	if (!sock)
+		goto usage;
+	shm_open_logs(sock, &s);
+	if (!strcmp(argv[1], "garbage"))
+		return mode_garbage(&s);
+	if (!strcmp(argv[1], "midwrite"))
+		return mode_midwrite(&s, group, n);
+	if (!strcmp(argv[1], "doorbell"))
+		return mode_doorbell(&s, seconds);
+	if (!strcmp(argv[1], "truncate"))
+		return mode_truncate(&s);
+usage:
+	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate -s SOCK [-g G] [-n N] [--seconds S]\n");
+	return 2;
+}
