@@ -275,11 +275,13 @@ int pub_shmlog_next(struct pub_shmlog_reader *r, struct pub_shmlog_view *v)
 	}
 }
 
-bool pub_shmlog_release(struct pub_shmlog_reader *r)
+bool pub_shmlog_release_to(struct pub_shmlog_reader *r, uint64_t limit)
 {
-	if (r->head == r->pos)
+	uint64_t to = limit < r->pos ? limit : r->pos;
+
+	if (to <= r->head)
 		return false;
-	r->head = r->pos;
+	r->head = to;
 	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!atomic_load_explicit(&r->ctl->writer_waiting, memory_order_relaxed))

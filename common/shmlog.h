@@ -232,11 +232,19 @@ static inline void pub_shmlog_consume(struct pub_shmlog_reader *r, const struct 
 }
 
 /*
- * Single-reader logs: give the consumed space back to the writer (a
- * release store of head). Returns true when the writer said it waits for
- * room and needs a wakeup (the flag is cleared).
+ * Single-reader logs: give the consumed space before limit back to the
+ * writer (a release store of head; never past what was read, never
+ * backwards). Records read but still in use (lent, not copied) stay the
+ * reader's while limit is kept at the first of them. Returns true when the
+ * writer said it waits for room and needs a wakeup (the flag is cleared).
  */
-bool pub_shmlog_release(struct pub_shmlog_reader *r);
+bool pub_shmlog_release_to(struct pub_shmlog_reader *r, uint64_t limit);
+
+/* All that was read: pub_shmlog_release_to up to the reader's position. */
+static inline bool pub_shmlog_release(struct pub_shmlog_reader *r)
+{
+	return pub_shmlog_release_to(r, r->pos);
+}
 
 /*
  * The reader found nothing and wants to sleep: sets reader_sleeping, full

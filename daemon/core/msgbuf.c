@@ -2,7 +2,9 @@
 /*
  * Message buffers: size classes with bounded free lists (see msgbuf.h).
  */
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "msgbuf.h"
 
@@ -26,8 +28,10 @@
 
 #define NO_CLASS UINT32_MAX
 
-static const uint32_t class_size[] = {256, 1024, PUBD_MSGBUF_CLASS_MAX};
-#define NCLASSES (sizeof(class_size) / sizeof(class_size[0]))
+/* The last class has no inline bytes: the headers of lent buffers. */
+static const uint32_t class_size[] = {256, 1024, PUBD_MSGBUF_CLASS_MAX, 0};
+#define NCLASSES   (sizeof(class_size) / sizeof(class_size[0]))
+#define LENT_CLASS (NCLASSES - 1)
 
 static struct {
 	struct pubd_msgbuf *head;
@@ -45,19 +49,10 @@ static size_t body_size(uint32_t cls)
 	return sizeof(struct pubd_msgbuf) - offsetof(struct pubd_msgbuf, refs) + class_size[cls];
 }
 
-struct pubd_msgbuf *pubd_msgbuf_alloc(size_t len)
+static struct pubd_msgbuf *take(uint32_t cls, size_t len)
 {
 	struct pubd_msgbuf *m;
-	uint32_t cls = NO_CLASS;
 
-	if (len > UINT32_MAX - sizeof(*m))
-		return NULL;
-	for (uint32_t c = 0; c < NCLASSES; c++) {
-		if (len <= class_size[c]) {
-			cls = c;
-			break;
-		}
-	}
 	if (cls != NO_CLASS && free_lists[cls].head) {
 		m = free_lists[cls].head;
 		free_lists[cls].head = m->next_free;
@@ -72,7 +67,57 @@ struct pubd_msgbuf *pubd_msgbuf_alloc(size_t len)
 	m->refs = 1;
 	m->len = (uint32_t)len;
 	m->cls = cls;
+	m->cookie = 0;
+	m->data = m->inline_;
+	m->lender = NULL;
+	m->own = NULL;
 	return m;
+}
+
+struct pubd_msgbuf *pubd_msgbuf_alloc(size_t len)
+{
+	uint32_t cls = NO_CLASS;
+
+	if (len > UINT32_MAX - sizeof(struct pubd_msgbuf))
+		return NULL;
+	for (uint32_t c = 0; c < LENT_CLASS; c++) {
+		if (len <= class_size[c]) {
+			cls = c;
+			break;
+		}
+	}
+	return take(cls, len);
+}
+
+struct pubd_msgbuf *pubd_msgbuf_lend(struct pubd_msgbuf_lender *lender, uint32_t cookie, const uint8_t *data,
+				     size_t len)
+{
+	struct pubd_msgbuf *m;
+
+	if (len > UINT32_MAX || !(m = take(LENT_CLASS, 0)))
+		return NULL;
+	m->len = (uint32_t)len;
+	/* Nobody writes into a published message: the cast only lets lent
+	 * and owned buffers share one type. */
+	m->data = (uint8_t *)data;
+	m->lender = lender;
+	m->cookie = cookie;
+	return m;
+}
+
+int pubd_msgbuf_detach(struct pubd_msgbuf *m)
+{
+	uint8_t *copy;
+
+	if (!m->lender)
+		return 0;
+	copy = malloc(m->len ? m->len : 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, m->data, m->len);
+	m->own = m->data = copy;
+	m->lender = NULL;
+	return 0;
 }
 
 void pubd_msgbuf_put(struct pubd_msgbuf *m)
@@ -81,6 +126,10 @@ void pubd_msgbuf_put(struct pubd_msgbuf *m)
 
 	if (!m || --m->refs)
 		return;
+	if (m->lender)
+		m->lender->returned(m->lender, m->cookie);
+	else if (m->own)
+		free(m->own);
 	cls = m->cls;
 	if (cls == NO_CLASS || free_lists[cls].n >= PUBD_MSGBUF_CACHE_PER_CLASS) {
 		free(m);

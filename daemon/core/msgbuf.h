@@ -12,6 +12,12 @@
  * list of at most PUBD_MSGBUF_CACHE_PER_CLASS buffers (about 1.3 MiB in
  * all); larger ones go straight back to malloc.
  *
+ * A buffer can also be lent: its data then lies in memory someone else
+ * owns (a client's publish log), and the lender is told when the last
+ * reference goes, so it can give that memory back. A lender that cannot
+ * wait any longer detaches the buffer (pubd_msgbuf_detach): its bytes are
+ * copied into memory of its own and the holders never notice.
+ *
  * Single-threaded: pubd's loop owns every buffer, so the count and the
  * free lists are plain.
  */
@@ -24,17 +30,48 @@
 #define PUBD_MSGBUF_CLASS_MAX	    4096u
 #define PUBD_MSGBUF_CACHE_PER_CLASS 256u
 
+struct pubd_msgbuf;
+
+/* Whoever lent a buffer its memory: told once, at the buffer's last put
+ * (not after a detach), with the cookie it lent it under. */
+struct pubd_msgbuf_lender {
+	void (*returned)(struct pubd_msgbuf_lender *lender, uint32_t cookie);
+};
+
 struct pubd_msgbuf {
 	struct pubd_msgbuf *next_free; /* while on a free list */
 	uint32_t refs;
 	uint32_t len;
-	uint32_t cls; /* size class, or PUBD_MSGBUF_NO_CLASS */
-	uint32_t pad_;
-	uint8_t data[];
+	uint32_t cls;			   /* size class, or none */
+	uint32_t cookie;		   /* the lender's, for a lent buffer */
+	uint8_t *data;			   /* the bytes: inline below, lent, or detached */
+	struct pubd_msgbuf_lender *lender; /* lent: told at the last put */
+	uint8_t *own;			   /* detached: a copy of our own, freed at the last put */
+	uint8_t inline_[];
 };
 
 /* A buffer of len bytes with one reference, or NULL. Contents uninitialised. */
 struct pubd_msgbuf *pubd_msgbuf_alloc(size_t len);
+
+/*
+ * A buffer of len bytes at data, which stays the lender's: valid until the
+ * lender's returned() is called or it detaches the buffer. One reference,
+ * or NULL when out of memory.
+ */
+struct pubd_msgbuf *pubd_msgbuf_lend(struct pubd_msgbuf_lender *lender, uint32_t cookie, const uint8_t *data,
+				     size_t len);
+
+/* Is the buffer's data still lent (not yet detached)? */
+static inline int pubd_msgbuf_is_lent(const struct pubd_msgbuf *m)
+{
+	return m->lender != NULL;
+}
+
+/*
+ * The lender takes its memory back while references remain: copy the bytes
+ * into a buffer of our own. 0, or -ENOMEM (the buffer stays lent).
+ */
+int pubd_msgbuf_detach(struct pubd_msgbuf *m);
 
 static inline struct pubd_msgbuf *pubd_msgbuf_get(struct pubd_msgbuf *m)
 {
@@ -42,7 +79,8 @@ static inline struct pubd_msgbuf *pubd_msgbuf_get(struct pubd_msgbuf *m)
 	return m;
 }
 
-/* Drop a reference; the last one recycles or frees the buffer. NULL is fine. */
+/* Drop a reference; the last one recycles or frees the buffer (and tells
+ * its lender). NULL is fine. */
 void pubd_msgbuf_put(struct pubd_msgbuf *m);
 
 /* Buffers waiting on the free lists (for tests and status). */

@@ -40,7 +40,10 @@
 	X(CLIENTS_REFUSED, "clients_refused", "connections closed at once: limits.max_clients reached or out of fds") \
 	X(ACCEPT_ERRORS, "accept_errors", "failed accept() calls (fd limit, memory); pubd backs off")                 \
 	X(BUDGET_WAITS, "client_budget_waits", "times a client was paused: limits.client_buffer_budget used up")      \
-	X(ACL_REVOKED, "acl_revoked", "subscriptions and publishers ended at reload by a changed ACL")
+	X(ACL_REVOKED, "acl_revoked", "subscriptions and publishers ended at reload by a changed ACL")                \
+	X(PUBLOG_LENT, "publog_lent", "messages published straight from a client's publish log, not copied in")       \
+	X(PUBLOG_LENT_COPIED, "publog_lent_copied",                                                                   \
+	  "of those, copied after all: still held at the end of a loop turn (transmit backlog, slow subscriber)")
 
 enum pubd_counter {
 #define PUBD_X_ENUM(id, name, help) PUBD_CTR_##id,

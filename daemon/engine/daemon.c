@@ -104,6 +104,8 @@ static int on_idle(void *ctx)
 	 * the local delivery need not wait for it. */
 	int work = pubd_ipc_flush_all(&d->ipc) + (int)pubd_tx_pump(d);
 
+	pubd_ipc_settle(&d->ipc); /* what is still held of the clients' publish logs is copied */
+
 	if (d->stopping && !d->tx.queued_msgs && !d->stopped)
 		stop_loop(d); /* everything accepted went out */
 

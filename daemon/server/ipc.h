@@ -93,6 +93,7 @@ struct pubd_ipc {
 	unsigned ngone;	  /* hung-up clients whose input is still being drained */
 	unsigned ndeferred;	     /* clients with unsub_deferred set */
 	unsigned nlog_more;	     /* clients whose publish log has records waiting for a read */
+	struct srv_publog *lending;  /* publish logs with messages lent from their records */
 	size_t charged;		     /* bytes held for clients, against limits.client_buffer_budget */
 	size_t uncharged;	     /* replies outside it: at most one REPLY_FREE_MAX per client */
 	int reserve_fd;		     /* closed to accept and refuse a connection when out of fds */
@@ -124,6 +125,21 @@ void pubd_ipc_set_fabric(struct pubd_ipc *srv, uint32_t mtu, uint64_t source_id,
  * that may resume, and every client's queued output written. Returns work
  * done. */
 int pubd_ipc_flush_all(struct pubd_ipc *srv);
+
+/*
+ * Once a loop turn, after the local deliveries and the fabric's sends: a
+ * message published straight from its record in a client's publish log
+ * (no copy) and still held (a transmit backlog, a slow subscriber) is
+ * copied now, and the log's space is given back to its writer. So a
+ * record is lent for one turn at most: a publisher waits for the fabric,
+ * never for a subscriber.
+ */
+void srv_settle_lending(struct pubd_ipc *srv);
+static inline void pubd_ipc_settle(struct pubd_ipc *srv)
+{
+	if (srv->lending) /* every loop turn: nothing to do unless a message is lent */
+		srv_settle_lending(srv);
+}
 /* Queue a message for one subscriber, applying the slow-subscriber policy.
  * Safe inside fan-out (and so inside a reassembly callback): it never calls
  * the engine back; a subscriber disconnected as slow loses its

@@ -13,12 +13,21 @@
  * is copied first, and a record no honest libpub writes ends that client
  * (l->broken; the session turns it into a protocol error), nobody else.
  *
+ * A message that fits one record is published from the record itself: its
+ * buffer is lent the record's bytes (msgbuf.h), and the log's head, the
+ * space given back to the writer, stays before the first record still lent.
+ * The engine usually has the message sent and delivered within the same
+ * loop turn; what is still held at the turn's end (pubd_ipc_settle) is
+ * copied then, so a writer waits for no one but the fabric. The bytes a
+ * hostile writer changes under a lent message are its own message's.
+ *
  * Reading follows the socket's rules: a message is admitted by the same
  * checks as a PUBLISH frame (admit.c), a client paused by back-pressure is
  * not read, a large message in pieces is charged to the client budget, and
  * what a client committed before it hung up is read to the end.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +42,10 @@
 /* Records read per wakeup before other clients get a turn. */
 #define LOG_BATCH 256
 
+/* Smaller messages are copied: lending one costs about 150 instructions
+ * more than copying 64 bytes into a recycled buffer (tests/bench/bench_rxcost). */
+#define LEND_MIN 1024u
+
 static void on_doorbell(void *ctx, uint32_t events)
 {
 	struct pubd_client *c = ctx;
@@ -44,6 +57,118 @@ static void on_doorbell(void *ctx, uint32_t events)
 	srv_publog_read(c, false);
 }
 
+/* ---- lent records ---- */
+
+static struct srv_publog *log_of(struct pubd_msgbuf_lender *lender)
+{
+	return (struct srv_publog *)((char *)lender - offsetof(struct srv_publog, lender));
+}
+
+static void unmap_and_free(struct srv_publog *l)
+{
+	srv_shm_unmap(l->map, l->map_len);
+	free(l);
+}
+
+/* The last reference to a lent message went: its record may be reused
+ * (from the next release on). An orphan log goes with its last loan. */
+static void loan_returned(struct pubd_msgbuf_lender *lender, uint32_t cookie)
+{
+	struct srv_publog *l = log_of(lender);
+
+	l->lent[cookie % PUBLOG_LENT_MAX].m = NULL;
+	while (l->lent_head != l->lent_tail && !l->lent[l->lent_head % PUBLOG_LENT_MAX].m)
+		l->lent_head++;
+	if (l->orphan && l->lent_head == l->lent_tail)
+		unmap_and_free(l);
+}
+
+/* A message lent the record being taken, or NULL (too many lent: copy). */
+static struct pubd_msgbuf *lend(struct srv_publog *l, const struct pub_publog_piece *p)
+{
+	struct pubd_msgbuf *m;
+
+	if (l->lent_tail - l->lent_head >= PUBLOG_LENT_MAX)
+		return NULL;
+	m = pubd_msgbuf_lend(&l->lender, l->lent_tail, p->data, p->len);
+	if (!m)
+		return NULL;
+	l->lent[l->lent_tail % PUBLOG_LENT_MAX] = (struct srv_publog_loan){.m = m, .pos = l->cur_pos};
+	l->lent_tail++;
+	if (!l->lending) {
+		l->lending = true;
+		l->next_lending = l->srv->lending;
+		l->srv->lending = l;
+	}
+	l->srv->counters[PUBD_CTR_PUBLOG_LENT]++;
+	return m;
+}
+
+/* Copy every message still lent. Returns how many stay lent (out of memory). */
+static uint32_t detach_all(struct srv_publog *l)
+{
+	uint32_t i, left = 0;
+
+	for (i = l->lent_head; i != l->lent_tail; i++) {
+		struct srv_publog_loan *e = &l->lent[i % PUBLOG_LENT_MAX];
+
+		if (!e->m)
+			continue;
+		if (pubd_msgbuf_detach(e->m) < 0) {
+			left++;
+			continue;
+		}
+		e->m = NULL;
+		l->srv->counters[PUBD_CTR_PUBLOG_LENT_COPIED]++;
+	}
+	while (l->lent_head != l->lent_tail && !l->lent[l->lent_head % PUBLOG_LENT_MAX].m)
+		l->lent_head++;
+	return left;
+}
+
+/* Give the writer back what was read, up to the first record still lent,
+ * and ring it when it waits for room. */
+static void release(struct srv_publog *l)
+{
+	uint64_t limit = l->lent_head != l->lent_tail ? l->lent[l->lent_head % PUBLOG_LENT_MAX].pos : l->r.pos;
+
+	if (pub_shmlog_release_to(&l->r, limit)) {
+		uint64_t one = 1;
+
+		if (write(l->space_fd, &one, sizeof(one)) < 0)
+			log_debug("client %u: publish log space eventfd: %s", l->client_id, strerror(errno));
+	}
+}
+
+void srv_settle_lending(struct pubd_ipc *srv)
+{
+	struct srv_publog *l, **pp = &srv->lending;
+
+	while ((l = *pp)) {
+		detach_all(l);
+		release(l);
+		if (l->lent_head == l->lent_tail) {
+			*pp = l->next_lending;
+			l->lending = false;
+		} else {
+			pp = &l->next_lending;
+		}
+	}
+}
+
+static void unlink_lending(struct pubd_ipc *srv, struct srv_publog *l)
+{
+	struct srv_publog **pp;
+
+	for (pp = &srv->lending; *pp; pp = &(*pp)->next_lending) {
+		if (*pp == l) {
+			*pp = l->next_lending;
+			break;
+		}
+	}
+	l->lending = false;
+}
+
 static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 {
 	if (l->watch)
@@ -52,13 +177,20 @@ static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 		close(l->doorbell_fd);
 	if (l->space_fd >= 0)
 		close(l->space_fd);
-	srv_shm_unmap(l->map, l->map_len);
 	if (l->part) {
 		srv_budget_give(srv, l->part->len);
 		pubd_msgbuf_put(l->part);
 	}
 	srv_budget_give(srv, l->charged);
-	free(l);
+	if (l->lending)
+		unlink_lending(srv, l);
+	/* Messages still lent keep reading the mapping: copied now, or (out
+	 * of memory) the mapping stays until the last of them returns. */
+	if (detach_all(l)) {
+		l->orphan = true;
+		return;
+	}
+	unmap_and_free(l);
 }
 
 /* Make the log, its mapping and eventfds. Returns it, with *memfd to send. */
@@ -69,6 +201,9 @@ static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *mem
 	*memfd = -1;
 	if (!l)
 		return NULL;
+	l->srv = c->srv;
+	l->client_id = c->id;
+	l->lender.returned = loan_returned;
 	l->map_len = pub_shmlog_map_len(cap);
 	*memfd = srv_shm_make(c, cap, PUB_SHM_PUBLISH_LOG, &l->map, &l->doorbell_fd, &l->space_fd);
 	if (*memfd < 0)
@@ -154,7 +289,9 @@ static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct
 		srv_pause_for_budget(c, p->total);
 		return 0;
 	}
-	m = pubd_msgbuf_alloc(p->total);
+	m = !p->more && p->len >= LEND_MIN ? lend(l, p) : NULL;
+	if (!m && (m = pubd_msgbuf_alloc(p->total)))
+		memcpy(m->data, p->data, p->len); /* the whole message, or its first piece */
 	if (!m) {
 		if (p->more)
 			srv_budget_give(srv, p->total);
@@ -165,7 +302,6 @@ static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct
 		l->part_have = p->len;
 		return 1;
 	}
-	memcpy(m->data, p->data, p->len);
 	if (!p->more) {
 		srv_publish_accept(c, p->req_id, g, m);
 		pubd_msgbuf_put(m);
@@ -218,6 +354,7 @@ static int take_record(struct pubd_client *c, struct srv_publog *l, const struct
 		return next_piece(c, l, &p);
 	if (!p.first)
 		return broken(c, "a message's later piece without its first");
+	l->cur_pos = v->pos;
 	return first_piece(c, l, &p);
 }
 
@@ -249,12 +386,7 @@ void srv_publog_read(struct pubd_client *c, bool to_end)
 		l->records++;
 		n++;
 	}
-	if (pub_shmlog_release(&l->r)) {
-		uint64_t one = 1;
-
-		if (write(l->space_fd, &one, sizeof(one)) < 0)
-			log_debug("client %u: publish log space eventfd: %s", c->id, strerror(errno));
-	}
+	release(l);
 	if (l->broken || c->paused || to_end)
 		return;
 	/* Stopped by the batch, or found it empty: then sleep, unless a

@@ -62,6 +62,16 @@
 #define PUB_OUT_HEAD_MAX (8 + 8 + 8 + 1 + 255)
 
 /* A client's shared-memory publish log (publog.c). */
+/* Records of a publish log lent out as messages at once, at most (a
+ * power of two); past it messages are copied out as before. */
+#define PUBLOG_LENT_MAX 256u
+
+/* A message published straight from its record in the log (publog.c). */
+struct srv_publog_loan {
+	struct pubd_msgbuf *m; /* NULL once returned or detached */
+	uint64_t pos;	       /* its record: the log's head stays at or before it */
+};
+
 struct srv_publog {
 	uint8_t *map;
 	size_t map_len;
@@ -77,8 +87,19 @@ struct srv_publog {
 	uint32_t part_have, part_total, part_req;
 	uint8_t part_glen;
 	char part_group[255];
-	bool more;   /* records may wait: read from pubd_ipc_flush_all */
-	bool broken; /* the client wrote what no libpub writes: why says what */
+	/* Messages lent from their records (no copy), oldest first; lent_head
+	 * and lent_tail run free, the slot is the count modulo the size. */
+	struct pubd_msgbuf_lender lender;
+	struct srv_publog_loan lent[PUBLOG_LENT_MAX];
+	uint32_t lent_head, lent_tail;
+	struct srv_publog *next_lending; /* on srv->lending while any is lent */
+	bool lending;
+	bool orphan; /* its client is gone; freed when the last loan returns */
+	struct pubd_ipc *srv;
+	uint32_t client_id;
+	uint64_t cur_pos; /* the record being taken */
+	bool more;	  /* records may wait: read from pubd_ipc_flush_all */
+	bool broken;	  /* the client wrote what no libpub writes: why says what */
 	char why[128];
 	uint64_t records;
 };
@@ -96,8 +117,8 @@ struct srv_dlog {
 	bool unrung;  /* records committed since the last look at the reader */
 };
 
-/* The largest record of a log pubd makes: pieces this large cost one copy
- * each, like a socket read of that size. */
+/* The largest record of a deliver log (a publish log's: a quarter of it):
+ * pieces this large cost one copy each, like a socket read of that size. */
 #define SRV_SHM_MAX_RECORD (64u * 1024)
 
 /* One queued output frame. */

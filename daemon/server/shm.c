@@ -46,7 +46,10 @@ void srv_shm_unmap(uint8_t *map, size_t len)
 
 int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, uint8_t **map, int *doorbell, int *space)
 {
-	uint32_t max_record = cap / 4 < SRV_SHM_MAX_RECORD ? cap / 4 : SRV_SHM_MAX_RECORD;
+	/* A publish log's records are lent, not copied (publog.c): a message
+	 * up to a quarter of the log goes in one. */
+	uint32_t max_record =
+		kind == PUB_SHM_PUBLISH_LOG || cap / 4 < SRV_SHM_MAX_RECORD ? cap / 4 : SRV_SHM_MAX_RECORD;
 	size_t len = pub_shmlog_map_len(cap);
 	int fd, err;
 

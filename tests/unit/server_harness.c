@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "msgbuf.h"
 #include "server_harness.h"
 
 static const char yaml[] = "groups:\n"
@@ -30,6 +31,8 @@ static bool op_publish(void *ctx, struct pubd_client *origin, struct pubd_group 
 	k->publish++;
 	k->group = g;
 	k->len = msg->len;
+	if (k->hold && k->nheld < HELD_MAX)
+		k->held[k->nheld++] = pubd_msgbuf_get(msg);
 	return true; /* queued for the fabric: the server counts it pending */
 }
 
@@ -117,6 +120,8 @@ int teardown(void **state)
 	struct fixture *f = *state;
 
 	pubd_ipc_close(&f->srv);
+	while (f->calls.nheld) /* after the logs they may be lent from are gone */
+		pubd_msgbuf_put(f->calls.held[--f->calls.nheld]);
 	pubd_loop_destroy(f->loop);
 	pubd_groups_free(&f->groups);
 	pubd_config_free(&f->cfg);
@@ -130,6 +135,7 @@ void turn(struct fixture *f)
 {
 	pubd_loop_run_once(f->loop, 5);
 	pubd_ipc_flush_all(&f->srv);
+	pubd_ipc_settle(&f->srv);
 }
 
 int client(struct fixture *f)

@@ -26,7 +26,13 @@ struct calls {
 	uint32_t closed_pending;
 	uint8_t kind;
 	bool reload_fails;
+	/* Hold the messages published (as a transmit backlog would), up to
+	 * HELD_MAX; teardown lets them go. */
+	bool hold;
+	unsigned nheld;
+	struct pubd_msgbuf *held[8];
 };
+#define HELD_MAX 8
 
 struct fixture {
 	char dir[64], path[96];

@@ -111,6 +111,71 @@ static void msgbuf_free_lists_are_bounded(void **state)
 	assert_int_equal(pubd_msgbuf_cached(), 0);
 }
 
+struct lender_log {
+	struct pubd_msgbuf_lender lender;
+	unsigned returned;
+	uint32_t last_cookie;
+};
+
+static void on_returned(struct pubd_msgbuf_lender *lender, uint32_t cookie)
+{
+	struct lender_log *l = (struct lender_log *)lender;
+
+	l->returned++;
+	l->last_cookie = cookie;
+}
+
+/* A lent buffer reads the lender's bytes, and the lender hears once, at
+ * the last put. */
+static void msgbuf_lent_returns_at_the_last_put(void **state)
+{
+	struct lender_log l = {.lender.returned = on_returned};
+	uint8_t bytes[3000];
+	struct pubd_msgbuf *m;
+
+	(void)state;
+	memset(bytes, 'q', sizeof(bytes));
+	m = pubd_msgbuf_lend(&l.lender, 42, bytes, sizeof(bytes));
+	assert_non_null(m);
+	assert_ptr_equal(m->data, bytes);
+	assert_int_equal(m->len, sizeof(bytes));
+	assert_true(pubd_msgbuf_is_lent(m));
+	pubd_msgbuf_get(m);
+	pubd_msgbuf_put(m);
+	assert_int_equal(l.returned, 0);
+	pubd_msgbuf_put(m);
+	assert_int_equal(l.returned, 1);
+	assert_int_equal(l.last_cookie, 42);
+}
+
+/* Detached, a buffer keeps its bytes in a copy of its own; the lender is
+ * not told again, and may reuse its memory at once. */
+static void msgbuf_detached_keeps_its_bytes(void **state)
+{
+	struct lender_log l = {.lender.returned = on_returned};
+	uint8_t bytes[100];
+	struct pubd_msgbuf *m;
+
+	(void)state;
+	memset(bytes, 'r', sizeof(bytes));
+	m = pubd_msgbuf_lend(&l.lender, 7, bytes, sizeof(bytes));
+	assert_non_null(m);
+	assert_int_equal(pubd_msgbuf_detach(m), 0);
+	assert_false(pubd_msgbuf_is_lent(m));
+	assert_ptr_not_equal(m->data, bytes);
+	memset(bytes, 'X', sizeof(bytes));
+	assert_int_equal(m->data[0], 'r');
+	assert_int_equal(m->data[99], 'r');
+	assert_int_equal(pubd_msgbuf_detach(m), 0); /* twice: nothing more to do */
+	pubd_msgbuf_put(m);
+	assert_int_equal(l.returned, 0);
+	/* An owned buffer has nothing to detach. */
+	m = pubd_msgbuf_alloc(10);
+	assert_int_equal(pubd_msgbuf_detach(m), 0);
+	assert_ptr_equal(m->data, m->inline_);
+	pubd_msgbuf_put(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +184,8 @@ int main(void)
 		cmocka_unit_test_teardown(msgbuf_classes_do_not_mix, drain),
 		cmocka_unit_test_teardown(msgbuf_large_buffers_go_back_to_malloc, drain),
 		cmocka_unit_test_teardown(msgbuf_free_lists_are_bounded, drain),
+		cmocka_unit_test_teardown(msgbuf_lent_returns_at_the_last_put, drain),
+		cmocka_unit_test_teardown(msgbuf_detached_keeps_its_bytes, drain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,8 @@
  * back-pressure and the slow-subscriber policy.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +28,7 @@
 #include "msgbuf.h"
 #include "publog_format.h"
 #include "server_harness.h"
+#include "server_internal.h" /* white-box: the log's mapping */
 #include "shmlog.h"
 
 struct shm_client {
@@ -315,6 +318,131 @@ static void replies_pass_a_full_deliver_log(void **state)
 	shm_close(&sc);
 }
 
+/* One whole message of n bytes of fill, committed without a reply asked for. */
+static void put_message(struct shm_client *sc, size_t n, uint8_t fill)
+{
+	uint8_t *b = pub_shmlog_claim(&sc->w, PUB_SHMLOG_MSG, 0, (uint32_t)n, (uint32_t)(PUB_PUBLOG_HEAD + 4 + n));
+
+	assert_non_null(b);
+	memset(b + pub_publog_put_head(b, 0, "open", 4), fill, n);
+	pub_shmlog_commit(&sc->w);
+	if (pub_shmlog_wake_reader(&sc->w))
+		ring(sc->pdoor);
+}
+
+static void turn_until_published(struct fixture *f, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < 400 && f->calls.publish < n; i++)
+		turn(f);
+	assert_int_equal(f->calls.publish, n);
+}
+
+static uint64_t log_head(const struct shm_client *sc)
+{
+	return atomic_load(&((struct pub_shmlog_ctl *)sc->pmap)->head);
+}
+
+static bool all_bytes(const uint8_t *p, size_t n, uint8_t v)
+{
+	while (n--)
+		if (*p++ != v)
+			return false;
+	return true;
+}
+
+/* A large message is published from its record (lent, not copied); once
+ * the engine lets it go the writer has its space back. A small one is
+ * copied, which costs less than lending. */
+static void a_large_message_is_published_from_its_record(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+
+	shm_hello(f, &sc);
+	put_message(&sc, 4096, 'a');
+	turn_until_published(f, 1);
+	assert_int_equal(f->calls.len, 4096);
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT], 1);
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT_COPIED], 0);
+	assert_int_equal(log_head(&sc), sc.w.tail);
+	put_message(&sc, 64, 'b');
+	turn_until_published(f, 2);
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT], 1);
+	assert_int_equal(log_head(&sc), sc.w.tail);
+	shm_close(&sc);
+}
+
+/* A lent message still held when the loop turn ends (a transmit backlog)
+ * is copied then, and the writer gets its space back: it waits for
+ * nobody. Until then the head stays before the lent record. What the
+ * writer scribbles there afterwards is not in the held message. */
+static void a_held_message_is_copied_when_the_turn_ends(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+	struct pubd_msgbuf *m;
+	uint64_t first;
+	unsigned i;
+
+	f->calls.hold = true;
+	shm_hello(f, &sc);
+	first = sc.w.tail;
+	put_message(&sc, 8192, 'a');
+	for (i = 0; i < 400 && !f->calls.publish; i++) {
+		pubd_loop_run_once(f->loop, 5); /* the turn without its settling */
+		pubd_ipc_flush_all(&f->srv);
+	}
+	assert_int_equal(f->calls.publish, 1);
+	m = f->calls.held[0];
+	assert_true(pubd_msgbuf_is_lent(m));
+	assert_true(m->data >= f->srv.clients->log->map &&
+		    m->data < f->srv.clients->log->map + f->srv.clients->log->map_len);
+	assert_true(log_head(&sc) <= first); /* the record is still ours */
+	pubd_ipc_settle(&f->srv);
+	assert_false(pubd_msgbuf_is_lent(m));
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT_COPIED], 1);
+	assert_int_equal(log_head(&sc), sc.w.tail);
+	assert_null(f->srv.lending);
+	memset(sc.pmap + PUB_SHMLOG_CTL_LEN, 'z', 16384); /* the writer reuses the space */
+	assert_int_equal(m->len, 8192);
+	assert_true(all_bytes(m->data, m->len, 'a'));
+	shm_close(&sc);
+}
+
+/* A client that hangs up with messages lent and held: its log is read to
+ * the end and unmapped, the held messages are copied first and stay whole
+ * (reading an unmapped record would fault). */
+static void a_client_gone_leaves_its_held_messages_whole(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+	unsigned i;
+
+	f->calls.hold = true;
+	shm_hello(f, &sc);
+	for (i = 0; i < 3; i++) {
+		uint8_t *b = pub_shmlog_claim(&sc.w, PUB_SHMLOG_MSG, 0, 2048, PUB_PUBLOG_HEAD + 4 + 2048);
+
+		memset(b + pub_publog_put_head(b, 0, "open", 4), 'a' + (int)i, 2048);
+		pub_shmlog_commit(&sc.w); /* never rung: read when it hangs up */
+	}
+	close(sc.fd);
+	sc.fd = -1;
+	while (f->srv.nclients)
+		turn(f);
+	assert_int_equal(f->calls.publish, 3);
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT], 3);
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT_COPIED], 3);
+	for (i = 0; i < 3; i++) {
+		assert_false(pubd_msgbuf_is_lent(f->calls.held[i]));
+		assert_true(all_bytes(f->calls.held[i]->data, 2048, (uint8_t)('a' + i)));
+	}
+	assert_null(f->srv.lending);
+	shm_close(&sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +452,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(replies_pass_a_full_deliver_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_large_message_is_published_from_its_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_held_message_is_copied_when_the_turn_ends, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_client_gone_leaves_its_held_messages_whole, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

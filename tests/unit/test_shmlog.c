@@ -139,6 +139,29 @@ static void a_full_log_makes_the_writer_wait_for_the_reader(void **state)
 	assert_null(pub_shmlog_claim(&f->w, PUB_SHMLOG_MSG, 0, 0, MAXR));
 }
 
+/* A reader that still uses records it read (pubd lends them out) gives
+ * back only the space before the first of them: never past what it read,
+ * never backwards. */
+static void release_to_gives_back_only_up_to_its_limit(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t second;
+
+	assert_true(put(&f->w, 0, 200));
+	assert_true(put(&f->w, 1, 200));
+	get(&f->r, 0, 200);
+	second = f->r.pos;
+	get(&f->r, 1, 200);
+	assert_false(pub_shmlog_release_to(&f->r, 0)); /* the first record still in use */
+	assert_int_equal(atomic_load(&f->r.ctl->head), 0);
+	pub_shmlog_release_to(&f->r, second);
+	assert_int_equal(atomic_load(&f->r.ctl->head), second);
+	pub_shmlog_release_to(&f->r, 0); /* not backwards */
+	assert_int_equal(atomic_load(&f->r.ctl->head), second);
+	pub_shmlog_release_to(&f->r, UINT64_MAX); /* not past what was read */
+	assert_int_equal(atomic_load(&f->r.ctl->head), f->r.pos);
+}
+
 static void the_writer_wakes_only_a_reader_that_sleeps(void **state)
 {
 	struct fixture *f = *state;
@@ -348,6 +371,7 @@ int main(void)
 		cmocka_unit_test(format_refuses_bad_geometry),
 		cmocka_unit_test_setup_teardown(records_arrive_in_order_across_many_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_full_log_makes_the_writer_wait_for_the_reader, setup, teardown),
+		cmocka_unit_test_setup_teardown(release_to_gives_back_only_up_to_its_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_writer_wakes_only_a_reader_that_sleeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_dying_mid_record_costs_that_record_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_dying_writer_past_the_ring_end_is_seen_too, setup, teardown),
