@@ -20,7 +20,7 @@
  *   CLAIM                          a record claimed and never committed
  * Checked after each input, once the client is gone and the daemon settled:
  * no client, pause, queued output or transmit left; every byte taken from
- * the client budget given back; no log waiting to be read; per group,
+ * the client budget given back; no message lent from a log any more; no log waiting to be read; per group,
  * published = sent by the fabric (nothing fails there); and the daemon's
  * dropped counter covers every drop counted by scope. Violations abort.
  */
@@ -337,6 +337,10 @@ static void settle_and_check(const struct snap *before)
 		fprintf(stderr, "client budget: %zu bytes still charged with no client\n", H.d.ipc.charged);
 		abort();
 	}
+	/* No message still lent from a log that is gone; never more copied
+	 * than lent. */
+	if (H.d.ipc.lending || H.d.counters[PUBD_CTR_PUBLOG_LENT_COPIED] > H.d.counters[PUBD_CTR_PUBLOG_LENT])
+		abort();
 	snapshot(&after);
 	for (i = 0; i < NGROUPS; i++) {
 		struct pubd_group *g = hd_group(&H, group_names[i]);
