@@ -620,6 +620,26 @@ case_c_publog_doorbell() {
 	it_eq "published" "$(h_settled d published)" 3
 }
 
+# A publisher that rewrites its records after committing them, while pubd
+# sends and delivers them from those records (no copy), then vanishes:
+# every message is published and delivered whole in length (its bytes are
+# the writer's to spoil), pubd keeps serving others, and the lent records
+# are all given back.
+case_c_publog_rewrite() {
+	h_pubd d < <(h_groups)
+	local out got n=300
+	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count $n --timeout-ms 30000 --log "$IT_WORK/sub.log"
+	it_wait "subscriber" 20 it_subscribers_at_least d h 1 || return
+	out=$("$HSHM" rewrite -s "$(it_sock d)" -g h -n $n)
+	it_wait "all delivered" 20 it_lines_at_least "$IT_WORK/sub.log" '^msg h .* 4096 ' $n
+	got=$(it_lines "$IT_WORK/sub.log" '^msg h .* 4096 ')
+	h_fig "$out; published $(h_settled d published), delivered $got of 4096 bytes, publog_lent $(it_counter d publog_lent), copied $(it_counter d publog_lent_copied)"
+	it_eq "every message published" "$(h_settled d published)" $n
+	it_eq "every message delivered, whole in length" "$got" $n
+	it_check "published from the records (lent)" test "$(it_counter d publog_lent)" -gt 0
+	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" pub h "after the rewriter"
+}
+
 # The logs are sealed: a client cannot shrink the memory pubd reads.
 case_c_publog_truncate() {
 	h_pubd d < <(h_groups)

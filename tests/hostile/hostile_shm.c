@@ -8,6 +8,11 @@
  *                                          and the process gone mid-record
  *   hostile_shm doorbell -s SOCK --seconds S  the doorbell rung nonstop
  *   hostile_shm truncate -s SOCK          ftruncate the log's memfd to 0
+ *   hostile_shm rewrite  -s SOCK -g G -n N N messages of 4 KiB of 'A', each
+ *                                          rewritten to 'Z' right after its
+ *                                          commit (pubd publishes such a
+ *                                          message from its record), then
+ *                                          the process gone at once
  *
  * Each prints one line saying what it did and what pubd answered.
  */
@@ -169,6 +174,29 @@ static int mode_midwrite(struct shm *s, const char *group, unsigned n)
 	_exit(0); /* mid-record, as a crash would */
 }
 
+/* pubd lends a message of 1 KiB or more its record: what the writer
+ * changes there after the commit changes only its own message. */
+static int mode_rewrite(struct shm *s, const char *group, unsigned n)
+{
+	uint8_t glen = (uint8_t)strlen(group), *b, *payload;
+	const uint32_t len = 4096;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		while (!(b = pub_shmlog_claim(&s->w, PUB_SHMLOG_MSG, 0, len, PUB_PUBLOG_HEAD + glen + len)))
+			wait_room(s, PUB_PUBLOG_HEAD + glen + len);
+		payload = b + pub_publog_put_head(b, 0, group, glen);
+		memset(payload, 'A', len);
+		pub_shmlog_commit(&s->w);
+		if (pub_shmlog_wake_reader(&s->w))
+			ring(s);
+		memset(payload, 'Z', len); /* while pubd may be sending it */
+	}
+	printf("rewrite: %u messages of %u bytes committed and rewritten after the commit\n", n, len);
+	fflush(stdout);
+	_exit(0); /* gone with whatever pubd still holds of its log */
+}
+
 static int mode_doorbell(struct shm *s, double seconds)
 {
 	struct timespec t0, t;
@@ -226,7 +254,10 @@ int main(int argc, char **argv)
 		return mode_doorbell(&s, seconds);
 	if (!strcmp(argv[1], "truncate"))
 		return mode_truncate(&s);
+	if (!strcmp(argv[1], "rewrite"))
+		return mode_rewrite(&s, group, n);
 usage:
-	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate -s SOCK [-g G] [-n N] [--seconds S]\n");
+	fprintf(stderr,
+		"usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite -s SOCK [-g G] [-n N] [--seconds S]\n");
 	return 2;
 }
