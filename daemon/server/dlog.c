@@ -31,7 +31,7 @@ static void on_space(void *ctx, uint32_t events)
 	uint64_t v;
 
 	(void)events;
-	if (read(c->dlog->space_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	if (read(c->dlog->shm.space_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_debug("client %u: deliver log space eventfd: %s", c->id, strerror(errno));
 	c->dlog->blocked = false;
 	srv_mark_dirty(c);
@@ -39,14 +39,7 @@ static void on_space(void *ctx, uint32_t events)
 
 static void dlog_free(struct pubd_ipc *srv, struct srv_dlog *l)
 {
-	if (l->watch)
-		pubd_loop_unwatch(l->watch);
-	if (l->doorbell_fd >= 0)
-		close(l->doorbell_fd);
-	if (l->space_fd >= 0)
-		close(l->space_fd);
-	srv_shm_unmap(l->map, l->map_len);
-	srv_budget_give(srv, l->charged);
+	srv_shm_close(srv, &l->shm, false);
 	free(l);
 }
 
@@ -67,11 +60,10 @@ int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 		srv_budget_give(srv, charge);
 		return -ENOMEM;
 	}
-	l->charged = charge;
-	l->map_len = pub_shmlog_map_len(cap);
-	memfd = srv_shm_make(c, cap, PUB_SHM_DELIVER_LOG, &l->map, &l->doorbell_fd, &l->space_fd);
-	if (memfd < 0 || pub_shmlog_writer_init(&l->w, l->map, l->map_len, false) < 0 ||
-	    !(l->watch = pubd_loop_watch(srv->loop, l->space_fd, EPOLLIN, on_space, c))) {
+	l->shm.charged = charge;
+	memfd = srv_shm_make(c, cap, PUB_SHM_DELIVER_LOG, &l->shm);
+	if (memfd < 0 || pub_shmlog_writer_init(&l->w, l->shm.map, l->shm.map_len, false) < 0 ||
+	    !(l->shm.watch = pubd_loop_watch(srv->loop, l->shm.space_fd, EPOLLIN, on_space, c))) {
 		if (memfd >= 0)
 			close(memfd);
 		dlog_free(srv, l);
@@ -80,8 +72,8 @@ int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 	c->dlog = l;
 	*m = (struct pub_msg_shm){.kind = PUB_SHM_DELIVER_LOG, .capacity = cap, .max_record = l->w.max_record};
 	fds[0] = memfd;
-	fds[1] = l->doorbell_fd;
-	fds[2] = l->space_fd;
+	fds[1] = l->shm.doorbell_fd;
+	fds[2] = l->shm.space_fd;
 	return 0;
 }
 
@@ -160,6 +152,6 @@ void srv_dlog_wake(struct pubd_client *c)
 	if (!l || !l->unrung)
 		return;
 	l->unrung = false;
-	if (pub_shmlog_wake_reader(&l->w) && write(l->doorbell_fd, &one, sizeof(one)) < 0)
+	if (pub_shmlog_wake_reader(&l->w) && write(l->shm.doorbell_fd, &one, sizeof(one)) < 0)
 		log_debug("client %u: deliver log doorbell: %s", c->id, strerror(errno));
 }

@@ -52,7 +52,7 @@ static void on_doorbell(void *ctx, uint32_t events)
 	uint64_t v;
 
 	(void)events;
-	if (read(c->log->doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	if (read(c->log->shm.doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_debug("client %u: publish log doorbell: %s", c->id, strerror(errno));
 	srv_publog_read(c, false);
 }
@@ -66,7 +66,7 @@ static struct srv_publog *log_of(struct pubd_msgbuf_lender *lender)
 
 static void unmap_and_free(struct srv_publog *l)
 {
-	srv_shm_unmap(l->map, l->map_len);
+	srv_shm_unmap(l->shm.map, l->shm.map_len);
 	free(l);
 }
 
@@ -135,7 +135,7 @@ static void release(struct srv_publog *l)
 	if (pub_shmlog_release_to(&l->r, limit)) {
 		uint64_t one = 1;
 
-		if (write(l->space_fd, &one, sizeof(one)) < 0)
+		if (write(l->shm.space_fd, &one, sizeof(one)) < 0)
 			log_debug("client %u: publish log space eventfd: %s", l->client_id, strerror(errno));
 	}
 }
@@ -171,26 +171,18 @@ static void unlink_lending(struct pubd_ipc *srv, struct srv_publog *l)
 
 static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 {
-	if (l->watch)
-		pubd_loop_unwatch(l->watch);
-	if (l->doorbell_fd >= 0)
-		close(l->doorbell_fd);
-	if (l->space_fd >= 0)
-		close(l->space_fd);
 	if (l->part) {
 		srv_budget_give(srv, l->part->len);
 		pubd_msgbuf_put(l->part);
 	}
-	srv_budget_give(srv, l->charged);
 	if (l->lending)
 		unlink_lending(srv, l);
 	/* Messages still lent keep reading the mapping: copied now, or (out
 	 * of memory) the mapping stays until the last of them returns. */
-	if (detach_all(l)) {
-		l->orphan = true;
-		return;
-	}
-	unmap_and_free(l);
+	l->orphan = detach_all(l) > 0;
+	srv_shm_close(srv, &l->shm, l->orphan);
+	if (!l->orphan)
+		free(l);
 }
 
 /* Make the log, its mapping and eventfds. Returns it, with *memfd to send. */
@@ -204,15 +196,14 @@ static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *mem
 	l->srv = c->srv;
 	l->client_id = c->id;
 	l->lender.returned = loan_returned;
-	l->map_len = pub_shmlog_map_len(cap);
-	*memfd = srv_shm_make(c, cap, PUB_SHM_PUBLISH_LOG, &l->map, &l->doorbell_fd, &l->space_fd);
+	*memfd = srv_shm_make(c, cap, PUB_SHM_PUBLISH_LOG, &l->shm);
 	if (*memfd < 0)
 		goto fail;
-	if (pub_shmlog_reader_init(&l->r, l->map, l->map_len, cap, ((struct pub_shmlog_ctl *)l->map)->max_record, 0) <
-	    0)
+	if (pub_shmlog_reader_init(&l->r, l->shm.map, l->shm.map_len, cap,
+				   ((struct pub_shmlog_ctl *)l->shm.map)->max_record, 0) < 0)
 		goto fail;
-	l->watch = pubd_loop_watch(c->srv->loop, l->doorbell_fd, EPOLLIN, on_doorbell, c);
-	if (!l->watch)
+	l->shm.watch = pubd_loop_watch(c->srv->loop, l->shm.doorbell_fd, EPOLLIN, on_doorbell, c);
+	if (!l->shm.watch)
 		goto fail;
 	return l;
 fail:
@@ -241,12 +232,12 @@ int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 		log_warn("client %u: cannot make a publish log of %u bytes: %s", c->id, cap, strerror(errno));
 		return -ENOMEM;
 	}
-	l->charged = charge;
+	l->shm.charged = charge;
 	c->log = l;
 	*m = (struct pub_msg_shm){.kind = PUB_SHM_PUBLISH_LOG, .capacity = cap, .max_record = l->r.max_record};
 	fds[0] = memfd;
-	fds[1] = l->doorbell_fd;
-	fds[2] = l->space_fd;
+	fds[1] = l->shm.doorbell_fd;
+	fds[2] = l->shm.space_fd;
 	return 0;
 }
 

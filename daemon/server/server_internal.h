@@ -62,6 +62,16 @@
 #define PUB_OUT_HEAD_MAX (8 + 8 + 8 + 1 + 255)
 
 /* A client's shared-memory publish log (publog.c). */
+/* One log's shared memory and its sleep/wake handshake (shm.c). */
+struct srv_shm {
+	uint8_t *map;
+	size_t map_len;
+	int doorbell_fd;	       /* the reader's wakeup, rung when it said it sleeps */
+	int space_fd;		       /* the writer's wakeup, rung when it said it waits for room */
+	struct pubd_loop_watch *watch; /* pubd's end of the two */
+	size_t charged;		       /* the mapping, from the client budget */
+};
+
 /* Records of a publish log lent out as messages at once, at most (a
  * power of two); past it messages are copied out as before. */
 #define PUBLOG_LENT_MAX 256u
@@ -73,13 +83,8 @@ struct srv_publog_loan {
 };
 
 struct srv_publog {
-	uint8_t *map;
-	size_t map_len;
+	struct srv_shm shm; /* doorbell: the client rings it; space: we ring it */
 	struct pub_shmlog_reader r;
-	int doorbell_fd; /* the client rings it when we said we sleep */
-	int space_fd;	 /* we ring it when the client said it waits for room */
-	struct pubd_loop_watch *watch;
-	size_t charged; /* the mapping, from the client budget */
 	/* A message arriving in pieces (charged to the client budget), or
 	 * one refused on its first piece whose other pieces are skipped. */
 	struct pubd_msgbuf *part;
@@ -106,13 +111,8 @@ struct srv_publog {
 
 /* A client's shared-memory deliver log (dlog.c). */
 struct srv_dlog {
-	uint8_t *map;
-	size_t map_len;
+	struct srv_shm shm; /* doorbell: we ring it; space: the client rings it */
 	struct pub_shmlog_writer w;
-	int doorbell_fd; /* we ring it when the client said it sleeps */
-	int space_fd;	 /* the client rings it when we said we wait for room */
-	struct pubd_loop_watch *watch;
-	size_t charged;
 	bool blocked; /* waiting for room: the output queue waits too */
 	bool unrung;  /* records committed since the last look at the reader */
 };
@@ -243,8 +243,11 @@ uint32_t srv_shm_capacity(uint64_t configured);
 /* A sealed memfd of a formatted log of cap bytes, mapped at *map, and the
  * log's two eventfds. Returns the memfd (the caller's to send and close),
  * or -errno having made nothing. */
-int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, uint8_t **map, int *doorbell, int *space);
+int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_shm *s);
 void srv_shm_unmap(uint8_t *map, size_t len);
+/* Unwatch, close the eventfds, give the charge back; unmap too unless
+ * keep_map (lent records still read it). Safe on a half-made one. */
+void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map);
 
 /* dlog.c: a client's deliver log; calls output.c */
 int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3]);

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "loop.h"
 #include "server_internal.h"
 
 uint32_t srv_shm_capacity(uint64_t configured)
@@ -44,7 +45,7 @@ void srv_shm_unmap(uint8_t *map, size_t len)
 		munmap(map, len);
 }
 
-int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, uint8_t **map, int *doorbell, int *space)
+int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_shm *s)
 {
 	/* A publish log's records are lent, not copied (publog.c): a message
 	 * up to a quarter of the log goes in one. */
@@ -54,34 +55,53 @@ int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, uint8_t **m
 	int fd, err;
 
 	(void)c;
-	*map = NULL;
-	*doorbell = *space = -1;
+	s->map = NULL;
+	s->map_len = len;
+	s->doorbell_fd = s->space_fd = -1;
 	fd = make_memfd(len);
 	if (fd < 0)
 		return fd;
-	*map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (*map == MAP_FAILED) {
+	s->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (s->map == MAP_FAILED) {
 		err = -errno;
 		goto fail;
 	}
-	err = pub_shmlog_format(*map, len, cap, max_record, kind);
+	err = pub_shmlog_format(s->map, len, cap, max_record, kind);
 	if (err < 0)
 		goto fail;
-	*doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	*space = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (*doorbell < 0 || *space < 0) {
+	s->doorbell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->space_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->doorbell_fd < 0 || s->space_fd < 0) {
 		err = -errno;
 		goto fail;
 	}
 	return fd;
 fail:
 	close(fd);
-	srv_shm_unmap(*map, len);
-	*map = NULL;
-	if (*doorbell >= 0)
-		close(*doorbell);
-	if (*space >= 0)
-		close(*space);
-	*doorbell = *space = -1;
+	srv_shm_unmap(s->map, len);
+	s->map = NULL;
+	if (s->doorbell_fd >= 0)
+		close(s->doorbell_fd);
+	if (s->space_fd >= 0)
+		close(s->space_fd);
+	s->doorbell_fd = s->space_fd = -1;
 	return err;
+}
+
+void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map)
+{
+	if (s->watch)
+		pubd_loop_unwatch(s->watch);
+	s->watch = NULL;
+	if (s->doorbell_fd >= 0)
+		close(s->doorbell_fd);
+	if (s->space_fd >= 0)
+		close(s->space_fd);
+	s->doorbell_fd = s->space_fd = -1;
+	srv_budget_give(srv, s->charged);
+	s->charged = 0;
+	if (!keep_map) {
+		srv_shm_unmap(s->map, s->map_len);
+		s->map = NULL;
+	}
 }

@@ -397,8 +397,8 @@ static void a_held_message_is_copied_when_the_turn_ends(void **state)
 	assert_int_equal(f->calls.publish, 1);
 	m = f->calls.held[0];
 	assert_true(pubd_msgbuf_is_lent(m));
-	assert_true(m->data >= f->srv.clients->log->map &&
-		    m->data < f->srv.clients->log->map + f->srv.clients->log->map_len);
+	assert_true(m->data >= f->srv.clients->log->shm.map &&
+		    m->data < f->srv.clients->log->shm.map + f->srv.clients->log->shm.map_len);
 	assert_true(log_head(&sc) <= first); /* the record is still ours */
 	pubd_ipc_settle(&f->srv);
 	assert_false(pubd_msgbuf_is_lent(m));
