@@ -354,6 +354,30 @@ static void short_count(uint64_t got, uint64_t count, double timeout)
 		pubctl_err("timed out after %g s: received %" PRIu64 " of %" PRIu64 " messages", timeout, got, count);
 }
 
+/* Take messages until count of them (0: no end), the timeout or a signal.
+ * Returns the exit code: 0, or 1 having said why. */
+static int sub_loop(pub_client_t *c, uint64_t count, double timeout, FILE *out, bool to_file)
+{
+	double deadline = timeout >= 0 ? now_s() + timeout : -1;
+	uint64_t got = 0;
+	int r;
+
+	while (!interrupted && (!count || got < count)) {
+		r = wait_readable(c, deadline);
+		if (r > 0)
+			break; /* timed out */
+		if (r < 0 || take_messages(c, count, &got, to_file ? out : NULL) < 0)
+			return 1;
+		/* Whatever arrived together is written together: a reader of a pipe sees each batch at once. */
+		fflush(out);
+	}
+	if (count && got < count) {
+		short_count(got, count, timeout);
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -362,8 +386,8 @@ int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{0},
 	};
-	uint64_t count = 0, got = 0;
-	double timeout = -1, deadline = 0;
+	uint64_t count = 0;
+	double timeout = -1;
 	const char *output = NULL;
 	FILE *out = stdout;
 	pub_client_t *c = NULL;
@@ -410,22 +434,7 @@ int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 		}
 	}
 	catch_signals();
-	if (timeout >= 0)
-		deadline = now_s() + timeout;
-	while (!interrupted && (!count || got < count)) {
-		r = wait_readable(c, timeout >= 0 ? deadline : -1);
-		if (r > 0)
-			break; /* timed out */
-		if (r < 0 || take_messages(c, count, &got, output ? out : NULL) < 0)
-			goto out;
-		/* Whatever arrived together is written together: a reader of a pipe sees each batch at once. */
-		fflush(out);
-	}
-	if (count && got < count) {
-		short_count(got, count, timeout);
-		goto out;
-	}
-	ret = 0;
+	ret = sub_loop(c, count, timeout, out, output != NULL);
 out:
 	if (out && fflush(out) != 0 && ret == 0) {
 		pubctl_err("%s: %s", output ? output : "stdout", strerror(errno));

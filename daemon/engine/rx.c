@@ -108,6 +108,40 @@ static void rx_raw(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dg
 	pubd_msgbuf_put(m);
 }
 
+/*
+ * The group a well-formed datagram that arrived on group slot g's address
+ * is for, or NULL having counted why nobody here takes it. Inlined: once
+ * per datagram.
+ */
+static inline struct pubd_group *rx_group(struct pubd *d, struct pubd_group *g, const struct pubd_wire_hdr *h)
+{
+	if (!g) {
+		/* Not sent to a group address joined here: a unicast
+		 * datagram to the fabric's port or QP, or a stale mapping.
+		 * Whatever its header claims, nobody here subscribed to it. */
+		d->counters[PUBD_CTR_RX_UNJOINED]++;
+		return NULL;
+	}
+	if (g->id != h->group_id) {
+		/* Groups may share an address; the header's group must be
+		 * one of those on the address it arrived on. */
+		struct pubd_group *by_id = pubd_groups_by_id(&d->groups, h->group_id);
+
+		if (by_id && !pubd_group_same_address(by_id, g)) {
+			d->counters[PUBD_CTR_RX_UNJOINED]++;
+			return NULL;
+		}
+		g = by_id;
+	}
+	if (!g || g->raw || !g->listening) {
+		/* Not ours, or still in flight from before we stopped
+		 * listening: nobody here takes it. */
+		d->counters[PUBD_CTR_RX_FOREIGN]++;
+		return NULL;
+	}
+	return g;
+}
+
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 {
 	struct pubd *d = ctx;
@@ -151,30 +185,9 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 			d->counters[PUBD_CTR_RX_SELF]++;
 			continue;
 		}
-		if (!g) {
-			/* Not sent to a group address joined here: a unicast
-			 * datagram to the fabric's port or QP, or a stale mapping.
-			 * Whatever its header claims, nobody here subscribed to it. */
-			d->counters[PUBD_CTR_RX_UNJOINED]++;
+		g = rx_group(d, g, &h);
+		if (!g)
 			continue;
-		}
-		if (g->id != h.group_id) {
-			/* Groups may share an address; the header's group must be
-			 * one of those on the address it arrived on. */
-			struct pubd_group *by_id = pubd_groups_by_id(&d->groups, h.group_id);
-
-			if (by_id && !pubd_group_same_address(by_id, g)) {
-				d->counters[PUBD_CTR_RX_UNJOINED]++;
-				continue;
-			}
-			g = by_id;
-		}
-		if (!g || g->raw || !g->listening) {
-			/* Not ours, or still in flight from before we stopped
-			 * listening: nobody here takes it. */
-			d->counters[PUBD_CTR_RX_FOREIGN]++;
-			continue;
-		}
 		g->rx_datagrams++;
 		if (h.flags & PUBD_WIRE_F_HEARTBEAT)
 			d->counters[PUBD_CTR_RX_HEARTBEATS]++;

@@ -92,6 +92,46 @@ fail:
 	return r;
 }
 
+/* WELCOME: the daemon's limits and what it offers; ends the handshake
+ * unless a publish log's SHM frame is still to come. */
+static int on_welcome(struct pub_client *c, const uint8_t *body, size_t len, struct pub_waiter *w)
+{
+	struct pub_msg_welcome wel;
+
+	if (!w || !w->welcome)
+		return set_err(c, -PUB_EPROTO, "pubd sent a second WELCOME");
+	if (pub_proto_dec_welcome(body, len, &wel) < 0)
+		return set_err(c, -PUB_EPROTO, "malformed WELCOME from pubd");
+	if (wel.version != PUB_PROTO_VERSION) {
+		w->done = true;
+		w->result = set_err(c, -PUB_EVERSION, "pubd answered with protocol version %u, libpub speaks %u",
+				    wel.version, PUB_PROTO_VERSION);
+		return 0;
+	}
+	c->info.max_message = wel.max_message;
+	c->info.mtu = wel.mtu;
+	c->info.client_id = wel.client_id;
+	c->info.source_id = wel.source_id;
+	snprintf(c->info.daemon_version, sizeof(c->info.daemon_version), "%.*s", (int)wel.daemon_version.len,
+		 wel.daemon_version.ptr);
+	snprintf(c->info.fabric, sizeof(c->info.fabric), "%.*s", (int)wel.fabric.len, wel.fabric.ptr);
+	/* Room for the largest DELIVER pubd may send, and never less than the floor for tables. */
+	c->max_body = (size_t)wel.max_message + PUB_PROTO_MAX_HEAD;
+	if (c->max_body < MAX_BODY_MIN)
+		c->max_body = MAX_BODY_MIN;
+	/* With a publish log the handshake ends at its SHM frame, so that
+	 * no message goes by the socket before the log exists. */
+	c->expect_shm = (wel.flags & PUB_WELCOME_F_SHM) != 0;
+	c->expect_dlog = (wel.flags & PUB_WELCOME_F_SHM_DELIVER) != 0;
+	if ((c->expect_shm || c->expect_dlog) && !c->want_shm)
+		return set_err(c, -PUB_EPROTO, "pubd offered shared memory nobody asked for");
+	if (c->expect_dlog && !c->expect_shm)
+		return set_err(c, -PUB_EPROTO, "pubd offered a deliver log without a publish log");
+	w->done = !c->expect_shm;
+	w->result = 0;
+	return 0;
+}
+
 /*
  * One frame from pubd. Returns 1 when it was a message placed in *m, 0
  * when handled, or a negative error that ends the connection (pubd broke
@@ -103,7 +143,6 @@ static int dispatch(struct pub_client *c, uint8_t type, const uint8_t *body, siz
 	struct pub_msg_deliver d;
 	struct pub_msg_ok ok;
 	struct pub_msg_error e;
-	struct pub_msg_welcome wel;
 	struct pub_table_reader t;
 
 	switch (type) {
@@ -144,39 +183,7 @@ static int dispatch(struct pub_client *c, uint8_t type, const uint8_t *body, siz
 			w->cb_ret = pub_table_deliver(&t, w->cb, w->cb_arg);
 		return 0;
 	case PUB_FRAME_WELCOME:
-		if (!w || !w->welcome)
-			return set_err(c, -PUB_EPROTO, "pubd sent a second WELCOME");
-		if (pub_proto_dec_welcome(body, len, &wel) < 0)
-			return set_err(c, -PUB_EPROTO, "malformed WELCOME from pubd");
-		if (wel.version != PUB_PROTO_VERSION) {
-			w->done = true;
-			w->result =
-				set_err(c, -PUB_EVERSION, "pubd answered with protocol version %u, libpub speaks %u",
-					wel.version, PUB_PROTO_VERSION);
-			return 0;
-		}
-		c->info.max_message = wel.max_message;
-		c->info.mtu = wel.mtu;
-		c->info.client_id = wel.client_id;
-		c->info.source_id = wel.source_id;
-		snprintf(c->info.daemon_version, sizeof(c->info.daemon_version), "%.*s", (int)wel.daemon_version.len,
-			 wel.daemon_version.ptr);
-		snprintf(c->info.fabric, sizeof(c->info.fabric), "%.*s", (int)wel.fabric.len, wel.fabric.ptr);
-		/* Room for the largest DELIVER pubd may send, and never less than the floor for tables. */
-		c->max_body = (size_t)wel.max_message + PUB_PROTO_MAX_HEAD;
-		if (c->max_body < MAX_BODY_MIN)
-			c->max_body = MAX_BODY_MIN;
-		/* With a publish log the handshake ends at its SHM frame, so that
-		 * no message goes by the socket before the log exists. */
-		c->expect_shm = (wel.flags & PUB_WELCOME_F_SHM) != 0;
-		c->expect_dlog = (wel.flags & PUB_WELCOME_F_SHM_DELIVER) != 0;
-		if ((c->expect_shm || c->expect_dlog) && !c->want_shm)
-			return set_err(c, -PUB_EPROTO, "pubd offered shared memory nobody asked for");
-		if (c->expect_dlog && !c->expect_shm)
-			return set_err(c, -PUB_EPROTO, "pubd offered a deliver log without a publish log");
-		w->done = !c->expect_shm;
-		w->result = 0;
-		return 0;
+		return on_welcome(c, body, len, w);
 	case PUB_FRAME_SHM:
 		return shm_frame(c, body, len, w);
 	}
@@ -248,6 +255,44 @@ static void recv_release(struct pub_client *c)
 	c->cur = NULL;
 }
 
+/* A message queued while a request waited for its answer, if any. */
+static bool take_queued(struct pub_client *c, struct pub_message *m)
+{
+	if (!c->qhead)
+		return false;
+	c->cur = c->qhead;
+	c->qhead = c->cur->next;
+	if (!c->qhead)
+		c->qtail = &c->qhead;
+	m->group = c->cur->group;
+	m->source = c->cur->source;
+	m->seq = c->cur->seq;
+	m->data = c->cur->data;
+	m->len = c->cur->len;
+	return true;
+}
+
+/* Not connected: reconnect when an attempt is due, else sleep until it is
+ * or the caller's deadline comes. Returns 1 to look again, 0 at the
+ * deadline, or an error for pub_recv to return. */
+static int while_down(struct pub_client *c, uint64_t deadline)
+{
+	uint64_t until;
+	int r;
+
+	if (c->flags & PUB_OPT_NO_RECONNECT)
+		return set_err(c, -ENOTCONN, "not connected to pubd at %s (reconnecting is off)", c->path);
+	if (now_ns() >= c->next_attempt_ns) {
+		r = reconnect(c);
+		return r == -ENOMEM || r == -PUB_EVERSION ? r : 1;
+	}
+	if (now_ns() >= deadline)
+		return 0;
+	until = c->next_attempt_ns < deadline ? c->next_attempt_ns : deadline;
+	poll(NULL, 0, ms_until(until));
+	return 1;
+}
+
 static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 {
 	uint64_t deadline = deadline_in(timeout_ms);
@@ -257,33 +302,12 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 		r = take_pending(c);
 		if (r < 0)
 			return r;
-		if (c->qhead) {
-			c->cur = c->qhead;
-			c->qhead = c->cur->next;
-			if (!c->qhead)
-				c->qtail = &c->qhead;
-			m->group = c->cur->group;
-			m->source = c->cur->source;
-			m->seq = c->cur->seq;
-			m->data = c->cur->data;
-			m->len = c->cur->len;
+		if (take_queued(c, m))
 			return 1;
-		}
 		if (!c->up) {
-			if (c->flags & PUB_OPT_NO_RECONNECT)
-				return set_err(c, -ENOTCONN, "not connected to pubd at %s (reconnecting is off)",
-					       c->path);
-			if (now_ns() >= c->next_attempt_ns) {
-				r = reconnect(c);
-				if (r == -ENOMEM || r == -PUB_EVERSION)
-					return r;
-				continue;
-			}
-			if (now_ns() >= deadline)
-				return 0;
-			/* Sleep until the next attempt or the caller's deadline, whichever is first. */
-			uint64_t until = c->next_attempt_ns < deadline ? c->next_attempt_ns : deadline;
-			poll(NULL, 0, ms_until(until));
+			r = while_down(c, deadline);
+			if (r != 1)
+				return r;
 			continue;
 		}
 		r = dlog_next(c, m);
