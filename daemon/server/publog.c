@@ -70,6 +70,13 @@ static void unmap_and_free(struct srv_publog *l)
 	free(l);
 }
 
+/* Past the loans at the front that came back or were copied. */
+static void pop_settled(struct srv_publog *l)
+{
+	while (l->lent_head != l->lent_tail && !l->lent[l->lent_head % PUBLOG_LENT_MAX].m)
+		l->lent_head++;
+}
+
 /* The last reference to a lent message went: its record may be reused
  * (from the next release on). An orphan log goes with its last loan. */
 static void loan_returned(struct pubd_msgbuf_lender *lender, uint32_t cookie)
@@ -77,8 +84,7 @@ static void loan_returned(struct pubd_msgbuf_lender *lender, uint32_t cookie)
 	struct srv_publog *l = log_of(lender);
 
 	l->lent[cookie % PUBLOG_LENT_MAX].m = NULL;
-	while (l->lent_head != l->lent_tail && !l->lent[l->lent_head % PUBLOG_LENT_MAX].m)
-		l->lent_head++;
+	pop_settled(l);
 	if (l->orphan && l->lent_head == l->lent_tail)
 		unmap_and_free(l);
 }
@@ -121,8 +127,7 @@ static uint32_t detach_all(struct srv_publog *l)
 		e->m = NULL;
 		l->srv->counters[PUBD_CTR_PUBLOG_LENT_COPIED]++;
 	}
-	while (l->lent_head != l->lent_tail && !l->lent[l->lent_head % PUBLOG_LENT_MAX].m)
-		l->lent_head++;
+	pop_settled(l);
 	return left;
 }
 

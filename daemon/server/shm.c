@@ -45,6 +45,15 @@ void srv_shm_unmap(uint8_t *map, size_t len)
 		munmap(map, len);
 }
 
+static void close_eventfds(struct srv_shm *s)
+{
+	if (s->doorbell_fd >= 0)
+		close(s->doorbell_fd);
+	if (s->space_fd >= 0)
+		close(s->space_fd);
+	s->doorbell_fd = s->space_fd = -1;
+}
+
 int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_shm *s)
 {
 	/* A publish log's records are lent, not copied (publog.c): a message
@@ -80,11 +89,7 @@ fail:
 	close(fd);
 	srv_shm_unmap(s->map, len);
 	s->map = NULL;
-	if (s->doorbell_fd >= 0)
-		close(s->doorbell_fd);
-	if (s->space_fd >= 0)
-		close(s->space_fd);
-	s->doorbell_fd = s->space_fd = -1;
+	close_eventfds(s);
 	return err;
 }
 
@@ -93,11 +98,7 @@ void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map)
 	if (s->watch)
 		pubd_loop_unwatch(s->watch);
 	s->watch = NULL;
-	if (s->doorbell_fd >= 0)
-		close(s->doorbell_fd);
-	if (s->space_fd >= 0)
-		close(s->space_fd);
-	s->doorbell_fd = s->space_fd = -1;
+	close_eventfds(s);
 	srv_budget_give(srv, s->charged);
 	s->charged = 0;
 	if (!keep_map) {
