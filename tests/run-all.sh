@@ -27,7 +27,10 @@ SUDO=
 
 # Build and library packages, then what the host integration tier needs
 # (network namespaces, nftables for loss) and the VM tier (qemu, the Debian
-# kernel with rdma_rxe, busybox for the initramfs, rdma-core tools, perftest).
+# kernel with rdma_rxe, busybox for the initramfs, rdma-core tools, perftest),
+# the metrics listener (libmicrohttpd) and a real Prometheus to scrape it,
+# the Python binding's tests, the man pages' lint, pubctl watch under tmux,
+# and the Debian packaging (debhelper, lintian).
 packages=(
 	build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
 	libyaml-dev libsystemd-dev libibverbs-dev librdmacm-dev libcmocka-dev
@@ -35,6 +38,10 @@ packages=(
 	qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
 	systemd
+	libmicrohttpd-dev prometheus
+	python3 python3-pytest
+	mandoc tmux bash-completion
+	debhelper dh-python python3-all fakeroot lintian
 )
 
 install_packages() {
