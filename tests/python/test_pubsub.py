@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import signal
 import threading
 import time
 
@@ -83,6 +85,11 @@ def test_timeout_returns_none_within_bounds(client: pub.Client) -> None:
     assert time.monotonic() - start < 1.0
     with pytest.raises(ValueError):
         client.recv(timeout=-1)
+    with pytest.raises(TypeError):
+        client.recv(timeout="1")  # type: ignore[arg-type]
+    client.publish("t.misc", b"forever", sync=True)
+    m = client.recv(timeout=math.inf)  # inf: wait as long as it takes
+    assert m is not None and m.data == b"forever"
 
 
 def test_iteration_with_a_publisher_thread(pubd, client: pub.Client) -> None:
@@ -147,3 +154,30 @@ def test_both_transports(pubd, transport: str) -> None:
 def test_transport_option_is_checked(pubd) -> None:
     with pytest.raises(ValueError, match="transport"):
         pub.Client(pubd.socket, transport="carrier-pigeon")
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_blocking_recv_lets_signal_handlers_run(client: pub.Client) -> None:
+    """Ctrl-C (any Python signal handler) interrupts recv() without a timeout."""
+    client.subscribe("t.misc")
+
+    def handler(signum: int, frame: object) -> None:
+        raise _Interrupted()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGUSR1))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(_Interrupted):
+            client.recv()
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, old)
+    assert time.monotonic() - start < 5.0
+    client.publish("t.misc", b"still usable", sync=True)
+    m = client.recv(timeout=10)
+    assert m is not None and m.data == b"still usable"

@@ -185,6 +185,7 @@ class Client:
             # pub_errmsg(NULL) is per thread, and this thread made the call.
             raise make_error(r, self._lib.pub_errmsg(None).decode("utf-8", "replace"))
         self._handle = handle.value
+        self._fd = self._lib.pub_fd(self._handle)  # one descriptor for the handle's life
 
     # ---- life ----
 
@@ -212,7 +213,7 @@ class Client:
             self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._handle is None else f"fd {self._lib.pub_fd(self._handle)}"
+        state = "closed" if self._handle is None else f"fd {self._fd}"
         return f"<pub.Client socket={self.socket!r} {state}>"
 
     # ---- helpers (called with the lock held) ----
@@ -333,7 +334,7 @@ class Client:
     def recv(self, timeout: Optional[float] = None, *, copy: bool = True) -> Optional[Message]:
         """The next message of a subscribed group, or None after ``timeout`` seconds.
 
-        ``timeout``: None waits for ever; 0 takes only what is already there
+        ``timeout``: None (or ``math.inf``) waits for ever; 0 takes only what is already there
         (the non-blocking take for a ``selectors``/asyncio loop on
         ``fileno()``). ``copy=False`` gives ``data`` as a read-only
         ``memoryview`` onto libpub's buffer instead of ``bytes``: no copy,
@@ -342,7 +343,8 @@ class Client:
         Raises ``pub.Error`` for what pubd reported (e.g. ``pub.SlowSubscriber``
         or a refused earlier publish); the client stays usable.
         """
-        deadline = None if timeout is None else time.monotonic() + _ms(timeout, "timeout", 0) / 1000
+        ms_total = _ms(timeout, "timeout", -1)
+        deadline = None if ms_total < 0 else time.monotonic() + ms_total / 1000
         lib, msg = self._lib, self._msg
         while True:
             ms = _SLICE_MS
@@ -381,8 +383,8 @@ class Client:
         ``recv(0)`` until it returns None. It stays the same across
         reconnects. Do not read or close it.
         """
-        with self._lock:
-            return self._check(self._lib.pub_fd(self._h()))
+        self._h()  # raises once closed
+        return self._fd
 
     # ---- the daemon ----
 
