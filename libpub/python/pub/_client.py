@@ -178,7 +178,10 @@ class Client:
         )
         opts.transport = _TRANSPORTS[transport]
         path = os.fsencode(socket) if socket is not None else None
-        self.socket = os.fsdecode(path) if path is not None else None
+        # The path libpub uses (pub_connect's rule), for repr() and messages.
+        self.socket: str = os.fsdecode(path) if path is not None else (
+            os.environ.get("PUBD_SOCKET") or "/run/pubd/pubd.sock"
+        )
         handle = _lib.pub_client_p()
         r = self._lib.pub_connect(ctypes.byref(handle), path, ctypes.byref(opts))
         if r < 0:
