@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: MIT
+"""pub: publish and subscribe through the local pubd, from Python.
+
+A binding of libpub (``libpub.so.1``, loaded with ctypes; ``$PUB_LIBRARY``
+names another file, e.g. a build tree's)::
+
+    import pub
+
+    with pub.Client() as c:                   # $PUBD_SOCKET or /run/pubd/pubd.sock
+        c.subscribe("prices")
+        c.publish("prices", b"42.0", sync=True)
+        msg = c.recv(timeout=1.0)             # a pub.Message, or None
+        print(msg.group, msg.source, msg.seq, msg.data)
+        print(c.query("groups"))              # [{"name": "prices", ...}]
+
+Errors are ``pub.Error`` (with ``code``, ``name``, ``message``) or one of
+its subclasses: ``pub.Unreachable``, ``pub.PermissionDenied``,
+``pub.NoSuchGroup``, ``pub.MessageTooLarge``, ``pub.Timeout``,
+``pub.WouldBlock``, ``pub.SlowSubscriber``.
+"""
+
+from __future__ import annotations
+
+from . import _client, _errors, _lib
+from ._client import Client, Info, Message
+from ._errors import (
+    Error,
+    MessageTooLarge,
+    NoSuchGroup,
+    PermissionDenied,
+    SlowSubscriber,
+    Timeout,
+    Unreachable,
+    WouldBlock,
+    error_name,
+)
+from ._lib import (
+    PUB_EACL,
+    PUB_EBADQUERY,
+    PUB_ECONFIG,
+    PUB_EINTERNAL,
+    PUB_ENOGROUP,
+    PUB_EPROTO,
+    PUB_ESHUTDOWN,
+    PUB_ESLOW,
+    PUB_ESTATE,
+    PUB_ETOOLARGE,
+    PUB_EUNKNOWN,
+    PUB_EVERSION,
+    PUB_GROUP_MAX,
+)
+
+_libpub = _lib.load()
+_client._lib_handle = _libpub
+_errors._lib_handle = _libpub
+
+#: The file libpub was loaded from (``$PUB_LIBRARY``, else ``libpub.so.1``).
+library = _lib.library_path()
+
+
+def version() -> str:
+    """The loaded libpub's version, ``"MAJOR.MINOR.PATCH"`` (``pub_version``)."""
+    return _libpub.pub_version().decode("ascii")
+
+
+def strerror(code: int) -> str:
+    """libpub's text for an error code, negative or positive (``pub_strerror``)."""
+    return _libpub.pub_strerror(code).decode("utf-8", "replace")
+
+
+__all__ = [
+    "Client",
+    "Message",
+    "Info",
+    "Error",
+    "Unreachable",
+    "PermissionDenied",
+    "NoSuchGroup",
+    "MessageTooLarge",
+    "Timeout",
+    "WouldBlock",
+    "SlowSubscriber",
+    "error_name",
+    "strerror",
+    "version",
+    "library",
+    "PUB_EPROTO",
+    "PUB_EVERSION",
+    "PUB_EACL",
+    "PUB_ENOGROUP",
+    "PUB_ETOOLARGE",
+    "PUB_ESTATE",
+    "PUB_EINTERNAL",
+    "PUB_EBADQUERY",
+    "PUB_ECONFIG",
+    "PUB_ESLOW",
+    "PUB_ESHUTDOWN",
+    "PUB_EUNKNOWN",
+    "PUB_GROUP_MAX",
+]

@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: MIT
+"""query(): pubd's tables (what pubctl shows) as lists of dicts with typed values."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import pub
+from conftest import GROUPS
+
+
+def test_groups_table(client: pub.Client) -> None:
+    client.subscribe("t.misc")
+    rows = client.query("groups")
+    by_name = {r["name"]: r for r in rows}
+    assert set(GROUPS + ["secret"]) <= set(by_name)
+    g = by_name["t.misc"]
+    assert isinstance(g["address"], str) and g["address"].startswith("239.")
+    assert isinstance(g["subscribers"], int) and g["subscribers"] >= 1
+    assert g["joined"] == 1
+    before = g["published"]
+    client.publish("t.misc", b"count me", sync=True)
+    after = {r["name"]: r for r in client.query("groups")}["t.misc"]["published"]
+    assert after == before + 1
+
+
+def test_clients_table(pubd, client: pub.Client) -> None:
+    client.subscribe("t.round")
+    client.subscribe("t.misc")
+    me = client.info().client_id
+    rows = [r for r in client.query("clients") if r["id"] == me]
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["name"] == "pytest"
+    assert row["pid"] == os.getpid() and row["uid"] == os.getuid()
+    assert set(row["subscriptions"].split(",")) == {"t.round", "t.misc"}
+
+
+def test_status_and_other_tables(client: pub.Client) -> None:
+    tables = client.query_all("status")
+    assert {"status", "fabric", "counters"} <= set(tables)
+    status = tables["status"][0]
+    assert status["version"] == pub.version()
+    assert status["fabric"] == "udp"
+    assert isinstance(status["pid"], int) and status["pid"] > 0
+    assert all(isinstance(r["value"], int) for r in client.query("counters"))
+    assert isinstance(client.query("drops"), list)
+    assert isinstance(client.query("sources"), list)
+    group = client.query_all("group", group="t.misc")
+    assert group["group"][0]["name"] == "t.misc"
+    assert "subscribers" in group and "publishers" in group
+    assert client.query("subscribers", group="t.misc") == group["subscribers"]
+
+
+def test_bad_queries(client: pub.Client) -> None:
+    with pytest.raises(ValueError, match="table"):
+        client.query("nonsense")
+    with pytest.raises(ValueError):
+        client.query("subscribers")  # needs group=
+    with pytest.raises(pub.NoSuchGroup) as e:
+        client.query("group", group="no.such.group")
+    assert e.value.code == pub.PUB_ENOGROUP
