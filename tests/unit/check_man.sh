@@ -14,7 +14,9 @@
 #       table in cli/*.c / daemon/main.c): a ".Fl" of it in pubctl.1 / pubd.8;
 #     - an exported function of libpub/pub.map: a ".Nm NAME" in the NAME section of a man3
 #       page (man/CMakeLists.txt installs a .so stub for each such name);
-#     - a drop reason of common/pub_reasons.h: ".It Cm REASON" in pubd.8.
+#     - a drop reason of common/pub_reasons.h: ".It Cm REASON" in pubd.8;
+#     - a table or column of pubd's query replies (daemon/engine/query.c): quoted in
+#       pubctl.1's JSON OUTPUT.
 #     What a page documents beyond the code is printed as a warning, not a failure (features
 #     documented before they are merged).
 #   check_man.sh selftest SRC PUBD PUBCTL       shows drift can fail: removes one entry of each
@@ -62,6 +64,11 @@ code_options() { # BIN SOURCES...: what --help shows and what the sources parse
 	} | sort -u
 }
 
+query_tables() { # the tables and columns of pubd's query replies (daemon/engine/query.c)
+	grep -ohE 'table_begin\(r, "[a-z_-]+"' "$1/daemon/engine/query.c" | sed -E 's/.*"(.*)"/\1/'
+	grep -ohE '"[a-z_+]+:[sui]"' "$1/daemon/engine/query.c" | sed -E 's/"(.*):.*/\1/'
+}
+
 exported_functions() {
 	sed -nE 's/^[[:space:]]+(pub_[a-z0-9_]+);.*/\1/p' "$1/libpub/pub.map"
 }
@@ -96,6 +103,10 @@ page_items() { # NAME of each ".It Cm NAME" in a page
 
 page_options() { # every option a .Fl names: -x, or --long for "Fl \-long" / "Fl -long"
 	grep -oE 'Fl (\\?-)?[A-Za-z][A-Za-z-]*' "$1" | sed -E 's/^Fl \\?-/--/; s/^Fl /-/' | sort -u
+}
+
+page_json_names() { # every "word" quoted in pubctl.1's JSON OUTPUT section
+	awk '/^\.Sh / {on = ($0 == ".Sh JSON OUTPUT"); next} on' "$1" | grep -oE '"[a-z_+-]+"' | tr -d '"' | sort -u
 }
 
 page_functions() { # names in the NAME sections of the man3 pages
@@ -152,13 +163,14 @@ drift() {
 	need "pubctl.1 command" "$(page_items "$man/pubctl.1")" "$(pubctl_commands "$pubctl")"
 	need "pubctl.1 option" "$(page_options "$man/pubctl.1")" "$(code_options "$pubctl" "$src"/cli/*.c)"
 	need "pubd.8 option" "$(page_options "$man/pubd.8")" "$(code_options "$pubd" "$src/daemon/main.c")"
+	need_subset "pubctl.1 JSON table or column" "$(page_json_names "$man/pubctl.1")" "$(query_tables "$src")"
 	need "man3 function" "$(page_functions "$man" | grep '^pub_')" "$(exported_functions "$src")"
 	need_subset "pubd.8 drop reason" "$(page_items "$man/pubd.8")" "$(drop_reasons "$src")"
 	if [ "$fails" -ne 0 ]; then
 		echo "check_man: $fails entries missing from the man pages"
 		return 1
 	fi
-	echo "check_man: the pages document every key, command, option, function and drop reason"
+	echo "check_man: the pages document every key, command, option, function, drop reason and JSON column"
 }
 
 lint() {
@@ -213,6 +225,7 @@ selftest() {
 	expect_fail "$@" pubd.8 's/Fl \\-check-config/Ar check-config/g' 'option: --check-config' || bad=1
 	expect_fail "$@" pub_recv.3 '/^\.Nm pub_fd$/d; s/^\.Nm pub_recv ,$/.Nm pub_recv/' 'function: pub_fd' || bad=1
 	expect_fail "$@" pubd.8 '/^\.It Cm stale$/d' 'drop reason: stale' || bad=1
+	expect_fail "$@" pubctl.1 's/"receiving_ms"/"x"/' 'JSON table or column: receiving_ms' || bad=1
 	return $bad
 }
 
