@@ -8,7 +8,8 @@
 #   check_man.sh drift    SRC PUBD PUBCTL [MAN] fails when something the code has is not in
 #                                              its page (MAN: the pages' folder, default SRC/man):
 #     - a config key of daemon/core/config_keys.c's table: an ".It Cm KEY" under
-#       ".Ss SECTION" of pubd.yaml.5's KEYS, whose text says its default and reload;
+#       ".Ss SECTION" of pubd.yaml.5's KEYS, whose text says its reload, and its default
+#       and range as the table has them (check_man_keys.pl);
 #     - a pubctl command (from `pubctl --help` of the built binary): ".It Cm NAME" in pubctl.1;
 #     - a pubctl or pubd option (from their --help, and getopt_long's short string and long
 #       table in cli/*.c / daemon/main.c): a ".Fl" of it in pubctl.1 / pubd.8;
@@ -160,6 +161,10 @@ drift() {
 			fails=$((fails + 1))
 		}
 	done <<<"$keys"
+	# Defaults and ranges as the key table has them.
+	if ! perl "$(dirname "$0")/check_man_keys.pl" "$src/daemon/core/config_keys.c" "$man/pubd.yaml.5"; then
+		fails=$((fails + 1))
+	fi
 	need "pubctl.1 command" "$(page_items "$man/pubctl.1")" "$(pubctl_commands "$pubctl")"
 	need "pubctl.1 option" "$(page_options "$man/pubctl.1")" "$(code_options "$pubctl" "$src"/cli/*.c)"
 	need "pubd.8 option" "$(page_options "$man/pubd.8")" "$(code_options "$pubd" "$src/daemon/main.c")"
@@ -203,11 +208,11 @@ expect_fail() {
 	local rc=$?
 	rm -rf "$tmp"
 	if [ $rc -eq 0 ] || ! grep -q "MISSING: .*$what" <<<"$out"; then
-		echo "selftest: removing $what from $file did not fail the check"
+		echo "selftest: breaking '$what' in $file did not fail the check"
 		printf '%s\n' "$out"
 		return 1
 	fi
-	echo "selftest: removing $what from $file fails: $(grep -m1 MISSING <<<"$out")"
+	echo "selftest: breaking '$what' in $file fails: $(grep -m1 MISSING <<<"$out")"
 }
 
 selftest() {
@@ -226,6 +231,9 @@ selftest() {
 	expect_fail "$@" pub_recv.3 '/^\.Nm pub_fd$/d; s/^\.Nm pub_recv ,$/.Nm pub_recv/' 'function: pub_fd' || bad=1
 	expect_fail "$@" pubd.8 '/^\.It Cm stale$/d' 'drop reason: stale' || bad=1
 	expect_fail "$@" pubctl.1 's/"receiving_ms"/"x"/' 'JSON table or column: receiving_ms' || bad=1
+	expect_fail "$@" pubd.yaml.5 's/^Default: 4096\.$/Default: 4095./' 'max_sources: default 4096' || bad=1
+	expect_fail "$@" pubd.yaml.5 's/^Range 64 KiB to 1 GiB\.$/Range 64 KiB to 2 GiB./' 'publish_log: no .Range 64 KiB to 1 GiB' || bad=1
+	expect_fail "$@" pubd.yaml.5 '/^\.It Cm log_level /,/^Reload/s/^\.Cm info \.$/.Cm debug ./' 'log_level: default info' || bad=1
 	return $bad
 }
 
