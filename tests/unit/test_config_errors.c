@@ -48,7 +48,7 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 static void config_error_unknown_section(void **state)
 {
 	one_error("daemon: {}\nfabrik:\n  type: udp\n",
-		  "t.yaml:2:1: unknown section \"fabrik\" (expected daemon, fabric, limits or groups)");
+		  "t.yaml:2:1: unknown section \"fabrik\" (expected daemon, fabric, limits, metrics or groups)");
 }
 
 static void config_error_key_given_twice(void **state)
@@ -80,9 +80,9 @@ static void config_error_invalid_utf8_names_the_byte(void **state)
 static void config_error_document_not_a_mapping(void **state)
 {
 	one_error("- a\n- b\n",
-		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, groups), got a list");
-	one_error("just words\n",
-		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, groups), got \"just words\"");
+		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, metrics, groups), got a list");
+	one_error("just words\n", "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, metrics, "
+				  "groups), got \"just words\"");
 }
 
 static void config_error_second_document(void **state)
