@@ -81,7 +81,7 @@ static bool has_line(const char *line)
 static void assert_well_formed(void)
 {
 	char fam[256] = "", name[256], type[16], *copy = strdup(out.buf), *save = NULL, *l;
-	char seen[512][128];
+	char seen[512][256];
 	unsigned nseen = 0, i;
 	bool typed = false;
 
