@@ -106,13 +106,14 @@ int pubd_metrics_apply(struct pubd *d, bool initial)
 	h = pubd_http_open(d->loop, (const struct sockaddr *)&d->cfg.metrics_sockaddr, d->cfg.metrics_sockaddr_len,
 			   http_render, d, err, sizeof(err));
 	if (!h) {
-		if (initial) {
+		int e = errno ? errno : EADDRNOTAVAIL;
+
+		if (initial)
 			log_err("metrics.listen %s: %s", want, err);
-			return -EADDRNOTAVAIL;
-		}
-		log_err("metrics.listen %s: %s; %s", want, err,
-			d->metrics_http ? "still serving on the previous address" : "no /metrics listener");
-		return -EADDRNOTAVAIL;
+		else
+			log_err("metrics.listen %s: %s; %s", want, err,
+				d->metrics_http ? "still serving on the previous address" : "no /metrics listener");
+		return -e;
 	}
 	listener_close(d);
 	d->metrics_http = h;

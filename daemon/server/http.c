@@ -126,6 +126,7 @@ struct pubd_http *pubd_http_open(struct pubd_loop *loop, const struct sockaddr *
 {
 	struct pubd_http *h = calloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
+	int saved;
 
 	if (!h) {
 		snprintf(err, errcap, "out of memory");
@@ -137,20 +138,26 @@ struct pubd_http *pubd_http_open(struct pubd_loop *loop, const struct sockaddr *
 	h->mhd = start(h, sa);
 	if (!h->mhd) {
 		/* MHD keeps errno from the failed bind/listen. */
-		snprintf(err, errcap, "cannot listen: %s", errno ? strerror(errno) : "libmicrohttpd refused to start");
+		if (!errno)
+			errno = EADDRNOTAVAIL;
+		snprintf(err, errcap, "cannot listen: %s", strerror(errno));
 		goto fail;
 	}
 	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	h->timer = pubd_loop_timer(loop, on_timer, h);
 	h->watch = info ? pubd_loop_watch(loop, info->epoll_fd, EPOLLIN, on_epoll, h) : NULL;
 	if (!h->timer || !h->watch) {
-		snprintf(err, errcap, "cannot watch libmicrohttpd's epoll fd: %s", strerror(errno ? errno : EINVAL));
+		if (!errno)
+			errno = EINVAL;
+		snprintf(err, errcap, "cannot watch libmicrohttpd's epoll fd: %s", strerror(errno));
 		goto fail;
 	}
 	run(h); /* sets the timer */
 	return h;
 fail:
+	saved = errno;
 	pubd_http_close(h);
+	errno = saved;
 	return NULL;
 }
 

@@ -30,8 +30,8 @@ struct pubd_http;
  * *len, or -errno (answered 500). */
 typedef int (*pubd_http_render_fn)(void *ctx, char **text, size_t *len);
 
-/* Listen on sa; NULL with err filled when it cannot (bind refused,
- * address in use). */
+/* Listen on sa; NULL with err filled and errno set when it cannot
+ * (EADDRINUSE, EADDRNOTAVAIL, EACCES, ...). */
 struct pubd_http *pubd_http_open(struct pubd_loop *loop, const struct sockaddr *sa, socklen_t salen,
 				 pubd_http_render_fn render, void *ctx, char *err, size_t errcap);
 /* "127.0.0.1:9477" or "[::1]:9477": where it listens (the port the kernel
