@@ -33,6 +33,7 @@ static const struct command commands[] = {
 	{"drops", cmd_query, "", "messages not delivered, by scope and reason"},
 	{"sources", cmd_query, "", "remote sources heard, with sequence numbers and losses"},
 	{"reload", cmd_query, "", "re-read pubd's configuration (as SIGHUP does)"},
+	{"metrics", cmd_query, "", "pubd's Prometheus metrics, as metrics.listen serves them on /metrics"},
 	{"pub", cmd_pub, "GROUP [MESSAGE] [--file F|-] [--count N] [--size B] [--rate R]",
 	 "publish a message (or N of B bytes, batched unless --rate), confirmed by pubd"},
 	{"sub", cmd_sub, "GROUP... [--count N] [--timeout S] [--output FILE]",
@@ -109,9 +110,9 @@ static int query_kind(const char *name)
 		const char *name;
 		int kind;
 	} kinds[] = {
-		{"status", PUB_Q_STATUS},   {"groups", PUB_Q_GROUPS}, {"group", PUB_Q_GROUP},
-		{"clients", PUB_Q_CLIENTS}, {"drops", PUB_Q_DROPS},   {"sources", PUB_Q_SOURCES},
-		{"reload", PUB_Q_RELOAD},
+		{"status", PUB_Q_STATUS},   {"groups", PUB_Q_GROUPS},	{"group", PUB_Q_GROUP},
+		{"clients", PUB_Q_CLIENTS}, {"drops", PUB_Q_DROPS},	{"sources", PUB_Q_SOURCES},
+		{"reload", PUB_Q_RELOAD},   {"metrics", PUB_Q_METRICS},
 	};
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
@@ -120,7 +121,16 @@ static int query_kind(const char *name)
 	return -1;
 }
 
-/* The queries: status, groups, group NAME, clients, drops, sources, reload. */
+/* `pubctl metrics` without --json: the text as it is, pieces joined. */
+static int print_metrics(const struct pub_table *t, void *arg)
+{
+	for (size_t i = 0; i < t->nrows * t->ncols; i++)
+		if (t->cells[i].type == PUB_VALUE_STR)
+			fwrite(t->cells[i].s, 1, t->cells[i].len, stdout);
+	return 0;
+}
+
+/* The queries: status, groups, group NAME, clients, drops, sources, reload, metrics. */
 static int cmd_query(struct pubctl *ctl, int argc, char **argv)
 {
 	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'}, {0}};
@@ -151,7 +161,10 @@ static int cmd_query(struct pubctl *ctl, int argc, char **argv)
 	if (!c)
 		return code;
 	render_begin(&rd, stdout, ctl->json);
-	r = pub_query(c, kind, arg, render_table, &rd);
+	if (kind == PUB_Q_METRICS && !ctl->json)
+		r = pub_query(c, kind, arg, print_metrics, NULL);
+	else
+		r = pub_query(c, kind, arg, render_table, &rd);
 	if (r < 0) {
 		/* Nothing half-printed: JSON closes what it opened, text just stops. */
 		if (ctl->json)

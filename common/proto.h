@@ -60,6 +60,7 @@ enum pub_query {
 	PUB_QUERY_DROPS = 5,   /* table: drops (scope, name, reason, count) */
 	PUB_QUERY_SOURCES = 6, /* table: sources */
 	PUB_QUERY_RELOAD = 7,  /* re-read the config; OK or ERROR with the config errors */
+	PUB_QUERY_METRICS = 8, /* table: metrics (text:s), the Prometheus text of /metrics in pieces */
 	PUB_QUERY__MAX
 };
 

@@ -256,7 +256,8 @@ void cfg_walk_root(struct parse *p, const yaml_node_t *root)
 	if (!root || cfg_is_null(root))
 		return; /* empty file: all defaults */
 	if (root->type != YAML_MAPPING_NODE) {
-		report(p, root->start_mark, "expected a mapping of sections (daemon, fabric, limits, groups), got %s",
+		report(p, root->start_mark,
+		       "expected a mapping of sections (daemon, fabric, limits, metrics, groups), got %s",
 		       cfg_describe(root, got, sizeof(got)));
 		return;
 	}
@@ -272,7 +273,8 @@ void cfg_walk_root(struct parse *p, const yaml_node_t *root)
 		for (s = 0; s < NSECTIONS && strcmp(name, config_sections[s]); s++)
 			;
 		if (s == NSECTIONS) {
-			report(p, kn->start_mark, "unknown section %s (expected daemon, fabric, limits or groups)",
+			report(p, kn->start_mark,
+			       "unknown section %s (expected daemon, fabric, limits, metrics or groups)",
 			       cfg_describe(kn, got, sizeof(got)));
 			continue;
 		}

@@ -102,6 +102,10 @@ struct pubd_config {
 	/* Bytes of a client's deliver log, likewise. */
 	uint64_t deliver_log;
 
+	/* metrics */
+	char *metrics_listen;			  /* "HOST:PORT" as written; NULL: no /metrics listener */
+	struct sockaddr_storage metrics_sockaddr; /* parsed; len 0 when metrics_listen is NULL */
+	socklen_t metrics_sockaddr_len;
 	struct pubd_group_config *groups;
 	size_t ngroups;
 };

@@ -30,6 +30,7 @@ enum key_type {
 	K_GROUP_NAME, /* 1..max bytes, no control characters */
 	K_MCAST,      /* IPv4 or IPv6 multicast address */
 	K_ACL,	      /* list of ACL entries */
+	K_LISTEN,     /* "HOST:PORT" or "[IPV6]:PORT" to listen on; null: none */
 };
 
 /* Where a key's field lives: struct pubd_config, or struct pubd_group_config. */
@@ -53,10 +54,10 @@ struct key {
 };
 
 /* The one table (config_keys.c); NKEYS is checked against it there. */
-#define NKEYS 32
+#define NKEYS 33
 extern const struct key config_keys[NKEYS];
 
-#define NSECTIONS 4
+#define NSECTIONS 5
 extern const char *const config_sections[NSECTIONS];
 
 /* Where a key was given: its value's mark, for "given twice" and cross-key errors. */

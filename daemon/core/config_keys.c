@@ -116,6 +116,9 @@ const struct key config_keys[] = {
 	{"limits.max_sources", K_UINT, CFG(max_sources), .def = 4096, .min = 16, .max = 1048576,
 	 .expect = "an integer from 16 to 1048576"},
 
+	{"metrics.listen", K_LISTEN, CFG(metrics_listen),
+	 .expect = "an IP address and port to serve /metrics on, like 127.0.0.1:9477 or [::1]:9477 (null: none)"},
+
 	{"groups.name", K_GROUP_NAME, GRP(name), .min = 1, .max = 255, .required = true,
 	 .expect = "a group name of 1 to 255 bytes without control characters"},
 	{"groups.address", K_MCAST, GRP(address), .required = true,
@@ -127,7 +130,7 @@ const struct key config_keys[] = {
 
 _Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) == NKEYS, "NKEYS counts the keys");
 
-const char *const config_sections[NSECTIONS] = {"daemon", "fabric", "limits", "groups"};
+const char *const config_sections[NSECTIONS] = {"daemon", "fabric", "limits", "metrics", "groups"};
 
 const struct key *cfg_find_key(enum key_scope scope, const char *section, const char *name)
 {
@@ -187,6 +190,7 @@ int cfg_apply_defaults(enum key_scope scope, void *base)
 			cfg_store_uint(field, k->size, k->def);
 			break;
 		case K_ADDRESS: /* none */
+		case K_LISTEN:
 		case K_GROUP_NAME:
 		case K_MCAST:
 		case K_ACL:
@@ -266,6 +270,7 @@ void pubd_config_free(struct pubd_config *c)
 		return;
 	free(c->socket_path);
 	free(c->fabric_address);
+	free(c->metrics_listen);
 	for (i = 0; i < c->ngroups; i++) {
 		free(c->groups[i].name);
 		free(c->groups[i].address_text);

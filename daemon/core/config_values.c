@@ -228,6 +228,57 @@ static int leaf_address(const char *s, void *field, struct pubd_config *c)
 	return 0;
 }
 
+/*
+ * metrics.listen: "IPV4:PORT" or "[IPV6]:PORT", an IP literal (no host
+ * names: nothing to resolve at load) and a port from 0 to 65535 (0: any
+ * free port, which the log then names).
+ */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon = strrchr(s, ':');
+	size_t hlen;
+	uint64_t port;
+
+	if (!colon || !colon[1] || cfg_parse_u64(colon + 1, strlen(colon + 1), &port) || port > 65535)
+		return -EINVAL;
+	hlen = (size_t)(colon - s);
+	if (hlen >= sizeof(host) || hlen == 0)
+		return -EINVAL;
+	memcpy(host, s, hlen);
+	host[hlen] = 0;
+	if (host[0] == '[') {
+		if (hlen < 3 || host[hlen - 1] != ']')
+			return -EINVAL;
+		host[hlen - 1] = 0;
+		if (parse_ip(host + 1, ss, sl) || ss->ss_family != AF_INET6)
+			return -EINVAL;
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+		return 0;
+	}
+	if (parse_ip(host, ss, sl) || ss->ss_family != AF_INET)
+		return -EINVAL;
+	((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+static int leaf_listen(const char *s, struct pubd_config *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	char *copy;
+
+	if (parse_listen(s, &ss, &sl))
+		return -EINVAL;
+	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	store_string(&c->metrics_listen, copy);
+	c->metrics_sockaddr = ss;
+	c->metrics_sockaddr_len = sl;
+	return 0;
+}
+
 static int leaf_mcast(const char *s, struct pubd_group_config *g)
 {
 	struct sockaddr_storage ss;
@@ -268,6 +319,8 @@ static int leaf_scalar(const struct key *k, const char *s, void *base)
 		return leaf_address(s, field, base);
 	case K_MCAST:
 		return leaf_mcast(s, base);
+	case K_LISTEN:
+		return leaf_listen(s, base);
 	case K_ACL:
 		break;
 	}
@@ -285,11 +338,14 @@ int cfg_leaf(struct parse *p, const struct key *k, const yaml_node_t *v, void *b
 
 	if (k->type == K_ACL)
 		return cfg_acl_list(p, k, v, field, path);
-	if (k->type == K_ADDRESS && cfg_is_null(v)) {
+	if ((k->type == K_ADDRESS || k->type == K_LISTEN) && cfg_is_null(v)) {
 		struct pubd_config *c = base;
 
 		store_string(field, NULL);
-		c->fabric_sockaddr_len = 0;
+		if (k->type == K_ADDRESS)
+			c->fabric_sockaddr_len = 0;
+		else
+			c->metrics_sockaddr_len = 0;
 		return 0;
 	}
 	s = cfg_scalar(v);

@@ -10,6 +10,7 @@
  * entries that never delivered a message, one of those that did.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "stats.h"
 
@@ -22,6 +23,22 @@ static const char *const counter_names[] = {
 const char *pubd_counter_name(unsigned c)
 {
 	return c < PUBD_CTR__COUNT ? counter_names[c] : "unknown";
+}
+
+static const char *const counter_helps[] = {
+#define PUBD_X_HELP(id, name, help) help,
+	PUBD_COUNTERS(PUBD_X_HELP)
+#undef PUBD_X_HELP
+};
+
+const char *pubd_counter_help_by_name(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < PUBD_CTR__COUNT; i++)
+		if (!strcmp(counter_names[i], name))
+			return counter_helps[i];
+	return NULL;
 }
 
 uint64_t pubd_drops_msg_total(const struct pubd_drops *d)

@@ -53,6 +53,8 @@ enum pubd_counter {
 };
 
 const char *pubd_counter_name(unsigned c);
+/* The counter's one-line description; NULL for a name that is not one. */
+const char *pubd_counter_help_by_name(const char *name);
 
 /* Drops by reason, with a cached total of MSG-kind drops. */
 struct pubd_drops {

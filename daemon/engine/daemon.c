@@ -136,6 +136,8 @@ static void srv_client_closed(void *ctx, struct pubd_client *c, uint32_t tx_pend
 static int srv_query(void *ctx, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
 		     size_t arglen, char *err, size_t errcap)
 {
+	if (kind == PUB_QUERY_METRICS)
+		return pubd_metrics_reply(ctx, b, req_id, err, errcap);
 	return pubd_query(ctx, b, req_id, kind, arg, arglen, err, errcap);
 }
 
@@ -228,6 +230,9 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	err = engine_apply_groups(d, &d->cfg);
 	if (err < 0)
 		return err;
+	err = pubd_metrics_apply(d, true);
+	if (err < 0)
+		return err;
 
 	now = pubd_now_ns();
 	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
@@ -254,6 +259,7 @@ void pubd_close(struct pubd *d)
 	unsigned i;
 
 	pubd_notify_stopping(d);
+	pubd_metrics_close(d);
 	if (d->loop)
 		pubd_ipc_shutdown(&d->ipc);
 	/* Leave groups before the fabric goes, in reverse order of setup. */

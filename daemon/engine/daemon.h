@@ -18,6 +18,7 @@
 #include "tx.h"
 
 struct pub_table_builder;
+struct pubd_http;
 
 struct pubd {
 	char *config_path;
@@ -34,6 +35,8 @@ struct pubd {
 	struct pubd_ipc ipc;
 	struct pubd_tx tx;
 	struct pubd_source_map sources;
+	struct pubd_http *metrics_http; /* NULL: metrics.listen not set (or its bind failed) */
+	char *metrics_listening;	/* the metrics.listen the listener was opened for */
 	uint64_t counters[PUBD_CTR__COUNT];
 	struct pubd_drops drops; /* daemon-scope: not tied to a known group */
 	struct pubd_loop_timer *reasm_timer, *heartbeat_timer, *watchdog_timer, *status_timer;
@@ -74,6 +77,21 @@ int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g);
  * command: pubd_reload); returns 0 or -PUB_ERR_* with a message in err. */
 int pubd_query(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
 	       size_t arglen, char *err, size_t errcap);
+
+/* The tables the metrics are rendered from (status, fabric, counters,
+ * groups, subscribers, sources, drops, more), appended to b; 0 or b->err. */
+int pubd_query_metrics_tables(struct pubd *d, struct pub_table_builder *b);
+
+/* Prometheus metrics (metrics.c): the /metrics listener of metrics.listen,
+ * and the same text for `pubctl metrics`. */
+int pubd_metrics_render(struct pubd *d, char **text, size_t *len);
+/* Open (or, at reload, move or close) the listener as d->cfg says. At
+ * start (initial) a failed bind is an error; at reload the old listener
+ * is kept and the failure logged. */
+int pubd_metrics_apply(struct pubd *d, bool initial);
+void pubd_metrics_close(struct pubd *d);
+/* The answer to PUB_QUERY_METRICS: table "metrics" (text:s) of pieces. */
+int pubd_metrics_reply(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, char *err, size_t errcap);
 
 /* systemd notification (notify.c). */
 void pubd_notify_init(struct pubd *d);

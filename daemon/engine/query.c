@@ -514,6 +514,50 @@ static void q_drops(struct pubd *d, struct reply *r)
 	pub_table_end(r->b);
 }
 
+/* Every live subscription, all groups: the per-subscriber metrics. */
+static void subscribers_table(struct pubd *d, struct reply *r)
+{
+	static const char *const cols[] = {"group:s",	  "client:u", "name:s",	  "pid:u",
+					   "delivered:u", "queued:u", "dropped:u"};
+	struct pub_table_builder *b = r->b;
+	struct pubd_client_info ci;
+	struct pubd_group *g;
+	unsigned i, k;
+
+	table_begin(r, "subscribers", cols, sizeof(cols) / sizeof(cols[0]));
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		for (k = 0; k < g->nsubs; k++) {
+			const struct pubd_sub *s = g->subs[k];
+
+			if (!row_fits(r, "subscribers"))
+				continue;
+			pubd_ipc_client_info(s->client, &ci);
+			pub_table_str(b, g->name);
+			pub_table_u64(b, ci.id);
+			pub_table_str(b, ci.name);
+			pub_table_u64(b, (uint64_t)ci.pid);
+			pub_table_u64(b, s->delivered);
+			pub_table_u64(b, pubd_ipc_queued_for(s));
+			pub_table_u64(b, pubd_drops_msg_total(&s->drops));
+		}
+	}
+	pub_table_end(b);
+}
+
+int pubd_query_metrics_tables(struct pubd *d, struct pub_table_builder *b)
+{
+	struct reply rp = {.b = b};
+
+	q_status(d, &rp);
+	q_groups(d, &rp);
+	subscribers_table(d, &rp);
+	sources_table(d, &rp, NULL);
+	q_drops(d, &rp);
+	reply_more(&rp);
+	return b->err;
+}
+
 int pubd_query(struct pubd *d, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
 	       size_t arglen, char *err, size_t errcap)
 {

@@ -144,6 +144,9 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 	}
 	engine_reasm_config_from(&d->cfg, &rc);
 	pubd_reasm_set_config(d->reasm, &rc);
+	/* metrics.listen: reopened when it changed; a failed bind is logged
+	 * and leaves the listener there was. */
+	pubd_metrics_apply(d, false);
 	d->counters[PUBD_CTR_RELOADS]++;
 	log_notice("reload applied: %zu groups", d->cfg.ngroups);
 	pubd_notify_ready(d);

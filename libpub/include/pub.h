@@ -146,6 +146,7 @@ enum pub_query_kind {
 	PUB_Q_DROPS = 5,   /* table: drops */
 	PUB_Q_SOURCES = 6, /* table: sources */
 	PUB_Q_RELOAD = 7,  /* re-read pubd's config; no tables; -PUB_ECONFIG lists the errors */
+	PUB_Q_METRICS = 8, /* table: metrics, one column "text": the Prometheus text, in pieces to concatenate */
 };
 
 enum pub_value_type {

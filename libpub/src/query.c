@@ -93,9 +93,9 @@ int pub_query(pub_client_t *c, int kind, const char *arg, pub_table_cb cb, void 
 	if (!c)
 		return -EINVAL;
 	static const char *const names[] = {
-		[PUB_Q_STATUS] = "status",   [PUB_Q_GROUPS] = "groups", [PUB_Q_GROUP] = "group",
-		[PUB_Q_CLIENTS] = "clients", [PUB_Q_DROPS] = "drops",	[PUB_Q_SOURCES] = "sources",
-		[PUB_Q_RELOAD] = "reload"};
+		[PUB_Q_STATUS] = "status",   [PUB_Q_GROUPS] = "groups",	 [PUB_Q_GROUP] = "group",
+		[PUB_Q_CLIENTS] = "clients", [PUB_Q_DROPS] = "drops",	 [PUB_Q_SOURCES] = "sources",
+		[PUB_Q_RELOAD] = "reload",   [PUB_Q_METRICS] = "metrics"};
 	if (kind > 0 && kind < (int)(sizeof(names) / sizeof(names[0])))
 		snprintf(what, sizeof(what), "%s%s%.255s", names[kind], arg ? " " : "", arg ? arg : "");
 	else

@@ -57,6 +57,8 @@ void assert_defaults(const struct pubd_config *c)
 	assert_int_equal(c->fabric_type, PUBD_FABRIC_AUTO);
 	assert_null(c->fabric_address);
 	assert_int_equal(c->fabric_sockaddr_len, 0);
+	assert_null(c->metrics_listen); /* no /metrics listener */
+	assert_int_equal(c->metrics_sockaddr_len, 0);
 	assert_int_equal(c->udp_port, 7470);
 	assert_int_equal(c->mtu, 0);
 	assert_int_equal(c->srq_depth, 1024);

@@ -48,7 +48,48 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 static void config_error_unknown_section(void **state)
 {
 	one_error("daemon: {}\nfabrik:\n  type: udp\n",
-		  "t.yaml:2:1: unknown section \"fabrik\" (expected daemon, fabric, limits or groups)");
+		  "t.yaml:2:1: unknown section \"fabrik\" (expected daemon, fabric, limits, metrics or groups)");
+}
+
+/* metrics.listen: an IP literal and a port, IPv6 in brackets; null is none. */
+static void config_metrics_listen(void **state)
+{
+	static const char *const bad[] = {"localhost:9477", "127.0.0.1",	"127.0.0.1:", "127.0.0.1:65536",
+					  "::1:9477",	    "[127.0.0.1]:9477", "[::1]9477",  ":9477"};
+	const struct sockaddr_in6 *a6;
+	const struct sockaddr_in *a4;
+	char yaml[128], want[300];
+	size_t i;
+
+	assert_int_equal(parse("metrics:\n  listen: 127.0.0.1:9477\n"), 0);
+	a4 = (const struct sockaddr_in *)&cfg.metrics_sockaddr;
+	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9477");
+	assert_int_equal(a4->sin_family, AF_INET);
+	assert_int_equal(ntohs(a4->sin_port), 9477);
+	assert_int_equal(ntohl(a4->sin_addr.s_addr), INADDR_LOOPBACK);
+	teardown(state);
+	assert_int_equal(parse("metrics:\n  listen: \"[::1]:9\"\n"), 0);
+	a6 = (const struct sockaddr_in6 *)&cfg.metrics_sockaddr;
+	assert_int_equal(a6->sin6_family, AF_INET6);
+	assert_int_equal(ntohs(a6->sin6_port), 9);
+	assert_true(IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr));
+	teardown(state);
+	assert_int_equal(parse("metrics:\n  listen: null\n"), 0);
+	assert_null(cfg.metrics_listen);
+	assert_int_equal(cfg.metrics_sockaddr_len, 0);
+	teardown(state);
+	assert_int_equal(parse(""), 0);
+	assert_null(cfg.metrics_listen);
+	teardown(state);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(yaml, sizeof(yaml), "metrics:\n  listen: \"%s\"\n", bad[i]);
+		snprintf(want, sizeof(want),
+			 "t.yaml:2:11: metrics.listen: expected an IP address and port to serve /metrics on, like "
+			 "127.0.0.1:9477 or [::1]:9477 (null: none), got \"%s\"",
+			 bad[i]);
+		one_error(yaml, want);
+		teardown(state);
+	}
 }
 
 static void config_error_key_given_twice(void **state)
@@ -80,9 +121,9 @@ static void config_error_invalid_utf8_names_the_byte(void **state)
 static void config_error_document_not_a_mapping(void **state)
 {
 	one_error("- a\n- b\n",
-		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, groups), got a list");
-	one_error("just words\n",
-		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, groups), got \"just words\"");
+		  "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, metrics, groups), got a list");
+	one_error("just words\n", "t.yaml:1:1: expected a mapping of sections (daemon, fabric, limits, metrics, "
+				  "groups), got \"just words\"");
 }
 
 static void config_error_second_document(void **state)
@@ -256,6 +297,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_error_wrong_type_names_what_was_found, teardown),
 		cmocka_unit_test_teardown(config_error_unknown_key_lists_known_ones, teardown),
 		cmocka_unit_test_teardown(config_error_unknown_section, teardown),
+		cmocka_unit_test_teardown(config_metrics_listen, teardown),
 		cmocka_unit_test_teardown(config_error_key_given_twice, teardown),
 		cmocka_unit_test_teardown(config_error_key_not_a_name, teardown),
 		cmocka_unit_test_teardown(config_error_yaml_syntax_gives_libyaml_problem_and_place, teardown),

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pubd's tables as Prometheus metrics (metrics_text.h): which column is
+ * which metric, counter or gauge, with which labels. Counters end in
+ * _total; a family's samples stay together, so a table is walked once per
+ * metric it feeds.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics_internal.h"
+#include "metrics_text.h"
+#include "stats.h"
+
+static void status_metrics(struct prom_out *o, const struct mt_table *t)
+{
+	static const struct mt_colmap m[] = {
+		{"uptime_s", "pubd_uptime_seconds", PROM_GAUGE, "seconds since pubd started"},
+		{"groups", "pubd_groups", PROM_GAUGE, "configured groups"},
+		{"clients", "pubd_clients", PROM_GAUGE, "connected local clients"},
+		{"mtu", "pubd_mtu_bytes", PROM_GAUGE, "largest datagram on the fabric, header included"},
+		{"tx_queued", "pubd_tx_queued_messages", PROM_GAUGE, "messages waiting for send credits"},
+		{"reasm_streams", "pubd_reasm_streams", PROM_GAUGE, "(source, group) streams the reassembly tracks"},
+		{"reasm_inflight", "pubd_reasm_inflight_messages", PROM_GAUGE, "partial messages being reassembled"},
+		{"reasm_bytes", "pubd_reasm_inflight_bytes", PROM_GAUGE, "bytes of the partial messages"},
+		{"reasm_held_bytes", "pubd_reasm_held_bytes", PROM_GAUGE,
+		 "heap held by the reassembly, counted against limits.reassembly_budget"},
+		{"reassembly_budget", "pubd_reasm_budget_bytes", PROM_GAUGE, "limits.reassembly_budget"},
+		{"sources", "pubd_sources", PROM_GAUGE, "remote (source, group) streams in the statistics"},
+		{"max_sources", "pubd_sources_max", PROM_GAUGE, "limits.max_sources"},
+	};
+	static const struct mt_labmap info[] = {
+		{"version", "version"}, {"fabric", "fabric"}, {"source_id", "source_id"}};
+	static const struct mt_colmap one = {"pid", "pubd_info", PROM_GAUGE,
+					     "pubd's version, fabric and source id (1)"};
+	struct prom_label l[3];
+	char num[3][24];
+	int c;
+
+	if (!t || t->nrows != 1)
+		return;
+	mt_families(o, t, m, sizeof(m) / sizeof(m[0]), NULL, 0, NULL);
+	for (c = 0; c < 3; c++) {
+		int k = mt_col(t, info[c].col);
+
+		if (k < 0)
+			return;
+		mt_label(&l[c], info[c].label, mt_cell(t, 0, k), num[c]);
+	}
+	mt_one_gauge(o, one.metric, one.help, l, 3, 1);
+}
+
+/* The daemon's counters, each its own family: pubd_<name>_total. */
+static void counter_metrics(struct prom_out *o, const struct mt_table *t)
+{
+	static const char *const msgs[] = {"published", "received", "delivered", "dropped"};
+	int kc = mt_col(t, "counter"), vc = mt_col(t, "value");
+	char name[300], help[400];
+	const char *h;
+	uint32_t row;
+
+	if (kc < 0 || vc < 0)
+		return;
+	for (row = 0; row < t->nrows; row++) {
+		const struct pub_table_cell *k = mt_cell(t, row, kc), *v = mt_cell(t, row, vc);
+		struct prom_out n = {0};
+		bool msg = false;
+
+		if (k->type != PUB_COL_STR || v->type != PUB_COL_U64 || k->s.len > 200)
+			continue;
+		for (unsigned i = 0; i < 4; i++)
+			msg |= mt_str_is(k, msgs[i]);
+		prom_name_part(&n, k->s.ptr, k->s.len);
+		if (n.err)
+			continue;
+		snprintf(name, sizeof(name), "pubd_%s%s_total", msg ? "messages_" : "", n.buf);
+		h = pubd_counter_help_by_name(n.buf);
+		snprintf(help, sizeof(help), "%s (pubctl status: %s)", h ? h : "daemon counter", n.buf);
+		prom_free(&n);
+		prom_family(o, name, PROM_COUNTER, help);
+		prom_sample(o, name, NULL, 0, v->u);
+	}
+}
+
+static void group_metrics(struct prom_out *o, const struct mt_table *t)
+{
+	static const struct mt_colmap m[] = {
+		{"published", "pubd_group_messages_published_total", PROM_COUNTER,
+		 "messages local clients published to the group"},
+		{"received", "pubd_group_messages_received_total", PROM_COUNTER,
+		 "messages of the group reassembled from remote sources"},
+		{"delivered", "pubd_group_messages_delivered_total", PROM_COUNTER,
+		 "messages of the group written to local subscribers"},
+		{"dropped", "pubd_group_messages_dropped_total", PROM_COUNTER,
+		 "messages of the group lost at stream level (remote sources, sending); by reason in "
+		 "pubd_dropped_messages_total"},
+		{"sub_dropped", "pubd_group_subscriber_drops_total", PROM_COUNTER,
+		 "messages of the group dropped for local subscribers, clients that left included"},
+		{"sub_denied", "pubd_group_subscribe_denied_total", PROM_COUNTER, "SUBSCRIBE requests the ACL refused"},
+		{"subscribers", "pubd_group_subscribers", PROM_GAUGE, "local subscribers"},
+		{"publishers", "pubd_group_publishers", PROM_GAUGE, "local clients that published to the group"},
+		{"sources", "pubd_group_sources", PROM_GAUGE, "remote sources of the group in the statistics"},
+		{"tx_queued", "pubd_group_tx_queued_messages", PROM_GAUGE, "messages of the group waiting to be sent"},
+		{"joined", "pubd_group_joined", PROM_GAUGE, "1 when the fabric joined the group"},
+		{"receiving", "pubd_group_receiving", PROM_GAUGE,
+		 "1 while the group's traffic is taken from the fabric"},
+	};
+	static const struct mt_labmap lab[] = {{"name", "group"}};
+
+	mt_families(o, t, m, sizeof(m) / sizeof(m[0]), lab, 1, NULL);
+}
+
+/* What query replies cut short (more than 50,000 rows or 4 MiB a table). */
+static void cut_metrics(struct prom_out *o, const struct mt_table *t)
+{
+	static const struct mt_colmap m[] = {{"rows_not_shown", "pubd_metrics_rows_not_shown", PROM_GAUGE,
+					      "rows of a table left out of this text for the size of the reply"}};
+	static const struct mt_labmap lab[] = {{"table", "table"}};
+
+	mt_families(o, t, m, 1, lab, 1, NULL);
+}
+
+int pubd_metrics_text(const uint8_t *frames, size_t len, const struct pubd_metrics_limits *lim, struct prom_out *o)
+{
+	struct mt_tables ts;
+	const struct mt_table *t;
+	int r = mt_decode(frames, len, &ts);
+
+	if (r < 0)
+		goto out;
+	status_metrics(o, mt_find(&ts, "status"));
+	if ((t = mt_find(&ts, "counters")))
+		counter_metrics(o, t);
+	mt_fabric_metrics(o, mt_find(&ts, "fabric"));
+	group_metrics(o, mt_find(&ts, "groups"));
+	r = mt_series_metrics(o, &ts, lim->max_sources, lim->max_subscribers);
+	cut_metrics(o, mt_find(&ts, "more"));
+	if (r == 0 && o->err)
+		r = o->err;
+out:
+	mt_free(&ts);
+	return r;
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""HTTP client side of tests/integration/metrics.sh (python3's standard
+library only: curl is not in the test tier's packages).
+
+  metrics_http.py get URL              print the body; exit 1 unless 200 with
+                                       the Prometheus text content type
+  metrics_http.py code URL METHOD      print the status code (0: no answer)
+  metrics_http.py promq URL QUERY      print the value of an instant query's
+                                       first sample ("" when there is none)
+  metrics_http.py hold HOST PORT N     open N TCP connections, send nothing,
+                                       print how many pubd kept open (after
+                                       one more round trip), hold them until
+                                       stdin closes
+"""
+import json
+import socket
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        body = r.read()
+        if r.status != 200 or r.headers.get("Content-Type") != CONTENT_TYPE:
+            print(f"status {r.status}, content type {r.headers.get('Content-Type')}", file=sys.stderr)
+            return 1
+    sys.stdout.write(body.decode())
+    return 0
+
+
+def code(url, method):
+    data = b"x" if method in ("POST", "PUT") else None
+    req = urllib.request.Request(url, method=method, data=data)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            print(r.status)
+    except urllib.error.HTTPError as e:
+        print(e.code)
+    except OSError:
+        print(0)
+    return 0
+
+
+def promq(url, query):
+    q = urllib.parse.urlencode({"query": query})
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=5) as r:
+            doc = json.load(r)
+    except OSError:
+        print("")
+        return 0
+    res = doc.get("data", {}).get("result", [])
+    print(res[0]["value"][1] if res else "")
+    return 0
+
+
+def still_open(s):
+    """True while the peer has not closed the connection."""
+    s.setblocking(False)
+    try:
+        return s.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def hold(host, port, n):
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect((host, port))
+            socks.append(s)
+        except OSError:
+            s.close()
+    # The server closes what is over its limits at accept: wait (bounded)
+    # until the count of open ones stops changing.
+    deadline = time.monotonic() + 5
+    last = -1
+    while time.monotonic() < deadline:
+        now = sum(1 for s in socks if still_open(s))
+        if now == last:
+            break
+        last = now
+        time.sleep(0.2)  # poll interval
+    print(sum(1 for s in socks if still_open(s)), flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+    for s in socks:
+        s.close()
+    return 0
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "get":
+        return get(argv[2])
+    if len(argv) == 4 and argv[1] == "code":
+        return code(argv[2], argv[3])
+    if len(argv) == 4 and argv[1] == "promq":
+        return promq(argv[2], argv[3])
+    if len(argv) == 5 and argv[1] == "hold":
+        return hold(argv[2], int(argv[3]), int(argv[4]))
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
