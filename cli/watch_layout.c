@@ -111,10 +111,13 @@ static void group_row(struct watch_frame *f, int row, const int *w, const int *x
 	const char *name = gr->g->name;
 	char key[WATCH_KEY_MAX], text[24];
 
-	watch_frame_put(f, row, x[COL_NAME], name, WATCH_ATTR_NONE);
-	/* A name longer than its column ends in '~' (the column after it stays put). */
-	if ((int)strlen(name) > w[COL_NAME])
-		watch_frame_put(f, row, x[COL_NAME] + w[COL_NAME] - 1, "~ ", WATCH_ATTR_NONE);
+	char cut[WATCH_NAME_MAX];
+
+	/* A name longer than its column is cut and ends in '~'; the columns after it stay put. */
+	snprintf(cut, sizeof(cut), "%.*s", w[COL_NAME], name);
+	if ((int)strlen(name) > w[COL_NAME] && w[COL_NAME] > 0)
+		cut[w[COL_NAME] - 1] = '~';
+	watch_frame_put(f, row, x[COL_NAME], cut, WATCH_ATTR_NONE);
 	snprintf(key, sizeof(key), "g:%s:subs", name);
 	snprintf(text, sizeof(text), "%" PRIu64, gr->g->subscribers);
 	watch_frame_cell(f, row, x[COL_SUBS], w[COL_SUBS], true, key, text);
