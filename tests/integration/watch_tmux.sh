@@ -109,6 +109,9 @@ tm resize-window -t w -x 100 -y 30 || it_fail "tmux resize-window"
 wide() { screen_has "RCV/s" && fits 100 30; }
 it_wait "the screen follows a resize to 100x30" 20 wide && it_pass "100x30: $(screen | grep '^GROUP')"
 it_wait "busy still at rate after the resize" 20 busy_at_rate || screen >&2
+screen >"$IT_WORK/frame-100x30.txt"
+# Frames worth a look after the run (README shows one).
+[ -n "$IT_ARTIFACTS" ] && cp "$IT_WORK"/frame-*.txt "$IT_ARTIFACTS/" 2>/dev/null
 
 # pubd goes away: the screen says so and watch keeps trying; pubd back: rates again.
 kill "$pub_pid" 2>/dev/null
