@@ -21,6 +21,8 @@ trap 'rc=$?; tm kill-server >/dev/null 2>&1; (exit $rc); it_teardown' EXIT
 
 it_host_lo h1
 it_conf_write h1 - <<-EOF
+	limits:
+	  subscriber_queue: 64
 	groups:
 	  - name: busy
 	    address: 239.81.14.1
@@ -70,14 +72,14 @@ it_bg sub - "$PUBCTL" -s "$sock" sub busy --count 100000 --timeout 120
 it_wait "the subscriber is in" 20 it_subscribers_at_least h1 busy 1 || it_die "no subscriber"
 it_bg pub - "$PUBCTL" -s "$sock" pub busy --count 100000 --size $size --rate $rate
 pub_pid=$IT_BG_PID
-busy_at_rate() {
+busy_at_rate() { # SUBSCRIBERS
 	between busy 3 $((rate * 7 / 10)) $((rate * 13 / 10)) &&
 		between busy 4 $((rate * size * 7 / 10)) $((rate * size * 13 / 10)) &&
 		between busy 5 $((rate * 7 / 10)) $((rate * 13 / 10)) &&
 		between busy 6 $((rate * size * 7 / 10)) $((rate * size * 13 / 10)) &&
-		[ "$(row busy 2)" = 1 ]
+		[ "$(row busy 2)" = "$1" ]
 }
-if it_wait "busy shows ~$rate msg/s and ~$((rate * size / 1000))k B/s published and delivered" 30 busy_at_rate; then
+if it_wait "busy shows ~$rate msg/s and ~$((rate * size / 1000))k B/s published and delivered" 30 busy_at_rate 1; then
 	it_pass "busy row: $(screen | grep '^busy')"
 else
 	screen >&2
@@ -104,17 +106,35 @@ it_check "changed values are highlighted (reverse video)" grep -q $'\033\\[7m' "
 no_rcv() { ! grep -q 'RCV/s' "$IT_WORK/frame-80x24.txt"; }
 it_check "no received-rate columns at 80 columns" no_rcv
 
+# A subscriber that does not read: its queue (64) overflows, and busy's row
+# shows drops per second with their reason, as does the drops line.
+mkfifo "$IT_WORK/hold.fifo"
+it_bg held - bash -c "exec \"\$0\" \"\$@\" <\"$IT_WORK/hold.fifo\"" "$ITEST_CLIENT" sub -s "$sock" -g busy --hold \
+	--ready "$IT_WORK/held.ready" --timeout-ms 120000
+exec {hold}>"$IT_WORK/hold.fifo"
+it_wait "the held subscriber is in" 20 test -e "$IT_WORK/held.ready" || it_die "no held subscriber"
+drops_shown() {
+	local v
+	v=$(to_num "$(row busy 7)") && [ "$v" -gt 0 ] && [ "$(row busy 8)" = sub_overflow ] &&
+		[ "$(row busy 2)" = 2 ] && screen | grep -Eq '^drops/s +[0-9.]+[kM]? +sub_overflow [0-9.]'
+}
+it_wait "busy shows drops per second and their reason (sub_overflow)" 30 drops_shown &&
+	it_pass "drops: $(screen | grep -E '^(busy|drops/s)' | tr -s ' ' | paste -sd'|')"
+it_check "idle still shows 0 drops per second" idle_zero
+screen >"$IT_WORK/frame-drops.txt"
+
 # Resize: the layout follows (SIGWINCH), with the columns a wider screen has room for.
 tm resize-window -t w -x 100 -y 30 || it_fail "tmux resize-window"
 wide() { screen_has "RCV/s" && fits 100 30; }
 it_wait "the screen follows a resize to 100x30" 20 wide && it_pass "100x30: $(screen | grep '^GROUP')"
-it_wait "busy still at rate after the resize" 20 busy_at_rate || screen >&2
+it_wait "busy still at rate after the resize" 20 busy_at_rate 2 || screen >&2
 screen >"$IT_WORK/frame-100x30.txt"
 # Frames worth a look after the run (README shows one).
 [ -n "$IT_ARTIFACTS" ] && cp "$IT_WORK"/frame-*.txt "$IT_ARTIFACTS/" 2>/dev/null
 
 # pubd goes away: the screen says so and watch keeps trying; pubd back: rates again.
 kill "$pub_pid" 2>/dev/null
+exec {hold}>&-
 it_pubd_stop h1
 it_wait "watch says pubd is unreachable" 20 screen_has "unreachable at $sock" || screen >&2
 still_running() { ! test -e "$IT_WORK/watch.status"; }
@@ -136,6 +156,17 @@ it_eq "back on the normal screen" "$(tm display-message -p -t w '#{alternate_on}
 it_eq "cursor visible again" "$(tm display-message -p -t w '#{cursor_flag}')" 1
 screen_gone() { ! screen_has '^GROUP'; }
 it_check "watch's screen is gone" screen_gone
+
+# Ctrl-C (SIGINT from the terminal) ends it the same way.
+sed -e 's/watch\.status/watch2.status/g' -e 's/stty\.after/stty2.after/' "$IT_WORK/pane.sh" >"$IT_WORK/pane2.sh"
+tm new-session -d -s w2 -x 80 -y 24 "bash '$IT_WORK/pane2.sh'" || it_fail "tmux new-session"
+it_wait "the second watch is up" 20 bash -c "tmux -S '$TMUX_SOCK' capture-pane -p -t w2 | grep -q '^GROUP'"
+tm send-keys -t w2 C-c
+it_wait "watch exits on Ctrl-C" 20 test -e "$IT_WORK/watch2.status"
+it_eq "watch's exit status after Ctrl-C" "$(cat "$IT_WORK/watch2.status" 2>/dev/null)" "exit=0"
+it_eq "terminal settings restored after Ctrl-C" "$(stty_modes "$IT_WORK/stty2.after" | md5sum)" \
+	"$(stty_modes "$IT_WORK/stty.before" | md5sum)"
+it_eq "back on the normal screen after Ctrl-C" "$(tm display-message -p -t w2 '#{alternate_on}')" 0
 
 # Not a terminal: plain frames, one per interval, no escape sequence; --count ends it.
 out=$IT_WORK/plain.txt
