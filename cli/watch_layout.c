@@ -132,7 +132,7 @@ static void group_row(struct watch_frame *f, int row, const int *w, const int *x
 	watch_frame_cell(f, row, x[COL_REASON], w[COL_REASON], false, key, gr->top_reason ? gr->top_reason : "-");
 }
 
-static void group_rows(struct watch_frame *f, int top, const struct watch_rates *r)
+static void group_rows(struct watch_frame *f, int top, const struct watch_sample *s, const struct watch_rates *r)
 {
 	int w[NCOLS], x[NCOLS], room = f->height - top - 1; /* the footer keeps the last line */
 	unsigned shown = r->ngroups;
@@ -149,14 +149,15 @@ static void group_rows(struct watch_frame *f, int top, const struct watch_rates 
 	room--;
 	if (room < 1)
 		return;
-	if (shown > (unsigned)room)
-		shown = (unsigned)room - 1; /* the last line says how many are not shown */
+	/* The last line says how many are not shown: here, or not sent by pubd. */
+	if (shown > (unsigned)room || (s->groups_not_sent && shown >= (unsigned)room))
+		shown = (unsigned)room - 1;
 	for (unsigned i = 0; i < shown; i++)
 		group_row(f, top + 1 + (int)i, w, x, r, &r->groups[i]);
-	if (shown < r->ngroups) {
+	if (shown < r->ngroups || s->groups_not_sent) {
 		char more[48];
 
-		snprintf(more, sizeof(more), "+%u more groups", r->ngroups - shown);
+		snprintf(more, sizeof(more), "+%" PRIu64 " more groups", r->ngroups - shown + s->groups_not_sent);
 		watch_frame_put(f, top + 1 + (int)shown, 0, more, WATCH_ATTR_NONE);
 	}
 	if (!r->ngroups)
@@ -261,7 +262,7 @@ void watch_layout(struct watch_frame *f, const struct watch_sample *s, const str
 		fabric_line(f, 1, r);
 		errors_line(f, 2, s);
 		drops_line(f, 3, r);
-		group_rows(f, 5, r);
+		group_rows(f, 5, s, r);
 	}
 	if (info->footer && f->height > 2)
 		watch_frame_put(f, f->height - 1, 0, info->footer, WATCH_ATTR_NONE);

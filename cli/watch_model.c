@@ -98,7 +98,12 @@ static void status_table(struct watch_sample *s, const struct pub_table *t)
 
 bool watch_is_error_counter(const char *key)
 {
-	static const char *const words[] = {"err", "discard", "downed", "truncated", "kernel_drops", "out_of_credits"};
+	/* The fabrics' own (tx_post_errors, rx_truncated, rx_kernel_drops ...) and the
+	 * port's from sysfs (counters.symbol_error, counters.port_xmit_discards,
+	 * counters.link_downed, hw_counters.retry_exceeded_err ...). */
+	static const char *const words[] = {"err",	 "discard",	 "downed",
+					    "truncated", "kernel_drops", "out_of_credits",
+					    "dropped",	 "too_big",	 "exceeded"};
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strstr(key, words[i]))
@@ -213,6 +218,18 @@ static void drops_table(struct watch_sample *s, const struct pub_table *t)
 	}
 }
 
+/* pubd caps its tables and says so in a table "more" (table, rows_not_shown). */
+static void more_table(struct watch_sample *s, const struct pub_table *t)
+{
+	char table[32];
+
+	for (size_t row = 0; row < t->nrows; row++) {
+		cell_str(t, row, "table", table, sizeof(table));
+		if (strcmp(table, "groups") == 0)
+			s->groups_not_sent += cell_u64(t, row, "rows_not_shown");
+	}
+}
+
 int watch_sample_table(const struct pub_table *t, void *arg)
 {
 	struct watch_sample *s = arg;
@@ -225,6 +242,8 @@ int watch_sample_table(const struct pub_table *t, void *arg)
 		return groups_table(s, t);
 	else if (strcmp(t->name, "drops") == 0)
 		drops_table(s, t);
+	else if (strcmp(t->name, "more") == 0)
+		more_table(s, t);
 	return 0;
 }
 

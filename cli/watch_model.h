@@ -15,7 +15,7 @@
 #define WATCH_NAME_MAX	 64
 #define WATCH_REASON_MAX 32 /* drop reason names (pub_reasons.h) are shorter */
 #define WATCH_REASONS	 24 /* distinct reasons kept per group and daemon-wide */
-#define WATCH_ERRORS	 24 /* fabric/port error counters kept */
+#define WATCH_ERRORS	 64 /* fabric/port error counters kept */
 
 /* A named counter: a drop reason or a fabric/port error counter. */
 struct watch_count {
@@ -51,6 +51,7 @@ struct watch_sample {
 	struct watch_counts reasons; /* daemon-wide drops by reason */
 	struct watch_group *groups;
 	unsigned ngroups, cap;
+	uint64_t groups_not_sent; /* rows pubd left out of its groups table (its cap) */
 	bool have_status, have_groups;
 };
 

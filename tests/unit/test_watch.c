@@ -148,6 +148,20 @@ static void two_samples(struct watch_sample *a, struct watch_sample *b)
 	feed_drops(b, drop_rows, c1, 5);
 }
 
+static void test_error_counters(void **state)
+{
+	(void)state;
+	assert_true(watch_is_error_counter("tx_post_errors"));
+	assert_true(watch_is_error_counter("rx_kernel_drops"));
+	assert_true(watch_is_error_counter("counters.symbol_error"));
+	assert_true(watch_is_error_counter("counters.port_xmit_discards"));
+	assert_true(watch_is_error_counter("counters.link_downed"));
+	assert_true(watch_is_error_counter("counters.VL15_dropped"));
+	assert_false(watch_is_error_counter("tx_datagrams"));
+	assert_false(watch_is_error_counter("counters.port_rcv_packets"));
+	assert_false(watch_is_error_counter("srq_refills"));
+}
+
 static void test_rate(void **state)
 {
 	(void)state;
@@ -349,6 +363,17 @@ static void test_layout_truncates(void **state)
 	/* 24 lines: 6 above the groups, the footer, and one saying what is left out. */
 	assert_int_equal(shown, 24 - WATCH_FIXED_LINES - 1);
 	assert_int_equal(count_lines(&f, "+24 more groups"), 1);
+	/* Groups pubd itself left out of its reply (its table cap) count too. */
+	{
+		static const struct pub_column mcols[] = {{"table", PUB_VALUE_STR}, {"rows_not_shown", PUB_VALUE_U64}};
+		struct pub_value cells[] = {str("groups"), u64(100)};
+		struct pub_table t = {.name = "more", .ncols = 2, .cols = mcols, .nrows = 1, .cells = cells};
+
+		assert_int_equal(watch_sample_table(&t, &s), 0);
+		watch_frame_reset(&f, 80, 24);
+		watch_layout(&f, &s, &r, &info);
+		assert_int_equal(count_lines(&f, "+124 more groups"), 1);
+	}
 	/* A tiny terminal: still nothing outside the frame, no crash. */
 	assert_int_equal(watch_frame_reset(&f, 10, 3), 0);
 	watch_layout(&f, &s, &r, &info);
@@ -446,6 +471,7 @@ static void test_diff_and_output(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_counters),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_sample_from_tables),
 		cmocka_unit_test(test_rates_from_two_samples),
