@@ -58,7 +58,8 @@ struct watch {
 	struct watch_rates rates;
 	struct watch_frame frame[2]; /* the one drawn now, and the one shown before */
 	int fcur;
-	char down[256]; /* why pubd is not shown, "" while it is */
+	char down[512]; /* why pubd is not shown, "" while it is */
+	char since[16]; /* when it went away */
 };
 
 static double mono_now(void)
@@ -136,8 +137,14 @@ static void term_size(const struct watch *w, int *width, int *height)
 
 static void go_down(struct watch *w, const char *why)
 {
-	snprintf(w->down, sizeof(w->down), "unreachable at %s: %s; retrying every %gs", w->ctl->socket, why,
-		 w->interval);
+	time_t t = time(NULL);
+	struct tm tm;
+
+	/* The first failure's time stays while the retries fail the same way. */
+	if (!w->down[0])
+		strftime(w->since, sizeof(w->since), "%T", localtime_r(&t, &tm));
+	snprintf(w->down, sizeof(w->down), "unreachable at %s\n%s\nretrying every %gs since %s", w->ctl->socket, why,
+		 w->interval, w->since);
 	if (w->c)
 		pub_close(w->c);
 	w->c = NULL;
@@ -189,7 +196,7 @@ static void footer(const struct watch *w, char *buf, size_t n)
 {
 	int len = snprintf(buf, n, "every %gs", w->interval);
 
-	if (w->rates.valid && len >= 0 && (size_t)len < n)
+	if (w->rates.valid && !w->down[0] && len >= 0 && (size_t)len < n)
 		len += snprintf(buf + len, n - (size_t)len, " (last %.3fs)", w->rates.elapsed);
 	if (w->keys && len >= 0 && (size_t)len < n)
 		snprintf(buf + len, n - (size_t)len, "  q quits");

@@ -249,14 +249,27 @@ static void drops_line(struct watch_frame *f, int row, const struct watch_rates 
 	}
 }
 
+/* Why pubd is not shown: its lines (separated by '\n'), the first highlighted. */
+static void down_lines(struct watch_frame *f, const struct watch_info *info)
+{
+	const char *p = info->down;
+	char line[256];
+
+	watch_frame_put(f, 0, 0, "pubd", WATCH_ATTR_HEADING);
+	for (int row = 0; *p && row < f->height - 1; row++) {
+		size_t n = strcspn(p, "\n");
+
+		snprintf(line, sizeof(line), "%.*s", (int)n, p);
+		watch_frame_put(f, row, row ? 2 : 5, line, row ? WATCH_ATTR_NONE : WATCH_ATTR_CHANGED);
+		p += n + (p[n] == '\n');
+	}
+}
+
 void watch_layout(struct watch_frame *f, const struct watch_sample *s, const struct watch_rates *r,
 		  const struct watch_info *info)
 {
 	if (info->down) {
-		watch_frame_put(f, 0, 0, "pubd", WATCH_ATTR_HEADING);
-		watch_frame_put(f, 0, 5, info->down, WATCH_ATTR_CHANGED);
-		if (info->clock)
-			watch_frame_put(f, 1, 0, info->clock, WATCH_ATTR_NONE);
+		down_lines(f, info);
 	} else {
 		header(f, s, info);
 		fabric_line(f, 1, r);

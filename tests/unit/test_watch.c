@@ -413,6 +413,36 @@ static void test_layout_names(void **state)
 	watch_sample_close(&s);
 }
 
+/* pubd away: the reason on its lines, within the frame, the footer kept. */
+static void test_layout_down(void **state)
+{
+	struct watch_sample s;
+	struct watch_rates r;
+	struct watch_frame f;
+	struct watch_info info = {.footer = "every 1s",
+				  .down = "unreachable at /run/x.sock\nConnection refused\nretrying"};
+	char line[512];
+
+	(void)state;
+	watch_sample_init(&s);
+	watch_rates_init(&r);
+	assert_int_equal(watch_frame_init(&f, 30, 5), 0);
+	watch_layout(&f, &s, &r, &info);
+	watch_frame_line(&f, 0, line, sizeof(line));
+	assert_string_equal(line, "pubd unreachable at /run/x.soc"); /* cut at 30 columns */
+	assert_int_equal(f.attr[5], WATCH_ATTR_CHANGED);
+	watch_frame_line(&f, 1, line, sizeof(line));
+	assert_string_equal(line, "  Connection refused");
+	watch_frame_line(&f, 2, line, sizeof(line));
+	assert_string_equal(line, "  retrying");
+	watch_frame_line(&f, 4, line, sizeof(line));
+	assert_string_equal(line, "every 1s");
+	assert_int_equal(count_lines(&f, "GROUP"), 0);
+	watch_frame_close(&f);
+	watch_rates_close(&r);
+	watch_sample_close(&s);
+}
+
 static char *written(const struct watch_frame *f, bool ansi)
 {
 	char *buf = NULL;
@@ -479,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_layout_80x24),
 		cmocka_unit_test(test_layout_truncates),
 		cmocka_unit_test(test_layout_names),
+		cmocka_unit_test(test_layout_down),
 		cmocka_unit_test(test_diff_and_output),
 	};
 
