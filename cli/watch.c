@@ -157,6 +157,8 @@ static int connect_quietly(struct watch *w)
 
 	o.client_name = "pubctl-watch";
 	o.flags |= PUB_OPT_NO_RECONNECT;
+	/* A pubd that stops answering freezes the screen (and q) at most this long. */
+	o.request_timeout_ms = 2000;
 	r = pub_connect(&w->c, w->ctl->socket, &o);
 	if (r < 0) {
 		w->c = NULL;
@@ -349,6 +351,9 @@ int cmd_watch(struct pubctl *ctl, int argc, char **argv)
 	w.c = pubctl_connect(ctl, false, &code);
 	if (!w.c)
 		return code;
+	/* From here on, connections with watch's own name and timeout. */
+	pub_close(w.c);
+	w.c = NULL;
 	w.tty = isatty(STDOUT_FILENO);
 	w.keys = w.tty && isatty(STDIN_FILENO);
 	watch_sample_init(&w.sample[0]);

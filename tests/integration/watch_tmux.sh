@@ -43,7 +43,13 @@ mv "$IT_WORK/watch.status.tmp" "$IT_WORK/watch.status"
 exec cat >/dev/null
 EOF
 stty_before() { tm new-session -d -s probe -x 80 -y 24 "stty -a >'$IT_WORK/stty.before'; exec cat"; }
-stty_before || it_die "tmux new-session failed"
+# Once seen on a loaded host: the new server died at start ("server exited
+# unexpectedly"). A second try says whether tmux works here at all.
+if ! stty_before; then
+	it_log "tmux new-session failed once; trying again with a fresh server"
+	tm kill-server >/dev/null 2>&1
+	stty_before || it_die "tmux new-session failed"
+fi
 it_wait "the terminal's settings recorded" 10 test -s "$IT_WORK/stty.before"
 tm kill-session -t probe
 tm new-session -d -s w -x 80 -y 24 "bash '$IT_WORK/pane.sh'" || it_die "tmux new-session failed"
