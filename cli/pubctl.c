@@ -38,7 +38,8 @@ static const struct command commands[] = {
 	 "publish a message (or N of B bytes, batched unless --rate), confirmed by pubd"},
 	{"sub", cmd_sub, "GROUP... [--count N] [--timeout S] [--output FILE]",
 	 "print (or save) the messages of groups"},
-	{"watch", cmd_watch, "[--interval S]", "status and drops, redrawn every second until interrupted"},
+	{"watch", cmd_watch, "[--interval S] [--count N]",
+	 "live view like top: rates per group, fabric, drops (q quits); see below"},
 	{"help", cmd_help, "", "this text"},
 };
 
@@ -73,6 +74,9 @@ static void usage(FILE *out, const char *prog)
 		     "      --json         queries print one JSON object {\"table\": [{column: value}, ...]}\n"
 		     "  -h, --help         this text\n"
 		     "  -V, --version      pubctl's version\n"
+		     "\nwatch: on a terminal, one screen redrawn every interval (default 1s), changed\n"
+		     "values highlighted, q or Ctrl-C quits; if pubd goes away it says so and reconnects.\n"
+		     "Not on a terminal: one plain-text frame per interval. --count N: stop after N frames.\n"
 		     "\nExit status: 0 success, 1 error, 2 pubd cannot be reached.\n");
 }
 

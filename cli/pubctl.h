@@ -4,6 +4,7 @@
 #define PUBCTL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <pub.h>
@@ -22,7 +23,9 @@ struct pubctl {
 pub_client_t *pubctl_connect(struct pubctl *ctl, bool reconnect, int *exit_code);
 /* Print "pubctl: " + message to stderr. */
 void pubctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Parse the options every subcommand takes (-s, --json) among its own; returns -1 on a usage error. */
+/* Option values (pubsub.c): print what was expected and return -1 when s is not one. */
+int parse_u64(const char *s, const char *what, uint64_t *out);
+int parse_seconds(const char *s, const char *what, double *out);
 
 /* render.c */
 struct render {

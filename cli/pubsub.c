@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* pubctl pub, sub and watch: the commands that stay connected. */
+/* pubctl pub and sub: the commands that stay connected (watch is in watch.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -41,7 +41,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int parse_u64(const char *s, const char *what, uint64_t *out)
+int parse_u64(const char *s, const char *what, uint64_t *out)
 {
 	char *end;
 
@@ -54,7 +54,7 @@ static int parse_u64(const char *s, const char *what, uint64_t *out)
 	return 0;
 }
 
-static int parse_seconds(const char *s, const char *what, double *out)
+int parse_seconds(const char *s, const char *what, double *out)
 {
 	char *end;
 
@@ -447,63 +447,4 @@ out:
 usage:
 	pubctl_err("usage: sub GROUP... [--count N] [--timeout SECONDS] [--output FILE]");
 	return 1;
-}
-
-/* Render one reply into a memory stream so a redraw replaces the screen at once. */
-static int watch_query(pub_client_t *c, int kind, FILE *mem, struct render *rd)
-{
-	int r = pub_query(c, kind, NULL, render_table, rd);
-
-	if (r < 0)
-		fprintf(mem, "%s\n", pub_errmsg(c));
-	return r;
-}
-
-int cmd_watch(struct pubctl *ctl, int argc, char **argv)
-{
-	static const struct option longopts[] = {{"interval", required_argument, NULL, 'i'}, {0}};
-	double interval = 1;
-	bool tty = isatty(STDOUT_FILENO);
-	pub_client_t *c;
-	int opt, ret = 1;
-
-	optind = 0; /* 0, not 1: GNU getopt re-initialises (main parsed with "+") */
-	while ((opt = getopt_long(argc, argv, "i:", longopts, NULL)) != -1) {
-		if (opt != 'i' || parse_seconds(optarg, "--interval", &interval) < 0 || interval < 0.05) {
-			pubctl_err("usage: watch [--interval SECONDS (>= 0.05)]");
-			return 1;
-		}
-	}
-	c = pubctl_connect(ctl, true, &ret);
-	if (!c)
-		return ret;
-	catch_signals();
-	while (!interrupted) {
-		char *text = NULL, stamp[64];
-		size_t len = 0;
-		FILE *mem = open_memstream(&text, &len);
-		struct render rd;
-		time_t t = time(NULL);
-		struct tm tm;
-
-		if (!mem)
-			break;
-		strftime(stamp, sizeof(stamp), "%F %T", localtime_r(&t, &tm));
-		fprintf(mem, "pubd at %s  %s  (every %gs, Ctrl-C quits)\n\n", ctl->socket, stamp, interval);
-		render_begin(&rd, mem, false);
-		if (watch_query(c, PUB_Q_STATUS, mem, &rd) == 0)
-			watch_query(c, PUB_Q_DROPS, mem, &rd);
-		fclose(mem);
-		/* Home and clear, then the whole frame in one write. */
-		if (tty)
-			fputs("\033[H\033[2J", stdout);
-		fwrite(text, 1, len, stdout);
-		if (!tty)
-			fputc('\n', stdout);
-		fflush(stdout);
-		free(text);
-		poll(NULL, 0, (int)(interval * 1000));
-	}
-	pub_close(c);
-	return 0;
 }

@@ -62,7 +62,8 @@ struct pubd_group {
 	uint64_t published_bytes;
 	uint64_t received; /* complete messages from remote sources */
 	uint64_t received_bytes;
-	uint64_t delivered;  /* writes to local subscribers */
+	uint64_t delivered; /* writes to local subscribers */
+	uint64_t delivered_bytes;
 	uint64_t raw_rx_seq; /* raw groups number what they receive themselves */
 	uint64_t tx_datagrams;
 	uint64_t rx_datagrams;

@@ -120,10 +120,13 @@ static unsigned group_sources(const struct pubd *d, const struct pubd_group *g)
 	return n;
 }
 
+/* The *_bytes columns (payload bytes, for pubctl watch's rates) come last so
+ * the older columns keep their places. */
 static const char *const group_cols[] = {
-	"name:s",	 "address:s",	 "raw:u",	"joined:u",    "mode:s",	 "receiving:u",
-	"subscribers:u", "publishers:u", "published:u", "received:u",  "delivered:u",	 "dropped:u",
-	"sub_dropped:u", "sub_denied:u", "sources:u",	"tx_queued:u", "receiving_ms:u",
+	"name:s",	    "address:s",	 "raw:u",	"joined:u",    "mode:s",	 "receiving:u",
+	"subscribers:u",    "publishers:u",	 "published:u", "received:u",  "delivered:u",	 "dropped:u",
+	"sub_dropped:u",    "sub_denied:u",	 "sources:u",	"tx_queued:u", "receiving_ms:u", "published_bytes:u",
+	"received_bytes:u", "delivered_bytes:u",
 };
 
 static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
@@ -148,6 +151,9 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	 * grace period after this started is counted from where it was first
 	 * heard, not from its first message (rx.c). */
 	pub_table_u64(b, g->listening ? (pubd_now_ns() - g->listen_since_ns) / 1000000 : 0);
+	pub_table_u64(b, g->published_bytes);
+	pub_table_u64(b, g->received_bytes);
+	pub_table_u64(b, g->delivered_bytes);
 }
 
 static const char *const status_cols[] = {

@@ -464,6 +464,7 @@ static void out_finished(struct pubd_client *c, struct pubd_out *prev, struct pu
 	if (o->sub) {
 		o->sub->delivered++;
 		o->sub->group->delivered++;
+		o->sub->group->delivered_bytes += o->body ? o->body->len : 0;
 		c->delivered++;
 		srv->counters[PUBD_CTR_MSG_DELIVERED]++;
 	} else if (o->head_len) {
