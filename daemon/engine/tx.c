@@ -89,6 +89,7 @@ int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *ms
 	g->txq_tail = it;
 	g->txq_len++;
 	tx->queued_msgs++;
+	pubd_ipc_tx_hold(&d->ipc, msg->len);
 	ready_push(tx, g);
 	return 0;
 }
@@ -100,8 +101,7 @@ static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item 
 		g->txq_tail = NULL;
 	g->txq_len--;
 	d->tx.queued_msgs--;
-	if (it->origin)
-		pubd_ipc_tx_done(it->origin);
+	pubd_ipc_tx_done(&d->ipc, it->origin, it->msg->len);
 	pubd_msgbuf_put(it->msg);
 	it->next = d->tx.free_items;
 	d->tx.free_items = it;

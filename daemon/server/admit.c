@@ -95,4 +95,8 @@ void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_grou
 		srv_reply_ok(c, req_id);
 	if (c->tx_pending >= TX_PENDING_HIGH)
 		srv_pause_client(c);
+	else if (!srv_budget_fits(c->srv, 0))
+		/* The transmit queue took the budget past its end: read on
+		 * once there is room for another message like this one. */
+		srv_pause_for_budget(c, m->len);
 }

@@ -43,7 +43,8 @@ struct pubd_ipc_ops {
 	/* A PUBLISH passed every check: send it to g's subscribers and the
 	 * fabric. Returns true when the message waits in a transmit queue
 	 * with origin as its owner: the server counts it until
-	 * pubd_ipc_tx_done(origin) (back-pressure). */
+	 * pubd_ipc_tx_done(origin) (back-pressure). The queue's bytes are
+	 * held against the client budget (pubd_ipc_tx_hold). */
 	bool (*publish)(void *ctx, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
 	/* g's local subscribers changed (the first came or the last went).
 	 * 0, or -errno when the fabric could not start (or stop) receiving. */
@@ -145,8 +146,18 @@ static inline void pubd_ipc_settle(struct pubd_ipc *srv)
  * the engine back; a subscriber disconnected as slow loses its
  * subscriptions on the next pubd_ipc_flush_all. */
 void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
-/* A message of this client's left the transmit queue. */
-void pubd_ipc_tx_done(struct pubd_client *c);
+/*
+ * A message of bytes entered the transmit queue: held against
+ * limits.client_buffer_budget until it leaves, so that what waits for the
+ * fabric is bounded with everything else pubd holds for clients (without
+ * it, one publisher could pin TX_PENDING_HIGH messages of
+ * limits.max_message_size: 4 GiB by default). Always taken, even over the
+ * budget: the message was read already; reading waits instead.
+ */
+void pubd_ipc_tx_hold(struct pubd_ipc *srv, size_t bytes);
+/* A message of bytes left the transmit queue; origin (or NULL once it has
+ * gone) owned it. */
+void pubd_ipc_tx_done(struct pubd_ipc *srv, struct pubd_client *origin, size_t bytes);
 /* Close clients whose disconnect grace period has passed (called every second). */
 void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns);
 /* Tell every client the daemon is stopping, flush what we can, close them. */

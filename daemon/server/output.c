@@ -332,10 +332,16 @@ void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source,
 	out_append(c, o);
 }
 
-void pubd_ipc_tx_done(struct pubd_client *c)
+void pubd_ipc_tx_hold(struct pubd_ipc *srv, size_t bytes)
 {
-	if (c->tx_pending)
-		c->tx_pending--;
+	srv->charged += bytes;
+}
+
+void pubd_ipc_tx_done(struct pubd_ipc *srv, struct pubd_client *origin, size_t bytes)
+{
+	srv_budget_give(srv, bytes);
+	if (origin && origin->tx_pending)
+		origin->tx_pending--;
 }
 
 int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int *fds, unsigned nfds)

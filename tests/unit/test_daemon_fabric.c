@@ -282,6 +282,73 @@ static void test_send_credit_exhaustion(void **state)
 	hd_stop(&a);
 }
 
+/* Bytes of the messages waiting in g's transmit queue. */
+static size_t txq_bytes(const struct pubd_group *g)
+{
+	const struct pubd_tx_item *it;
+	size_t n = 0;
+
+	for (it = g->txq_head; it; it = it->next)
+		n += it->msg->len;
+	return n;
+}
+
+/* What waits for the fabric is held against limits.client_buffer_budget:
+ * with the fabric out of credits, a publisher of 8 KiB messages is paused
+ * once the queue fills the 1 MiB budget, well before TX_PENDING_HIGH (256
+ * messages, 2 MiB here; with 16 MiB messages it was 4 GiB per publisher).
+ * Nothing is lost, and the budget is whole again once the queue drains. */
+static void test_transmit_queue_held_in_budget(void **state)
+{
+	const uint64_t N = 400;
+	const size_t LEN = 8192, BUDGET = 1 << 20;
+	static uint8_t payload[8192], frame[8192 + 512];
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc pub;
+	struct pubd_group *g;
+	uint64_t k = 0, sent = 0, dl;
+	size_t n, off = 0, most = 0;
+	long w;
+
+	(void)state;
+	memset(payload, 0x5a, sizeof(payload));
+	assert_int_equal(hd_start(&a, NULL, "limits:\n  client_buffer_budget: 1MiB\n" GROUPS), 0);
+	g = hd_group(&a, "g1");
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	pubd_fake_set_credits(a.fk, 0);
+	n = hc_enc_publish(frame, sizeof(frame), "g1", payload, LEN);
+	dl = hd_deadline(20000);
+	while (!hd_past(dl) && (a.d.counters[PUBD_CTR_MSG_PUBLISHED] < N || a.d.tx.queued_msgs)) {
+		if (k < N && (w = hc_try_write(&pub, frame + off, n - off)) > 0 && (off += (size_t)w) == n) {
+			k++;
+			off = 0;
+		}
+		hd_turn(&a, 1);
+		if (txq_bytes(g) > most)
+			most = txq_bytes(g);
+		/* Credits only while the publisher is held back (or done). */
+		if ((a.d.ipc.npaused || k == N) && a.d.counters[PUBD_CTR_BUDGET_WAITS])
+			pubd_fake_add_credits(a.fk, 4);
+		sent += take_sent_msgs(&a, g->slot, NULL);
+	}
+	hd_settle(&a, 50);
+	sent += take_sent_msgs(&a, g->slot, NULL);
+	print_message("fabric stalled under a 1 MiB budget: queue at most %zu bytes (%zu messages), %llu budget "
+		      "waits; then %llu of %llu sent\n",
+		      most, most / LEN, (unsigned long long)a.d.counters[PUBD_CTR_BUDGET_WAITS],
+		      (unsigned long long)sent, (unsigned long long)N);
+	assert_true(a.d.counters[PUBD_CTR_BUDGET_WAITS] > 0);
+	assert_true(most <= BUDGET + LEN);
+	assert_int_equal(sent, N);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], N);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 0);
+	hc_close(&pub);
+	hd_settle(&a, 50);
+	assert_int_equal(a.d.ipc.charged, 0);
+	hd_stop(&a);
+}
+
 /* A join that fails, and a multicast error on a joined group: what is
  * published meanwhile waits and goes out after the rejoin. */
 static void test_join_failure_and_multicast_error(void **state)
@@ -577,6 +644,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_accounting_impaired, stop_all),
 		cmocka_unit_test_teardown(test_send_credit_exhaustion, stop_all),
+		cmocka_unit_test_teardown(test_transmit_queue_held_in_budget, stop_all),
 		cmocka_unit_test_teardown(test_join_failure_and_multicast_error, stop_all),
 		cmocka_unit_test_teardown(test_mtu_change, stop_all),
 		cmocka_unit_test_teardown(test_rx_unjoined, stop_all),
