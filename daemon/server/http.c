@@ -27,7 +27,8 @@ struct pubd_http {
 	bool running; /* inside MHD_run: no re-entry */
 };
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+/* libmicrohttpd's own messages; its format strings are its own. */
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
 
