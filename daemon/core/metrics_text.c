@@ -29,6 +29,10 @@ static void status_metrics(struct prom_out *o, const struct mt_table *t)
 		{"reasm_held_bytes", "pubd_reasm_held_bytes", PROM_GAUGE,
 		 "heap held by the reassembly, counted against limits.reassembly_budget"},
 		{"reassembly_budget", "pubd_reasm_budget_bytes", PROM_GAUGE, "limits.reassembly_budget"},
+		{"client_buffered", "pubd_client_buffer_bytes", PROM_GAUGE,
+		 "bytes held for local clients (reads, queues, logs, the transmit queue), against "
+		 "limits.client_buffer_budget"},
+		{"client_buffer_budget", "pubd_client_buffer_budget_bytes", PROM_GAUGE, "limits.client_buffer_budget"},
 		{"sources", "pubd_sources", PROM_GAUGE, "remote (source, group) streams in the statistics"},
 		{"max_sources", "pubd_sources_max", PROM_GAUGE, "limits.max_sources"},
 	};

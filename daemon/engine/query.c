@@ -190,6 +190,8 @@ static const char *const status_cols[] = {
 	"shm:s",
 	"publish_log:u",
 	"deliver_log:u",
+	"client_buffered:u",
+	"client_buffer_budget:u",
 };
 
 /* The status table's one row, in status_cols' order. */
@@ -236,6 +238,8 @@ static void status_row(struct pubd *d, struct pub_table_builder *b)
 	pub_table_str(b, d->cfg.shm ? "on" : "off");
 	pub_table_u64(b, d->cfg.publish_log);
 	pub_table_u64(b, d->cfg.deliver_log);
+	pub_table_u64(b, d->ipc.charged);
+	pub_table_u64(b, d->cfg.client_buffer_budget);
 }
 
 static void q_status(struct pubd *d, struct reply *r)
