@@ -4,7 +4,7 @@
 # The one test command: installs what the tests need (Debian packages),
 # builds, and runs every tier. CI runs exactly this (.ci/run).
 #
-#   tests/run-all.sh [TIER...]    tiers: unit asan integration hostile fuzz softroce (default: all)
+#   tests/run-all.sh [TIER...]    tiers: unit asan integration hostile fuzz packages softroce (default: all)
 #
 # Environment:
 #   PUBD_SKIP_APT=1     do not apt-get (packages already there)
@@ -20,7 +20,7 @@ cd "$repo"
 jobs=${PUBD_JOBS:-$(nproc)}
 fuzz_seconds=${PUBD_FUZZ_SECONDS:-20}
 tiers=("$@")
-[ ${#tiers[@]} -gt 0 ] || tiers=(unit asan integration hostile fuzz softroce)
+[ ${#tiers[@]} -gt 0 ] || tiers=(unit asan integration hostile fuzz packages softroce)
 
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -101,6 +101,14 @@ tier_fuzz() {
 		"$repo/tests/fuzz/run.sh" "$repo/build-fuzz" "$fuzz_seconds"
 }
 
+# The Debian packages (tests/packages/build.sh: dpkg-buildpackage, lintian
+# without errors) into a fixed dir, which the softroce tier's systemd VM
+# installs with apt-get.
+debs_dir=/var/tmp/pubd-debs
+tier_packages() {
+	"$repo/tests/packages/build.sh" "$debs_dir"
+}
+
 tier_softroce() {
 	local src=$repo # configure_build reads it
 
@@ -117,10 +125,11 @@ tier_softroce() {
 	esac
 	# Two VM boots: the verbs fabric and daemons on Soft-RoCE (the daemon
 	# cases twice: libpub over shared memory, then over the socket), then
-	# pubd under a real systemd as PID 1 (units, socket activation, watchdog).
+	# pubd under a real systemd as PID 1, installed from the packages tier's
+	# .debs (postinst, socket activation, watchdog, remove and purge).
 	configure_build "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 		BUILD="$src/build" PUBD_SOFTROCE_TRANSPORTS="shm socket" "$src/tests/softroce/run.sh" &&
-		BUILD="$src/build" "$src/tests/systemd/vm-systemd.sh"
+		PUBD_DEBS="$debs_dir" "$src/tests/systemd/vm-systemd.sh"
 }
 
 passed=0

@@ -3,11 +3,14 @@
 #
 # Inside the VM that tests/systemd/vm-systemd.sh boots, run by
 # pubd-vmtest.service with systemd as PID 1 and a throwaway root (the host's
-# / read-only under a tmpfs). Installs pubd as a package would, then drives
-# it through systemd: socket activation, reload, the watchdog restarting a
-# frozen pubd, the journal's priorities, and verbs (Soft-RoCE) through
-# pubd.service's own sandbox. Prints PASS/FAIL lines and, last, one
-# PUBD-SYSTEMD-RESULT line for the host, then powers the guest off.
+# / read-only under a tmpfs). Installs pubd's Debian packages with apt-get
+# (before any RDMA device exists: the postinst must enable and start pubd
+# with the shipped config, which falls back to the udp fabric on loopback),
+# then drives it through systemd: socket activation, reload, the watchdog
+# restarting a frozen pubd, the journal's priorities, and verbs (Soft-RoCE)
+# through pubd.service's own sandbox; last, apt-get remove (pubd stopped) and
+# purge (user, group and /etc/pubd gone). Prints PASS/FAIL lines and, last,
+# one PUBD-SYSTEMD-RESULT line for the host, then powers the guest off.
 # shellcheck disable=SC2001 # sed 's/^/  /' indents multi-line output
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -67,6 +70,90 @@ else
 	finish
 fi
 
+# ---- install the packages: apt-get, offline (the guest has no NIC) ----
+mapfile -t debs < <(printf '%s\n' "$PUBD_DEBS"/*.deb)
+mapfile -t pkgs < <(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done)
+if dpkg -s pubd >/dev/null 2>&1; then
+	fail "packages_not_installed_before: the host's root already has pubd installed"
+	finish
+fi
+echo "  installing ${pkgs[*]}"
+# man-db's trigger would rebuild the index of every page on the host's
+# root, over 9p under TCG (minutes); without this file it skips that.
+rm -f /var/lib/man-db/auto-update
+if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" >"$R/install.log" 2>&1; then
+	pass "apt_get_install_debs: ${#debs[@]} packages"
+else
+	fail "apt_get_install_debs (see install.log)"
+	tail -n 20 "$R/install.log"
+	finish
+fi
+grep -E '^(Setting up|Created symlink)' "$R/install.log" | sed 's/^/  /'
+if [ "$(command -v pubctl)" = /usr/bin/pubctl ] && [ -x /usr/sbin/pubd ] &&
+	ldd /usr/bin/pubctl | grep -qE 'libpub.so.1 => /(usr/)?lib/'; then
+	pass "installed_paths: /usr/sbin/pubd, /usr/bin/pubctl over $(ldd /usr/bin/pubctl | sed -n 's/.*libpub.so.1 => \([^ ]*\).*/\1/p')"
+else
+	fail "installed_paths: pubctl is $(command -v pubctl), $(ldd /usr/bin/pubctl 2>&1 | grep libpub)"
+fi
+unit=$(systemctl show -p FragmentPath --value pubd.service 2>/dev/null)
+conf=$(sed -n 's/^ExecStart=.* -c \([^ ]*\).*/\1/p' "$unit")
+echo "  unit $unit, config $conf"
+if [ "$conf" = /etc/pubd/pubd.yaml ] && dpkg-query -W -f='${Conffiles}\n' pubd | grep -q ' /etc/pubd/pubd.yaml '; then
+	pass "config_is_conffile: $conf"
+else
+	fail "config_is_conffile: unit reads '$conf'; conffiles: $(dpkg-query -W -f='${Conffiles}' pubd)"
+fi
+check "sysusers_created_pubd" id pubd
+# The postinst (dh_installsystemd) enabled both units and started pubd, with
+# the shipped config, on a host with no RDMA device and no fabric.address.
+if [ "$(systemctl is-enabled pubd.service pubd.socket | tr '\n' ' ')" = "enabled enabled " ]; then
+	pass "postinst_enabled_units: pubd.service pubd.socket"
+else
+	fail "postinst_enabled_units: $(systemctl is-enabled pubd.service pubd.socket | tr '\n' ' ')"
+fi
+if wait_until 60 systemctl -q is-active pubd.service &&
+	wait_until 60 grep -q '^ready: ' <(journalctl -q -u pubd.service -o cat --no-pager); then
+	pass "postinst_started_pubd: $(systemctl show -p StatusText --value pubd.service)"
+else
+	fail "postinst_started_pubd: $(systemctl is-active pubd.service)"
+	journalctl -q -u pubd.service -o cat --no-pager | tail -n 10 | sed 's/^/  /'
+fi
+if line=$(journalctl -q -u pubd.service -o cat --no-pager | grep -m1 'falling back to the udp fabric'); then
+	pass "no_rdma_no_address_falls_back_to_udp: $line"
+else
+	fail "no_rdma_no_address_falls_back_to_udp: no such line in pubd's journal"
+fi
+if out=$(timeout 30 pubctl status 2>&1); then
+	pass "installed_pubctl_talks_to_installed_pubd"
+else
+	fail "installed_pubctl_talks_to_installed_pubd: $out"
+fi
+# python3-pub: the installed module over the installed libpub.so.1, one
+# client subscribed, another publishing, through the packaged pubd.
+if out=$(timeout 60 python3 -c '
+import pub
+with pub.Client() as sub, pub.Client() as p:
+    sub.subscribe("telemetry")
+    p.publish("telemetry", b"from python3-pub")
+    m = sub.recv(timeout=20)
+    assert m is not None and bytes(m.data) == b"from python3-pub", m
+    print(pub.__file__, m.group, m.seq)
+' 2>&1); then
+	pass "python3_pub_publishes_and_receives: $out"
+else
+	fail "python3_pub_publishes_and_receives: $out"
+fi
+# The man pages went to the packages that own them (man -w when man-db is there).
+pages="/usr/share/man/man8/pubd.8.gz /usr/share/man/man5/pubd.yaml.5.gz /usr/share/man/man1/pubctl.1.gz /usr/share/man/man3/pub_connect.3.gz"
+# shellcheck disable=SC2086 # $pages: a list of plain paths
+if ls $pages >/dev/null 2>&1 && { ! command -v man >/dev/null || man -w pubd >/dev/null; }; then
+	pass "man_pages_installed: $(dpkg -S $pages | cut -d: -f1 | sort -u | tr '\n' ' ')"
+else
+	fail "man_pages_installed: $(ls $pages 2>&1 | tr '\n' ' ')"
+fi
+# The cases below start from a stopped pubd (socket activation first).
+systemctl stop pubd.service pubd.socket
+
 # ---- Soft-RoCE: rxa on va 192.168.77.1, rxb on vb 192.168.77.2 ----
 if "$PUBD_REPO/tests/softroce/guest-setup.sh" >"$R/setup.log" 2>&1; then
 	pass "softroce_setup: $(sed -n 's/^fabric: //p' "$R/setup.log")"
@@ -80,23 +167,6 @@ fi
 } >"$R/devices.txt" 2>&1
 sed 's/^/  /' "$R/devices.txt"
 
-# ---- install, as a package's postinst would ----
-# ldconfig: pubctl finds libpub.so.1 in /usr/local/lib like after a package install.
-if cmake --install "$BUILD" >"$R/install.log" 2>&1 && ldconfig; then
-	pass "cmake_install"
-else
-	fail "cmake_install (see install.log)"
-	tail -n 20 "$R/install.log"
-	finish
-fi
-unit=$(systemctl show -p FragmentPath --value pubd.service 2>/dev/null)
-[ -n "$unit" ] || unit=$(grep -l '^ExecStart=.*pubd' /lib/systemd/system/pubd.service /usr/lib/systemd/system/pubd.service 2>/dev/null | head -n1)
-conf=$(sed -n 's/^ExecStart=.* -c \([^ ]*\).*/\1/p' "$unit")
-echo "  unit $unit, config $conf"
-systemd-sysusers
-systemd-tmpfiles --create pubd.conf
-check "sysusers_created_pubd" id pubd
-mkdir -p "$(dirname "$conf")"
 write_config() {
 	cat >"$conf" <<EOF
 daemon:
@@ -296,5 +366,50 @@ if [ "$res" = success ] && [ "$code" = 0 ]; then
 	pass "stop_exits_zero"
 else
 	fail "stop_exits_zero: Result=$res ExecMainStatus=$code"
+fi
+
+# ---- apt-get remove: the prerm stops pubd; config and user stay ----
+systemctl start pubd.socket pubd.service
+check "running_before_remove" systemctl -q is-active pubd.service
+if DEBIAN_FRONTEND=noninteractive apt-get remove -y -q "${pkgs[@]}" >"$R/remove.log" 2>&1; then
+	pass "apt_get_remove"
+else
+	fail "apt_get_remove (see remove.log)"
+	tail -n 20 "$R/remove.log"
+fi
+state="service $(systemctl is-active pubd.service), socket $(systemctl is-active pubd.socket)"
+if ! systemctl -q is-active pubd.service && ! systemctl -q is-active pubd.socket && ! pgrep -x pubd >/dev/null; then
+	pass "remove_stopped_pubd: $state"
+else
+	fail "remove_stopped_pubd: $state, pubd pids $(pgrep -x pubd | tr '\n' ' ')"
+fi
+if [ ! -e /usr/sbin/pubd ] && [ -f /etc/pubd/pubd.yaml ] && id pubd >/dev/null 2>&1; then
+	pass "remove_keeps_config_and_user: /usr/sbin/pubd gone, /etc/pubd/pubd.yaml and user pubd kept"
+else
+	fail "remove_keeps_config_and_user: $(ls -d /usr/sbin/pubd /etc/pubd/pubd.yaml 2>&1 | tr '\n' ' ') $(id pubd 2>&1)"
+fi
+
+# ---- apt-get purge: user, group, config and unit links gone ----
+# apt knows a removed package only while dpkg keeps its conffiles ("rc"):
+# purge those (pubd); the others left nothing behind.
+mapfile -t rc_pkgs < <(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${pkgs[@]}" 2>/dev/null | sed -n 's/^rc *//p')
+echo "  purging ${rc_pkgs[*]}"
+if [ ${#rc_pkgs[@]} -gt 0 ] &&
+	DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${rc_pkgs[@]}" >"$R/purge.log" 2>&1; then
+	pass "apt_get_purge: ${rc_pkgs[*]}"
+else
+	fail "apt_get_purge (see purge.log)"
+	tail -n 20 "$R/purge.log"
+fi
+left=$(
+	getent passwd pubd
+	getent group pubd
+	ls -d /etc/pubd /run/pubd /etc/systemd/system/*.wants/pubd.* 2>/dev/null
+	dpkg -l "${pkgs[@]}" 2>/dev/null | grep -E '^[a-z][a-z] ' | grep -v '^un '
+)
+if [ -z "$left" ]; then
+	pass "purge_removes_user_group_config: no pubd user or group, no /etc/pubd, no unit links, no package state"
+else
+	fail "purge_removes_user_group_config: left: $(echo "$left" | tr '\n' ';')"
 fi
 finish

@@ -13,17 +13,22 @@
 #
 # systemd boots with systemd.unit=pubd-vmtest.target, a target written into
 # the upper layer that pulls only basic.target and pubd-vmtest.service, which
-# runs tests/systemd/vm-guest.sh (install the units, start pubd through its
-# socket, reload, watchdog restart of a frozen pubd, journal priorities,
-# verbs through pubd's sandbox). A few of the host's boot services that have
+# runs tests/systemd/vm-guest.sh (install pubd's Debian packages with apt-get,
+# check their postinst enabled and started pubd on a host without RDMA device
+# or configured address, start pubd through its socket, reload, watchdog
+# restart of a frozen pubd, journal priorities, verbs through pubd's sandbox,
+# then apt-get remove and purge). A few of the host's boot services that have
 # no business in a throwaway guest are masked there (AppArmor profile loading,
 # time sync, pstore). Results come back over a second, read-write 9p share.
 #
-#   tests/systemd/vm-systemd.sh
+#   PUBD_DEBS=/var/tmp/pubd-debs tests/systemd/vm-systemd.sh
 #
 # Environment:
-#   BUILD                    pubd's CMake build dir (default: <repo>/build); it is
-#                            installed inside the guest with `cmake --install`
+#   PUBD_DEBS                (required) the directory of pubd's .debs from
+#                            tests/packages/build.sh; the guest installs them
+#                            with `apt-get install ./*.deb` (offline: no NIC)
+#   PUBD_VM_WORK             initramfs cache and results (default
+#                            /var/tmp/pubd-systemd-vm)
 #   PUBD_VM_TIMEOUT          overall limit in seconds (default 900)
 #   PUBD_VM_FABRIC           fabric.type of the guest's pubd.yaml (default verbs:
 #                            pubd itself on Soft-RoCE rxa; udp for the IP fabric)
@@ -36,8 +41,6 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-BUILD=${BUILD:-$repo/build}
-BUILD=$(cd "$BUILD" && pwd)
 timeout_s=${PUBD_VM_TIMEOUT:-900}
 fabric=${PUBD_VM_FABRIC:-verbs}
 vm_tag=systemd-vm
@@ -46,10 +49,14 @@ vm_tag=systemd-vm
 . "$repo/tests/softroce/vm-lib.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (9p passthrough export of /)"
-[ -x "$BUILD/daemon/pubd" ] || die "no $BUILD/daemon/pubd: build first"
+[ -n "${PUBD_DEBS:-}" ] || die "PUBD_DEBS is not set: the .deb dir (tests/packages/build.sh /var/tmp/pubd-debs)"
+[ -d "$PUBD_DEBS" ] || die "no directory $PUBD_DEBS: build the packages first (tests/packages/build.sh $PUBD_DEBS)"
+debs=$(cd "$PUBD_DEBS" && pwd)
+compgen -G "$debs/pubd_*.deb" >/dev/null || die "no pubd_*.deb in $debs: build the packages first (tests/packages/build.sh $debs)"
+case "$debs" in /tmp/* | /run/*) die "$debs is under /tmp or /run, which the guest replaces" ;; esac
 vm_kernel
-for tool in qemu-system-x86_64 modprobe cpio /lib/systemd/systemd cmake; do
-	command -v $tool >/dev/null || die "$tool not found (packages: qemu-system-x86 kmod cpio systemd cmake)"
+for tool in qemu-system-x86_64 modprobe cpio /lib/systemd/systemd apt-get; do
+	command -v $tool >/dev/null || die "$tool not found (packages: qemu-system-x86 kmod cpio systemd apt)"
 done
 busybox=$(command -v busybox || true)
 # The initramfs has no libraries: the busybox must be the static one.
@@ -58,7 +65,7 @@ if [ -z "$busybox" ] || ldd "$busybox" >/dev/null 2>&1; then
 fi
 case "$repo" in /tmp/* | /run/*) die "the repo lives under /tmp or /run, which the guest replaces" ;; esac
 
-vm_results_dir "$BUILD/systemd-vm"
+vm_results_dir "${PUBD_VM_WORK:-/var/tmp/pubd-systemd-vm}"
 
 # ---- initramfs: static busybox, virtio + 9p + overlay modules, /init ----
 vm_modules virtio_pci 9pnet_virtio 9p overlay
@@ -92,6 +99,10 @@ echo pubd-vm >$n/etc/hostname
 # The host's / carries /.dockerenv: systemd would take the guest for a
 # container and ignore the kernel command line (systemd.unit=).
 rm -f $n/.dockerenv
+# A container image's policy-rc.d (exit 101) forbids maintainer scripts to
+# start or stop services; the guest is a booted system, where the packages'
+# postinst and prerm must do both.
+rm -f $n/usr/sbin/policy-rc.d
 # No host mounts: only a private /tmp.
 echo 'tmpfs /tmp tmpfs mode=1777,nosuid,nodev 0 0' >$n/etc/fstab
 for u in apparmor.service systemd-timesyncd.service systemd-pstore.service; do
@@ -125,12 +136,12 @@ INIT
 
 {
 	printf 'PUBD_REPO=%q\n' "$repo"
-	printf 'BUILD=%q\n' "$BUILD"
+	printf 'PUBD_DEBS=%q\n' "$debs"
 	printf 'PUBD_VM_FABRIC=%q\n' "$fabric"
 } >"$results/env.sh"
 
 echo "systemd-vm: kernel $kernel, qemu TCG -smp 2 -m 2048, systemd $(/lib/systemd/systemd --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') as PID 1"
-echo "systemd-vm: results in $results"
+echo "systemd-vm: results in $results, packages from $debs: $(cd "$debs" && echo *.deb)"
 guest_timeout=$((timeout_s > 120 ? timeout_s - 60 : timeout_s))
 start=$(date +%s)
 # The guest's output reaches the console through journald as
