@@ -55,21 +55,38 @@ void pubd_pacer_set(struct pubd_pacer *p, uint64_t now_ns, uint64_t rate, uint64
 		p->credit = cap;
 }
 
-uint64_t pubd_pacer_take(struct pubd_pacer *p, uint64_t now_ns, uint64_t bytes)
+/* ns from p->last_ns until the bucket holds min(bytes, depth); 0: now. */
+static uint64_t wait_for(const struct pubd_pacer *p, uint64_t bytes)
 {
 	i128 need = (i128)bytes * NS_PER_S, want, wait;
+
+	want = need < depth(p) ? need : depth(p);
+	if (p->credit >= want)
+		return 0;
+	wait = (want - p->credit + p->rate - 1) / p->rate; /* round up: enough, not almost */
+	return wait > (i128)UINT64_MAX ? UINT64_MAX : (uint64_t)wait;
+}
+
+uint64_t pubd_pacer_take(struct pubd_pacer *p, uint64_t now_ns, uint64_t bytes)
+{
+	uint64_t wait;
 
 	if (!p->rate)
 		return 0;
 	refill(p, now_ns);
 	/* A datagram bigger than the bucket goes once the bucket is full. */
-	want = need < depth(p) ? need : depth(p);
-	if (p->credit >= want) {
-		p->credit -= need;
+	wait = wait_for(p, bytes);
+	if (!wait)
+		p->credit -= (i128)bytes * NS_PER_S;
+	return wait;
+}
+
+uint64_t pubd_pacer_wait(struct pubd_pacer *p, uint64_t now_ns, uint64_t bytes)
+{
+	if (!p->rate)
 		return 0;
-	}
-	wait = (want - p->credit + p->rate - 1) / p->rate; /* round up: enough, not almost */
-	return wait > (i128)UINT64_MAX ? UINT64_MAX : (uint64_t)wait;
+	refill(p, now_ns);
+	return wait_for(p, bytes);
 }
 
 void pubd_pacer_refund(struct pubd_pacer *p, uint64_t bytes)

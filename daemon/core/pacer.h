@@ -34,6 +34,8 @@ void pubd_pacer_set(struct pubd_pacer *p, uint64_t now_ns, uint64_t rate, uint64
 /* Take bytes at now_ns: 0 when they may go now (taken), else the ns to wait
  * until they can (nothing taken). A clock that goes backwards earns nothing. */
 uint64_t pubd_pacer_take(struct pubd_pacer *p, uint64_t now_ns, uint64_t bytes);
+/* How long until bytes (at most the depth) could be taken; takes nothing. */
+uint64_t pubd_pacer_wait(struct pubd_pacer *p, uint64_t now_ns, uint64_t bytes);
 /* Give back bytes taken for a datagram that was not sent after all. */
 void pubd_pacer_refund(struct pubd_pacer *p, uint64_t bytes);
 /* Whole bytes available at the last call (negative: debt), for display. */

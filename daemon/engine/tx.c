@@ -107,6 +107,11 @@ static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item 
 	d->tx.free_items = it;
 }
 
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
 /* Out of tokens for a datagram of g: off the ready list until they refill. */
 static void pace_wait(struct pubd *d, struct pubd_group *g, uint64_t until_ns)
 {
@@ -155,6 +160,10 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 			/* Whole datagrams count against the bucket, header included. */
 			wait = pubd_pacer_take(&g->pacer, now, b->dg[n].hdr_len + b->dg[n].payload_len);
 			if (wait) {
+				/* Come back when half the bucket has refilled, not
+				 * for each datagram: a few wakeups per depth at any
+				 * rate, and the other half absorbs a late timer. */
+				wait = max_u64(wait, pubd_pacer_wait(&g->pacer, now, g->pacer.burst / 2));
 				pace_wait(d, g, now + wait);
 				return n;
 			}

@@ -161,6 +161,19 @@ static void pacer_refund_gives_back_an_unsent_datagram(void **state)
 	assert_int_equal(pubd_pacer_take(&p, 0, 100), 0);
 }
 
+static void pacer_wait_says_when_without_taking(void **state)
+{
+	struct pubd_pacer p;
+
+	pubd_pacer_init(&p, 0, 1000, 100);
+	assert_int_equal(pubd_pacer_wait(&p, 0, 100), 0);
+	assert_int_equal(pubd_pacer_take(&p, 0, 100), 0);
+	assert_int_equal(pubd_pacer_wait(&p, 0, 50), 50000000);
+	assert_int_equal(pubd_pacer_wait(&p, 0, 5000), 100000000); /* at most the depth */
+	assert_int_equal(pubd_pacer_wait(&p, 20000000, 50), 30000000);
+	assert_int_equal(pubd_pacer_tokens(&p), 20); /* earned, nothing taken */
+}
+
 static void pacer_depth_is_5ms_or_two_datagrams(void **state)
 {
 	assert_int_equal(pubd_pacer_burst_for(100ull << 20, 4096), (100ull << 20) / 200);
@@ -179,6 +192,7 @@ int main(void)
 		cmocka_unit_test(pacer_survives_huge_rates_gaps_and_sizes),
 		cmocka_unit_test(pacer_ignores_a_clock_going_backwards),
 		cmocka_unit_test(pacer_refund_gives_back_an_unsent_datagram),
+		cmocka_unit_test(pacer_wait_says_when_without_taking),
 		cmocka_unit_test(pacer_depth_is_5ms_or_two_datagrams),
 	};
 
