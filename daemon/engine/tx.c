@@ -378,6 +378,12 @@ void pubd_tx_pace_config(struct pubd *d, struct pubd_group *g)
 {
 	uint64_t rate = g->cfg->rate;
 
+	if (rate != g->pacer.rate) {
+		if (rate)
+			log_info("group %s: paced at %llu bytes/s", g->name, (unsigned long long)rate);
+		else
+			log_info("group %s: unpaced", g->name);
+	}
 	pubd_pacer_set(&g->pacer, pubd_now_ns(), rate, pubd_pacer_burst_for(rate, d->mtu));
 	/* A wait computed at the old rate may be wrong now: ask again. */
 	g->tx_paced = false;
