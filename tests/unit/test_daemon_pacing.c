@@ -187,10 +187,12 @@ static void test_paced_group_sends_at_its_rate(void **state)
 		      N, DGRAM, took, want, mid, (unsigned long long)RATE, M, DGRAM, fast_s,
 		      (unsigned long long)r.slow_at_fast_done, r.saw_paused ? "yes" : "no", r.max_queue,
 		      (unsigned long long)slow->paced_waits);
-	/* Never faster than the bucket allows; late only by scheduling. */
+	/* Never faster than the bucket allows (in the middle half, its 5000
+	 * bytes are 1% of what went); slower only when a loaded host wakes
+	 * the loop more than the half bucket's 2.5 ms late. */
 	assert_true(took >= want * 0.999);
-	assert_true(took <= want * 1.15);
-	assert_true(mid >= RATE * 0.95 && mid <= RATE * 1.05);
+	assert_true(took <= want * 1.25);
+	assert_true(mid >= RATE * 0.85 && mid <= RATE * 1.02);
 	/* It waited, for half a bucket (2500 bytes) at a time, not per datagram. */
 	assert_true(slow->paced_waits > 0 && slow->paced_waits <= N / 2);
 	/* The publisher was held back, and nothing dropped: published = sent. */
@@ -258,7 +260,7 @@ static void test_reload_changes_the_rate(void **state)
 		      r1);
 	assert_int_equal(n_slow, N);
 	/* 50 datagrams at 100 KiB/s from a bucket the reload clipped to 2 KiB. */
-	assert_true(r2 >= 100 * 1024 * 0.9 && r2 <= 100 * 1024 * 1.15);
+	assert_true(r2 >= 100 * 1024 * 0.8 && r2 <= 100 * 1024 * 1.06);
 	assert_int_equal(slow->paced_waits, at_off);
 	assert_true(r1 < 0.2); /* 240 KB at 100 KiB/s would take 2.3 s */
 	assert_int_equal(slow->tx_datagrams, N);
