@@ -77,6 +77,11 @@ it_eq "h2 dropped nothing" "$(it_q h2 drops '[.drops[].count] | add // 0')" 0
 it_check "the paced group waited for tokens" [ "$(it_q h1 group paced '.group[0].paced_waits')" -gt 0 ]
 it_eq "the unpaced group never did" "$(it_group_val h1 free paced_waits)" 0
 it_ctl h1 group paced
+it_ctl h1 metrics >"$IT_WORK/metrics.txt" || it_fail "pubctl metrics"
+it_check "the metrics carry the rate" \
+	grep -qx "pubd_group_rate_bytes_per_second{group=\"paced\"} $RATE" "$IT_WORK/metrics.txt"
+it_check "the metrics count the waits" \
+	grep -qE "^pubd_group_paced_waits_total\{group=\"paced\"\} [1-9][0-9]*$" "$IT_WORK/metrics.txt"
 
 # A reload takes the rate off: the next run is not paced.
 sed -i 's/rate: 1MiB/rate: off/' "$(it_conf h1)"
