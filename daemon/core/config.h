@@ -53,6 +53,7 @@ struct pubd_group_config {
 	socklen_t address_len;
 	char *address_text;
 	bool raw;
+	uint64_t rate; /* bytes per second the publishing daemon sends at most; 0: unpaced */
 	struct pubd_acl publish;
 	struct pubd_acl subscribe;
 };

@@ -26,6 +26,7 @@ enum key_type {
 	K_SIZE,	      /* bytes, optionally KiB/MiB/GiB, min..max */
 	K_BOOL,	      /* true/false, yes/no, on/off */
 	K_MTU,	      /* auto (0) or a size, min..max */
+	K_RATE,	      /* off (0) or a size per second, optionally "/s", min..max */
 	K_ADDRESS,    /* local IP literal or interface name; null: none */
 	K_GROUP_NAME, /* 1..max bytes, no control characters */
 	K_MCAST,      /* IPv4 or IPv6 multicast address */
@@ -54,7 +55,7 @@ struct key {
 };
 
 /* The one table (config_keys.c); NKEYS is checked against it there. */
-#define NKEYS 33
+#define NKEYS 34
 extern const struct key config_keys[NKEYS];
 
 #define NSECTIONS 5

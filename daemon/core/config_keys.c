@@ -124,6 +124,9 @@ const struct key config_keys[] = {
 	{"groups.address", K_MCAST, GRP(address), .required = true,
 	 .expect = "an IPv4 multicast address (224.0.0.0/4) or an IPv6 one (ff00::/8)"},
 	{"groups.raw", K_BOOL, GRP(raw), .def = false, .expect = "true or false"},
+	{"groups.rate", K_RATE, GRP(rate), .def = 0, .min = 1 * KIB, .max = 1024 * GIB,
+	 .expect =
+		 "off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or GiB; \"/s\" optional)"},
 	{"groups.publish", K_ACL, GRP(publish), .expect = ACL_FORM},
 	{"groups.subscribe", K_ACL, GRP(subscribe), .expect = ACL_FORM},
 };
@@ -187,6 +190,7 @@ int cfg_apply_defaults(enum key_scope scope, void *base)
 		case K_DURATION:
 		case K_SIZE:
 		case K_MTU:
+		case K_RATE:
 			cfg_store_uint(field, k->size, k->def);
 			break;
 		case K_ADDRESS: /* none */
@@ -225,6 +229,7 @@ int pubd_config_key_default(const char *key, uint64_t *value)
 		case K_DURATION:
 		case K_SIZE:
 		case K_MTU:
+		case K_RATE:
 			*value = k->def;
 			return 0;
 		default:

@@ -183,7 +183,27 @@ static int leaf_enum(const struct key *k, const char *s, void *field)
 	return -EINVAL;
 }
 
-/* K_UINT, K_DURATION, K_SIZE, K_MTU. */
+/* K_RATE: "off", or a size with "/s" or without (a rate is per second). */
+static int parse_rate(const char *s, uint64_t *out)
+{
+	char buf[64];
+	size_t len = strlen(s);
+
+	if (!strcmp(s, "off")) {
+		*out = 0;
+		return 0;
+	}
+	if (len >= 2 && !strcmp(s + len - 2, "/s")) {
+		if (len - 2 >= sizeof(buf))
+			return -EINVAL;
+		memcpy(buf, s, len - 2);
+		buf[len - 2] = '\0';
+		return parse_size(buf, out);
+	}
+	return parse_size(s, out);
+}
+
+/* K_UINT, K_DURATION, K_SIZE, K_MTU, K_RATE. */
 static int leaf_number(const struct key *k, const char *s, void *field)
 {
 	uint64_t u = 0;
@@ -192,7 +212,14 @@ static int leaf_number(const struct key *k, const char *s, void *field)
 		cfg_store_uint(field, k->size, 0);
 		return 0;
 	}
-	if (k->type == K_SIZE || k->type == K_MTU ? parse_size(s, &u) : cfg_parse_u64(s, strlen(s), &u))
+	if (k->type == K_RATE) {
+		if (parse_rate(s, &u))
+			return -EINVAL;
+		if (!u) { /* off, or 0: unpaced */
+			cfg_store_uint(field, k->size, 0);
+			return 0;
+		}
+	} else if (k->type == K_SIZE || k->type == K_MTU ? parse_size(s, &u) : cfg_parse_u64(s, strlen(s), &u))
 		return -EINVAL;
 	if (u < k->min || u > k->max)
 		return -EINVAL;
@@ -312,6 +339,7 @@ static int leaf_scalar(const struct key *k, const char *s, void *base)
 	case K_DURATION:
 	case K_SIZE:
 	case K_MTU:
+	case K_RATE:
 		return leaf_number(k, s, field);
 	case K_BOOL:
 		return leaf_bool(s, field);

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "msgbuf.h"
+#include "pacer.h"
 #include "stats.h"
 
 #define PUB_GROUP_NAME_MAX 255
@@ -56,6 +57,12 @@ struct pubd_group {
 	bool tx_ready; /* on the daemon's list of groups with something to send */
 	struct pubd_group *tx_next;
 	bool ever_sent;
+	/* sender pacing (cfg->rate): out of tokens, the group leaves the ready
+	 * list until pace_until_ns, when the daemon's pace timer brings it back */
+	struct pubd_pacer pacer;
+	bool tx_paced;
+	uint64_t pace_until_ns;
+	uint64_t paced_waits; /* times it had to wait for tokens */
 
 	/* counters */
 	uint64_t published; /* by local clients */

@@ -33,6 +33,11 @@ static void on_heartbeat_timer(void *ctx, uint64_t now)
 	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
 }
 
+static void on_pace_timer(void *ctx, uint64_t now)
+{
+	pubd_tx_pace_wake(ctx, now);
+}
+
 static void on_status_timer(void *ctx, uint64_t now)
 {
 	struct pubd *d = ctx;
@@ -214,9 +219,11 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	d->heartbeat_timer = pubd_loop_timer(d->loop, on_heartbeat_timer, d);
 	d->status_timer = pubd_loop_timer(d->loop, on_status_timer, d);
 	d->stop_timer = pubd_loop_timer(d->loop, on_stop_timer, d);
+	d->pace_timer = pubd_loop_timer(d->loop, on_pace_timer, d);
+	d->tx.pace_deadline = UINT64_MAX;
 	d->watchdog_timer = pubd_loop_timer(d->loop, on_watchdog_timer, d);
 	if (!d->reasm || !d->reasm_timer || !d->heartbeat_timer || !d->status_timer || !d->watchdog_timer ||
-	    !d->stop_timer)
+	    !d->stop_timer || !d->pace_timer)
 		return -ENOMEM;
 	pubd_loop_set_idle(d->loop, on_idle, d);
 	pubd_notify_init(d);
@@ -281,6 +288,7 @@ void pubd_close(struct pubd *d)
 	pubd_loop_timer_free(d->heartbeat_timer);
 	pubd_loop_timer_free(d->status_timer);
 	pubd_loop_timer_free(d->stop_timer);
+	pubd_loop_timer_free(d->pace_timer);
 	pubd_loop_timer_free(d->watchdog_timer);
 	pubd_loop_destroy(d->loop);
 	d->loop = NULL;

@@ -40,6 +40,7 @@ struct pubd {
 	uint64_t counters[PUBD_CTR__COUNT];
 	struct pubd_drops drops; /* daemon-scope: not tied to a known group */
 	struct pubd_loop_timer *reasm_timer, *heartbeat_timer, *watchdog_timer, *status_timer;
+	struct pubd_loop_timer *pace_timer; /* brings paced groups back (tx.c) */
 	struct pubd_loop_timer *stop_timer; /* stopping: the longest wait for the transmit queue */
 	uint64_t watchdog_usec;
 	bool ready;    /* READY=1 sent */

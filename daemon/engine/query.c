@@ -123,10 +123,10 @@ static unsigned group_sources(const struct pubd *d, const struct pubd_group *g)
 /* The *_bytes columns (payload bytes, for pubctl watch's rates) come last so
  * the older columns keep their places. */
 static const char *const group_cols[] = {
-	"name:s",	    "address:s",	 "raw:u",	"joined:u",    "mode:s",	 "receiving:u",
-	"subscribers:u",    "publishers:u",	 "published:u", "received:u",  "delivered:u",	 "dropped:u",
-	"sub_dropped:u",    "sub_denied:u",	 "sources:u",	"tx_queued:u", "receiving_ms:u", "published_bytes:u",
-	"received_bytes:u", "delivered_bytes:u",
+	"name:s",	    "address:s",	 "raw:u",	"joined:u",	 "mode:s",	   "receiving:u",
+	"subscribers:u",    "publishers:u",	 "published:u", "received:u",	 "delivered:u",	   "dropped:u",
+	"sub_dropped:u",    "sub_denied:u",	 "sources:u",	"tx_queued:u",	 "receiving_ms:u", "published_bytes:u",
+	"received_bytes:u", "delivered_bytes:u", "rate:u",	"paced_waits:u",
 };
 
 static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
@@ -154,6 +154,8 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->published_bytes);
 	pub_table_u64(b, g->received_bytes);
 	pub_table_u64(b, g->delivered_bytes);
+	pub_table_u64(b, g->cfg->rate); /* configured bytes/s; 0: unpaced */
+	pub_table_u64(b, g->paced_waits);
 }
 
 static const char *const status_cols[] = {

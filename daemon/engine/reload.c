@@ -83,6 +83,8 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 			/* New ACLs take effect at once, for live clients too. */
 			g->cfg = gc;
 			pubd_ipc_acl_changed(&d->ipc, g);
+			if (g->pacer.rate != gc->rate)
+				pubd_tx_pace_config(d, g);
 			continue;
 		}
 		log_notice("group %s: %s", g->name, gc ? "address or mode changed, rejoining" : "removed");
@@ -96,6 +98,7 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 		if (!g)
 			return -ENOMEM;
 		log_info("group %s: %s%s", g->name, gc->address_text, g->raw ? " (raw)" : "");
+		pubd_tx_pace_config(d, g);
 		if (pubd_group_join(d, g) < 0)
 			err = -EIO;
 	}

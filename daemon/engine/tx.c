@@ -14,7 +14,7 @@
 
 static void ready_push(struct pubd_tx *tx, struct pubd_group *g)
 {
-	if (g->tx_ready || !g->txq_head || !g->up)
+	if (g->tx_ready || g->tx_paced || !g->txq_head || !g->up)
 		return;
 	g->tx_ready = true;
 	g->tx_next = NULL;
@@ -107,45 +107,98 @@ static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item 
 	d->tx.free_items = it;
 }
 
-/*
- * Offer up to TX_BATCH datagrams of g's queue. Returns the number the
- * fabric took, -1 when it took fewer than offered (out of credits), or -2
- * when the group is not joined.
- */
-static int pump_group(struct pubd *d, struct pubd_group *g)
+static uint64_t max_u64(uint64_t a, uint64_t b)
 {
+	return a > b ? a : b;
+}
+
+/* Out of tokens for a datagram of g: off the ready list until they refill. */
+static void pace_wait(struct pubd *d, struct pubd_group *g, uint64_t until_ns)
+{
+	g->tx_paced = true;
+	g->pace_until_ns = until_ns;
+	g->paced_waits++;
+	if (until_ns < d->tx.pace_deadline) {
+		d->tx.pace_deadline = until_ns;
+		pubd_loop_timer_arm(d->pace_timer, until_ns);
+	}
+}
+
+struct tx_batch {
 	uint8_t hdrs[TX_BATCH][PUBD_WIRE_HDR_LEN];
 	struct pubd_tx_dgram dg[TX_BATCH];
 	struct pubd_tx_item *owner[TX_BATCH];
+};
+
+/* Gather up to TX_BATCH fragments across g's queued messages, so small ones
+ * share a call, as far as a paced group's tokens go. Returns how many. */
+static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
+{
 	struct pubd_wire_hdr tmpl = {0}, h;
 	struct pubd_tx_item *it;
-	unsigned n = 0, i;
+	uint64_t now = g->pacer.rate ? pubd_now_ns() : 0, wait;
+	unsigned n = 0;
 	uint32_t frag;
 	size_t off, len;
-	int sent;
 
-	/* Gather fragments across queued messages so small ones share a call. */
 	for (it = g->txq_head; it && n < TX_BATCH; it = it->next) {
 		tmpl.group_id = g->id;
 		tmpl.source_id = d->source_id;
 		tmpl.msg_seq = it->seq;
 		for (frag = it->next_frag; frag < it->plan.frag_count && n < TX_BATCH; frag++) {
 			if (g->raw) {
-				dg[n] = (struct pubd_tx_dgram){.payload = it->msg->data, .payload_len = it->msg->len};
+				b->dg[n] =
+					(struct pubd_tx_dgram){.payload = it->msg->data, .payload_len = it->msg->len};
 			} else {
 				pubd_frag_get(&it->plan, &tmpl, frag, &h, &off, &len);
-				pubd_wire_encode(&h, hdrs[n]);
-				dg[n] = (struct pubd_tx_dgram){.hdr = hdrs[n],
-							       .hdr_len = PUBD_WIRE_HDR_LEN,
-							       .payload = it->msg->data + off,
-							       .payload_len = (uint32_t)len};
+				pubd_wire_encode(&h, b->hdrs[n]);
+				b->dg[n] = (struct pubd_tx_dgram){.hdr = b->hdrs[n],
+								  .hdr_len = PUBD_WIRE_HDR_LEN,
+								  .payload = it->msg->data + off,
+								  .payload_len = (uint32_t)len};
 			}
-			owner[n++] = it;
+			/* Whole datagrams count against the bucket, header included. */
+			wait = pubd_pacer_take(&g->pacer, now, b->dg[n].hdr_len + b->dg[n].payload_len);
+			if (wait) {
+				/* Come back when half the bucket has refilled, not
+				 * for each datagram: a few wakeups per depth at any
+				 * rate, and the other half absorbs a late timer. */
+				wait = max_u64(wait, pubd_pacer_wait(&g->pacer, now, g->pacer.burst / 2));
+				pace_wait(d, g, now + wait);
+				return n;
+			}
+			b->owner[n++] = it;
 		}
 	}
+	return n;
+}
+
+/* Tokens back for datagrams gathered but not sent. */
+static void refund(struct pubd_group *g, const struct tx_batch *b, unsigned from, unsigned n)
+{
+	for (; from < n; from++)
+		pubd_pacer_refund(&g->pacer, b->dg[from].hdr_len + b->dg[from].payload_len);
+}
+
+/*
+ * Offer up to TX_BATCH datagrams of g's queue. Returns the number the
+ * fabric took, -1 when it took fewer than offered (out of credits), or -2
+ * when the group is not joined. A paced group out of tokens is left with
+ * tx_paced set (and the pace timer armed).
+ */
+static int pump_group(struct pubd *d, struct pubd_group *g)
+{
+	struct tx_batch b;
+	struct pubd_tx_item *it;
+	unsigned n, i;
+	int sent;
+
+	n = gather(d, g, &b);
 	if (!n)
 		return 0;
-	sent = d->fops->send(d->fabric, g->slot, dg, n);
+	sent = d->fops->send(d->fabric, g->slot, b.dg, n);
+	if (sent < 0)
+		refund(g, &b, 0, n);
 	if (sent == -ENOTCONN) {
 		/* The group is down (link flap, rejoin under way): keep its
 		 * queue and wait for group_state(up) rather than drop. */
@@ -162,9 +215,10 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 		item_done(d, g, it);
 		return 0;
 	}
+	refund(g, &b, (unsigned)sent, n);
 	for (i = 0; i < (unsigned)sent; i++) {
-		it = owner[i];
-		d->counters[PUBD_CTR_TX_BYTES] += dg[i].hdr_len + dg[i].payload_len;
+		it = b.owner[i];
+		d->counters[PUBD_CTR_TX_BYTES] += b.dg[i].hdr_len + b.dg[i].payload_len;
 		if (++it->next_frag == it->plan.frag_count) {
 			g->sent_seq = it->seq + 1;
 			g->ever_sent = true;
@@ -190,6 +244,9 @@ unsigned pubd_tx_pump(struct pubd *d)
 		if (r == -2)
 			continue; /* off the ready list until it rejoins */
 		if (r < 0) {
+			/* Tokens for what the fabric did not take came back:
+			 * the group waits for credits, not for the pacer. */
+			g->tx_paced = false;
 			tx->stalled = true;
 			d->counters[PUBD_CTR_TX_STALLS]++;
 			/* It goes first when credits return. */
@@ -218,6 +275,7 @@ void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g)
 {
 	uint64_t n = 0;
 
+	g->tx_paced = false;
 	if (g->tx_ready)
 		ready_unlink(&d->tx, g);
 	while (g->txq_head) {
@@ -278,6 +336,7 @@ uint64_t pubd_tx_mtu_changed(struct pubd *d)
 
 	pubd_groups_foreach(&d->groups, g, i)
 	{
+		pubd_tx_pace_config(d, g); /* the depth is in datagrams too */
 		dropped += replan_group(d, g);
 		if (!g->txq_head && g->tx_ready)
 			ready_unlink(&d->tx, g);
@@ -313,6 +372,44 @@ void pubd_tx_announce(struct pubd *d, struct pubd_group *g)
 	pubd_wire_encode(&h, buf);
 	if (d->fops->send(d->fabric, g->slot, &dg, 1) == 1)
 		d->counters[PUBD_CTR_TX_HEARTBEATS]++;
+}
+
+void pubd_tx_pace_config(struct pubd *d, struct pubd_group *g)
+{
+	uint64_t rate = g->cfg->rate;
+
+	if (rate != g->pacer.rate) {
+		if (rate)
+			log_info("group %s: paced at %llu bytes/s", g->name, (unsigned long long)rate);
+		else
+			log_info("group %s: unpaced", g->name);
+	}
+	pubd_pacer_set(&g->pacer, pubd_now_ns(), rate, pubd_pacer_burst_for(rate, d->mtu));
+	/* A wait computed at the old rate may be wrong now: ask again. */
+	g->tx_paced = false;
+	ready_push(&d->tx, g);
+}
+
+void pubd_tx_pace_wake(struct pubd *d, uint64_t now_ns)
+{
+	struct pubd_group *g;
+	uint64_t next = UINT64_MAX;
+	unsigned i;
+
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		if (!g->tx_paced)
+			continue;
+		if (g->pace_until_ns <= now_ns) {
+			g->tx_paced = false;
+			ready_push(&d->tx, g);
+		} else if (g->pace_until_ns < next) {
+			next = g->pace_until_ns;
+		}
+	}
+	d->tx.pace_deadline = next;
+	pubd_loop_timer_arm(d->pace_timer, next);
+	pubd_tx_pump(d);
 }
 
 void pubd_tx_heartbeat(struct pubd *d)

@@ -37,6 +37,7 @@ struct pubd_tx {
 	bool stalled;			 /* waiting for the fabric's writable event */
 	struct pubd_tx_item *free_items; /* recycled: no allocation per message */
 	uint32_t queued_msgs;
+	uint64_t pace_deadline; /* the pace timer's, UINT64_MAX when disarmed */
 };
 
 /* Queue a message (the queue takes a reference). -ENOMEM on failure. The
@@ -57,6 +58,11 @@ uint64_t pubd_tx_mtu_changed(struct pubd *d);
 void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c);
 /* Send one heartbeat on g announcing its next sequence to be sent. */
 void pubd_tx_announce(struct pubd *d, struct pubd_group *g);
+/* Sender pacing: (re)configure g's token bucket from g->cfg->rate and d->mtu
+ * (a new group, a reload, an MTU change). */
+void pubd_tx_pace_config(struct pubd *d, struct pubd_group *g);
+/* The pace timer fired: groups whose wait is over go back on the ready list. */
+void pubd_tx_pace_wake(struct pubd *d, uint64_t now_ns);
 /* Send heartbeats on every idle group that has published. */
 void pubd_tx_heartbeat(struct pubd *d);
 void pubd_tx_free(struct pubd *d);

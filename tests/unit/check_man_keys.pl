@@ -65,6 +65,9 @@ while ($c =~ /\{"([a-z_]+\.[a-z_]+)", (K_\w+),(.*?)\.expect/sg) {
 	} elsif ($t eq 'K_MTU') {
 		$want_def = $def eq '0' ? 'auto' : $def;
 		$want_range = "$min to $max";
+	} elsif ($t eq 'K_RATE') {
+		$want_def = $def eq '0' ? 'off' : size_text($def, '');
+		$want_range = size_text($min, ' ') . ' to ' . size_text($max, ' ');
 	} elsif ($t eq 'K_MODE') {
 		$want_def = "\"$def\"";
 	}

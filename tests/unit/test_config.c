@@ -238,6 +238,33 @@ static void config_mtu_is_auto_or_bytes(void **state)
 					 "65507, got \"Auto\"");
 }
 
+#define G1 "groups:\n  - {name: a, address: 239.0.0.1"
+#define RATE_EXPECT                                                                                              \
+	"groups[0].rate: expected off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or " \
+	"GiB; \"/s\" optional), got "
+
+static void config_group_rate_is_off_or_bytes_per_second(void **state)
+{
+	parses(G1 "}\n");
+	assert_int_equal(cfg.groups[0].rate, 0);
+	parses(G1 ", rate: off}\n");
+	assert_int_equal(cfg.groups[0].rate, 0);
+	parses(G1 ", rate: 0}\n");
+	assert_int_equal(cfg.groups[0].rate, 0);
+	parses(G1 ", rate: 100MiB}\n");
+	assert_int_equal(cfg.groups[0].rate, 100ull << 20);
+	parses(G1 ", rate: 64 KiB/s}\n");
+	assert_int_equal(cfg.groups[0].rate, 64ull << 10);
+	parses(G1 ", rate: 1024}\n");
+	assert_int_equal(cfg.groups[0].rate, 1024);
+	parses(G1 ", rate: 1024GiB/s}\n");
+	assert_int_equal(cfg.groups[0].rate, 1024ull << 30);
+	one_error(G1 ", rate: 1023}\n", "t.yaml:2:41: " RATE_EXPECT "\"1023\"");
+	one_error(G1 ", rate: 1025GiB}\n", "t.yaml:2:41: " RATE_EXPECT "\"1025GiB\"");
+	one_error(G1 ", rate: 10MB/s}\n", "t.yaml:2:41: " RATE_EXPECT "\"10MB/s\"");
+	one_error(G1 ", rate: /s}\n", "t.yaml:2:41: " RATE_EXPECT "\"/s\"");
+}
+
 static void config_socket_mode_is_octal(void **state)
 {
 	parses("daemon: {socket_mode: 0660}");
@@ -446,7 +473,7 @@ static void config_group_needs_name_and_address(void **state)
 	assert_string_equal(err(1), "t.yaml:2:5: groups[0]: missing key \"address\" (expected an IPv4 multicast "
 				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8))");
 	one_error("groups:\n  - name: a\n    address: 239.0.0.1\n    colour: red\n",
-		  "t.yaml:4:5: groups[0]: unknown key \"colour\" (expected one of name, address, raw, publish, "
+		  "t.yaml:4:5: groups[0]: unknown key \"colour\" (expected one of name, address, raw, rate, publish, "
 		  "subscribe)");
 	one_error("groups:\n  - 5\n", "t.yaml:2:5: groups[0]: expected a mapping with name and address, got \"5\"");
 	one_error("groups: {name: a}\n", "t.yaml:1:9: groups: expected a list of groups, got a mapping");
@@ -524,6 +551,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_enum_names_round_trip, teardown),
 		cmocka_unit_test_teardown(config_size_suffixes, teardown),
 		cmocka_unit_test_teardown(config_mtu_is_auto_or_bytes, teardown),
+		cmocka_unit_test_teardown(config_group_rate_is_off_or_bytes_per_second, teardown),
 		cmocka_unit_test_teardown(config_socket_mode_is_octal, teardown),
 		cmocka_unit_test_teardown(config_bool_forms, teardown),
 		cmocka_unit_test_teardown(config_fabric_address_forms, teardown),
