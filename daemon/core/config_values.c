@@ -349,35 +349,13 @@ static int leaf_scalar(const struct key *k, const char *s, void *base)
 		return leaf_mcast(s, base);
 	case K_LISTEN:
 		return leaf_listen(s, base);
-	case K_ACL:
-	case K_REPAIR:
-		break;
-	}
-	return -EINVAL;
-}
-
-/*
- * groups.repair: "off", "on" (every repair key at its default), or a
- * mapping of the groups.repair.* keys, each checked like any key.
- */
-static int leaf_repair(struct parse *p, const struct key *k, const yaml_node_t *v, void *base, const char *path)
-{
-	struct seen seen[NKEYS] = {0};
-	const char *s = cfg_scalar(v);
-	int on;
-
-	if (v->type == YAML_MAPPING_NODE) {
-		size_t before = p->errs ? p->errs->n : 0;
-
-		cfg_walk_keys(p, v, S_GROUP, "groups.repair", path, base, seen);
-		on = 1;
-		cfg_store_uint((char *)base + k->off, k->size, (uint64_t)on);
-		return p->errs && p->errs->n != before ? -EINVAL : 0;
-	}
-	if (s && !cfg_is_null(v) && (!strcmp(s, "off") || !strcmp(s, "on"))) {
-		on = !strcmp(s, "on");
-		cfg_store_uint((char *)base + k->off, k->size, (uint64_t)on);
+	case K_REPAIR: /* the scalar forms; a mapping is walked (config_walk.c) */
+		if (strcmp(s, "off") && strcmp(s, "on"))
+			return -EINVAL;
+		cfg_store_uint(field, k->size, !strcmp(s, "on"));
 		return 0;
+	case K_ACL:
+		break;
 	}
 	return -EINVAL;
 }
@@ -393,8 +371,6 @@ int cfg_leaf(struct parse *p, const struct key *k, const yaml_node_t *v, void *b
 
 	if (k->type == K_ACL)
 		return cfg_acl_list(p, k, v, field, path);
-	if (k->type == K_REPAIR && v->type == YAML_MAPPING_NODE)
-		return leaf_repair(p, k, v, base, path);
 	if ((k->type == K_ADDRESS || k->type == K_LISTEN) && cfg_is_null(v)) {
 		struct pubd_config *c = base;
 
@@ -406,10 +382,7 @@ int cfg_leaf(struct parse *p, const struct key *k, const yaml_node_t *v, void *b
 		return 0;
 	}
 	s = cfg_scalar(v);
-	if (k->type == K_REPAIR)
-		ret = leaf_repair(p, k, v, base, path);
-	else
-		ret = !s || cfg_is_null(v) ? -EINVAL : leaf_scalar(k, s, base);
+	ret = !s || cfg_is_null(v) ? -EINVAL : leaf_scalar(k, s, base);
 	if (ret == -ENOMEM) {
 		p->oom = p->stop = true;
 		return -ENOMEM;
