@@ -30,6 +30,7 @@ static void on_heartbeat_timer(void *ctx, uint64_t now)
 	struct pubd *d = ctx;
 
 	pubd_tx_heartbeat(d);
+	engine_repair_tick(d, now);
 	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
 }
 
@@ -274,6 +275,8 @@ void pubd_close(struct pubd *d)
 		pubd_groups_foreach(&d->groups, g, i) d->fops->leave(d->fabric, g->slot);
 	}
 	pubd_tx_free(d);
+	/* Windows hold buffers that clients' publish logs may have lent. */
+	pubd_groups_foreach(&d->groups, g, i) engine_repair_free(d, g);
 	if (d->loop)
 		pubd_ipc_close(&d->ipc);
 	if (d->fabric)

@@ -14,6 +14,7 @@
 #include "ipc.h"
 #include "loop.h"
 #include "reasm.h"
+#include "repair_window.h"
 #include "stats.h"
 #include "tx.h"
 
@@ -35,8 +36,9 @@ struct pubd {
 	struct pubd_ipc ipc;
 	struct pubd_tx tx;
 	struct pubd_source_map sources;
-	struct pubd_http *metrics_http; /* NULL: metrics.listen not set (or its bind failed) */
-	char *metrics_listening;	/* the metrics.listen the listener was opened for */
+	struct pubd_repair_budget repair_budget; /* limits.repair_budget, over every group's window */
+	struct pubd_http *metrics_http;		 /* NULL: metrics.listen not set (or its bind failed) */
+	char *metrics_listening;		 /* the metrics.listen the listener was opened for */
 	uint64_t counters[PUBD_CTR__COUNT];
 	struct pubd_drops drops; /* daemon-scope: not tied to a known group */
 	struct pubd_loop_timer *reasm_timer, *heartbeat_timer, *watchdog_timer, *status_timer;

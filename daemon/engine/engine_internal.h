@@ -33,6 +33,17 @@ extern const struct pubd_reasm_ops engine_reasm_ops;
 void engine_arm_reasm_timer(struct pubd *d);
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n);
 
+/* repair_src.c: loss repair, the source side */
+/* Keep a message whose datagrams all went out (g's window, if it has one). */
+void engine_repair_keep(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq, uint32_t unit);
+/* A control datagram (NAK or GONE) that arrived; counted and answered. */
+void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const struct pubd_wire_hdr *h,
+			  const uint8_t *body, size_t len);
+/* Age every window (the heartbeat timer); open or close windows as the config says. */
+void engine_repair_tick(struct pubd *d, uint64_t now);
+/* Drop g's window (the group goes, or pubd stops). */
+void engine_repair_free(struct pubd *d, struct pubd_group *g);
+
 /* membership.c */
 int engine_open_fabric(struct pubd *d, const struct pubd_fabric_ops *given);
 bool engine_all_groups_up(const struct pubd *d);

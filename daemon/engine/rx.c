@@ -185,6 +185,14 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 			d->counters[PUBD_CTR_RX_SELF]++;
 			continue;
 		}
+		/* Loss repair: a NAK or GONE (unicast, on no group's address). */
+		if (h.flags & PUBD_WIRE_F_CONTROL) {
+			engine_repair_on_ctl(d, dg, &h, payload, plen);
+			continue;
+		}
+		/* A repair sent to us alone: its group by the header. */
+		if (!g && (h.flags & PUBD_WIRE_F_REPAIR))
+			g = pubd_groups_by_id(&d->groups, h.group_id);
 		g = rx_group(d, g, &h);
 		if (!g)
 			continue;

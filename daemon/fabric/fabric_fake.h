@@ -99,6 +99,8 @@ void pubd_fake_transfer(struct pubd_fake *from, struct pubd_fake *to, const stru
  * bytes), and send_to takes it; unique in the process. pubd_fake_transfer
  * hands a unicast datagram only to the fake it names. */
 uint64_t pubd_fake_peer_id(const struct pubd_fake *fk);
+/* Like pubd_fake_inject, as sent by the fake whose peer id is from. */
+void pubd_fake_inject_from(struct pubd_fake *fk, int slot, const void *data, uint32_t len, uint64_t from);
 /* Hand the daemon one received datagram on slot (-1: arrived on no group
  * address, e.g. unicast to the port). */
 void pubd_fake_inject(struct pubd_fake *fk, int slot, const void *data, uint32_t len, bool self);

@@ -568,6 +568,14 @@ void pubd_fake_transfer(struct pubd_fake *fromk, struct pubd_fake *tok, const st
 	free(arr);
 }
 
+void pubd_fake_inject_from(struct pubd_fake *fk, int slot, const void *data, uint32_t len, uint64_t from)
+{
+	struct pubd_fabric *f = F(fk);
+	struct pubd_rx_dgram d = {.data = data, .len = len, .slot = slot, .from = &from, .from_len = sizeof(from)};
+
+	f->ev->rx(f->ctx, &d, 1);
+}
+
 uint64_t pubd_fake_peer_id(const struct pubd_fake *fk)
 {
 	return CF(fk)->peer_id;
