@@ -123,10 +123,38 @@ static unsigned group_sources(const struct pubd *d, const struct pubd_group *g)
 /* The *_bytes columns (payload bytes, for pubctl watch's rates) come last so
  * the older columns keep their places. */
 static const char *const group_cols[] = {
-	"name:s",	    "address:s",	 "raw:u",	"joined:u",	 "mode:s",	   "receiving:u",
-	"subscribers:u",    "publishers:u",	 "published:u", "received:u",	 "delivered:u",	   "dropped:u",
-	"sub_dropped:u",    "sub_denied:u",	 "sources:u",	"tx_queued:u",	 "receiving_ms:u", "published_bytes:u",
-	"received_bytes:u", "delivered_bytes:u", "rate:u",	"paced_waits:u",
+	"name:s",
+	"address:s",
+	"raw:u",
+	"joined:u",
+	"mode:s",
+	"receiving:u",
+	"subscribers:u",
+	"publishers:u",
+	"published:u",
+	"received:u",
+	"delivered:u",
+	"dropped:u",
+	"sub_dropped:u",
+	"sub_denied:u",
+	"sources:u",
+	"tx_queued:u",
+	"receiving_ms:u",
+	"published_bytes:u",
+	"received_bytes:u",
+	"delivered_bytes:u",
+	"rate:u",
+	"paced_waits:u",
+	/* loss repair, source side */
+	"repair:u",
+	"repair_window_bytes:u",
+	"naks_received:u",
+	"repairs_sent:u",
+	"repair_bytes:u",
+	"gone_sent:u",
+	"naks_ignored_duplicate:u",
+	"naks_ignored_rate:u",
+	"naks_ignored_outside:u",
 };
 
 static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
@@ -156,6 +184,15 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->delivered_bytes);
 	pub_table_u64(b, g->cfg->rate); /* configured bytes/s; 0: unpaced */
 	pub_table_u64(b, g->paced_waits);
+	pub_table_u64(b, g->rwin != NULL); /* repair on, and the fabric can answer NAKs */
+	pub_table_u64(b, g->rwin ? g->rwin->bytes : 0);
+	pub_table_u64(b, g->naks_received);
+	pub_table_u64(b, g->repairs_sent);
+	pub_table_u64(b, g->repair_bytes);
+	pub_table_u64(b, g->gone_sent);
+	pub_table_u64(b, g->naks_ignored_duplicate);
+	pub_table_u64(b, g->naks_ignored_rate);
+	pub_table_u64(b, g->naks_ignored_outside);
 }
 
 static const char *const status_cols[] = {
