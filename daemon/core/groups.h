@@ -73,6 +73,9 @@ struct pubd_group {
 	uint64_t repair_bytes;
 	uint64_t gone_sent;
 	uint64_t naks_ignored_duplicate, naks_ignored_rate, naks_ignored_outside;
+	/* loss repair, receiver side (engine/repair_rx.c) */
+	uint64_t naks_sent;
+	uint64_t repaired; /* messages delivered after a NAK asked for them */
 
 	/* counters */
 	uint64_t published; /* by local clients */

@@ -255,3 +255,20 @@ void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)
 	t->held_bytes = r->held_bytes;
 	t->stream_bytes = r->stream_bytes;
 }
+
+void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns,
+			      void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx)
+{
+	const struct link *l;
+
+	/* Partials are in arrival order and each deadline is its arrival plus
+	 * the timeout (never earlier than the one before), so the scan stops at
+	 * the first that is young enough. */
+	for (l = r->gpartials.next; l != &r->gpartials; l = l->next) {
+		const struct partial *p = container_of(l, struct partial, glink);
+
+		if (p->deadline > older_than_ns + r->cfg.timeout_ns)
+			break;
+		fn(ctx, p->s->hn.k1, p->s->hn.k2, p->seq);
+	}
+}

@@ -31,6 +31,7 @@ static void on_heartbeat_timer(void *ctx, uint64_t now)
 
 	pubd_tx_heartbeat(d);
 	engine_repair_tick(d, now);
+	engine_naks_tick(d, now);
 	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
 }
 
@@ -226,6 +227,9 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	if (!d->reasm || !d->reasm_timer || !d->heartbeat_timer || !d->status_timer || !d->watchdog_timer ||
 	    !d->stop_timer || !d->pace_timer)
 		return -ENOMEM;
+	err = engine_naks_init(d);
+	if (err < 0)
+		return err;
 	pubd_loop_set_idle(d->loop, on_idle, d);
 	pubd_notify_init(d);
 
@@ -283,6 +287,7 @@ void pubd_close(struct pubd *d)
 		d->fops->close(d->fabric);
 	d->fabric = NULL;
 	pubd_groups_free(&d->groups);
+	engine_naks_close(d);
 	pubd_reasm_destroy(d->reasm);
 	d->reasm = NULL;
 	pubd_msgbuf_cache_drain();

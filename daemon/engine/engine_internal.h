@@ -44,6 +44,25 @@ void engine_repair_tick(struct pubd *d, uint64_t now);
 /* Drop g's window (the group goes, or pubd stops). */
 void engine_repair_free(struct pubd *d, struct pubd_group *g);
 
+/* repair_rx.c: loss repair, the receiver side */
+int engine_naks_init(struct pubd *d);
+void engine_naks_close(struct pubd *d);
+/* reasm's gap op: a range of messages went missing. */
+void engine_naks_gap(void *ctx, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count);
+/* A message of a repair group was delivered: was it asked for? */
+void engine_naks_delivered(struct pubd *d, struct pubd_group *g, struct pubd_source_stats *s, uint64_t source,
+			   uint64_t seq);
+/* A GONE from a source. */
+void engine_naks_gone(struct pubd *d, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count);
+/* Partials stuck for a while, NAKed whole (the heartbeat timer). */
+void engine_naks_tick(struct pubd *d, uint64_t now);
+void engine_naks_arm(struct pubd *d);
+/* Is g a group whose losses this daemon asks to be repaired? */
+static inline bool engine_repairs(const struct pubd *d, const struct pubd_group *g)
+{
+	return g && g->cfg && g->cfg->repair.on && !g->raw && d->fops->send_to;
+}
+
 /* membership.c */
 int engine_open_fabric(struct pubd *d, const struct pubd_fabric_ops *given);
 bool engine_all_groups_up(const struct pubd *d);

@@ -263,8 +263,11 @@ void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const 
 		d->counters[PUBD_CTR_RX_UNJOINED]++;
 		return;
 	}
-	if (c.type == PUBD_CTL_GONE)
-		return; /* the receiver side takes these (not built yet) */
+	if (c.type == PUBD_CTL_GONE) {
+		if (c.stream == h->source_id)
+			engine_naks_gone(d, h->source_id, g->id, c.first_seq, c.count);
+		return;
+	}
 	g->naks_received++;
 	if (c.stream != d->source_id || !g->rwin || !dg->from_len) {
 		/* Not for us (an old source id), no window here, or nowhere to answer. */

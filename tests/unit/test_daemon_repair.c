@@ -301,6 +301,73 @@ static void test_repair_rate_cap(void **state)
 	hd_stop(&b);
 }
 
+/* Both sides: random loss from the source to the receiver, whose own NAKs
+ * (unicast back) get every message repaired; nothing counted lost. */
+static void test_end_to_end_random_loss(void **state)
+{
+	struct pubd_fake_impair imp = {.loss_ppm = 50000, .seed = 7};
+	struct pubd_fake_transfer_stats st = {0};
+	static struct hd a, b;
+	const uint64_t N = 300;
+	struct pubd_group *gb, *ga;
+	struct hc pub, sub;
+	struct pub_msg_deliver m;
+	const uint8_t *fb;
+	uint32_t flen;
+	uint8_t type, *got = calloc(N, 1);
+	uint64_t delivered = 0, dl, t0 = pubd_now_ns();
+	size_t i;
+
+	(void)state;
+	assert_non_null(got);
+	assert_int_equal(hd_start(&a, NULL, body("{window: 4MiB, max_age_ms: 10000}")), 0);
+	assert_int_equal(hd_start(&b, NULL, body("{nak_backoff_ms: 10, nak_interval_ms: 30}")), 0);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	publish(&pub, 0, N);
+	ga = hd_group(&a, "r");
+	gb = hd_group(&b, "r");
+	dl = hd_deadline(10000);
+	while (!hd_past(dl) && delivered < N) {
+		hd_turn(&a, 1);
+		pubd_fake_transfer(a.fk, b.fk, &imp, &st);
+		hd_turn(&b, 1);
+		pubd_fake_transfer(b.fk, a.fk, NULL, NULL);
+		while (hc_next(&sub, &type, &fb, &flen, 0) == 1) {
+			assert_int_equal(type, PUB_FRAME_DELIVER);
+			assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
+			assert_true(m.seq < N && !got[m.seq]);
+			assert_int_equal(m.payload_len, msg_len(m.seq));
+			for (i = 0; i < m.payload_len; i++)
+				assert_int_equal(m.payload[i], msg_byte(m.seq, i));
+			got[m.seq] = 1;
+			delivered++;
+			hc_pop(&sub);
+		}
+	}
+	print_message("%llu messages, %llu datagrams lost, %llu NAKs, %llu repair datagrams, %llu repaired, "
+		      "%llu unrecovered, %llu ms\n",
+		      (unsigned long long)N, (unsigned long long)st.lost, (unsigned long long)gb->naks_sent,
+		      (unsigned long long)ga->repairs_sent, (unsigned long long)gb->repaired,
+		      (unsigned long long)gb->drops.by_reason[PUB_DROP_UNRECOVERED],
+		      (unsigned long long)((pubd_now_ns() - t0) / MS));
+	assert_true(st.lost > 0);
+	assert_int_equal(delivered, N);
+	assert_int_equal(gb->received, N);
+	assert_true(gb->repaired > 0);
+	assert_true(gb->naks_sent > 0);
+	assert_int_equal(ga->naks_received, gb->naks_sent);
+	assert_int_equal(pubd_drops_msg_total(&gb->drops), 0);
+	hc_close(&pub);
+	hc_close(&sub);
+	hd_stop(&a);
+	hd_stop(&b);
+	free(got);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -314,6 +381,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_nak_repairs_unicast, teardown),
 		cmocka_unit_test_teardown(test_nak_gone_and_outside, teardown),
 		cmocka_unit_test_teardown(test_repair_rate_cap, teardown),
+		cmocka_unit_test_teardown(test_end_to_end_random_loss, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
