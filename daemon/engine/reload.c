@@ -30,6 +30,10 @@ void engine_reasm_config_from(const struct pubd_config *c, struct pubd_reasm_con
 
 		if (r->on && need > rc->timeout_ns)
 			rc->timeout_ns = need;
+		/* Gaps wait that long, so more of them are open at once (each
+		 * still charged to the reassembly budget). */
+		if (r->on && rc->max_missing_ranges < 4096)
+			rc->max_missing_ranges = 4096;
 	}
 }
 
