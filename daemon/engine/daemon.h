@@ -41,6 +41,7 @@ struct pubd {
 	struct pubd_nak_sched naks;		 /* loss repair, receiver side: what to ask for (repair_rx.c) */
 	struct pubd_loop_timer *nak_timer;
 	uint64_t nak_rng;
+	bool fabric_unicast;		      /* the fabric's send_to works (loss repair can run) */
 	const struct pubd_rx_dgram *rx_dgram; /* the datagram being pushed into reassembly, or NULL */
 	struct pubd_http *metrics_http;	      /* NULL: metrics.listen not set (or its bind failed) */
 	char *metrics_listening;	      /* the metrics.listen the listener was opened for */

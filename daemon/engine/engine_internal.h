@@ -60,7 +60,7 @@ void engine_naks_arm(struct pubd *d);
 /* Is g a group whose losses this daemon asks to be repaired? */
 static inline bool engine_repairs(const struct pubd *d, const struct pubd_group *g)
 {
-	return g && g->cfg && g->cfg->repair.on && !g->raw && d->fops->send_to;
+	return g && g->cfg && g->cfg->repair.on && !g->raw && d->fabric_unicast;
 }
 
 /* membership.c */

@@ -47,7 +47,7 @@ static uint64_t repair_burst(uint64_t rate, uint32_t mtu)
 static void sync_group(struct pubd *d, struct pubd_group *g, uint64_t now)
 {
 	struct pubd_repair_window_cfg wc;
-	bool want = g->cfg && g->cfg->repair.on && !g->raw && d->fops->send_to;
+	bool want = engine_repairs(d, g);
 
 	if (!want) {
 		engine_repair_free(d, g);
