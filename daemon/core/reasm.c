@@ -272,3 +272,29 @@ void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns
 		fn(ctx, p->s->hn.k1, p->s->hn.k2, p->seq);
 	}
 }
+
+uint64_t pubd_reasm_stream_low(const struct pubd_reasm *r, uint64_t source, uint64_t group)
+{
+	const struct hnode *n = htab_find(&r->streams, source, group);
+	const struct stream *s;
+	const struct link *l;
+	uint64_t low;
+
+	if (!n)
+		return UINT64_MAX;
+	s = container_of(n, struct stream, hn);
+	low = s->next_seq;
+	if (!list_empty(&s->ranges)) {
+		const struct range *g = container_of(s->ranges.next, struct range, slink);
+
+		if (g->first < low)
+			low = g->first;
+	}
+	for (l = s->partials.next; l != &s->partials; l = l->next) {
+		const struct partial *p = container_of(l, struct partial, slink);
+
+		if (p->seq < low)
+			low = p->seq;
+	}
+	return low;
+}

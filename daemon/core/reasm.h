@@ -169,6 +169,12 @@ struct pubd_reasm_stream_info {
 void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns,
 			      void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx);
 
+/* The lowest sequence number of (source, group) not yet delivered or
+ * dropped (a missing range's or a partial's), next_seq when none;
+ * UINT64_MAX for a stream not tracked. Loss repair holds later messages
+ * back until it passes them, to deliver in order. */
+uint64_t pubd_reasm_stream_low(const struct pubd_reasm *r, uint64_t source, uint64_t group);
+
 /* Visit every stream (order unspecified). */
 void pubd_reasm_foreach(const struct pubd_reasm *r, void (*fn)(void *ctx, const struct pubd_reasm_stream_info *s),
 			void *ctx);

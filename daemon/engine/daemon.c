@@ -23,6 +23,8 @@ static void on_reasm_timer(void *ctx, uint64_t now)
 	d->event_ns = now;
 	pubd_reasm_expire(d->reasm, now);
 	engine_arm_reasm_timer(d);
+	if (d->holds)
+		engine_order_release(d);
 }
 
 static void on_heartbeat_timer(void *ctx, uint64_t now)
@@ -288,6 +290,7 @@ void pubd_close(struct pubd *d)
 	d->fabric = NULL;
 	pubd_groups_free(&d->groups);
 	engine_naks_close(d);
+	engine_order_forget(d, 0);
 	pubd_reasm_destroy(d->reasm);
 	d->reasm = NULL;
 	pubd_msgbuf_cache_drain();

@@ -21,6 +21,7 @@
 
 struct pub_table_builder;
 struct pubd_http;
+struct hold_stream;
 
 struct pubd {
 	char *config_path;
@@ -41,7 +42,10 @@ struct pubd {
 	struct pubd_nak_sched naks;		 /* loss repair, receiver side: what to ask for (repair_rx.c) */
 	struct pubd_loop_timer *nak_timer;
 	uint64_t nak_rng;
-	bool fabric_unicast;		      /* the fabric's send_to works (loss repair can run) */
+	bool fabric_unicast;	   /* the fabric's send_to works (loss repair can run) */
+	struct hold_stream *holds; /* messages held back for order (repair_order.c) */
+	uint64_t held_bytes;
+	uint64_t order_overflows;
 	const struct pubd_rx_dgram *rx_dgram; /* the datagram being pushed into reassembly, or NULL */
 	struct pubd_http *metrics_http;	      /* NULL: metrics.listen not set (or its bind failed) */
 	char *metrics_listening;	      /* the metrics.listen the listener was opened for */

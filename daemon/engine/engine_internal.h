@@ -63,6 +63,14 @@ static inline bool engine_repairs(const struct pubd *d, const struct pubd_group 
 	return g && g->cfg && g->cfg->repair.on && !g->raw && d->fabric_unicast;
 }
 
+/* repair_order.c: in-order delivery on repair groups */
+/* Hold msg (seq of source on group) if an earlier one is outstanding; true if held. */
+bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg);
+/* Release what reassembly has caught up with (after each batch of its work). */
+void engine_order_release(struct pubd *d);
+/* Drop what is held for a group (0: every group) without delivering it. */
+void engine_order_forget(struct pubd *d, uint64_t group);
+
 /* membership.c */
 int engine_open_fabric(struct pubd *d, const struct pubd_fabric_ops *given);
 bool engine_all_groups_up(const struct pubd *d);

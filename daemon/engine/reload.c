@@ -76,6 +76,7 @@ static void group_destroy(struct pubd *d, struct pubd_group *g)
 	pubd_reasm_forget_group(d->reasm, g->id);
 	pubd_source_map_forget_group(&d->sources, g->id);
 	engine_repair_free(d, g);
+	engine_order_forget(d, g->id);
 	/* Its drops outlive it in the daemon scope, so the drops table keeps
 	 * adding up to the daemon's totals (dropped, rx_malformed). */
 	pubd_drops_merge(&d->drops, &g->drops);

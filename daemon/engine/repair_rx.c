@@ -10,10 +10,10 @@
  * unrecovered on a repair group (rx.c). Reassembly waits long enough for
  * every retry on a daemon with repair groups (reload.c).
  *
- * Not yet: holding later messages back so a repaired one is delivered in
- * order (repaired messages arrive late, out of order), and NAKing only the
- * missing fragments of a large message (a stuck partial is asked for whole;
- * the fragments it has come again and are dropped as duplicates).
+ * Order is kept by repair_order.c. Not yet: NAKing only the missing
+ * fragments of a large message (a stuck partial is asked for whole; the
+ * fragments it has come again and are dropped as duplicates), and
+ * per-group NAK timings (one schedule: the first repair group's).
  */
 #include <errno.h>
 #include <string.h>

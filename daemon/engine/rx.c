@@ -57,7 +57,8 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 			}
 			memcpy(owned->data, data, len);
 		}
-		engine_fan_out(d, g, source, seq, owned);
+		if (!engine_repairs(d, g) || !engine_order_hold(d, source, group_id, seq, owned))
+			engine_fan_out(d, g, source, seq, owned);
 	}
 	pubd_msgbuf_put(owned);
 }
@@ -232,4 +233,6 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 	}
 	engine_arm_reasm_timer(d);
 	engine_naks_arm(d);
+	if (d->holds)
+		engine_order_release(d);
 }

@@ -5,9 +5,9 @@
  * (unicast to the asker, the original fragments flagged REPAIR; GONE for
  * what left its window; duplicates ignored; repair bytes within the
  * group's repair.rate), and the receiving daemon takes unicast repairs
- * into reassembly so that every message is delivered byte-identical and
- * published = delivered + dropped still holds. The receiver's own NAKs are
- * not built yet: the test writes the NAKs a receiver would send.
+ * into reassembly so that every message is delivered byte-identical, in
+ * order, and published = delivered + dropped still holds. The first tests
+ * write the NAKs a receiver would send; the last runs both sides.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,7 +172,7 @@ static void test_nak_repairs_unicast(void **state)
 	const uint8_t *fb;
 	uint32_t flen;
 	uint8_t type, got[12] = {0};
-	uint64_t delivered = 0, dl;
+	uint64_t delivered = 0, dl, last = 0;
 	size_t i;
 
 	(void)state;
@@ -209,6 +209,8 @@ static void test_nak_repairs_unicast(void **state)
 			assert_int_equal(type, PUB_FRAME_DELIVER);
 			assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
 			assert_true(m.seq < N && !got[m.seq]);
+			assert_true(delivered == 0 || m.seq > last); /* in order */
+			last = m.seq;
 			assert_int_equal(m.payload_len, msg_len(m.seq));
 			for (i = 0; i < m.payload_len; i++)
 				assert_int_equal(m.payload[i], msg_byte(m.seq, i));
@@ -315,7 +317,7 @@ static void test_end_to_end_random_loss(void **state)
 	const uint8_t *fb;
 	uint32_t flen;
 	uint8_t type, *got = calloc(N, 1);
-	uint64_t delivered = 0, dl, t0 = pubd_now_ns();
+	uint64_t delivered = 0, dl, t0 = pubd_now_ns(), last = 0;
 	size_t i;
 
 	(void)state;
@@ -340,6 +342,8 @@ static void test_end_to_end_random_loss(void **state)
 			assert_int_equal(type, PUB_FRAME_DELIVER);
 			assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
 			assert_true(m.seq < N && !got[m.seq]);
+			assert_true(delivered == 0 || m.seq > last); /* in order */
+			last = m.seq;
 			assert_int_equal(m.payload_len, msg_len(m.seq));
 			for (i = 0; i < m.payload_len; i++)
 				assert_int_equal(m.payload[i], msg_byte(m.seq, i));
