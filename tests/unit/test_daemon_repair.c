@@ -372,6 +372,85 @@ static void test_end_to_end_random_loss(void **state)
 	free(got);
 }
 
+/* A window too small for the loss: the lost messages have left it by the
+ * time they are asked for; the source answers GONE and the receiver counts
+ * exactly those as unrecovered, the rest delivered in order. */
+static void test_window_too_small_counts_unrecovered(void **state)
+{
+	static struct hd a, b;
+	static const uint64_t lost[] = {2, 3, 9};
+	const uint64_t N = 120;
+	struct pubd_group *ga, *gb;
+	struct pubd_source_stats *src;
+	struct hc pub, sub;
+	struct pub_msg_deliver m;
+	const uint8_t *fb;
+	uint32_t flen;
+	uint8_t type;
+	uint64_t delivered = 0, dl, last = 0;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, body("{window: 64KiB}")), 0);
+	/* reassembly's own timeout short: repair stretches it to the retries */
+	assert_int_equal(hd_start(&b, NULL,
+				  "limits:\n  reassembly_timeout_ms: 50\n"
+				  "groups:\n"
+				  "  - name: r\n"
+				  "    address: 239.78.0.1\n"
+				  "    repair: {nak_backoff_ms: 5, nak_interval_ms: 20, nak_retries: 3}\n"),
+			 0);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	publish(&pub, 0, N); /* ~240 KB: 2, 3 and 9 have left the 64 KiB window */
+	drain(&a);
+	ga = hd_group(&a, "r");
+	gb = hd_group(&b, "r");
+	assert_true(ga->rwin->first_seq > 9);
+	move_with_loss(&a, &b, lost, 3);
+	dl = hd_deadline(10000);
+	src = pubd_source_map_get(&b.d.sources, a.d.source_id, gb->id, pubd_now_ns());
+	while (!hd_past(dl) && src->delivered + pubd_drops_msg_total(&src->drops) < N) {
+		hd_turn(&b, 1);
+		pubd_fake_transfer(b.fk, a.fk, NULL, NULL);
+		hd_turn(&a, 1);
+		pubd_fake_transfer(a.fk, b.fk, NULL, NULL);
+		while (hc_next(&sub, &type, &fb, &flen, 0) == 1) {
+			assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
+			assert_true(delivered == 0 || m.seq > last);
+			assert_true(m.seq != 2 && m.seq != 3 && m.seq != 9);
+			last = m.seq;
+			delivered++;
+			hc_pop(&sub);
+		}
+		src = pubd_source_map_get(&b.d.sources, a.d.source_id, gb->id, pubd_now_ns());
+	}
+	dl = hd_deadline(2000);
+	while (!hd_past(dl) && delivered < N - 3) {
+		hd_turn(&b, 1);
+		while (hc_next(&sub, &type, &fb, &flen, 0) == 1) {
+			assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
+			assert_true(delivered == 0 || m.seq > last);
+			last = m.seq;
+			delivered++;
+			hc_pop(&sub);
+		}
+	}
+	print_message("gone sent %llu, unrecovered %llu, delivered %llu\n", (unsigned long long)ga->gone_sent,
+		      (unsigned long long)gb->drops.by_reason[PUB_DROP_UNRECOVERED], (unsigned long long)delivered);
+	assert_true(ga->gone_sent > 0);
+	assert_int_equal(gb->drops.by_reason[PUB_DROP_UNRECOVERED], 3);
+	assert_int_equal(pubd_drops_msg_total(&gb->drops), 3);
+	assert_int_equal(src->delivered, N - 3);
+	assert_int_equal(delivered, N - 3);
+	hc_close(&pub);
+	hc_close(&sub);
+	hd_stop(&a);
+	hd_stop(&b);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -386,6 +465,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_nak_gone_and_outside, teardown),
 		cmocka_unit_test_teardown(test_repair_rate_cap, teardown),
 		cmocka_unit_test_teardown(test_end_to_end_random_loss, teardown),
+		cmocka_unit_test_teardown(test_window_too_small_counts_unrecovered, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
