@@ -31,6 +31,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "reasm_internal.h"
@@ -297,4 +298,35 @@ uint64_t pubd_reasm_stream_low(const struct pubd_reasm *r, uint64_t source, uint
 			low = p->seq;
 	}
 	return low;
+}
+
+size_t pubd_reasm_partial_missing(const struct pubd_reasm *r, uint64_t source, uint64_t group, uint64_t seq,
+				  uint32_t *first, uint8_t *bitmap, size_t cap)
+{
+	const struct hnode *n = htab_find(&r->streams, source, group);
+	const struct partial *p;
+	uint32_t i, f0 = UINT32_MAX, last = 0;
+
+	if (!n || !cap)
+		return 0;
+	n = htab_find(&r->partials, container_of(n, struct stream, hn)->id, seq);
+	if (!n)
+		return 0;
+	p = container_of(n, struct partial, hn);
+	for (i = 0; i < p->frag_count; i++) {
+		if (p->bits[i / 64] & (1ull << (i % 64)))
+			continue;
+		if (f0 == UINT32_MAX) {
+			f0 = i;
+			memset(bitmap, 0, cap);
+		}
+		if ((size_t)(i - f0) / 8 >= cap)
+			break;
+		bitmap[(i - f0) / 8] |= (uint8_t)(1u << ((i - f0) % 8));
+		last = i;
+	}
+	if (f0 == UINT32_MAX)
+		return 0;
+	*first = f0;
+	return (size_t)(last - f0) / 8 + 1;
 }

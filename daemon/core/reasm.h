@@ -169,6 +169,12 @@ struct pubd_reasm_stream_info {
 void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns,
 			      void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx);
 
+/* The fragments partial message seq of (source, group) still misses, as a
+ * bitmap (bit i, LSB first: fragment *first + i) of at most cap bytes;
+ * returns the bytes used, 0 when there is no such partial. */
+size_t pubd_reasm_partial_missing(const struct pubd_reasm *r, uint64_t source, uint64_t group, uint64_t seq,
+				  uint32_t *first, uint8_t *bitmap, size_t cap);
+
 /* The lowest sequence number of (source, group) not yet delivered or
  * dropped (a missing range's or a partial's), next_seq when none;
  * UINT64_MAX for a stream not tracked. Loss repair holds later messages

@@ -10,10 +10,9 @@
  * unrecovered on a repair group (rx.c). Reassembly waits long enough for
  * every retry on a daemon with repair groups (reload.c).
  *
- * Order is kept by repair_order.c. Not yet: NAKing only the missing
- * fragments of a large message (a stuck partial is asked for whole; the
- * fragments it has come again and are dropped as duplicates), and
- * per-group NAK timings (one schedule: the first repair group's).
+ * A stuck partial is asked for by a fragment bitmap of what it lacks.
+ * Order is kept by repair_order.c. Not yet: per-group NAK timings (one
+ * schedule for the daemon: the first repair group's).
  */
 #include <errno.h>
 #include <string.h>
@@ -46,11 +45,18 @@ static void send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, 
 	struct pubd_source_stats *s = pubd_source_map_get(&d->sources, gap->source, gap->group, d->event_ns);
 	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = (uint32_t)count, .stream = gap->source, .first_seq = first};
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = gap->group, .source_id = d->source_id};
-	uint8_t hdr[PUBD_WIRE_HDR_LEN], body[PUBD_CTL_MAX_LEN];
+	uint8_t hdr[PUBD_WIRE_HDR_LEN], body[PUBD_CTL_MAX_LEN], bits[PUBD_CTL_MAX_BITMAP];
 	struct pubd_tx_dgram dg = {.hdr = hdr, .hdr_len = sizeof(hdr), .payload = body};
 
 	if (!g || !s || !s->peer_len || !engine_repairs(d, g))
 		return;
+	/* A partial message: only the fragments it lacks (as many as one NAK
+	 * names; the rest at the next). Gone meanwhile: the whole message. */
+	if (gap->partial && count == 1) {
+		c.bitmap_len = (uint16_t)pubd_reasm_partial_missing(d->reasm, gap->source, gap->group, first,
+								    &c.frag_first, bits, sizeof(bits));
+		c.bitmap = bits;
+	}
 	dg.payload_len = (uint32_t)pubd_ctl_encode(&c, body, sizeof(body));
 	if (!dg.payload_len)
 		return;
