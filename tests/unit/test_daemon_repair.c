@@ -104,19 +104,26 @@ static unsigned move_with_loss(struct hd *a, struct hd *b, const uint64_t *lost,
 	return dropped;
 }
 
+/* A NAK to a from a receiver with this source id at this fake peer address. */
+static void nak_from(struct hd *a, uint64_t asker, uint64_t peer, uint64_t seq, uint32_t count);
+
 /* What b would send a for seq .. seq + count - 1. */
 static void nak(struct hd *a, struct hd *b, uint64_t seq, uint32_t count)
 {
+	nak_from(a, b->d.source_id, pubd_fake_peer_id(b->fk), seq, count);
+}
+
+static void nak_from(struct hd *a, uint64_t asker, uint64_t peer, uint64_t seq, uint32_t count)
+{
 	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = count, .stream = a->d.source_id, .first_seq = seq};
-	struct pubd_wire_hdr h = {
-		.flags = PUBD_WIRE_F_CONTROL, .group_id = hd_group(a, "r")->id, .source_id = b->d.source_id};
+	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = hd_group(a, "r")->id, .source_id = asker};
 	uint8_t dg[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
 	size_t blen = pubd_ctl_encode(&c, dg + PUBD_WIRE_HDR_LEN, PUBD_CTL_MAX_LEN);
 
 	assert_true(blen > 0);
 	h.msg_len = (uint32_t)blen;
 	pubd_wire_encode(&h, dg);
-	pubd_fake_inject_from(a->fk, -1, dg, (uint32_t)(PUBD_WIRE_HDR_LEN + blen), pubd_fake_peer_id(b->fk));
+	pubd_fake_inject_from(a->fk, -1, dg, (uint32_t)(PUBD_WIRE_HDR_LEN + blen), peer);
 }
 
 struct sent_kinds {
@@ -451,6 +458,42 @@ static void test_window_too_small_counts_unrecovered(void **state)
 	hd_stop(&b);
 }
 
+/* Two receivers ask for the same message within the multicast interval:
+ * the second answer goes to the group (multicast), and a third receiver's
+ * NAK right after is a duplicate. */
+static void test_two_askers_get_multicast(void **state)
+{
+	static struct hd a;
+	struct pubd_group *ga;
+	struct hc pub;
+	unsigned uni = 0, multi = 0;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, body("on")), 0);
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	publish(&pub, 0, 10);
+	drain(&a);
+	pubd_fake_sent_clear(a.fk);
+	ga = hd_group(&a, "r");
+	nak_from(&a, 0x1111, 0x51, 5, 1);
+	nak_from(&a, 0x2222, 0x52, 5, 1);
+	nak_from(&a, 0x3333, 0x53, 5, 1);
+	for (i = 0; i < pubd_fake_sent_count(a.fk); i++) {
+		const struct pubd_fake_sent *r = pubd_fake_sent_at(a.fk, i);
+
+		uni += r->to == 0x51;
+		multi += r->to == 0 && r->slot == ga->slot;
+		assert_true(r->to == 0 || r->to == 0x51);
+	}
+	assert_int_equal(uni, frags_of(5));
+	assert_int_equal(multi, frags_of(5));
+	assert_int_equal(ga->naks_ignored_duplicate, 1);
+	hc_close(&pub);
+	hd_stop(&a);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -464,6 +507,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_nak_repairs_unicast, teardown),
 		cmocka_unit_test_teardown(test_nak_gone_and_outside, teardown),
 		cmocka_unit_test_teardown(test_repair_rate_cap, teardown),
+		cmocka_unit_test_teardown(test_two_askers_get_multicast, teardown),
 		cmocka_unit_test_teardown(test_end_to_end_random_loss, teardown),
 		cmocka_unit_test_teardown(test_window_too_small_counts_unrecovered, teardown),
 	};
