@@ -47,7 +47,10 @@
 	X(CLIENT_GONE, "client_gone", PUB_DROP_KIND_MSG,                                                        \
 	  "a publisher's frames left unread when pubd stopped or the client broke the protocol")                \
 	X(SHUTDOWN, "shutdown", PUB_DROP_KIND_MSG,                                                              \
-	  "accepted messages still waiting for the fabric when pubd stopped (after waiting up to 2 s)")
+	  "accepted messages still waiting for the fabric when pubd stopped (after waiting up to 2 s)")         \
+	X(UNRECOVERED, "unrecovered", PUB_DROP_KIND_MSG,                                                        \
+	  "on a repair group: a lost message that NAKs did not get back (left the source's window, or retries " \
+	  "ran out); replaces seq_gap and reasm_timeout there")
 
 enum pub_drop_reason {
 #define PUB_X_ENUM(id, name, kind, help) PUB_DROP_##id,

@@ -47,6 +47,20 @@ struct pubd_acl {
 	bool present; /* key given; absent means "any" (see config/pubd.yaml) */
 };
 
+/*
+ * A group's loss repair (groups.repair): off, or NAK-based repair from a
+ * window the publishing daemon keeps (daemon/core/repair_*.h).
+ */
+struct pubd_repair_config {
+	int on;			  /* 0: off (no window kept, gaps counted as seq_gap) */
+	uint64_t window;	  /* bytes of sent messages kept per group */
+	uint32_t max_age_ms;	  /* kept at least this long (within window and limits.repair_budget) */
+	uint32_t nak_backoff_ms;  /* receiver: random initial back-off, 0..this */
+	uint32_t nak_interval_ms; /* receiver: a NAK is repeated this often */
+	uint32_t nak_retries;	  /* receiver: NAKs sent for a gap before it is unrecovered */
+	uint64_t rate;		  /* source: repair bytes per second at most; 0: no cap beyond the window */
+};
+
 struct pubd_group_config {
 	char *name;
 	struct sockaddr_storage address; /* IPv4 or IPv6 multicast; port 0 */
@@ -54,6 +68,7 @@ struct pubd_group_config {
 	char *address_text;
 	bool raw;
 	uint64_t rate; /* bytes per second the publishing daemon sends at most; 0: unpaced */
+	struct pubd_repair_config repair;
 	struct pubd_acl publish;
 	struct pubd_acl subscribe;
 };
@@ -102,6 +117,8 @@ struct pubd_config {
 	uint64_t publish_log;
 	/* Bytes of a client's deliver log, likewise. */
 	uint64_t deliver_log;
+	/* Bytes of sent messages kept for repair, all repair groups together. */
+	uint64_t repair_budget;
 
 	/* metrics */
 	char *metrics_listen;			  /* "HOST:PORT" as written; NULL: no /metrics listener */

@@ -32,6 +32,7 @@ enum key_type {
 	K_MCAST,      /* IPv4 or IPv6 multicast address */
 	K_ACL,	      /* list of ACL entries */
 	K_LISTEN,     /* "HOST:PORT" or "[IPV6]:PORT" to listen on; null: none */
+	K_REPAIR,     /* off, or a mapping of the groups.repair.* keys (int: 0 off, 1 on) */
 };
 
 /* Where a key's field lives: struct pubd_config, or struct pubd_group_config. */
@@ -55,7 +56,7 @@ struct key {
 };
 
 /* The one table (config_keys.c); NKEYS is checked against it there. */
-#define NKEYS 34
+#define NKEYS 42
 extern const struct key config_keys[NKEYS];
 
 #define NSECTIONS 5

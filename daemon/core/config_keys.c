@@ -116,6 +116,9 @@ const struct key config_keys[] = {
 	{"limits.max_sources", K_UINT, CFG(max_sources), .def = 4096, .min = 16, .max = 1048576,
 	 .expect = "an integer from 16 to 1048576"},
 
+	{"limits.repair_budget", K_SIZE, CFG(repair_budget), .def = 256 * MIB, .min = 1 * MIB, .max = 64 * GIB,
+	 .expect = "a size from 1 MiB to 64 GiB (bytes, or with KiB, MiB or GiB)"},
+
 	{"metrics.listen", K_LISTEN, CFG(metrics_listen),
 	 .expect = "an IP address and port to serve /metrics on, like 127.0.0.1:9477 or [::1]:9477 (null: none)"},
 
@@ -125,6 +128,22 @@ const struct key config_keys[] = {
 	 .expect = "an IPv4 multicast address (224.0.0.0/4) or an IPv6 one (ff00::/8)"},
 	{"groups.raw", K_BOOL, GRP(raw), .def = false, .expect = "true or false"},
 	{"groups.rate", K_RATE, GRP(rate), .def = 0, .min = 1 * KIB, .max = 1024 * GIB,
+	 .expect =
+		 "off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or GiB; \"/s\" optional)"},
+	{"groups.repair", K_REPAIR, GRP(repair.on), .def = 0,
+	 .expect = "off, on, or a mapping with window, max_age_ms, nak_backoff_ms, nak_interval_ms, nak_retries, rate"},
+	/* The keys of a groups.repair mapping ("groups.repair" is their section). */
+	{"groups.repair.window", K_SIZE, GRP(repair.window), .def = 16 * MIB, .min = 64 * KIB, .max = 64 * GIB,
+	 .expect = "a size from 64 KiB to 64 GiB (bytes, or with KiB, MiB or GiB)"},
+	{"groups.repair.max_age_ms", K_DURATION, GRP(repair.max_age_ms), .def = 2000, .min = 1, .max = 600000,
+	 .expect = "a duration in milliseconds from 1 to 600000"},
+	{"groups.repair.nak_backoff_ms", K_DURATION, GRP(repair.nak_backoff_ms), .def = 60, .min = 0, .max = 10000,
+	 .expect = "a duration in milliseconds from 0 to 10000"},
+	{"groups.repair.nak_interval_ms", K_DURATION, GRP(repair.nak_interval_ms), .def = 100, .min = 1, .max = 60000,
+	 .expect = "a duration in milliseconds from 1 to 60000"},
+	{"groups.repair.nak_retries", K_UINT, GRP(repair.nak_retries), .def = 8, .min = 1, .max = 1000,
+	 .expect = "an integer from 1 to 1000"},
+	{"groups.repair.rate", K_RATE, GRP(repair.rate), .def = 100 * MIB, .min = 1 * KIB, .max = 1024 * GIB,
 	 .expect =
 		 "off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or GiB; \"/s\" optional)"},
 	{"groups.publish", K_ACL, GRP(publish), .expect = ACL_FORM},
@@ -139,6 +158,9 @@ const struct key *cfg_find_key(enum key_scope scope, const char *section, const 
 {
 	size_t slen = strlen(section), i;
 
+	/* "repair.window" written as one key is not the nested key. */
+	if (strchr(name, '.'))
+		return NULL;
 	for (i = 0; i < NKEYS; i++)
 		if (config_keys[i].scope == scope && !strncmp(config_keys[i].path, section, slen) &&
 		    config_keys[i].path[slen] == '.' && !strcmp(config_keys[i].path + slen + 1, name))
@@ -154,7 +176,8 @@ void cfg_known_keys(const char *section, char *buf, size_t cap)
 
 	buf[0] = 0;
 	for (i = 0; i < NKEYS && o < cap; i++)
-		if (!strncmp(config_keys[i].path, section, slen) && config_keys[i].path[slen] == '.')
+		if (!strncmp(config_keys[i].path, section, slen) && config_keys[i].path[slen] == '.' &&
+		    !strchr(config_keys[i].path + slen + 1, '.'))
 			o += snprintf(buf + o, cap - o, "%s%s", o ? ", " : "", config_keys[i].path + slen + 1);
 }
 
@@ -179,6 +202,7 @@ int cfg_apply_defaults(enum key_scope scope, void *base)
 				return -ENOMEM;
 			break;
 		case K_ENUM:
+		case K_REPAIR:
 			v = (int)k->def;
 			memcpy(field, &v, sizeof(v));
 			break;
@@ -223,6 +247,7 @@ int pubd_config_key_default(const char *key, uint64_t *value)
 			continue;
 		switch (k->type) {
 		case K_ENUM:
+		case K_REPAIR:
 		case K_BOOL:
 		case K_MODE:
 		case K_UINT:

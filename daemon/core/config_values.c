@@ -349,6 +349,11 @@ static int leaf_scalar(const struct key *k, const char *s, void *base)
 		return leaf_mcast(s, base);
 	case K_LISTEN:
 		return leaf_listen(s, base);
+	case K_REPAIR: /* the scalar forms; a mapping is walked (config_walk.c) */
+		if (strcmp(s, "off") && strcmp(s, "on"))
+			return -EINVAL;
+		cfg_store_uint(field, k->size, !strcmp(s, "on"));
+		return 0;
 	case K_ACL:
 		break;
 	}

@@ -4,6 +4,7 @@
  * each key looked up in config_keys[], given at most once, its value handed
  * to cfg_leaf. The root's sections are walked from config.c.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,20 @@ bool cfg_given_twice(struct parse *p, struct seen *seen, const yaml_node_t *kn, 
 	report(p, kn->start_mark, "%s: given twice (first at %u:%u)", path, (unsigned)seen->mark.line + 1,
 	       (unsigned)seen->mark.column + 1);
 	return true;
+}
+
+/*
+ * groups.repair given as a mapping: on, with the groups.repair.* keys it
+ * names, each checked like any key. Returns -EINVAL if one was bad.
+ */
+static int walk_repair(struct parse *p, const struct key *k, const yaml_node_t *v, void *base, const char *path)
+{
+	struct seen seen[NKEYS] = {0};
+	size_t before = p->errs ? p->errs->n : 0;
+
+	cfg_store_uint((char *)base + k->off, k->size, 1);
+	cfg_walk_keys(p, v, S_GROUP, "groups.repair", path, base, seen);
+	return p->errs && p->errs->n != before ? -EINVAL : 0;
 }
 
 /* Walk one mapping of keys: a section of the config, or one group. */
@@ -62,7 +77,8 @@ void cfg_walk_keys(struct parse *p, const yaml_node_t *map, enum key_scope scope
 			continue;
 		seen[ki].given = true;
 		seen[ki].mark = vn->start_mark;
-		if (cfg_leaf(p, k, vn, base, path))
+		if (k->type == K_REPAIR && vn->type == YAML_MAPPING_NODE ? walk_repair(p, k, vn, base, path)
+									 : cfg_leaf(p, k, vn, base, path))
 			seen[ki].bad = true;
 	}
 }

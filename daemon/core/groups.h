@@ -63,6 +63,19 @@ struct pubd_group {
 	bool tx_paced;
 	uint64_t pace_until_ns;
 	uint64_t paced_waits; /* times it had to wait for tokens */
+	/* loss repair, source side (engine/repair_src.c): the window of what
+	 * it sent (NULL while cfg->repair is off or the fabric cannot unicast)
+	 * and the bucket capping repair bytes (cfg->repair.rate) */
+	struct pubd_repair_window *rwin;
+	struct pubd_pacer repair_pacer;
+	uint64_t naks_received;
+	uint64_t repairs_sent; /* repair datagrams */
+	uint64_t repair_bytes;
+	uint64_t gone_sent;
+	uint64_t naks_ignored_duplicate, naks_ignored_rate, naks_ignored_outside;
+	/* loss repair, receiver side (engine/repair_rx.c) */
+	uint64_t naks_sent;
+	uint64_t repaired; /* messages delivered after a NAK asked for them */
 
 	/* counters */
 	uint64_t published; /* by local clients */

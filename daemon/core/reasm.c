@@ -31,6 +31,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "reasm_internal.h"
@@ -254,4 +255,78 @@ void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)
 	t->inflight_bytes = r->inflight_bytes;
 	t->held_bytes = r->held_bytes;
 	t->stream_bytes = r->stream_bytes;
+}
+
+void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns,
+			      void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx)
+{
+	const struct link *l;
+
+	/* Partials are in arrival order and each deadline is its arrival plus
+	 * the timeout (never earlier than the one before), so the scan stops at
+	 * the first that is young enough. */
+	for (l = r->gpartials.next; l != &r->gpartials; l = l->next) {
+		const struct partial *p = container_of(l, struct partial, glink);
+
+		if (p->deadline > older_than_ns + r->cfg.timeout_ns)
+			break;
+		fn(ctx, p->s->hn.k1, p->s->hn.k2, p->seq);
+	}
+}
+
+uint64_t pubd_reasm_stream_low(const struct pubd_reasm *r, uint64_t source, uint64_t group)
+{
+	const struct hnode *n = htab_find(&r->streams, source, group);
+	const struct stream *s;
+	const struct link *l;
+	uint64_t low;
+
+	if (!n)
+		return UINT64_MAX;
+	s = container_of(n, struct stream, hn);
+	low = s->next_seq;
+	if (!list_empty(&s->ranges)) {
+		const struct range *g = container_of(s->ranges.next, struct range, slink);
+
+		if (g->first < low)
+			low = g->first;
+	}
+	for (l = s->partials.next; l != &s->partials; l = l->next) {
+		const struct partial *p = container_of(l, struct partial, slink);
+
+		if (p->seq < low)
+			low = p->seq;
+	}
+	return low;
+}
+
+size_t pubd_reasm_partial_missing(const struct pubd_reasm *r, uint64_t source, uint64_t group, uint64_t seq,
+				  uint32_t *first, uint8_t *bitmap, size_t cap)
+{
+	const struct hnode *n = htab_find(&r->streams, source, group);
+	const struct partial *p;
+	uint32_t i, f0 = UINT32_MAX, last = 0;
+
+	if (!n || !cap)
+		return 0;
+	n = htab_find(&r->partials, container_of(n, struct stream, hn)->id, seq);
+	if (!n)
+		return 0;
+	p = container_of(n, struct partial, hn);
+	for (i = 0; i < p->frag_count; i++) {
+		if (p->bits[i / 64] & (1ull << (i % 64)))
+			continue;
+		if (f0 == UINT32_MAX) {
+			f0 = i;
+			memset(bitmap, 0, cap);
+		}
+		if ((size_t)(i - f0) / 8 >= cap)
+			break;
+		bitmap[(i - f0) / 8] |= (uint8_t)(1u << ((i - f0) % 8));
+		last = i;
+	}
+	if (f0 == UINT32_MAX)
+		return 0;
+	*first = f0;
+	return (size_t)(last - f0) / 8 + 1;
 }

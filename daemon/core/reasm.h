@@ -106,6 +106,9 @@ struct pubd_reasm_ops {
 			struct pubd_msgbuf *owned);
 	/* count messages (MSG reasons) or datagrams (DGRAM reasons) dropped. */
 	void (*drop)(void *ctx, uint64_t source_id, uint64_t group_id, enum pub_drop_reason reason, uint64_t count);
+	/* Optional: messages first .. first + count - 1 went missing (a range
+	 * opened; loss repair asks for them). Must not call back into reasm. */
+	void (*gap)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t first, uint64_t count);
 };
 
 /* Every default; those that are config keys from the config's table. */
@@ -160,6 +163,23 @@ struct pubd_reasm_stream_info {
 	uint64_t missing;	 /* sequence numbers waiting in missing ranges */
 	uint64_t last_active_ns;
 };
+
+/* Visit the partial messages that began at or before older_than_ns, oldest
+ * first (loss repair asks for those that seem stuck). */
+void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns,
+			      void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx);
+
+/* The fragments partial message seq of (source, group) still misses, as a
+ * bitmap (bit i, LSB first: fragment *first + i) of at most cap bytes;
+ * returns the bytes used, 0 when there is no such partial. */
+size_t pubd_reasm_partial_missing(const struct pubd_reasm *r, uint64_t source, uint64_t group, uint64_t seq,
+				  uint32_t *first, uint8_t *bitmap, size_t cap);
+
+/* The lowest sequence number of (source, group) not yet delivered or
+ * dropped (a missing range's or a partial's), next_seq when none;
+ * UINT64_MAX for a stream not tracked. Loss repair holds later messages
+ * back until it passes them, to deliver in order. */
+uint64_t pubd_reasm_stream_low(const struct pubd_reasm *r, uint64_t source, uint64_t group);
 
 /* Visit every stream (order unspecified). */
 void pubd_reasm_foreach(const struct pubd_reasm *r, void (*fn)(void *ctx, const struct pubd_reasm_stream_info *s),

@@ -65,6 +65,11 @@ void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint
 	list_add_tail(&r->granges, &g->glink);
 	s->nranges++;
 	s->missing += count;
+	if (r->ops.gap) {
+		r->in_callback++;
+		r->ops.gap(r->ctx, s->hn.k1, s->hn.k2, first, count);
+		r->in_callback--;
+	}
 	ranges_trim(r, s);
 }
 

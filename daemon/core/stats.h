@@ -93,6 +93,13 @@ struct pubd_source_stats {
 	uint64_t bytes;
 	uint64_t first_seen_ns, last_seen_ns;
 	struct pubd_drops drops;
+	/* loss repair: where its NAKs go (the fabric's address of the sender,
+	 * PUBD_FABRIC_PEER_MAX bytes at most; len 0: unknown), NAKs sent to it
+	 * and its messages that arrived after a NAK asked for them */
+	uint8_t peer[32];
+	uint32_t peer_len;
+	uint64_t naks_sent;
+	uint64_t repaired;
 	/* on the map's unproven (delivered == 0) or proven list, least
 	 * recently heard first */
 	struct pubd_source_stats *prev, *next;

@@ -119,9 +119,15 @@ int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const
 	h->frag_offset = get_be32(p + 44);
 	plen = len - hdr_len;
 
+	/* At most one kind: heartbeat, repair or control. */
+	if (h->flags & (h->flags - 1))
+		return PUBD_WIRE_ERR_CONTROL;
 	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
 		if (h->frag_count || h->msg_len || h->frag_index || h->frag_offset || plen)
 			return PUBD_WIRE_ERR_HEARTBEAT;
+	} else if (h->flags & PUBD_WIRE_F_CONTROL) {
+		if (h->frag_count || h->frag_index || h->frag_offset || h->msg_seq || h->msg_len != plen)
+			return PUBD_WIRE_ERR_CONTROL;
 	} else {
 		err = pubd_wire_check_frag(h, plen, NULL);
 		if (err)
@@ -159,6 +165,8 @@ const char *pubd_wire_strerror(int err)
 		return "heartbeat with payload, fragments or length";
 	case PUBD_WIRE_ERR_FRAG_LAYOUT:
 		return "fragment not where the fragment layout puts it";
+	case PUBD_WIRE_ERR_CONTROL:
+		return "control datagram with fragments or a wrong length, or more than one kind flag";
 	default:
 		return "unknown wire error";
 	}

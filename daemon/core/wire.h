@@ -25,6 +25,15 @@
  * A heartbeat (flag HEARTBEAT, frag_count 0, msg_len 0, no payload) tells
  * receivers the sender's next msg_seq, so a lost tail of a stream is counted
  * as a gap instead of going unnoticed.
+ *
+ * Loss repair (wire_ctl.h) adds two flags:
+ *  - REPAIR on a data fragment: the same fragment sent again in answer to a
+ *    NAK (unicast or multicast). Otherwise a data fragment like any other;
+ *    a receiver that has it already discards it.
+ *  - CONTROL: a NAK or GONE, whose body (wire_ctl.h) is the payload:
+ *    frag_count, frag_index and frag_offset 0, msg_len the body's length,
+ *    msg_seq 0; source_id is the sender of the control datagram.
+ * A datagram carries at most one of HEARTBEAT, REPAIR and CONTROL.
  */
 #ifndef PUBD_WIRE_H
 #define PUBD_WIRE_H
@@ -36,7 +45,9 @@
 #define PUBD_WIRE_VERSION     1
 #define PUBD_WIRE_HDR_LEN     48
 #define PUBD_WIRE_F_HEARTBEAT 0x01u
-#define PUBD_WIRE_F_KNOWN     PUBD_WIRE_F_HEARTBEAT
+#define PUBD_WIRE_F_REPAIR    0x02u
+#define PUBD_WIRE_F_CONTROL   0x04u
+#define PUBD_WIRE_F_KNOWN     (PUBD_WIRE_F_HEARTBEAT | PUBD_WIRE_F_REPAIR | PUBD_WIRE_F_CONTROL)
 
 struct pubd_wire_hdr {
 	uint8_t version;
@@ -65,6 +76,7 @@ enum pubd_wire_err {
 					  * single-fragment message whose payload != msg_len */
 	PUBD_WIRE_ERR_HEARTBEAT = -10,	 /* heartbeat with payload, fragments or length */
 	PUBD_WIRE_ERR_FRAG_LAYOUT = -11, /* offset/size not where the fragment layout puts them */
+	PUBD_WIRE_ERR_CONTROL = -12,	 /* control datagram with fragments, or msg_len != body, or two kinds */
 };
 
 /* Write h as 48 bytes into out (magic, version 1 and hdr_len filled in). */

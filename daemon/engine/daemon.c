@@ -23,6 +23,8 @@ static void on_reasm_timer(void *ctx, uint64_t now)
 	d->event_ns = now;
 	pubd_reasm_expire(d->reasm, now);
 	engine_arm_reasm_timer(d);
+	if (d->holds)
+		engine_order_release(d);
 }
 
 static void on_heartbeat_timer(void *ctx, uint64_t now)
@@ -30,6 +32,8 @@ static void on_heartbeat_timer(void *ctx, uint64_t now)
 	struct pubd *d = ctx;
 
 	pubd_tx_heartbeat(d);
+	engine_repair_tick(d, now);
+	engine_naks_tick(d, now);
 	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
 }
 
@@ -225,6 +229,9 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	if (!d->reasm || !d->reasm_timer || !d->heartbeat_timer || !d->status_timer || !d->watchdog_timer ||
 	    !d->stop_timer || !d->pace_timer)
 		return -ENOMEM;
+	err = engine_naks_init(d);
+	if (err < 0)
+		return err;
 	pubd_loop_set_idle(d->loop, on_idle, d);
 	pubd_notify_init(d);
 
@@ -274,12 +281,16 @@ void pubd_close(struct pubd *d)
 		pubd_groups_foreach(&d->groups, g, i) d->fops->leave(d->fabric, g->slot);
 	}
 	pubd_tx_free(d);
+	/* Windows hold buffers that clients' publish logs may have lent. */
+	pubd_groups_foreach(&d->groups, g, i) engine_repair_free(d, g);
 	if (d->loop)
 		pubd_ipc_close(&d->ipc);
 	if (d->fabric)
 		d->fops->close(d->fabric);
 	d->fabric = NULL;
 	pubd_groups_free(&d->groups);
+	engine_naks_close(d);
+	engine_order_forget(d, 0);
 	pubd_reasm_destroy(d->reasm);
 	d->reasm = NULL;
 	pubd_msgbuf_cache_drain();

@@ -14,11 +14,14 @@
 #include "ipc.h"
 #include "loop.h"
 #include "reasm.h"
+#include "repair_nak.h"
+#include "repair_window.h"
 #include "stats.h"
 #include "tx.h"
 
 struct pub_table_builder;
 struct pubd_http;
+struct hold_stream;
 
 struct pubd {
 	char *config_path;
@@ -35,8 +38,17 @@ struct pubd {
 	struct pubd_ipc ipc;
 	struct pubd_tx tx;
 	struct pubd_source_map sources;
-	struct pubd_http *metrics_http; /* NULL: metrics.listen not set (or its bind failed) */
-	char *metrics_listening;	/* the metrics.listen the listener was opened for */
+	struct pubd_repair_budget repair_budget; /* limits.repair_budget, over every group's window */
+	struct pubd_nak_sched naks;		 /* loss repair, receiver side: what to ask for (repair_rx.c) */
+	struct pubd_loop_timer *nak_timer;
+	uint64_t nak_rng;
+	bool fabric_unicast;	   /* the fabric's send_to works (loss repair can run) */
+	struct hold_stream *holds; /* messages held back for order (repair_order.c) */
+	uint64_t held_bytes;
+	uint64_t order_overflows;
+	const struct pubd_rx_dgram *rx_dgram; /* the datagram being pushed into reassembly, or NULL */
+	struct pubd_http *metrics_http;	      /* NULL: metrics.listen not set (or its bind failed) */
+	char *metrics_listening;	      /* the metrics.listen the listener was opened for */
 	uint64_t counters[PUBD_CTR__COUNT];
 	struct pubd_drops drops; /* daemon-scope: not tied to a known group */
 	struct pubd_loop_timer *reasm_timer, *heartbeat_timer, *watchdog_timer, *status_timer;

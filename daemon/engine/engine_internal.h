@@ -33,6 +33,44 @@ extern const struct pubd_reasm_ops engine_reasm_ops;
 void engine_arm_reasm_timer(struct pubd *d);
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n);
 
+/* repair_src.c: loss repair, the source side */
+/* Keep a message whose datagrams all went out (g's window, if it has one). */
+void engine_repair_keep(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq, uint32_t unit);
+/* A control datagram (NAK or GONE) that arrived; counted and answered. */
+void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const struct pubd_wire_hdr *h,
+			  const uint8_t *body, size_t len);
+/* Age every window (the heartbeat timer); open or close windows as the config says. */
+void engine_repair_tick(struct pubd *d, uint64_t now);
+/* Drop g's window (the group goes, or pubd stops). */
+void engine_repair_free(struct pubd *d, struct pubd_group *g);
+
+/* repair_rx.c: loss repair, the receiver side */
+int engine_naks_init(struct pubd *d);
+void engine_naks_close(struct pubd *d);
+/* reasm's gap op: a range of messages went missing. */
+void engine_naks_gap(void *ctx, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count);
+/* A message of a repair group was delivered: was it asked for? */
+void engine_naks_delivered(struct pubd *d, struct pubd_group *g, struct pubd_source_stats *s, uint64_t source,
+			   uint64_t seq);
+/* A GONE from a source. */
+void engine_naks_gone(struct pubd *d, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count);
+/* Partials stuck for a while, NAKed whole (the heartbeat timer). */
+void engine_naks_tick(struct pubd *d, uint64_t now);
+void engine_naks_arm(struct pubd *d);
+/* Is g a group whose losses this daemon asks to be repaired? */
+static inline bool engine_repairs(const struct pubd *d, const struct pubd_group *g)
+{
+	return g && g->cfg && g->cfg->repair.on && !g->raw && d->fabric_unicast;
+}
+
+/* repair_order.c: in-order delivery on repair groups */
+/* Hold msg (seq of source on group) if an earlier one is outstanding; true if held. */
+bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg);
+/* Release what reassembly has caught up with (after each batch of its work). */
+void engine_order_release(struct pubd *d);
+/* Drop what is held for a group (0: every group) without delivering it. */
+void engine_order_forget(struct pubd *d, uint64_t group);
+
 /* membership.c */
 int engine_open_fabric(struct pubd *d, const struct pubd_fabric_ops *given);
 bool engine_all_groups_up(const struct pubd *d);

@@ -201,5 +201,13 @@ int engine_open_fabric(struct pubd *d, const struct pubd_fabric_ops *given)
 	d->mtu = d->fops->mtu(d->fabric);
 	log_info("fabric %s: MTU %u bytes per datagram (%u of payload after pubd's %u-byte header)", d->fops->name,
 		 d->mtu, d->mtu - PUBD_WIRE_HDR_LEN, PUBD_WIRE_HDR_LEN);
+	/* Loss repair needs unicast (NAKs, repairs): a probe with no peer
+	 * answers -EOPNOTSUPP where the fabric has none (verbs, for now). */
+	d->fabric_unicast = d->fops->send_to && d->fops->send_to(d->fabric, NULL, 0, NULL, 0) != -EOPNOTSUPP;
+	for (size_t i = 0; i < c->ngroups && !d->fabric_unicast; i++)
+		if (c->groups[i].repair.on)
+			log_warn("group %s: repair is on, but the %s fabric cannot send unicast NAKs and repairs yet: "
+				 "the group runs without repair",
+				 c->groups[i].name, d->fops->name);
 	return 0;
 }

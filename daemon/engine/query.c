@@ -123,10 +123,42 @@ static unsigned group_sources(const struct pubd *d, const struct pubd_group *g)
 /* The *_bytes columns (payload bytes, for pubctl watch's rates) come last so
  * the older columns keep their places. */
 static const char *const group_cols[] = {
-	"name:s",	    "address:s",	 "raw:u",	"joined:u",	 "mode:s",	   "receiving:u",
-	"subscribers:u",    "publishers:u",	 "published:u", "received:u",	 "delivered:u",	   "dropped:u",
-	"sub_dropped:u",    "sub_denied:u",	 "sources:u",	"tx_queued:u",	 "receiving_ms:u", "published_bytes:u",
-	"received_bytes:u", "delivered_bytes:u", "rate:u",	"paced_waits:u",
+	"name:s",
+	"address:s",
+	"raw:u",
+	"joined:u",
+	"mode:s",
+	"receiving:u",
+	"subscribers:u",
+	"publishers:u",
+	"published:u",
+	"received:u",
+	"delivered:u",
+	"dropped:u",
+	"sub_dropped:u",
+	"sub_denied:u",
+	"sources:u",
+	"tx_queued:u",
+	"receiving_ms:u",
+	"published_bytes:u",
+	"received_bytes:u",
+	"delivered_bytes:u",
+	"rate:u",
+	"paced_waits:u",
+	/* loss repair, source side */
+	"repair:u",
+	"repair_window_bytes:u",
+	"naks_received:u",
+	"repairs_sent:u",
+	"repair_bytes:u",
+	"gone_sent:u",
+	"naks_ignored_duplicate:u",
+	"naks_ignored_rate:u",
+	"naks_ignored_outside:u",
+	/* loss repair, receiver side */
+	"naks_sent:u",
+	"repaired:u",
+	"unrecovered:u",
 };
 
 static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
@@ -156,6 +188,18 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->delivered_bytes);
 	pub_table_u64(b, g->cfg->rate); /* configured bytes/s; 0: unpaced */
 	pub_table_u64(b, g->paced_waits);
+	pub_table_u64(b, g->rwin != NULL); /* repair on, and the fabric can answer NAKs */
+	pub_table_u64(b, g->rwin ? g->rwin->bytes : 0);
+	pub_table_u64(b, g->naks_received);
+	pub_table_u64(b, g->repairs_sent);
+	pub_table_u64(b, g->repair_bytes);
+	pub_table_u64(b, g->gone_sent);
+	pub_table_u64(b, g->naks_ignored_duplicate);
+	pub_table_u64(b, g->naks_ignored_rate);
+	pub_table_u64(b, g->naks_ignored_outside);
+	pub_table_u64(b, g->naks_sent);
+	pub_table_u64(b, g->repaired);
+	pub_table_u64(b, g->drops.by_reason[PUB_DROP_UNRECOVERED]);
 }
 
 static const char *const status_cols[] = {
@@ -325,8 +369,10 @@ static const struct pubd_reasm_stream_info *find_stream(const struct stream_list
 static void sources_table(struct pubd *d, struct reply *r, const struct pubd_group *only)
 {
 	struct pub_table_builder *b = r->b;
-	static const char *const cols[] = {"source:s",	"group:s",    "next_seq:u", "delivered:u", "bytes:u",
-					   "dropped:u", "inflight:u", "missing:u",  "idle_ms:u"};
+	static const char *const cols[] = {"source:s", "group:s", "next_seq:u", "delivered:u", "bytes:u", "dropped:u",
+					   "inflight:u", "missing:u", "idle_ms:u",
+					   /* loss repair, receiver side */
+					   "naks_sent:u", "repaired:u", "unrecovered:u"};
 	struct stream_list streams = {0};
 	const struct pubd_reasm_stream_info *si;
 	const struct pubd_source_stats *s;
@@ -355,6 +401,9 @@ static void sources_table(struct pubd *d, struct reply *r, const struct pubd_gro
 		pub_table_u64(b, si ? si->inflight : 0);
 		pub_table_u64(b, si ? si->missing : 0);
 		pub_table_u64(b, si && now > si->last_active_ns ? (now - si->last_active_ns) / NS_PER_MS : 0);
+		pub_table_u64(b, s->naks_sent);
+		pub_table_u64(b, s->repaired);
+		pub_table_u64(b, s->drops.by_reason[PUB_DROP_UNRECOVERED]);
 	}
 	/* What sources evicted for limits.max_sources had counted (all groups),
 	 * so the rows still add up to the totals. */
@@ -370,6 +419,9 @@ static void sources_table(struct pubd *d, struct reply *r, const struct pubd_gro
 		pub_table_u64(b, 0);
 		pub_table_u64(b, 0);
 		pub_table_u64(b, 0);
+		pub_table_u64(b, 0);
+		pub_table_u64(b, 0);
+		pub_table_u64(b, e->drops.by_reason[PUB_DROP_UNRECOVERED]);
 	}
 	pub_table_end(b);
 	free(streams.v);

@@ -20,6 +20,21 @@ void engine_reasm_config_from(const struct pubd_config *c, struct pubd_reasm_con
 	rc->timeout_ns = (uint64_t)c->reassembly_timeout_ms * MS;
 	rc->max_message_size = c->max_message_size;
 	rc->max_inflight_per_source = c->reassembly_inflight;
+	/* With repair groups, reassembly waits for every NAK retry (and a
+	 * heartbeat or two for the stuck-partial scan) before it gives up. */
+	for (size_t i = 0; i < c->ngroups; i++) {
+		const struct pubd_repair_config *r = &c->groups[i].repair;
+		uint64_t need = ((uint64_t)r->nak_backoff_ms + (uint64_t)r->nak_interval_ms * (r->nak_retries + 1) +
+				 2ull * c->heartbeat_ms) *
+				MS;
+
+		if (r->on && need > rc->timeout_ns)
+			rc->timeout_ns = need;
+		/* Gaps wait that long, so more of them are open at once (each
+		 * still charged to the reassembly budget). */
+		if (r->on && rc->max_missing_ranges < 4096)
+			rc->max_missing_ranges = 4096;
+	}
 }
 
 int engine_load_config(const char *path, struct pubd_config *cfg, char *errtext, size_t errcap)
@@ -60,6 +75,8 @@ static void group_destroy(struct pubd *d, struct pubd_group *g)
 	d->fops->leave(d->fabric, g->slot);
 	pubd_reasm_forget_group(d->reasm, g->id);
 	pubd_source_map_forget_group(&d->sources, g->id);
+	engine_repair_free(d, g);
+	engine_order_forget(d, g->id);
 	/* Its drops outlive it in the daemon scope, so the drops table keeps
 	 * adding up to the daemon's totals (dropped, rx_malformed). */
 	pubd_drops_merge(&d->drops, &g->drops);

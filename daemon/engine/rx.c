@@ -33,6 +33,8 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 	if (s)
 		pubd_source_map_delivered(&d->sources, s, len);
 	d->counters[PUBD_CTR_MSG_RECEIVED]++;
+	if (engine_repairs(d, g))
+		engine_naks_delivered(d, g, s, source, seq);
 	if (!g) {
 		pubd_msgbuf_put(owned);
 		return;
@@ -55,7 +57,8 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 			}
 			memcpy(owned->data, data, len);
 		}
-		engine_fan_out(d, g, source, seq, owned);
+		if (!engine_repairs(d, g) || !engine_order_hold(d, source, group_id, seq, owned))
+			engine_fan_out(d, g, source, seq, owned);
 	}
 	pubd_msgbuf_put(owned);
 }
@@ -66,6 +69,10 @@ static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_d
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
 	struct pubd_source_stats *s = source_stats(d, source, group_id);
 
+	/* On a repair group a lost message was asked for: not getting it back
+	 * is one reason, whichever way reassembly found it missing. */
+	if (engine_repairs(d, g) && (reason == PUB_DROP_SEQ_GAP || reason == PUB_DROP_REASM_TIMEOUT))
+		reason = PUB_DROP_UNRECOVERED;
 	if (s)
 		pubd_drops_add(&s->drops, reason, count);
 	if (g)
@@ -81,6 +88,7 @@ static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_d
 const struct pubd_reasm_ops engine_reasm_ops = {
 	.deliver = reasm_deliver,
 	.drop = reasm_drop,
+	.gap = engine_naks_gap,
 };
 
 void engine_arm_reasm_timer(struct pubd *d)
@@ -142,6 +150,18 @@ static inline struct pubd_group *rx_group(struct pubd *d, struct pubd_group *g, 
 	return g;
 }
 
+static void remember_peer(struct pubd *d, const struct pubd_wire_hdr *h, const struct pubd_rx_dgram *dg)
+{
+	struct pubd_source_stats *s = source_stats(d, h->source_id, h->group_id);
+
+	if (!s || dg->from_len > sizeof(s->peer))
+		return;
+	if (s->peer_len != dg->from_len || memcmp(s->peer, dg->from, dg->from_len)) {
+		memcpy(s->peer, dg->from, dg->from_len);
+		s->peer_len = dg->from_len;
+	}
+}
+
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 {
 	struct pubd *d = ctx;
@@ -185,10 +205,21 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 			d->counters[PUBD_CTR_RX_SELF]++;
 			continue;
 		}
+		/* Loss repair: a NAK or GONE (unicast, on no group's address). */
+		if (h.flags & PUBD_WIRE_F_CONTROL) {
+			engine_repair_on_ctl(d, dg, &h, payload, plen);
+			continue;
+		}
+		/* A repair sent to us alone: its group by the header. */
+		if (!g && (h.flags & PUBD_WIRE_F_REPAIR))
+			g = pubd_groups_by_id(&d->groups, h.group_id);
 		g = rx_group(d, g, &h);
 		if (!g)
 			continue;
 		g->rx_datagrams++;
+		/* Where to send NAKs for this source: where its datagrams come from. */
+		if (dg->from_len && engine_repairs(d, g))
+			remember_peer(d, &h, dg);
 		if (h.flags & PUBD_WIRE_F_HEARTBEAT)
 			d->counters[PUBD_CTR_RX_HEARTBEATS]++;
 		/* Publishing daemons heartbeat every group they ever sent on. A
@@ -201,4 +232,7 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 					      : 0);
 	}
 	engine_arm_reasm_timer(d);
+	engine_naks_arm(d);
+	if (d->holds)
+		engine_order_release(d);
 }

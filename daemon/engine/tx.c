@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "engine_internal.h"
 #include "log.h"
 #include "tx.h"
 #include "wire.h"
@@ -222,6 +223,7 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 		if (++it->next_frag == it->plan.frag_count) {
 			g->sent_seq = it->seq + 1;
 			g->ever_sent = true;
+			engine_repair_keep(d, g, it->msg, it->seq, it->plan.frag_payload);
 			item_done(d, g, it);
 		}
 	}

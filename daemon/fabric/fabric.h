@@ -30,12 +30,22 @@ struct pubd_loop;
 struct pubd_config;
 struct pub_table_builder;
 
+/*
+ * A peer's address as a fabric can send back to it (send_to): opaque to the
+ * daemon, at most PUBD_FABRIC_PEER_MAX bytes. udp: the sender's socket
+ * address (struct sockaddr_in or _in6); verbs (later): what an address
+ * handle and a UD send need (the GRH's source GID, the source QPN).
+ */
+#define PUBD_FABRIC_PEER_MAX 32
+
 struct pubd_rx_dgram {
 	const uint8_t *data;
 	uint32_t len;
-	int32_t slot; /* group slot, from the destination address; -1 when unknown */
-	bool self;    /* sent by this fabric's own endpoint and looped back, where the
-		       * fabric can tell (verbs: the source QP); raw groups rely on it */
+	int32_t slot;	   /* group slot, from the destination address; -1 when unknown */
+	bool self;	   /* sent by this fabric's own endpoint and looped back, where the
+			    * fabric can tell (verbs: the source QP); raw groups rely on it */
+	uint32_t from_len; /* 0: the fabric cannot tell who sent it */
+	const void *from;  /* the sender (see PUBD_FABRIC_PEER_MAX); valid during the call */
 };
 
 struct pubd_tx_dgram {
@@ -81,6 +91,12 @@ struct pubd_fabric_ops {
 	/* Returns how many of the n datagrams were accepted (0..n), or -errno on
 	 * a hard error (the group is not joined, a datagram exceeds the MTU). */
 	int (*send)(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
+	/* Send datagrams to one peer (unicast: loss repair's NAKs and repairs),
+	 * peer as a received datagram's from. Like send: how many were accepted,
+	 * or -errno; -EOPNOTSUPP (or NULL) where the fabric cannot (verbs, for
+	 * now: the UD send with an address handle from the GRH is still to come). */
+	int (*send_to)(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
+		       unsigned n);
 	/* Largest datagram (header + payload) this fabric carries. */
 	uint32_t (*mtu)(const struct pubd_fabric *f);
 	/* Key/value rows for `pubctl status` (table "fabric", columns key:s, value:s). */

@@ -34,7 +34,8 @@ struct pubd_fake *pubd_fake_of(struct pubd_fabric *f);
 
 /* One datagram the daemon sent: header and payload gathered. */
 struct pubd_fake_sent {
-	int slot;
+	int slot;    /* -1 for unicast */
+	uint64_t to; /* unicast (send_to): the peer id it was sent to; 0 for multicast */
 	uint32_t len;
 	uint8_t *data;
 };
@@ -94,6 +95,12 @@ struct pubd_fake_transfer_stats {
  */
 void pubd_fake_transfer(struct pubd_fake *from, struct pubd_fake *to, const struct pubd_fake_impair *imp,
 			struct pubd_fake_transfer_stats *st);
+/* This fake's unicast address: received datagrams carry it as from (8
+ * bytes), and send_to takes it; unique in the process. pubd_fake_transfer
+ * hands a unicast datagram only to the fake it names. */
+uint64_t pubd_fake_peer_id(const struct pubd_fake *fk);
+/* Like pubd_fake_inject, as sent by the fake whose peer id is from. */
+void pubd_fake_inject_from(struct pubd_fake *fk, int slot, const void *data, uint32_t len, uint64_t from);
 /* Hand the daemon one received datagram on slot (-1: arrived on no group
  * address, e.g. unicast to the port). */
 void pubd_fake_inject(struct pubd_fake *fk, int slot, const void *data, uint32_t len, bool self);

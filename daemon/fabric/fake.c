@@ -55,6 +55,8 @@ struct pubd_fabric {
 	struct fake_ev *evq;
 	size_t nev, evcap;
 
+	uint64_t peer_id; /* this fake's unicast address (send_to, rx from) */
+
 	struct pubd_fake_sent *sent;
 	size_t nsent, sentcap;
 	uint64_t sent_total;
@@ -150,6 +152,9 @@ static struct fake_slot *slot_get(struct pubd_fabric *f, int slot, bool grow)
 
 /* ---- ops ---- */
 
+/* Unicast addresses: one per fake opened, never reused in a process. */
+static uint64_t fake_peer_ids;
+
 static int fake_open(struct pubd_fabric **out, const struct pubd_config *cfg, struct pubd_loop *loop,
 		     const struct pubd_fabric_events *ev, void *ctx)
 {
@@ -162,6 +167,7 @@ static int fake_open(struct pubd_fabric **out, const struct pubd_config *cfg, st
 	f->ctx = ctx;
 	f->loop = loop;
 	f->credits = -1;
+	f->peer_id = ++fake_peer_ids;
 	f->mtu = cfg->mtu ? cfg->mtu : FAKE_DEFAULT_MTU;
 	f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (f->efd < 0) {
@@ -237,13 +243,12 @@ static int fake_listen(struct pubd_fabric *f, int slot, bool on)
 	return 0;
 }
 
-static int fake_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n)
+/* Record (or tap) what was sent, within the credits: to is 0 for the
+ * group of slot, else the unicast peer. */
+static int record(struct pubd_fabric *f, int slot, uint64_t to, const struct pubd_tx_dgram *d, unsigned n)
 {
-	struct fake_slot *s = slot_get(f, slot, false);
 	unsigned i, take = n;
 
-	if (!s || !s->joined || !s->up)
-		return -ENOTCONN;
 	for (i = 0; i < n; i++)
 		if (d[i].hdr_len + d[i].payload_len > f->mtu)
 			return -EMSGSIZE;
@@ -283,10 +288,33 @@ static int fake_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram
 			memcpy(r->data + d[i].hdr_len, d[i].payload, d[i].payload_len);
 		r->len = len;
 		r->slot = slot;
+		r->to = to;
 		f->nsent++;
 		f->sent_total++;
 	}
 	return (int)take;
+}
+
+static int fake_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n)
+{
+	struct fake_slot *s = slot_get(f, slot, false);
+
+	if (!s || !s->joined || !s->up)
+		return -ENOTCONN;
+	return record(f, slot, 0, d, n);
+}
+
+static int fake_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
+			unsigned n)
+{
+	uint64_t to;
+
+	if (peer_len != sizeof(to))
+		return -EINVAL;
+	memcpy(&to, peer, sizeof(to));
+	if (!to)
+		return -EINVAL;
+	return record(f, -1, to, d, n);
 }
 
 static uint32_t fake_mtu(const struct pubd_fabric *f)
@@ -309,6 +337,7 @@ const struct pubd_fabric_ops pubd_fabric_fake_ops = {
 	.leave = fake_leave,
 	.listen = fake_listen,
 	.send = fake_send,
+	.send_to = fake_send_to,
 	.mtu = fake_mtu,
 	.status = fake_status,
 };
@@ -515,14 +544,19 @@ void pubd_fake_transfer(struct pubd_fake *fromk, struct pubd_fake *tok, const st
 		}
 	}
 	for (i = 0; i < out; i++) {
-		int slot = map_slot(from, arr[i].slot, to);
+		int slot = arr[i].to ? -1 : map_slot(from, arr[i].slot, to);
 
-		if (slot < 0 || !to->slots[slot].listening) {
+		/* Unicast reaches only the fake it was sent to; multicast the slots listening. */
+		if (arr[i].to ? arr[i].to != to->peer_id : slot < 0 || !to->slots[slot].listening) {
 			st->not_joined++;
 			continue;
 		}
-		batch[nb++] = (struct pubd_rx_dgram){
-			.data = arr[i].data, .len = arr[i].len, .slot = slot, .self = from == to};
+		batch[nb++] = (struct pubd_rx_dgram){.data = arr[i].data,
+						     .len = arr[i].len,
+						     .slot = slot,
+						     .self = from == to,
+						     .from = &from->peer_id,
+						     .from_len = sizeof(from->peer_id)};
 		st->moved++;
 		if (nb == RX_BATCH)
 			rx_flush(to, batch, &nb);
@@ -532,6 +566,19 @@ void pubd_fake_transfer(struct pubd_fake *fromk, struct pubd_fake *tok, const st
 		free(list[i].data);
 	free(list);
 	free(arr);
+}
+
+void pubd_fake_inject_from(struct pubd_fake *fk, int slot, const void *data, uint32_t len, uint64_t from)
+{
+	struct pubd_fabric *f = F(fk);
+	struct pubd_rx_dgram d = {.data = data, .len = len, .slot = slot, .from = &from, .from_len = sizeof(from)};
+
+	f->ev->rx(f->ctx, &d, 1);
+}
+
+uint64_t pubd_fake_peer_id(const struct pubd_fake *fk)
+{
+	return CF(fk)->peer_id;
 }
 
 void pubd_fake_inject(struct pubd_fake *fk, int slot, const void *data, uint32_t len, bool self)

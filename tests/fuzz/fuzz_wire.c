@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(buf, data, size);
 	err = pubd_wire_decode(buf, size, &h, &pl, &pll);
-	if (err > 0 || err < PUBD_WIRE_ERR_FRAG_LAYOUT)
+	if (err > 0 || err < PUBD_WIRE_ERR_CONTROL)
 		abort();
 	if (err) {
 		free(buf);

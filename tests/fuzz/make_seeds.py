@@ -161,10 +161,40 @@ def rxpath_seeds():
     }
 
 
+CTL = 0x04
+
+
+def ctl_body(typ, count, stream, first, frag_first=0, bitmap=b""):
+    return struct.pack(">BBHIQQIHH", 1, typ, 32 + len(bitmap), count, stream, first, frag_first, len(bitmap),
+                       0) + bitmap
+
+
+def ctl_dgram(grp, src, body):
+    return hdr(grp, src, 0, len(body), 0, 0, 0, flags=CTL) + body
+
+
+def repair_seeds():
+    """fuzz_repair input: op records (see tests/fuzz/fuzz_repair.c)."""
+    def dg(d):
+        return bytes([0]) + struct.pack(">H", len(d)) + d
+
+    keep = b"".join(bytes([1, 0, n]) for n in (1, 16, 200, 3))
+    nak = dg(ctl_dgram(2, 0xA, ctl_body(1, 2, 1, 1)))
+    nak_b = dg(ctl_dgram(2, 0xB, ctl_body(1, 1, 1, 1, frag_first=0, bitmap=b"\x05")))
+    gone = dg(ctl_dgram(2, 1, ctl_body(2, 5, 1, 10)))
+    gap = bytes([3, 0, 10, 8, 3])
+    tick = bytes([2, 4])
+    return {
+        "keep_nak": keep + nak + tick + nak + nak_b,
+        "gap_run_gone": gap + tick + tick + gone + tick * 4,
+        "age_out": keep + bytes([2, 60]) + nak,
+    }
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
     for sub, seeds in (("wire", wire_seeds()), ("reasm", reasm_seeds()), ("ipc", ipc_seeds()),
-                      ("rxpath", rxpath_seeds())):
+                      ("rxpath", rxpath_seeds()), ("repair", repair_seeds())):
         d = os.path.join(top, sub)
         os.makedirs(d, exist_ok=True)
         for name, blob in seeds.items():

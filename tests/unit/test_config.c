@@ -243,6 +243,45 @@ static void config_mtu_is_auto_or_bytes(void **state)
 	"groups[0].rate: expected off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or " \
 	"GiB; \"/s\" optional), got "
 
+#define REPAIR_EXPECT                                                                                                 \
+	"groups[0].repair: expected off, on, or a mapping with window, max_age_ms, nak_backoff_ms, nak_interval_ms, " \
+	"nak_retries, rate, got "
+
+static void config_group_repair_is_off_on_or_a_mapping(void **state)
+{
+	(void)state;
+	parses(G1 "}\n");
+	assert_int_equal(cfg.groups[0].repair.on, 0);
+	assert_int_equal(cfg.groups[0].repair.window, 16ull << 20);
+	assert_int_equal(cfg.groups[0].repair.nak_backoff_ms, 60);
+	assert_int_equal(cfg.repair_budget, 256ull << 20);
+	parses(G1 ", repair: on}\n");
+	assert_int_equal(cfg.groups[0].repair.on, 1);
+	assert_int_equal(cfg.groups[0].repair.max_age_ms, 2000);
+	parses(G1 ", repair: {window: 1MiB, max_age_ms: 250, nak_retries: 3, rate: off}}\nlimits: {repair_budget: "
+		  "8MiB}\n");
+	assert_int_equal(cfg.groups[0].repair.on, 1);
+	assert_int_equal(cfg.groups[0].repair.window, 1ull << 20);
+	assert_int_equal(cfg.groups[0].repair.max_age_ms, 250);
+	assert_int_equal(cfg.groups[0].repair.nak_retries, 3);
+	assert_int_equal(cfg.groups[0].repair.rate, 0);
+	assert_int_equal(cfg.groups[0].repair.nak_interval_ms, 100);
+	assert_int_equal(cfg.repair_budget, 8ull << 20);
+	parses(G1 ", repair: off}\n");
+	assert_int_equal(cfg.groups[0].repair.on, 0);
+	one_error(G1 ", repair: yes please}\n", "t.yaml:2:43: " REPAIR_EXPECT "\"yes please\"");
+	one_error(
+		G1 ", repair: {window: 1KiB}}\n",
+		"t.yaml:2:52: groups[0].repair.window: expected a size from 64 KiB to 64 GiB (bytes, or with KiB, MiB "
+		"or GiB), got \"1KiB\"");
+	one_error(G1 ", repair: {colour: red}}\n",
+		  "t.yaml:2:44: groups[0].repair: unknown key \"colour\" (expected one of window, max_age_ms, "
+		  "nak_backoff_ms, nak_interval_ms, nak_retries, rate)");
+	one_error(G1 ", repair.window: 1MiB}\n",
+		  "t.yaml:2:35: groups[0]: unknown key \"repair.window\" (expected one of name, address, raw, rate, "
+		  "repair, publish, subscribe)");
+}
+
 static void config_group_rate_is_off_or_bytes_per_second(void **state)
 {
 	parses(G1 "}\n");
@@ -473,7 +512,8 @@ static void config_group_needs_name_and_address(void **state)
 	assert_string_equal(err(1), "t.yaml:2:5: groups[0]: missing key \"address\" (expected an IPv4 multicast "
 				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8))");
 	one_error("groups:\n  - name: a\n    address: 239.0.0.1\n    colour: red\n",
-		  "t.yaml:4:5: groups[0]: unknown key \"colour\" (expected one of name, address, raw, rate, publish, "
+		  "t.yaml:4:5: groups[0]: unknown key \"colour\" (expected one of name, address, raw, rate, repair, "
+		  "publish, "
 		  "subscribe)");
 	one_error("groups:\n  - 5\n", "t.yaml:2:5: groups[0]: expected a mapping with name and address, got \"5\"");
 	one_error("groups: {name: a}\n", "t.yaml:1:9: groups: expected a list of groups, got a mapping");
@@ -552,6 +592,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_size_suffixes, teardown),
 		cmocka_unit_test_teardown(config_mtu_is_auto_or_bytes, teardown),
 		cmocka_unit_test_teardown(config_group_rate_is_off_or_bytes_per_second, teardown),
+		cmocka_unit_test_teardown(config_group_repair_is_off_on_or_a_mapping, teardown),
 		cmocka_unit_test_teardown(config_socket_mode_is_octal, teardown),
 		cmocka_unit_test_teardown(config_bool_forms, teardown),
 		cmocka_unit_test_teardown(config_fabric_address_forms, teardown),

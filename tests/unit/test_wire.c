@@ -175,10 +175,51 @@ static void wire_rejects_unknown_flags(void **state)
 {
 	struct pubd_wire_hdr h = sample_hdr(0);
 
-	h.flags = 0x02;
+	h.flags = 0x08;
 	assert_int_equal(decode_hdr(&h, sample_plen(0)), PUBD_WIRE_ERR_FLAGS);
 	h.flags = 0x80;
 	assert_int_equal(decode_hdr(&h, sample_plen(0)), PUBD_WIRE_ERR_FLAGS);
+}
+
+/* A repair is a data fragment like any other, flagged; a datagram has one kind at most. */
+static void wire_accepts_repair_fragment_and_one_kind_only(void **state)
+{
+	struct pubd_wire_hdr h = sample_hdr(3), out;
+	const uint8_t *pl;
+	size_t pll;
+
+	h.flags = PUBD_WIRE_F_REPAIR;
+	assert_int_equal(pubd_wire_decode(dgram, build(&h, sample_plen(3)), &out, &pl, &pll), PUBD_WIRE_OK);
+	assert_int_equal(out.flags, PUBD_WIRE_F_REPAIR);
+	assert_int_equal(out.frag_index, 3);
+	h.frag_offset = 1; /* still checked as a fragment */
+	assert_int_equal(decode_hdr(&h, sample_plen(3)), PUBD_WIRE_ERR_FRAG_LAYOUT);
+	h = sample_hdr(0);
+	h.flags = PUBD_WIRE_F_REPAIR | PUBD_WIRE_F_HEARTBEAT;
+	assert_int_equal(decode_hdr(&h, sample_plen(0)), PUBD_WIRE_ERR_CONTROL);
+	h.flags = PUBD_WIRE_F_REPAIR | PUBD_WIRE_F_CONTROL;
+	assert_int_equal(decode_hdr(&h, sample_plen(0)), PUBD_WIRE_ERR_CONTROL);
+}
+
+/* A control datagram: no fragments, msg_len the body's length, msg_seq 0. */
+static void wire_checks_control_datagram_shape(void **state)
+{
+	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = 7, .source_id = 9, .msg_len = 40}, out;
+	const uint8_t *pl;
+	size_t pll;
+
+	assert_int_equal(pubd_wire_decode(dgram, build(&h, 40), &out, &pl, &pll), PUBD_WIRE_OK);
+	assert_int_equal(pll, 40);
+	assert_ptr_equal(pl, dgram + PUBD_WIRE_HDR_LEN);
+	assert_int_equal(decode_hdr(&h, 39), PUBD_WIRE_ERR_CONTROL);
+	h.frag_count = 1;
+	assert_int_equal(decode_hdr(&h, 40), PUBD_WIRE_ERR_CONTROL);
+	h.frag_count = 0;
+	h.msg_seq = 1;
+	assert_int_equal(decode_hdr(&h, 40), PUBD_WIRE_ERR_CONTROL);
+	h.msg_seq = 0;
+	h.frag_offset = 4;
+	assert_int_equal(decode_hdr(&h, 40), PUBD_WIRE_ERR_CONTROL);
 }
 
 static void wire_rejects_zero_fragment_count_on_data(void **state)
@@ -333,7 +374,7 @@ static void wire_strerror_names_every_error(void **state)
 {
 	int e;
 
-	for (e = PUBD_WIRE_OK; e >= PUBD_WIRE_ERR_FRAG_LAYOUT; e--)
+	for (e = PUBD_WIRE_OK; e >= PUBD_WIRE_ERR_CONTROL; e--)
 		assert_string_not_equal(pubd_wire_strerror(e), pubd_wire_strerror(-1000));
 }
 
@@ -357,6 +398,8 @@ int main(void)
 		cmocka_unit_test(wire_rejects_unknown_version),
 		cmocka_unit_test(wire_rejects_header_length_below_48_or_beyond_datagram),
 		cmocka_unit_test(wire_rejects_unknown_flags),
+		cmocka_unit_test(wire_accepts_repair_fragment_and_one_kind_only),
+		cmocka_unit_test(wire_checks_control_datagram_shape),
 		cmocka_unit_test(wire_rejects_zero_fragment_count_on_data),
 		cmocka_unit_test(wire_rejects_more_fragments_than_bytes),
 		cmocka_unit_test(wire_rejects_fragment_index_not_below_count),

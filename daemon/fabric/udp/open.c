@@ -305,7 +305,8 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 		err = -errno;
 		goto fail;
 	}
-	f->swatch = pubd_loop_watch(loop, f->sfd, 0, udp_on_send_socket, f);
+	/* EPOLLIN: unicast to our send port (loss repair's NAKs and repairs) is read there. */
+	f->swatch = pubd_loop_watch(loop, f->sfd, EPOLLIN, udp_on_send_socket, f);
 	if (!f->swatch) {
 		err = -errno;
 		goto fail;
@@ -335,6 +336,7 @@ const struct pubd_fabric_ops pubd_fabric_udp_ops = {
 	.leave = udp_leave,
 	.listen = udp_listen,
 	.send = udp_send,
+	.send_to = udp_send_to,
 	.mtu = udp_mtu,
 	.status = udp_status,
 	.poll = udp_poll,

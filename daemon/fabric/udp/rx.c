@@ -98,8 +98,9 @@ static bool from_self(const struct pubd_fabric *f, const struct sockaddr_storage
 	return false;
 }
 
-/* One recvmmsg batch. Returns datagrams read (0 when drained) or -errno. */
-static int rx_batch(struct pubd_fabric *f)
+/* One recvmmsg batch from fd (the group socket, or the send socket that
+ * unicast arrives on). Returns datagrams read (0 when drained) or -errno. */
+static int rx_batch(struct pubd_fabric *f, int fd)
 {
 	struct sockaddr_storage dst;
 	unsigned i, n_out = 0;
@@ -118,7 +119,7 @@ static int rx_batch(struct pubd_fabric *f)
 		mh->msg_control = f->rx_cmsg[i].buf;
 		mh->msg_controllen = sizeof(f->rx_cmsg[i].buf);
 	}
-	n = recvmmsg(f->fd, f->rx_msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+	n = recvmmsg(fd, f->rx_msgs, RX_BATCH, MSG_DONTWAIT, NULL);
 	f->rx_dirty = n > 0 ? (unsigned)n : 0;
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -138,7 +139,7 @@ static int rx_batch(struct pubd_fabric *f)
 			f->cnt[PUBD_FC_RX_TRUNCATED]++;
 			continue;
 		}
-		if (slot < 0)
+		if (slot < 0 && fd == f->fd)
 			f->cnt[PUBD_FC_RX_UNKNOWN_GROUP]++;
 		f->cnt[PUBD_FC_RX_DATAGRAMS]++;
 		f->cnt[PUBD_FC_RX_BYTES] += len;
@@ -146,6 +147,8 @@ static int rx_batch(struct pubd_fabric *f)
 		f->rx_out[n_out].len = len;
 		f->rx_out[n_out].slot = slot;
 		f->rx_out[n_out].self = from_self(f, &f->rx_src[i], mh->msg_namelen);
+		f->rx_out[n_out].from = &f->rx_src[i];
+		f->rx_out[n_out].from_len = mh->msg_namelen <= PUBD_FABRIC_PEER_MAX ? mh->msg_namelen : 0;
 		n_out++;
 	}
 	if (n_out && f->ev && f->ev->rx)
@@ -153,12 +156,12 @@ static int rx_batch(struct pubd_fabric *f)
 	return n;
 }
 
-static int rx_drain(struct pubd_fabric *f)
+static int rx_drain_fd(struct pubd_fabric *f, int fd)
 {
 	int total = 0, n, b;
 
 	for (b = 0; b < RX_BATCHES_PER_WAKEUP; b++) {
-		n = rx_batch(f);
+		n = rx_batch(f, fd);
 		if (n < 0) {
 			log_warn("fabric udp: recvmmsg: %s", strerror(-n));
 			break;
@@ -168,6 +171,16 @@ static int rx_drain(struct pubd_fabric *f)
 			break;
 	}
 	return total;
+}
+
+static int rx_drain(struct pubd_fabric *f)
+{
+	return rx_drain_fd(f, f->fd);
+}
+
+void udp_drain_send_socket(struct pubd_fabric *f)
+{
+	rx_drain_fd(f, f->sfd);
 }
 
 void udp_on_socket(void *ctx, uint32_t events)

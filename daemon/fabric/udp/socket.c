@@ -186,6 +186,14 @@ int udp_setup_send_socket(struct pubd_fabric *f)
 		return err;
 	}
 	err = set_buffer(f->sfd, SO_SNDBUFFORCE, SO_SNDBUF, &f->sndbuf, &f->sndbuf_forced, "SO_SNDBUF");
+	/* Unicast arrives here too (loss repair: a burst of repairs for a
+	 * large message): as deep as the group socket's receive buffer. */
+	if (!err) {
+		int rcv;
+		bool forced;
+
+		err = set_buffer(f->sfd, SO_RCVBUFFORCE, SO_RCVBUF, &rcv, &forced, "SO_RCVBUF (send socket)");
+	}
 	if (err) {
 		log_err("fabric udp: socket buffers: %s", strerror(-err));
 		return err;

@@ -23,24 +23,25 @@ void udp_on_send_socket(void *ctx, uint32_t events)
 		if (getsockopt(f->sfd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr)
 			log_warn("fabric udp: send socket error: %s", strerror(soerr));
 	}
+	if (events & EPOLLIN)
+		udp_drain_send_socket(f);
 	if ((events & EPOLLOUT) && f->want_out) {
 		f->want_out = false;
-		pubd_loop_watch_mod(f->swatch, 0);
+		pubd_loop_watch_mod(f->swatch, EPOLLIN);
 		if (f->ev && f->ev->writable)
 			f->ev->writable(f->ctx);
 	}
 }
 
-int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n)
+/* Send d[0..n) to dest from the send socket: how many went, or -errno. */
+static int send_batch(struct pubd_fabric *f, const struct sockaddr_storage *dest, socklen_t dest_len,
+		      const struct pubd_tx_dgram *d, unsigned n)
 {
 	struct mmsghdr msgs[TX_BATCH];
 	struct iovec iov[TX_BATCH][2];
-	struct slot *s = udp_get_slot(f, slot);
 	unsigned done = 0, i, k;
 	int r;
 
-	if (!s)
-		return -ENOTCONN;
 	for (i = 0; i < n; i++)
 		if ((uint64_t)d[i].hdr_len + d[i].payload_len > f->mtu)
 			return -EMSGSIZE;
@@ -62,8 +63,8 @@ int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, uns
 				iov[i][niov].iov_base = (void *)x->payload;
 				iov[i][niov++].iov_len = x->payload_len;
 			}
-			mh->msg_name = &s->dest;
-			mh->msg_namelen = s->dest_len;
+			mh->msg_name = (void *)dest;
+			mh->msg_namelen = dest_len;
 			mh->msg_iov = iov[i];
 			mh->msg_iovlen = niov;
 		}
@@ -78,7 +79,7 @@ int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, uns
 				f->cnt[PUBD_FC_TX_NO_CREDITS]++;
 				if (!f->want_out) {
 					f->want_out = true;
-					pubd_loop_watch_mod(f->swatch, EPOLLOUT);
+					pubd_loop_watch_mod(f->swatch, EPOLLIN | EPOLLOUT);
 				}
 				return (int)done;
 			}
@@ -95,4 +96,34 @@ int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, uns
 		done += (unsigned)r;
 	}
 	return (int)done;
+}
+
+int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n)
+{
+	struct slot *s = udp_get_slot(f, slot);
+
+	if (!s)
+		return -ENOTCONN;
+	return send_batch(f, &s->dest, s->dest_len, d, n);
+}
+
+/* Unicast to a peer as the receive path gave it (the sender's address). */
+int udp_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d, unsigned n)
+{
+	struct sockaddr_storage dest;
+	socklen_t len;
+
+	if (peer_len < sizeof(sa_family_t) || peer_len > sizeof(dest))
+		return -EINVAL;
+	memset(&dest, 0, sizeof(dest));
+	memcpy(&dest, peer, peer_len);
+	if (dest.ss_family == AF_INET)
+		len = sizeof(struct sockaddr_in);
+	else if (dest.ss_family == AF_INET6)
+		len = sizeof(struct sockaddr_in6);
+	else
+		return -EAFNOSUPPORT;
+	if (peer_len < len)
+		return -EINVAL;
+	return send_batch(f, &dest, len, d, n);
 }

@@ -173,6 +173,9 @@ int udp_poll(struct pubd_fabric *f);
 /* tx.c */
 void udp_on_send_socket(void *ctx, uint32_t events);
 int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
+int udp_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d, unsigned n);
+/* Read what arrived on the send socket: unicast to us (loss repair). */
+void udp_drain_send_socket(struct pubd_fabric *f);
 
 /* status.c */
 void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb);

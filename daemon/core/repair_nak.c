@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receiver's NAK schedule (repair_nak.h): a small array of gaps, oldest
+ * first. Gaps are few (losses are rare and bounded by max_gaps), so a linear
+ * scan is cheaper than any index.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "repair_nak.h"
+
+int pubd_nak_init(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg, const struct pubd_nak_ops *ops, void *ctx,
+		  uint64_t (*rand64)(void *rctx), void *rctx)
+{
+	memset(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	if (!s->cfg.max_gaps)
+		s->cfg.max_gaps = 1;
+	s->ops = *ops;
+	s->ctx = ctx;
+	s->rand64 = rand64;
+	s->rctx = rctx;
+	s->v = calloc(s->cfg.max_gaps, sizeof(*s->v));
+	if (!s->v)
+		return -ENOMEM;
+	s->cap = s->cfg.max_gaps;
+	return 0;
+}
+
+void pubd_nak_close(struct pubd_nak_sched *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+void pubd_nak_set(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg)
+{
+	uint32_t max = cfg->max_gaps < s->cap ? cfg->max_gaps : s->cap;
+
+	s->cfg = *cfg;
+	s->cfg.max_gaps = max ? max : 1;
+}
+
+static void remove_at(struct pubd_nak_sched *s, uint32_t i)
+{
+	memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(*s->v));
+	s->n--;
+}
+
+static void give_up_at(struct pubd_nak_sched *s, uint32_t i)
+{
+	struct pubd_nak_gap g = s->v[i];
+
+	remove_at(s, i);
+	s->ops.give_up(s->ctx, g.source, g.group, g.first, g.count, g.partial);
+}
+
+static uint64_t backoff(struct pubd_nak_sched *s)
+{
+	if (!s->cfg.backoff_ns)
+		return 0;
+	return s->rand64(s->rctx) % (s->cfg.backoff_ns + 1);
+}
+
+void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now, uint64_t source, uint64_t group, uint64_t first,
+		  uint64_t count, bool partial)
+{
+	struct pubd_nak_gap *g;
+	uint32_t i;
+
+	if (!count)
+		return;
+	/* The same partial found again (a later timeout): already asked for. */
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].source == source && s->v[i].group == group && s->v[i].first <= first &&
+		    first + count <= s->v[i].first + s->v[i].count)
+			return;
+	while (s->n >= s->cfg.max_gaps) {
+		s->given_up_full++;
+		give_up_at(s, 0);
+	}
+	g = &s->v[s->n++];
+	memset(g, 0, sizeof(*g));
+	g->source = source;
+	g->group = group;
+	g->first = first;
+	g->count = count;
+	g->partial = partial;
+	g->found_ns = now;
+	g->due_ns = now + backoff(s);
+}
+
+/* Take [lo, hi) out of gap i (it is inside it, not all of it). */
+static void cut(struct pubd_nak_sched *s, uint32_t i, uint64_t lo, uint64_t hi)
+{
+	struct pubd_nak_gap *g = &s->v[i], tail;
+	uint64_t end = g->first + g->count;
+
+	if (lo == g->first) {
+		g->first = hi;
+		g->count = end - hi;
+		return;
+	}
+	g->count = lo - g->first;
+	if (hi == end)
+		return;
+	tail = *g;
+	tail.first = hi;
+	tail.count = end - hi;
+	if (s->n < s->cfg.max_gaps) {
+		s->v[s->n++] = tail;
+		return;
+	}
+	s->given_up_full++;
+	s->ops.give_up(s->ctx, tail.source, tail.group, tail.first, tail.count, tail.partial);
+}
+
+bool pubd_nak_filled(struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t seq)
+{
+	struct pubd_nak_gap *g;
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++) {
+		g = &s->v[i];
+		if (g->source != source || g->group != group || seq < g->first || seq - g->first >= g->count)
+			continue;
+		if (g->count == 1) {
+			remove_at(s, i);
+		} else if (seq == g->first) {
+			g->first++;
+			g->count--;
+		} else if (seq == g->first + g->count - 1) {
+			g->count--;
+		} else {
+			/* Split: the tail becomes a gap of its own, on the same schedule. */
+			cut(s, i, seq, seq + 1);
+		}
+		return true;
+	}
+	return false;
+}
+
+void pubd_nak_gone(struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t first, uint64_t count)
+{
+	uint64_t hi_c = first > UINT64_MAX - count ? UINT64_MAX : first + count;
+	uint32_t i;
+
+	for (i = 0; i < s->n;) {
+		struct pubd_nak_gap *g = &s->v[i];
+		uint64_t hi_g = g->first + g->count, lo = g->first > first ? g->first : first;
+		uint64_t hi = hi_g < hi_c ? hi_g : hi_c;
+		bool partial = g->partial;
+
+		if (g->source != source || g->group != group || lo >= hi) {
+			i++;
+			continue;
+		}
+		s->given_up_gone++;
+		if (lo == g->first && hi == hi_g) {
+			give_up_at(s, i);
+			continue; /* the next gap moved to i */
+		}
+		cut(s, i, lo, hi);
+		s->ops.give_up(s->ctx, source, group, lo, hi - lo, partial);
+		i++;
+	}
+}
+
+void pubd_nak_forget(struct pubd_nak_sched *s, uint64_t source, uint64_t group)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n;)
+		if (s->v[i].group == group && (!source || s->v[i].source == source))
+			remove_at(s, i);
+		else
+			i++;
+}
+
+void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
+{
+	uint64_t off, len;
+	uint32_t i;
+
+	for (i = 0; i < s->n;) {
+		struct pubd_nak_gap *g = &s->v[i];
+
+		if (g->due_ns > now) {
+			i++;
+			continue;
+		}
+		if (g->tries >= s->cfg.retries) {
+			s->given_up_retries++;
+			give_up_at(s, i);
+			continue;
+		}
+		for (off = 0; off < g->count; off += len) {
+			len = g->count - off < PUBD_NAK_MAX_RANGE ? g->count - off : PUBD_NAK_MAX_RANGE;
+			s->ops.send(s->ctx, g, g->first + off, len);
+			s->naks_sent++;
+		}
+		g->tries++;
+		g->due_ns = now + s->cfg.interval_ns;
+		i++;
+	}
+}
+
+uint64_t pubd_nak_next_deadline(const struct pubd_nak_sched *s)
+{
+	uint64_t d = UINT64_MAX;
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].due_ns < d)
+			d = s->v[i].due_ns;
+	return d;
+}
+
+bool pubd_nak_pending(const struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t seq)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].source == source && s->v[i].group == group && seq >= s->v[i].first &&
+		    seq - s->v[i].first < s->v[i].count)
+			return true;
+	return false;
+}

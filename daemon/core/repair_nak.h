@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A receiver's NAK schedule: which missing messages of which streams to ask
+ * for, and when. Pure: the clock (now_ns) and the random numbers come from
+ * the caller, so tests can drive it exactly.
+ *
+ * A gap is a range of sequence numbers of one stream (source, group), or one
+ * message whose fragments are partly missing (partial). When a gap is found
+ * its first NAK is due after a random back-off in [0, backoff_ns] (RFC 5401
+ * style: receivers that lost the same datagram spread their NAKs out), then
+ * again every interval_ns; after `retries` NAKs without an answer the gap is
+ * given up (ops->give_up: counted as unrecovered by the caller). A message
+ * that arrives (pubd_nak_filled) leaves its gap; a GONE from the source
+ * (pubd_nak_gone) gives up what it names at once.
+ *
+ * Bounds: at most max_gaps gaps in all; a new one beyond it gives up the
+ * oldest first. A range longer than PUBD_NAK_MAX_RANGE is asked for in
+ * pieces (one NAK names at most that many).
+ */
+#ifndef PUBD_REPAIR_NAK_H
+#define PUBD_REPAIR_NAK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PUBD_NAK_MAX_RANGE 65536u
+
+struct pubd_nak_cfg {
+	uint64_t backoff_ns;
+	uint64_t interval_ns;
+	uint32_t retries;
+	uint32_t max_gaps;
+};
+
+struct pubd_nak_gap {
+	uint64_t source, group;
+	uint64_t first;
+	uint64_t count;
+	uint64_t due_ns;
+	uint64_t found_ns;
+	uint32_t tries; /* NAKs sent */
+	bool partial;	/* one message, some of its fragments */
+};
+
+struct pubd_nak_ops {
+	/* Send a NAK for gap (first .. first + count - 1 at most PUBD_NAK_MAX_RANGE). */
+	void (*send)(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, uint64_t count);
+	/* These messages will not be repaired. */
+	void (*give_up)(void *ctx, uint64_t source, uint64_t group, uint64_t first, uint64_t count, bool partial);
+};
+
+struct pubd_nak_sched {
+	struct pubd_nak_cfg cfg;
+	struct pubd_nak_ops ops;
+	void *ctx;
+	uint64_t (*rand64)(void *rctx);
+	void *rctx;
+	struct pubd_nak_gap *v; /* oldest first */
+	uint32_t n, cap;
+	/* counters */
+	uint64_t naks_sent, given_up_retries, given_up_gone, given_up_full;
+};
+
+int pubd_nak_init(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg, const struct pubd_nak_ops *ops, void *ctx,
+		  uint64_t (*rand64)(void *rctx), void *rctx);
+void pubd_nak_close(struct pubd_nak_sched *s);
+void pubd_nak_set(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg);
+
+/* Messages first .. first + count - 1 of (source, group) are missing. */
+void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now_ns, uint64_t source, uint64_t group, uint64_t first,
+		  uint64_t count, bool partial);
+/* Message seq arrived (whole): no longer asked for. Returns true if it was. */
+bool pubd_nak_filled(struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t seq);
+/* The source says these are gone: give them up now. */
+void pubd_nak_gone(struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t first, uint64_t count);
+/* Forget a stream's or a group's gaps silently (left group: source 0 = every source). */
+void pubd_nak_forget(struct pubd_nak_sched *s, uint64_t source, uint64_t group);
+/* Send what is due and give up what ran out of retries. */
+void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now_ns);
+/* When pubd_nak_run has something to do next; UINT64_MAX when nothing. */
+uint64_t pubd_nak_next_deadline(const struct pubd_nak_sched *s);
+/* Is seq of (source, group) waiting for repair? */
+bool pubd_nak_pending(const struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t seq);
+
+#endif

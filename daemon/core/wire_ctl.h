@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The body of a repair control datagram (wire.h flag CONTROL): a NAK from a
+ * receiver to a source, or a GONE from a source to a receiver.
+ *
+ * The wire header carries group_id and, as source_id, the daemon sending
+ * the control datagram. The body, network byte order, 32 bytes fixed:
+ *   0  u8  ctl_version  1
+ *   1  u8  type         1 NAK, 2 GONE
+ *   2  u16 body_len     32 + bitmap_len; a decoder accepts more and skips it
+ *   4  u32 count        sequence numbers in the range, 1 .. 65536
+ *   8  u64 stream       the source whose messages the range names (a NAK's
+ *                       addressee; a GONE's own source id)
+ *  16  u64 first_seq    the range is first_seq .. first_seq + count - 1
+ *  24  u32 frag_first   NAK of one message's fragments: the fragment the
+ *                       bitmap's bit 0 stands for; 0 otherwise
+ *  28  u16 bitmap_len   bytes of fragment bitmap after the fixed part, 0 ..
+ *                       1024 (8192 fragments); non-zero only with count 1
+ *  30  u16 reserved     0
+ *  32  bitmap           bit i (byte i/8, LSB first) set: fragment
+ *                       frag_first + i is missing
+ * A NAK without a bitmap asks for whole messages; a GONE says the range has
+ * left the source's window (a GONE has no bitmap).
+ */
+#ifndef PUBD_WIRE_CTL_H
+#define PUBD_WIRE_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PUBD_CTL_VERSION    1
+#define PUBD_CTL_FIXED_LEN  32
+#define PUBD_CTL_MAX_COUNT  65536u
+#define PUBD_CTL_MAX_BITMAP 1024u
+#define PUBD_CTL_MAX_LEN    (PUBD_CTL_FIXED_LEN + PUBD_CTL_MAX_BITMAP)
+
+enum pubd_ctl_type { PUBD_CTL_NAK = 1, PUBD_CTL_GONE = 2 };
+
+struct pubd_ctl {
+	uint8_t type;
+	uint32_t count;
+	uint64_t stream;
+	uint64_t first_seq;
+	uint32_t frag_first;
+	uint16_t bitmap_len;
+	const uint8_t *bitmap; /* decode: points into the body; encode: bitmap_len bytes */
+};
+
+enum pubd_ctl_err {
+	PUBD_CTL_OK = 0,
+	PUBD_CTL_ERR_SHORT = -1,   /* body shorter than 32 bytes or than body_len */
+	PUBD_CTL_ERR_VERSION = -2, /* a control version this build does not speak */
+	PUBD_CTL_ERR_TYPE = -3,	   /* neither NAK nor GONE */
+	PUBD_CTL_ERR_COUNT = -4,   /* count 0, above 65536, or the range wraps */
+	PUBD_CTL_ERR_BITMAP = -5,  /* bitmap on a GONE or a multi-message NAK, too long, empty, or beyond body_len */
+	PUBD_CTL_ERR_RESERVED = -6 /* reserved bits set */
+};
+
+/* Encode c into out (room for PUBD_CTL_MAX_LEN); returns the body length,
+ * or 0 when c is not encodable (the same checks as decoding). */
+size_t pubd_ctl_encode(const struct pubd_ctl *c, uint8_t *out, size_t cap);
+
+/* Check and decode a body of len bytes. Never reads outside it. */
+int pubd_ctl_decode(const uint8_t *body, size_t len, struct pubd_ctl *c);
+
+/* Is fragment i missing by c (bitmap), or asked for whole (no bitmap)? */
+int pubd_ctl_wants_frag(const struct pubd_ctl *c, uint32_t frag_index);
+
+const char *pubd_ctl_strerror(int err);
+
+#endif

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loss repair, the receiver side: gaps that reassembly finds on a repair
+ * group (a later message or a heartbeat showing messages missing, and
+ * partial messages stuck for a while) are NAKed to their source, unicast
+ * to the address its datagrams came from, on the schedule of
+ * core/repair_nak.h (random back-off, repeat interval, retry limit).
+ * Repairs go through reassembly like any datagram and fill the gap; what
+ * is not repaired in time is counted by reassembly at its deadline, as
+ * unrecovered on a repair group (rx.c). Reassembly waits long enough for
+ * every retry on a daemon with repair groups (reload.c).
+ *
+ * A stuck partial is asked for by a fragment bitmap of what it lacks.
+ * Order is kept by repair_order.c. Not yet: per-group NAK timings (one
+ * schedule for the daemon: the first repair group's).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "log.h"
+#include "wire.h"
+#include "wire_ctl.h"
+
+/* A partial message this old (and still incomplete) is asked for. */
+#define STUCK_PARTIAL_NS (30 * MS)
+/* Gaps waiting for repair, all streams together. */
+#define MAX_GAPS 4096u
+
+_Static_assert(sizeof(((struct pubd_source_stats *)0)->peer) == PUBD_FABRIC_PEER_MAX, "peer fits");
+
+static uint64_t splitmix(void *ctx)
+{
+	uint64_t *st = ctx, z = (*st += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, uint64_t count)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, gap->group);
+	struct pubd_source_stats *s = pubd_source_map_get(&d->sources, gap->source, gap->group, d->event_ns);
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = (uint32_t)count, .stream = gap->source, .first_seq = first};
+	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = gap->group, .source_id = d->source_id};
+	uint8_t hdr[PUBD_WIRE_HDR_LEN], body[PUBD_CTL_MAX_LEN], bits[PUBD_CTL_MAX_BITMAP];
+	struct pubd_tx_dgram dg = {.hdr = hdr, .hdr_len = sizeof(hdr), .payload = body};
+
+	if (!g || !s || !s->peer_len || !engine_repairs(d, g))
+		return;
+	/* A partial message: only the fragments it lacks (as many as one NAK
+	 * names; the rest at the next). Gone meanwhile: the whole message. */
+	if (gap->partial && count == 1) {
+		c.bitmap_len = (uint16_t)pubd_reasm_partial_missing(d->reasm, gap->source, gap->group, first,
+								    &c.frag_first, bits, sizeof(bits));
+		c.bitmap = bits;
+	}
+	dg.payload_len = (uint32_t)pubd_ctl_encode(&c, body, sizeof(body));
+	if (!dg.payload_len)
+		return;
+	h.msg_len = dg.payload_len;
+	pubd_wire_encode(&h, hdr);
+	if (d->fops->send_to(d->fabric, s->peer, s->peer_len, &dg, 1) == 1) {
+		g->naks_sent++;
+		s->naks_sent++;
+	}
+}
+
+/* Reassembly counts what is never repaired, at its deadline: nothing here. */
+static void give_up(void *ctx, uint64_t source, uint64_t group, uint64_t first, uint64_t count, bool partial)
+{
+	(void)ctx, (void)source, (void)group, (void)first, (void)count, (void)partial;
+}
+
+static void nak_cfg(const struct pubd *d, struct pubd_nak_cfg *nc)
+{
+	const struct pubd_repair_config *rc = NULL;
+	size_t i;
+
+	/* One schedule for the daemon: the first repair group's timings
+	 * (per-group timings are a later refinement). */
+	for (i = 0; i < d->cfg.ngroups && !rc; i++)
+		if (d->cfg.groups[i].repair.on)
+			rc = &d->cfg.groups[i].repair;
+	nc->backoff_ns = rc ? (uint64_t)rc->nak_backoff_ms * MS : 60 * MS;
+	nc->interval_ns = rc ? (uint64_t)rc->nak_interval_ms * MS : 100 * MS;
+	nc->retries = rc ? rc->nak_retries : 8;
+	nc->max_gaps = MAX_GAPS;
+}
+
+static void on_nak_timer(void *ctx, uint64_t now)
+{
+	struct pubd *d = ctx;
+
+	d->event_ns = now;
+	pubd_nak_run(&d->naks, now);
+	engine_naks_arm(d);
+}
+
+int engine_naks_init(struct pubd *d)
+{
+	static const struct pubd_nak_ops ops = {.send = send_nak, .give_up = give_up};
+	struct pubd_nak_cfg nc;
+
+	nak_cfg(d, &nc);
+	d->nak_rng = d->source_id;
+	d->nak_timer = pubd_loop_timer(d->loop, on_nak_timer, d);
+	if (!d->nak_timer)
+		return -ENOMEM;
+	return pubd_nak_init(&d->naks, &nc, &ops, d, splitmix, &d->nak_rng);
+}
+
+void engine_naks_close(struct pubd *d)
+{
+	pubd_nak_close(&d->naks);
+	pubd_loop_timer_free(d->nak_timer);
+	d->nak_timer = NULL;
+}
+
+void engine_naks_arm(struct pubd *d)
+{
+	if (d->nak_timer)
+		pubd_loop_timer_arm(d->nak_timer, pubd_nak_next_deadline(&d->naks));
+}
+
+void engine_naks_gap(void *ctx, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count)
+{
+	struct pubd *d = ctx;
+
+	if (!d->naks.v || !engine_repairs(d, pubd_groups_by_id(&d->groups, group_id)))
+		return;
+	pubd_nak_gap(&d->naks, d->event_ns, source, group_id, first, count, false);
+}
+
+void engine_naks_delivered(struct pubd *d, struct pubd_group *g, struct pubd_source_stats *s, uint64_t source,
+			   uint64_t seq)
+{
+	if (!d->naks.n || !pubd_nak_filled(&d->naks, source, g->id, seq))
+		return;
+	g->repaired++;
+	if (s)
+		s->repaired++;
+}
+
+void engine_naks_gone(struct pubd *d, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count)
+{
+	if (d->naks.v)
+		pubd_nak_gone(&d->naks, source, group_id, first, count);
+}
+
+static void stuck(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq)
+{
+	struct pubd *d = ctx;
+
+	if (engine_repairs(d, pubd_groups_by_id(&d->groups, group_id)))
+		pubd_nak_gap(&d->naks, d->event_ns, source, group_id, seq, 1, true);
+}
+
+void engine_naks_tick(struct pubd *d, uint64_t now)
+{
+	struct pubd_nak_cfg nc;
+
+	if (!d->naks.v)
+		return;
+	nak_cfg(d, &nc);
+	pubd_nak_set(&d->naks, &nc);
+	if (now > STUCK_PARTIAL_NS)
+		pubd_reasm_foreach_stuck(d->reasm, now - STUCK_PARTIAL_NS, stuck, d);
+	engine_naks_arm(d);
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* The receiver's NAK schedule, on an injected clock and random numbers. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "repair_nak.h"
+
+#define MS 1000000ull
+
+struct rec {
+	unsigned sends;
+	uint64_t last_first, last_count, last_tries;
+	uint64_t given_up; /* messages */
+	unsigned give_ups;
+	uint64_t gu_first, gu_count;
+	uint64_t rnd;
+	uint8_t seen[1024]; /* per seq: 1 given up */
+};
+
+static void on_send(void *ctx, const struct pubd_nak_gap *g, uint64_t first, uint64_t count)
+{
+	struct rec *r = ctx;
+
+	r->sends++;
+	r->last_first = first;
+	r->last_count = count;
+	r->last_tries = g->tries;
+}
+
+static void on_give_up(void *ctx, uint64_t source, uint64_t group, uint64_t first, uint64_t count, bool partial)
+{
+	struct rec *r = ctx;
+	uint64_t i;
+
+	(void)source, (void)group, (void)partial;
+	r->give_ups++;
+	r->given_up += count;
+	r->gu_first = first;
+	r->gu_count = count;
+	for (i = first; i < first + count && i < sizeof(r->seen); i++) {
+		assert_int_equal(r->seen[i], 0); /* never twice */
+		r->seen[i] = 1;
+	}
+}
+
+static uint64_t fixed_rand(void *ctx)
+{
+	return ((struct rec *)ctx)->rnd;
+}
+
+static const struct pubd_nak_ops ops = {.send = on_send, .give_up = on_give_up};
+
+static void setup(struct pubd_nak_sched *s, struct rec *r, uint32_t max_gaps)
+{
+	struct pubd_nak_cfg cfg = {.backoff_ns = 60 * MS, .interval_ns = 100 * MS, .retries = 3, .max_gaps = max_gaps};
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(pubd_nak_init(s, &cfg, &ops, r, fixed_rand, r), 0);
+}
+
+static void nak_waits_backoff_then_repeats_then_gives_up(void **state)
+{
+	struct pubd_nak_sched s;
+	struct rec r;
+
+	(void)state;
+	setup(&s, &r, 8);
+	r.rnd = 1000 * MS + 25 * MS; /* mod (60 ms + 1 ns): a back-off well inside 0..60 ms */
+	pubd_nak_gap(&s, 10 * MS, 1, 2, 100, 5, false);
+	assert_true(pubd_nak_next_deadline(&s) >= 10 * MS && pubd_nak_next_deadline(&s) <= 70 * MS);
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s) - 1);
+	assert_int_equal(r.sends, 0);
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	assert_int_equal(r.sends, 1);
+	assert_int_equal(r.last_first, 100);
+	assert_int_equal(r.last_count, 5);
+	/* then every 100 ms, three NAKs in all, then given up */
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	assert_int_equal(r.sends, 3);
+	assert_int_equal(r.given_up, 0);
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	assert_int_equal(r.sends, 3);
+	assert_int_equal(r.given_up, 5);
+	assert_int_equal(s.given_up_retries, 1);
+	assert_int_equal(pubd_nak_next_deadline(&s), UINT64_MAX);
+	pubd_nak_close(&s);
+}
+
+static void nak_backoff_zero_asks_at_once(void **state)
+{
+	struct pubd_nak_sched s;
+	struct pubd_nak_cfg cfg = {.backoff_ns = 0, .interval_ns = 100 * MS, .retries = 1, .max_gaps = 4};
+	struct rec r;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(pubd_nak_init(&s, &cfg, &ops, &r, fixed_rand, &r), 0);
+	pubd_nak_gap(&s, 5 * MS, 1, 2, 7, 1, true);
+	assert_int_equal(pubd_nak_next_deadline(&s), 5 * MS);
+	pubd_nak_close(&s);
+}
+
+static void nak_filled_messages_leave_their_gap(void **state)
+{
+	struct pubd_nak_sched s;
+	struct rec r;
+
+	(void)state;
+	setup(&s, &r, 8);
+	pubd_nak_gap(&s, 0, 1, 2, 10, 10, false); /* 10..19 */
+	assert_true(pubd_nak_filled(&s, 1, 2, 10));
+	assert_true(pubd_nak_filled(&s, 1, 2, 19));
+	assert_true(pubd_nak_filled(&s, 1, 2, 15)); /* split: 11..14 and 16..18 */
+	assert_false(pubd_nak_filled(&s, 1, 2, 15));
+	assert_false(pubd_nak_filled(&s, 1, 3, 12)); /* another group */
+	assert_false(pubd_nak_pending(&s, 1, 2, 10));
+	assert_true(pubd_nak_pending(&s, 1, 2, 11));
+	assert_true(pubd_nak_pending(&s, 1, 2, 18));
+	assert_int_equal(s.n, 2);
+	pubd_nak_run(&s, 0);
+	assert_int_equal(r.sends, 2);
+	for (uint64_t q = 11; q < 19; q++)
+		if (q != 15)
+			assert_true(pubd_nak_filled(&s, 1, 2, q));
+	assert_int_equal(s.n, 0);
+	pubd_nak_run(&s, UINT64_MAX / 2);
+	assert_int_equal(r.given_up, 0);
+	pubd_nak_close(&s);
+}
+
+static void nak_gone_gives_up_what_it_names(void **state)
+{
+	struct pubd_nak_sched s;
+	struct rec r;
+
+	(void)state;
+	setup(&s, &r, 8);
+	pubd_nak_gap(&s, 0, 1, 2, 10, 10, false); /* 10..19 */
+	pubd_nak_gap(&s, 0, 1, 2, 30, 2, false);  /* 30..31 */
+	pubd_nak_gone(&s, 1, 2, 0, 13);		  /* 10..12 gone */
+	assert_int_equal(r.given_up, 3);
+	pubd_nak_gone(&s, 1, 2, 15, 2); /* 15..16 gone: 13..14 and 17..19 stay */
+	assert_int_equal(r.given_up, 5);
+	assert_true(pubd_nak_pending(&s, 1, 2, 14));
+	assert_true(pubd_nak_pending(&s, 1, 2, 17));
+	pubd_nak_gone(&s, 1, 2, 0, 100); /* everything */
+	assert_int_equal(r.given_up, 12);
+	assert_int_equal(s.n, 0);
+	for (uint64_t q = 10; q < 20; q++)
+		assert_int_equal(r.seen[q], 1);
+	pubd_nak_close(&s);
+}
+
+static void nak_bounded_gaps_give_up_the_oldest(void **state)
+{
+	struct pubd_nak_sched s;
+	struct rec r;
+
+	(void)state;
+	setup(&s, &r, 2);
+	pubd_nak_gap(&s, 0, 1, 2, 10, 1, false);
+	pubd_nak_gap(&s, 0, 1, 2, 20, 1, false);
+	pubd_nak_gap(&s, 0, 1, 2, 30, 1, false);
+	assert_int_equal(r.given_up, 1);
+	assert_int_equal(r.gu_first, 10);
+	assert_int_equal(s.given_up_full, 1);
+	/* a split with no room gives up the tail, each message once */
+	pubd_nak_gap(&s, 0, 1, 2, 40, 5, false); /* gives up 20 */
+	assert_true(pubd_nak_filled(&s, 1, 2, 42));
+	assert_int_equal(r.given_up, 1 + 1 + 2); /* 10, 20, 43..44 */
+	assert_true(pubd_nak_pending(&s, 1, 2, 41));
+	assert_false(pubd_nak_pending(&s, 1, 2, 43));
+	pubd_nak_close(&s);
+}
+
+static void nak_long_range_goes_in_pieces(void **state)
+{
+	struct pubd_nak_sched s;
+	struct rec r;
+
+	(void)state;
+	setup(&s, &r, 2);
+	r.rnd = 0;
+	pubd_nak_gap(&s, 0, 1, 2, 0, PUBD_NAK_MAX_RANGE + 10, false);
+	pubd_nak_run(&s, 0);
+	assert_int_equal(r.sends, 2);
+	assert_int_equal(r.last_first, PUBD_NAK_MAX_RANGE);
+	assert_int_equal(r.last_count, 10);
+	/* the same gap found again (a later heartbeat) is not a second gap */
+	pubd_nak_gap(&s, 0, 1, 2, 5, 3, false);
+	assert_int_equal(s.n, 1);
+	pubd_nak_forget(&s, 0, 2);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(r.given_up, 0);
+	pubd_nak_close(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nak_waits_backoff_then_repeats_then_gives_up),
+		cmocka_unit_test(nak_backoff_zero_asks_at_once),
+		cmocka_unit_test(nak_filled_messages_leave_their_gap),
+		cmocka_unit_test(nak_gone_gives_up_what_it_names),
+		cmocka_unit_test(nak_bounded_gaps_give_up_the_oldest),
+		cmocka_unit_test(nak_long_range_goes_in_pieces),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

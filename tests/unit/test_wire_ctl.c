@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/* The NAK / GONE body codec: layout, round trip, one error per fault. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "wire_ctl.h"
+
+static uint8_t body[PUBD_CTL_MAX_LEN + 16];
+
+static void ctl_encodes_fixed_part_in_network_byte_order(void **state)
+{
+	static const uint8_t want[PUBD_CTL_FIXED_LEN] = {
+		1,    1,    0,	  32,	0,    0,    0x01, 0x02, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0,    0,    0,	  0,	0,    0,    0,	  0,
+	};
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK,
+			     .count = 0x102,
+			     .stream = 0x1112131415161718ull,
+			     .first_seq = 0x2122232425262728ull};
+
+	(void)state;
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), PUBD_CTL_FIXED_LEN);
+	assert_memory_equal(body, want, sizeof(want));
+}
+
+static void ctl_roundtrips_nak_with_fragment_bitmap(void **state)
+{
+	uint8_t bits[3] = {0x05, 0x00, 0x80};
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK,
+			     .count = 1,
+			     .stream = 42,
+			     .first_seq = 1000,
+			     .frag_first = 16,
+			     .bitmap_len = 3,
+			     .bitmap = bits},
+			out;
+	size_t len = pubd_ctl_encode(&c, body, sizeof(body));
+
+	(void)state;
+	assert_int_equal(len, PUBD_CTL_FIXED_LEN + 3);
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.type, PUBD_CTL_NAK);
+	assert_int_equal(out.first_seq, 1000);
+	assert_int_equal(out.frag_first, 16);
+	assert_int_equal(out.bitmap_len, 3);
+	/* fragments 16, 18 and 39 are asked for, nothing else */
+	assert_true(pubd_ctl_wants_frag(&out, 16));
+	assert_false(pubd_ctl_wants_frag(&out, 17));
+	assert_true(pubd_ctl_wants_frag(&out, 18));
+	assert_true(pubd_ctl_wants_frag(&out, 39));
+	assert_false(pubd_ctl_wants_frag(&out, 15));
+	assert_false(pubd_ctl_wants_frag(&out, 40));
+	assert_false(pubd_ctl_wants_frag(&out, 0));
+}
+
+static void ctl_roundtrips_gone_and_whole_message_nak(void **state)
+{
+	struct pubd_ctl c = {.type = PUBD_CTL_GONE, .count = PUBD_CTL_MAX_COUNT, .stream = 7, .first_seq = 3}, out;
+	size_t len = pubd_ctl_encode(&c, body, sizeof(body));
+
+	(void)state;
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.type, PUBD_CTL_GONE);
+	assert_int_equal(out.count, PUBD_CTL_MAX_COUNT);
+	assert_int_equal(out.stream, 7);
+	/* No bitmap: every fragment is wanted. */
+	assert_true(pubd_ctl_wants_frag(&out, 12345));
+}
+
+/* A later version may grow the body: body_len says how far to skip. */
+static void ctl_accepts_longer_body(void **state)
+{
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = 2, .stream = 1, .first_seq = 5}, out;
+
+	(void)state;
+	pubd_ctl_encode(&c, body, sizeof(body));
+	body[3] = 40;
+	memset(body + 32, 0xee, 8);
+	assert_int_equal(pubd_ctl_decode(body, 40, &out), PUBD_CTL_OK);
+	assert_int_equal(pubd_ctl_decode(body, 39, &out), PUBD_CTL_ERR_SHORT);
+}
+
+static int decode_with(size_t off, uint8_t v, size_t len)
+{
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = 1, .stream = 1, .first_seq = 5}, out;
+	uint8_t bit = 1;
+
+	c.bitmap_len = len > PUBD_CTL_FIXED_LEN ? 1 : 0;
+	c.bitmap = &bit;
+	pubd_ctl_encode(&c, body, sizeof(body));
+	body[off] = v;
+	return pubd_ctl_decode(body, len, &out);
+}
+
+static void ctl_rejects_each_fault(void **state)
+{
+	struct pubd_ctl out;
+
+	(void)state;
+	assert_int_equal(pubd_ctl_decode(body, 31, &out), PUBD_CTL_ERR_SHORT);
+	assert_int_equal(decode_with(0, 2, 32), PUBD_CTL_ERR_VERSION);
+	assert_int_equal(decode_with(1, 3, 32), PUBD_CTL_ERR_TYPE);
+	assert_int_equal(decode_with(1, 0, 32), PUBD_CTL_ERR_TYPE);
+	assert_int_equal(decode_with(3, 31, 32), PUBD_CTL_ERR_SHORT); /* body_len below 32 */
+	assert_int_equal(decode_with(3, 33, 32), PUBD_CTL_ERR_SHORT); /* body_len beyond the datagram */
+	assert_int_equal(decode_with(7, 0, 32), PUBD_CTL_ERR_COUNT);  /* count 0 */
+	assert_int_equal(decode_with(5, 1, 32), PUBD_CTL_ERR_COUNT);  /* count 65537 */
+	assert_int_equal(decode_with(31, 1, 32), PUBD_CTL_ERR_RESERVED);
+	assert_int_equal(decode_with(27, 1, 32), PUBD_CTL_ERR_BITMAP); /* frag_first without bitmap */
+	assert_int_equal(decode_with(29, 1, 32), PUBD_CTL_ERR_BITMAP); /* bitmap beyond body_len */
+	assert_int_equal(decode_with(32, 0, 33), PUBD_CTL_ERR_BITMAP); /* empty bitmap */
+	assert_int_equal(decode_with(7, 2, 33), PUBD_CTL_ERR_BITMAP);  /* bitmap on two messages */
+	assert_int_equal(decode_with(1, PUBD_CTL_GONE, 33), PUBD_CTL_ERR_BITMAP);
+	assert_int_equal(decode_with(32, 1, 33), PUBD_CTL_OK);
+	/* a range that would wrap */
+	memset(body + 16, 0xff, 8);
+	assert_int_equal(pubd_ctl_decode(body, 33, &out), PUBD_CTL_ERR_COUNT);
+}
+
+static void ctl_encode_refuses_what_decode_would(void **state)
+{
+	uint8_t zero = 0;
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = 0, .stream = 1, .first_seq = 5};
+
+	(void)state;
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	c.count = 1;
+	c.bitmap_len = 1;
+	c.bitmap = &zero;
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	c.bitmap_len = PUBD_CTL_MAX_BITMAP + 1;
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	c.bitmap_len = 0;
+	assert_int_equal(pubd_ctl_encode(&c, body, PUBD_CTL_FIXED_LEN - 1), 0);
+}
+
+static void ctl_strerror_names_every_error(void **state)
+{
+	int e;
+
+	(void)state;
+	for (e = PUBD_CTL_OK; e >= PUBD_CTL_ERR_RESERVED; e--)
+		assert_string_not_equal(pubd_ctl_strerror(e), pubd_ctl_strerror(-1000));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ctl_encodes_fixed_part_in_network_byte_order),
+		cmocka_unit_test(ctl_roundtrips_nak_with_fragment_bitmap),
+		cmocka_unit_test(ctl_roundtrips_gone_and_whole_message_nak),
+		cmocka_unit_test(ctl_accepts_longer_body),
+		cmocka_unit_test(ctl_rejects_each_fault),
+		cmocka_unit_test(ctl_encode_refuses_what_decode_would),
+		cmocka_unit_test(ctl_strerror_names_every_error),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
