@@ -180,7 +180,7 @@ unsigned verbs_drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 	verbs_ah_reap(f, false);
 	/* After a failed post, credits alone do not make it writable: the
 	 * retry timer says when to try again (tx_retry_at). */
-	if (f->tx_blocked && !f->tx_retry_at && f->tx_posted - f->tx_done < f->sq_depth) {
+	if (f->tx_blocked && !f->tx_retry_at && verbs_tx_credits(f, false) > 0) {
 		f->tx_blocked = false;
 		f->ev.writable(f->ctx);
 	}

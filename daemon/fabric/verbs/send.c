@@ -153,9 +153,23 @@ static unsigned post_batch(struct pubd_fabric *f, const struct dest *to, const s
 	return k;
 }
 
-/* As many of the n datagrams to `to` as there are credits for: multicast
- * and unicast share the send queue, and so its credits. */
-static int post_all(struct pubd_fabric *f, const struct dest *to, const struct pubd_tx_dgram *d, unsigned n)
+/*
+ * Send queue entries free for a send now. Multicast and unicast share the
+ * queue, and so its credits, but the last eighth is kept for unicast: a
+ * publisher keeps the queue full, and loss repair's NAKs and repairs,
+ * small and few, would otherwise find no credit whenever they come, and
+ * the receiver's gap would stay open until its retries run out.
+ */
+uint64_t verbs_tx_credits(const struct pubd_fabric *f, bool unicast)
+{
+	uint64_t used = f->tx_posted - f->tx_done, keep = unicast ? 0 : f->sq_depth / 8;
+
+	return used + keep < f->sq_depth ? f->sq_depth - used - keep : 0;
+}
+
+/* As many of the n datagrams to `to` as there are credits for. */
+static int post_all(struct pubd_fabric *f, const struct dest *to, bool unicast, const struct pubd_tx_dgram *d,
+		    unsigned n)
 {
 	uint64_t credits;
 	unsigned want, done = 0;
@@ -167,7 +181,7 @@ static int post_all(struct pubd_fabric *f, const struct dest *to, const struct p
 			f->cnt[VC_TX_TOO_BIG]++;
 			return -EMSGSIZE;
 		}
-	credits = f->sq_depth - (f->tx_posted - f->tx_done);
+	credits = verbs_tx_credits(f, unicast);
 	want = n < credits ? n : (unsigned)credits;
 	if (want < n) {
 		f->tx_blocked = true;
@@ -196,7 +210,7 @@ int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, u
 	if (!f->dev_ok || !m->up || !m->ah)
 		return -ENOTCONN;
 	to = (struct dest){.ah = m->ah, .qpn = m->qpn, .qkey = m->qkey};
-	return post_all(f, &to, d, n);
+	return post_all(f, &to, false, d, n);
 }
 
 /*
@@ -225,7 +239,7 @@ int verbs_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, co
 		return ret;
 	to.qpn = p.qpn;
 	to.qkey = RDMA_UDP_QKEY;
-	ret = post_all(f, &to, d, n);
+	ret = post_all(f, &to, true, d, n);
 	if (ret > 0)
 		f->cnt[VC_TX_UNICAST] += (unsigned)ret;
 	return ret;

@@ -90,7 +90,7 @@ void verbs_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	pubd_fabric_row(tb, "srq_fill", "%u", f->srq_posted);
 	pubd_fabric_row(tb, "srq_min_fill", "%u", f->srq_min_fill);
 	pubd_fabric_row(tb, "send_queue_depth", "%u", f->sq_depth);
-	pubd_fabric_row(tb, "send_credits", "%" PRIu64, f->dev_ok ? f->sq_depth - (f->tx_posted - f->tx_done) : 0);
+	pubd_fabric_row(tb, "send_credits", "%" PRIu64, f->dev_ok ? verbs_tx_credits(f, true) : 0);
 	pubd_fabric_row(tb, "max_inline", "%u", f->max_inline);
 	pubd_fabric_row(tb, "self_loopback_block", "%s", f->block_self_lb ? "yes" : "no");
 	if (f->qp)

@@ -342,6 +342,7 @@ int verbs_linger(struct pubd_fabric *f, bool busy);
 /* send.c */
 int verbs_tx_setup(struct pubd_fabric *f, bool quiet);
 void verbs_tx_teardown(struct pubd_fabric *f);
+uint64_t verbs_tx_credits(const struct pubd_fabric *f, bool unicast);
 int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
 int verbs_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
 		  unsigned n);
