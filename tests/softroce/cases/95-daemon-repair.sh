@@ -11,6 +11,7 @@
 # order; repaired > 0, unrecovered 0, nothing dropped. The same 5% loss on a
 # group without repair (n5) is counted as before: seq_gap and reasm_timeout,
 # delivered + dropped = published. Each rule's counter shows the loss was real.
+# Last, a window too small for the loss (rw) gives exact unrecovered counts.
 . "$PUBD_REPO/tests/softroce/lib.sh"
 . "$PUBD_REPO/tests/softroce/daemon-lib.sh"
 dl_init
@@ -41,6 +42,8 @@ groups:
   - {name: r1, address: 239.77.95.1, repair: {window: 64MiB, max_age_ms: 30000, nak_retries: 20}}
   - {name: r5, address: 239.77.95.5, repair: {window: 64MiB, max_age_ms: 30000, nak_retries: 20}}
   - {name: n5, address: 239.77.96.5}
+  # A window of one 32 KiB message (64 KiB less than two with their overhead).
+  - {name: rw, address: 239.77.95.9, repair: {window: 64KiB, max_age_ms: 30000}}
 YAML
 dl_start_ab
 
@@ -62,10 +65,10 @@ nft_dropped() {
 	echo "${out%% *}"
 }
 
-"$ITEST" sub -s "$W/B.sock" -g r1 -g r5 -g n5 --log "$W/sub.log" --timeout-ms 600000 \
+"$ITEST" sub -s "$W/B.sock" -g r1 -g r5 -g n5 -g rw --log "$W/sub.log" --timeout-ms 600000 \
 	>"$W/sub.out" 2>&1 &
 DL_BG+=("$!")
-for g in r1 r5 n5; do
+for g in r1 r5 n5 rw; do
 	dl_wait 30 dl_subs B "$g" 1 || fail "subscriber of $g on B not there within 30s"
 done
 
@@ -178,6 +181,32 @@ dl_expect "n5: delivered + dropped = published" "$((v[0] + v[1]))" "$TOTAL"
 dl_expect "n5: the drops are seq_gap and reasm_timeout" "$((sg + rt))" "${v[1]}"
 dl_expect "n5: no NAK, nothing unrecovered" "${v[2]} $(reason n5 unrecovered)" "0 0"
 dl_expect "n5: what arrived is intact and once (bad, duplicates)" "$bad $dup" "0 0"
+
+# A window too small for the loss: exact unrecovered counts. Every datagram
+# of rw is dropped while A publishes K+1 messages of 32 KiB; A's window
+# keeps only the last. Then the loss ends: A's next heartbeat shows B the
+# gap 0..K, B NAKs it, A repairs the last message and answers GONE for the
+# K before it. Exactly K unrecovered, 1 repaired, 1 delivered (in order).
+K=5
+set_loss 239.77.95.9 100 || fail "rw: nft rule"
+"$ITEST" pub -s "$W/A.sock" -g rw --count $((K + 1)) --size 32768 --start 500000 || fail "rw: publisher failed"
+rw_lost=$(nft_dropped)
+nft flush chain inet $T in
+rw_settled() {
+	local v
+	mapfile -t v <<<"$(src rw delivered unrecovered)"
+	[ "${v[0]} ${v[1]}" = "1 $K" ]
+}
+dl_wait 60 rw_settled || fail "rw: B's row for A did not reach delivered 1, unrecovered $K"
+mapfile -t v <<<"$(src rw delivered dropped repaired unrecovered naks_sent)"
+echo "rw (window of one message, all $((K + 1)) lost: nft dropped $rw_lost): delivered ${v[0]}, dropped ${v[1]}," \
+	"repaired ${v[2]}, unrecovered ${v[3]}, naks_sent ${v[4]}, A gone_sent $(dl_sq A groups 'groups.gone_sent[name=rw]')"
+dl_expect "rw: delivered, dropped, repaired, unrecovered" "${v[0]} ${v[1]} ${v[2]} ${v[3]}" "1 $K 1 $K"
+dl_expect "rw: the drops are all unrecovered" "$(reason rw unrecovered)" "$K"
+dl_wait 30 sub_caught_up rw || fail "rw: the subscriber has $(sub_got rw)"
+dl_expect "rw: the subscriber got the one repaired message (count, bad, duplicates)" \
+	"$(sub_got rw) $(check_log rw | cut -d' ' -f1-2)" "1 0 0"
+
 dl_ctl B sources
 dl_ctl A groups
 dl_stop
