@@ -211,9 +211,11 @@ variant() {
 	dropped=$(nft_dropped)
 	rep=$(($(src "$grp" repaired) - ${r0:-0}))
 	unrec=$(($(src "$grp" unrecovered) - ${u0:-0}))
-	mapfile -t chk < <(for k in received seq_gaps wrong_size wrong_bytes out_of_order; do
-		jget "$work/$tag-$name-sub.log" $k
-	done)
+	# (No process substitution: the VM's guest has no /dev/fd.)
+	chk=()
+	for k in received seq_gaps wrong_size wrong_bytes out_of_order; do
+		chk+=("$(jget "$work/$tag-$name-sub.log" $k)")
+	done
 	ok=yes
 	[ "${chk[0]:-0}" = "$n" ] && [ "${chk[1]:-1}${chk[2]:-1}${chk[3]:-1}${chk[4]:-1}" = 0000 ] && [ "$unrec" = 0 ] &&
 		[ "${dropped:-0}" -gt 0 ] || ok=no

@@ -54,9 +54,11 @@ nft add table inet $T && nft add chain inet $T in '{ type filter hook input prio
 	exit 0
 }
 trap 'nft delete table inet $T 2>/dev/null; dl_teardown' EXIT
-set_loss() { # ADDRESS PERCENT
+set_loss() { # ADDRESS PERCENT (100: every datagram; nft takes no "mod 100 < 100")
+	local some=(numgen random mod 100 '<' "$2")
+	[ "$2" = 100 ] && some=()
 	nft flush chain inet $T in &&
-		nft add rule inet $T in iifname vb udp dport 4791 ip daddr "$1" numgen random mod 100 '<' "$2" counter drop
+		nft add rule inet $T in iifname vb udp dport 4791 ip daddr "$1" "${some[@]}" counter drop
 }
 nft_dropped() {
 	local out
