@@ -37,7 +37,7 @@ static void usage(FILE *f)
 static int run_sub(const char *sock, const char *group, size_t size, uint64_t count, int idle_ms)
 {
 	pub_client_t *c = bench_connect(sock, "bench-tput-sub");
-	uint64_t got = 0, bytes = 0, bad = 0, gaps = 0, expect = 0, first = 0, last = 0, idx, late = 0, wrong = 0;
+	uint64_t got = 0, bad = 0, gaps = 0, expect = 0, first = 0, last = 0, idx, late = 0, wrong = 0;
 	static const uint8_t zeros[4096];
 	struct pub_message m;
 	struct bench_json j;
@@ -64,7 +64,6 @@ static int run_sub(const char *sock, const char *group, size_t size, uint64_t co
 		if (!got)
 			first = last;
 		got++;
-		bytes += m.len;
 		if (m.len != size || m.len < sizeof(idx)) {
 			bad++;
 			continue;

@@ -8,7 +8,7 @@
 # default random back-off before a NAK (up to 60 ms, RFC 5401's, there to
 # let one multicast NAK stand for many) buys nothing when NAKs are unicast,
 # and at 1 KiB it holds a gap open for thousands of messages, all held
-# back for in-order delivery and released in bursts (see README, Benchmarks).
+# back for in-order delivery and released in bursts (README, Tests: Benchmarks).
 # Two daemons: A publishes (bench_tput pub), B subscribes (bench_tput sub,
 # which checks every message whole, its index and order). Target: >= 0.85x,
 # with every message delivered.
