@@ -13,9 +13,9 @@
 #include "metrics_internal.h"
 
 static const char *const gauge_keys[] = {
-	"mtu",	      "active_mtu",    "srq_depth",	   "srq_low_watermark",
-	"srq_fill",   "srq_min_fill",  "send_queue_depth", "send_credits",
-	"max_inline", "groups_joined", "groups_up",	   "groups_attached",
+	"mtu",		"active_mtu",	    "srq_depth",    "srq_low_watermark", "srq_fill",
+	"srq_min_fill", "send_queue_depth", "send_credits", "max_inline",	 "groups_joined",
+	"groups_up",	"groups_attached",  "peer_ahs",
 };
 /* Numbers that name rather than measure; lifespan is a setting of hw_counters. */
 static const char *const skip_keys[] = {"port", "qp_num", "hw_counters.lifespan"};

@@ -202,7 +202,8 @@ int engine_open_fabric(struct pubd *d, const struct pubd_fabric_ops *given)
 	log_info("fabric %s: MTU %u bytes per datagram (%u of payload after pubd's %u-byte header)", d->fops->name,
 		 d->mtu, d->mtu - PUBD_WIRE_HDR_LEN, PUBD_WIRE_HDR_LEN);
 	/* Loss repair needs unicast (NAKs, repairs): a probe with no peer
-	 * answers -EOPNOTSUPP where the fabric has none (verbs, for now). */
+	 * answers -EOPNOTSUPP where the fabric has none (both have it now;
+	 * a test's fabric may not). */
 	d->fabric_unicast = d->fops->send_to && d->fops->send_to(d->fabric, NULL, 0, NULL, 0) != -EOPNOTSUPP;
 	for (size_t i = 0; i < c->ngroups && !d->fabric_unicast; i++)
 		if (c->groups[i].repair.on)

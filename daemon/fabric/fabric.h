@@ -33,8 +33,9 @@ struct pub_table_builder;
 /*
  * A peer's address as a fabric can send back to it (send_to): opaque to the
  * daemon, at most PUBD_FABRIC_PEER_MAX bytes. udp: the sender's socket
- * address (struct sockaddr_in or _in6); verbs (later): what an address
- * handle and a UD send need (the GRH's source GID, the source QPN).
+ * address (struct sockaddr_in or _in6); verbs: what an address handle
+ * and a UD send need (struct pubd_ud_peer: the GRH's source GID, the
+ * source QPN, LID and SL; 28 bytes).
  */
 #define PUBD_FABRIC_PEER_MAX 32
 
@@ -93,8 +94,8 @@ struct pubd_fabric_ops {
 	int (*send)(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
 	/* Send datagrams to one peer (unicast: loss repair's NAKs and repairs),
 	 * peer as a received datagram's from. Like send: how many were accepted,
-	 * or -errno; -EOPNOTSUPP (or NULL) where the fabric cannot (verbs, for
-	 * now: the UD send with an address handle from the GRH is still to come). */
+	 * or -errno; -EOPNOTSUPP (or NULL) where the fabric cannot. A call
+	 * with no peer and n 0 is a probe: 0 where unicast works. */
 	int (*send_to)(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
 		       unsigned n);
 	/* Largest datagram (header + payload) this fabric carries. */

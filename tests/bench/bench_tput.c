@@ -9,7 +9,9 @@
  *       --idle-ms (default 3000) after the first. Rate = messages between the
  *       first and the last arrival / that time (so the publisher's start-up
  *       and the idle wait are not counted). Message loss is the gaps in the
- *       sequence the publisher writes into each payload.
+ *       sequence the publisher writes into each payload; each payload is
+ *       checked whole (the index, then zeros), and one that comes behind
+ *       the sequence (out of order, or twice) is counted.
  *   bench_tput pub -s SOCK -g GROUP --size BYTES --count N [--rate MSGS_PER_S] [--more]
  *       Publishes N messages as fast as pubd takes them (pubd pushes back
  *       when its send queue is full), or paced at --rate. --more publishes
@@ -35,7 +37,8 @@ static void usage(FILE *f)
 static int run_sub(const char *sock, const char *group, size_t size, uint64_t count, int idle_ms)
 {
 	pub_client_t *c = bench_connect(sock, "bench-tput-sub");
-	uint64_t got = 0, bytes = 0, bad = 0, gaps = 0, expect = 0, first = 0, last = 0, idx;
+	uint64_t got = 0, bad = 0, gaps = 0, expect = 0, first = 0, last = 0, idx, late = 0, wrong = 0;
+	static const uint8_t zeros[4096];
 	struct pub_message m;
 	struct bench_json j;
 	double secs, rate;
@@ -61,12 +64,25 @@ static int run_sub(const char *sock, const char *group, size_t size, uint64_t co
 		if (!got)
 			first = last;
 		got++;
-		bytes += m.len;
 		if (m.len != size || m.len < sizeof(idx)) {
 			bad++;
 			continue;
 		}
 		memcpy(&idx, m.data, sizeof(idx));
+		/* Behind the index, the publisher's bytes are zeros: every
+		 * message is checked whole (a repaired one too). */
+		for (size_t off = sizeof(idx); off < m.len; off += sizeof(zeros)) {
+			size_t n = m.len - off < sizeof(zeros) ? m.len - off : sizeof(zeros);
+
+			if (memcmp((const uint8_t *)m.data + off, zeros, n)) {
+				wrong++;
+				break;
+			}
+		}
+		if (idx < expect) {
+			late++; /* out of order, or twice */
+			continue;
+		}
 		if (idx > expect)
 			gaps += idx - expect;
 		expect = idx + 1;
@@ -75,16 +91,19 @@ static int run_sub(const char *sock, const char *group, size_t size, uint64_t co
 	secs = (double)(last - first) * 1e-9;
 	rate = got > 1 && secs > 0 ? (double)(got - 1) / secs : 0;
 	printf("sub: %llu of %llu messages of %zu B in %.3f s: %s msg/s, %.2f MB/s payload; lost %llu (%.2f%%), "
-	       "wrong size %llu\n",
+	       "wrong size %llu, wrong bytes %llu, out of order %llu\n",
 	       (unsigned long long)got, (unsigned long long)count, size, secs, bench_si(rate, a, sizeof(a)),
 	       rate * (double)size / MIB, (unsigned long long)(count - got),
-	       count ? 100.0 * (double)(count - got) / (double)count : 0, (unsigned long long)bad);
+	       count ? 100.0 * (double)(count - got) / (double)count : 0, (unsigned long long)bad,
+	       (unsigned long long)wrong, (unsigned long long)late);
 	bench_json_begin(&j, "tput", "sub");
 	bench_json_int(&j, "size", (long long)size);
 	bench_json_int(&j, "count", (long long)count);
 	bench_json_int(&j, "received", (long long)got);
 	bench_json_int(&j, "seq_gaps", (long long)gaps);
 	bench_json_int(&j, "wrong_size", (long long)bad);
+	bench_json_int(&j, "wrong_bytes", (long long)wrong);
+	bench_json_int(&j, "out_of_order", (long long)late);
 	bench_json_num(&j, "seconds", secs);
 	bench_json_num(&j, "msgs_per_s", rate);
 	bench_json_num(&j, "bytes_per_s", rate * (double)size);

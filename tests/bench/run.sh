@@ -15,13 +15,16 @@
 #           5. RSS under a flood vs configured buffers    (bench_memory, 60 s; 12 s with --quick)
 #           6. instructions per message, callgrind        (bench_rxcost)
 #           +  reassembly vs memcpy                       (bench_reasm)
+#           +  loss repair: a repair group at 1% loss vs no loss and no
+#              repair, udp daemons in namespaces          (repair-bench.sh --host)
 #   vm    1-3 inside the Soft-RoCE VM against perftest on the same rxa/rxb
-#         pair in the same boot (tests/softroce/run.sh with vm-bench.sh)
+#         pair in the same boot (tests/softroce/run.sh with vm-bench.sh),
+#         and loss repair over verbs (repair-bench.sh --verbs)
 #   all   both (the default)
 #   --mtu 4096  run the VM benchmarks at an RDMA MTU of 4096 (the veths at
 #         9000, jumbo frames as production RoCE runs) instead of 1024
 #   --only "NAMES"  VM: only these (tput1k tput1dg tput1ks tput1kmore tput64k
-#         lat latso latlocal), beside the perftest baselines
+#         lat latso latlocal repair), beside the perftest baselines
 #   --rounds N  VM: run each pubd benchmark N times (default 3) and report the median
 #         (emulation swings single runs by +-15%)
 #   --profile 1|2|3  VM: perf stat on each daemon (CPU, context switches and
@@ -59,7 +62,7 @@ while [ $# -gt 0 ]; do
 	--only) vm_only=$2; shift ;;
 	--profile) vm_profile=$2; shift ;;
 	--rounds) vm_rounds=$2; shift ;;
-	-h | --help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -118,6 +121,8 @@ if [ $what = host ] || [ $what = all ]; then
 		failed=1
 	fi
 	run reasm "$b/bench_reasm"
+	# Loss repair: udp daemons in two network namespaces, 1% nftables loss.
+	run repair env BUILD="$BUILD" "$here/repair-bench.sh" --host "${qflag[@]}"
 fi
 
 if [ $what = vm ] || [ $what = all ]; then

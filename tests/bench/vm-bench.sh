@@ -9,6 +9,8 @@
 #      vs the same ib_send_bw at the MTU size                (payload bytes/s)
 #   3. latency, 64 B ping-pong through two groups (bench_lat), one-way p50/p99
 #      vs ib_send_lat -c UD -x 1 -s 64                       (t_typical)
+#   +  loss repair: a repair group at 1% loss (nftables on vb) vs the same
+#      traffic with no loss and no repair (repair-bench.sh --verbs)
 #
 # A case of tests/softroce/run.sh (the guest has run guest-setup.sh: rxa
 # 192.168.77.1, rxb 192.168.77.2); tests/bench/run.sh vm boots it so:
@@ -44,7 +46,7 @@ PERF_LAT_COUNT=2000
 # jumbo frames, as production RoCE fabrics run).
 VM_MTU=1024
 # ONLY: run only these benchmarks (names: tput1k tput1dg tput1ks tput1kmore
-# tput64k lat latso latlocal); the perftest baselines always run.
+# tput64k lat latso latlocal repair); the perftest baselines always run.
 ONLY=
 # PROFILE: see prof_start below.
 PROFILE=${PROFILE:-0}
@@ -506,6 +508,18 @@ for v in "${VARIANTS[@]}"; do
 	IFS='|' read -r vname vbin vbusy vbench vkeys <<<"$v"
 	run_variant "$vname" "$vbin" "${vbusy:-false}" "$vbench" "$vkeys"
 done
+
+# Loss repair over verbs (its own daemons, its own baseline: the same
+# traffic with no loss and no repair, in this boot).
+if [ $mode = verbs ] && selected repair; then
+	if BUILD=$BUILD REPAIR_JSONL=$jsonl REPAIR_1K_COUNT=$TPUT_1K_COUNT REPAIR_64K_COUNT=$TPUT_64K_COUNT \
+		"$here/repair-bench.sh" --verbs >"$work/repair-bench.log" 2>&1; then
+		pass "repair bench ran, every message checked"
+	else
+		fail "repair bench did not complete, or a message was missing or wrong"
+	fi
+	grep -v '^{' "$work/repair-bench.log"
+fi
 
 # The baselines again, and each pubd figure against the better round.
 bw_rate= bw_bytes= lat_typ= lat_p99= latev_typ=

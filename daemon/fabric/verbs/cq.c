@@ -10,6 +10,7 @@
 
 #include "verbs_internal.h"
 #include "grh.h"
+#include "ud_peer.h"
 #include "log.h"
 #include "loop.h"
 
@@ -76,10 +77,12 @@ static void tx_complete(struct pubd_fabric *f, const struct ibv_wc *wc)
 
 /*
  * A receive completion: its buffer goes back on bufs (reposted once the
- * daemon is done with the batch), its datagram, if whole, onto *out.
+ * daemon is done with the batch), its datagram, if whole, onto *out, its
+ * sender (what a unicast reply needs: GID, QPN, LID, SL) into *peer.
  * Returns whether it gave a datagram.
  */
-static bool rx_complete(struct pubd_fabric *f, const struct ibv_wc *w, struct pubd_rx_dgram *out)
+static bool rx_complete(struct pubd_fabric *f, const struct ibv_wc *w, struct pubd_rx_dgram *out,
+			struct pubd_ud_peer *peer)
 {
 	uint8_t *buf;
 
@@ -109,6 +112,10 @@ static bool rx_complete(struct pubd_fabric *f, const struct ibv_wc *w, struct pu
 	 * it). A QP number alone does not tell: QP numbers are per
 	 * device, so a peer on another port can have ours. */
 	out->self = f->qp && w->src_qp == f->qp->qp_num && f->self_gid_ok && pubd_grh_from_gid(buf, f->self_gid);
+	out->from = peer;
+	out->from_len = pubd_ud_peer_from_grh(buf, w->wc_flags & IBV_WC_GRH, w->src_qp, w->slid, w->sl, peer)
+				? sizeof(*peer)
+				: 0;
 	if (out->slot < 0)
 		f->cnt[PUBD_FC_RX_UNKNOWN_GROUP]++;
 	f->cnt[PUBD_FC_RX_BYTES] += out->len;
@@ -120,6 +127,7 @@ static bool rx_complete(struct pubd_fabric *f, const struct ibv_wc *w, struct pu
 static void dispatch_batch(struct pubd_fabric *f, const struct ibv_wc *wc, int n)
 {
 	struct pubd_rx_dgram rx[CQ_BATCH];
+	struct pubd_ud_peer peers[CQ_BATCH];
 	uint32_t bufs[CQ_BATCH];
 	unsigned nrx = 0, nbuf = 0;
 
@@ -129,7 +137,7 @@ static void dispatch_batch(struct pubd_fabric *f, const struct ibv_wc *wc, int n
 			continue;
 		}
 		bufs[nbuf++] = (uint32_t)wc[i].wr_id;
-		nrx += rx_complete(f, &wc[i], &rx[nrx]);
+		nrx += rx_complete(f, &wc[i], &rx[nrx], &peers[nrx]);
 	}
 	if (f->srq_posted < f->srq_min_fill)
 		f->srq_min_fill = f->srq_posted;
@@ -172,7 +180,7 @@ unsigned verbs_drain_cq(struct pubd_fabric *f, unsigned budget, bool *more)
 	verbs_ah_reap(f, false);
 	/* After a failed post, credits alone do not make it writable: the
 	 * retry timer says when to try again (tx_retry_at). */
-	if (f->tx_blocked && !f->tx_retry_at && f->tx_posted - f->tx_done < f->sq_depth) {
+	if (f->tx_blocked && !f->tx_retry_at && verbs_tx_credits(f, false) > 0) {
 		f->tx_blocked = false;
 		f->ev.writable(f->ctx);
 	}

@@ -24,6 +24,8 @@ void verbs_dev_teardown(struct pubd_fabric *f)
 		pubd_loop_unwatch(f->comp_watch);
 		f->comp_watch = NULL;
 	}
+	/* The peers' AHs are the device's too: retired with the groups'. */
+	verbs_peer_ah_flush(f);
 	for (unsigned i = 0; i < f->nmcs; i++) {
 		struct vmc *m = &f->mcs[i];
 

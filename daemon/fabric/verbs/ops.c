@@ -56,6 +56,7 @@ static void verbs_close(struct pubd_fabric *f)
 	if (!f)
 		return;
 	verbs_dev_teardown(f);
+	verbs_peer_ah_close(f);
 	if (f->retry)
 		pubd_loop_timer_free(f->retry);
 	if (f->kick)
@@ -116,6 +117,9 @@ static int verbs_open(struct pubd_fabric **out, const struct pubd_config *cfg, s
 	ret = verbs_set_nonblock(f->cm_ch->fd);
 	if (ret)
 		goto fail;
+	ret = verbs_peer_ah_init(f);
+	if (ret)
+		goto fail;
 	f->cm_watch = pubd_loop_watch(loop, f->cm_ch->fd, EPOLLIN, verbs_on_cm, f);
 	f->kick = pubd_loop_timer(loop, verbs_on_kick, f);
 	f->retry = pubd_loop_timer(loop, verbs_on_retry, f);
@@ -133,19 +137,6 @@ static int verbs_open(struct pubd_fabric **out, const struct pubd_config *cfg, s
 fail:
 	verbs_close(f);
 	return ret;
-}
-
-/*
- * Unicast for loss repair is not built on verbs yet: it needs an address
- * handle from the received datagram's GRH (ibv_create_ah_from_wc, cached
- * per source), a UD send to the source's QPN with the group's qkey, and the
- * receive path passing (GID, QPN) up as the datagram's from. Until then a
- * repair group on verbs runs without repair (the daemon warns).
- */
-static int verbs_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
-			 unsigned n)
-{
-	return -EOPNOTSUPP;
 }
 
 static uint32_t verbs_mtu(const struct pubd_fabric *f)

@@ -47,8 +47,15 @@ void verbs_tx_teardown(struct pubd_fabric *f)
 	f->tx_slab = NULL;
 }
 
+/* Where a batch goes: a group (its join's AH, QPN 0xffffff and Q_Key) or
+ * one peer's QP (an AH from peer_ah.c, pubd's Q_Key). */
+struct dest {
+	struct ibv_ah *ah;
+	uint32_t qpn, qkey;
+};
+
 /* One send WR for datagram x, the post's sequence number seq. */
-static void build_wr(struct pubd_fabric *f, const struct vmc *m, const struct pubd_tx_dgram *x, uint64_t seq,
+static void build_wr(struct pubd_fabric *f, const struct dest *to, const struct pubd_tx_dgram *x, uint64_t seq,
 		     struct ibv_send_wr *w, struct ibv_sge sge[2])
 {
 	uint32_t len = x->hdr_len + x->payload_len;
@@ -57,7 +64,7 @@ static void build_wr(struct pubd_fabric *f, const struct vmc *m, const struct pu
 		.wr_id = TX_WRID | seq,
 		.sg_list = sge,
 		.opcode = IBV_WR_SEND,
-		.wr.ud = {.ah = m->ah, .remote_qpn = m->qpn, .remote_qkey = m->qkey},
+		.wr.ud = {.ah = to->ah, .remote_qpn = to->qpn, .remote_qkey = to->qkey},
 	};
 	if (len <= f->max_inline) {
 		/* Inline: the provider copies at post time, no lkey. */
@@ -116,7 +123,7 @@ static void post_failed(struct pubd_fabric *f, int ret, unsigned ok)
 
 /* Post the k (<= POST_BATCH) datagrams d as one linked list of WRs.
  * Returns how many were posted: k, or fewer when the post failed. */
-static unsigned post_batch(struct pubd_fabric *f, const struct vmc *m, const struct pubd_tx_dgram *d, unsigned k)
+static unsigned post_batch(struct pubd_fabric *f, const struct dest *to, const struct pubd_tx_dgram *d, unsigned k)
 {
 	struct ibv_send_wr wr[POST_BATCH], *bad;
 	struct ibv_sge sge[POST_BATCH][2];
@@ -125,7 +132,7 @@ static unsigned post_batch(struct pubd_fabric *f, const struct vmc *m, const str
 	for (unsigned i = 0; i < k; i++) {
 		uint64_t seq = f->tx_posted + i;
 
-		build_wr(f, m, &d[i], seq, &wr[i], sge[i]);
+		build_wr(f, to, &d[i], seq, &wr[i], sge[i]);
 		wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
 		/* Signal every Nth and the last of each post, so no
 		 * unsignalled tail is left without a completion to
@@ -146,18 +153,27 @@ static unsigned post_batch(struct pubd_fabric *f, const struct vmc *m, const str
 	return k;
 }
 
-/* The ops' send: as many of the n datagrams as there are credits for. */
-int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n)
+/*
+ * Send queue entries free for a send now. Multicast and unicast share the
+ * queue, and so its credits, but the last eighth is kept for unicast: a
+ * publisher keeps the queue full, and loss repair's NAKs and repairs,
+ * small and few, would otherwise find no credit whenever they come, and
+ * the receiver's gap would stay open until its retries run out.
+ */
+uint64_t verbs_tx_credits(const struct pubd_fabric *f, bool unicast)
 {
-	struct vmc *m;
+	uint64_t used = f->tx_posted - f->tx_done, keep = unicast ? 0 : f->sq_depth / 8;
+
+	return used + keep < f->sq_depth ? f->sq_depth - used - keep : 0;
+}
+
+/* As many of the n datagrams to `to` as there are credits for. */
+static int post_all(struct pubd_fabric *f, const struct dest *to, bool unicast, const struct pubd_tx_dgram *d,
+		    unsigned n)
+{
 	uint64_t credits;
 	unsigned want, done = 0;
 
-	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
-		return -EBADSLT;
-	m = &f->mcs[f->slots[slot].mc];
-	if (!f->dev_ok || !m->up || !m->ah)
-		return -ENOTCONN;
 	/* Refuse the whole batch before posting any of it: UD cannot carry
 	 * more than the path MTU, and a datagram cut short is worse. */
 	for (unsigned i = 0; i < n; i++)
@@ -165,7 +181,7 @@ int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, u
 			f->cnt[VC_TX_TOO_BIG]++;
 			return -EMSGSIZE;
 		}
-	credits = f->sq_depth - (f->tx_posted - f->tx_done);
+	credits = verbs_tx_credits(f, unicast);
 	want = n < credits ? n : (unsigned)credits;
 	if (want < n) {
 		f->tx_blocked = true;
@@ -173,11 +189,58 @@ int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, u
 	}
 	while (done < want) {
 		unsigned k = want - done < POST_BATCH ? want - done : POST_BATCH;
-		unsigned posted = post_batch(f, m, &d[done], k);
+		unsigned posted = post_batch(f, to, &d[done], k);
 
 		done += posted;
 		if (posted < k)
 			break;
 	}
 	return (int)done;
+}
+
+/* The ops' send: as many of the n datagrams as there are credits for. */
+int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n)
+{
+	struct dest to;
+	struct vmc *m;
+
+	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
+		return -EBADSLT;
+	m = &f->mcs[f->slots[slot].mc];
+	if (!f->dev_ok || !m->up || !m->ah)
+		return -ENOTCONN;
+	to = (struct dest){.ah = m->ah, .qpn = m->qpn, .qkey = m->qkey};
+	return post_all(f, &to, false, d, n);
+}
+
+/*
+ * The ops' send_to: the n datagrams to one peer's QP, as a received
+ * datagram's from named it (struct pubd_ud_peer), with the Q_Key every
+ * pubd QP has (rdma_create_qp sets RDMA_UDP_QKEY on a UD QP of an
+ * RDMA_PS_UDP id). The address handle comes from peer_ah.c's cache.
+ * A probe with no peer (n 0) says unicast works here.
+ */
+int verbs_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d, unsigned n)
+{
+	struct pubd_ud_peer p;
+	struct dest to;
+	int ret;
+
+	if (!peer && !n)
+		return 0;
+	if (!pubd_ud_peer_parse(peer, peer_len, &p)) {
+		f->cnt[VC_TX_BAD_PEER]++;
+		return -EINVAL;
+	}
+	if (!f->dev_ok || !f->qp)
+		return -ENOTCONN;
+	to.ah = verbs_peer_ah_get(f, &p.addr, &ret);
+	if (!to.ah)
+		return ret;
+	to.qpn = p.qpn;
+	to.qkey = RDMA_UDP_QKEY;
+	ret = post_all(f, &to, true, d, n);
+	if (ret > 0)
+		f->cnt[VC_TX_UNICAST] += (unsigned)ret;
+	return ret;
 }

@@ -53,6 +53,20 @@ static void sysfs_counters(const struct pubd_fabric *f, struct pub_table_builder
 	free(names);
 }
 
+/* The unicast reply AHs (peer_ah.c): how many now, and what became of them. */
+static void peer_ah_rows(const struct pubd_fabric *f, struct pub_table_builder *tb)
+{
+	const struct pubd_ah_cache_stats *st = &f->peer_ahs.st;
+
+	pubd_fabric_row(tb, "peer_ahs", "%u", pubd_ah_cache_size(&f->peer_ahs));
+	pubd_fabric_row(tb, "peer_ah_created", "%" PRIu64, st->created);
+	pubd_fabric_row(tb, "peer_ah_errors", "%" PRIu64, st->failed);
+	pubd_fabric_row(tb, "peer_ah_evicted", "%" PRIu64, st->evicted);
+	pubd_fabric_row(tb, "peer_ah_expired", "%" PRIu64, st->expired);
+	pubd_fabric_row(tb, "peer_ah_held_failures", "%" PRIu64, st->held);
+	pubd_fabric_row(tb, "peer_ah_paced", "%" PRIu64, st->paced);
+}
+
 void verbs_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 {
 	unsigned joined = 0, up = 0, attached = 0;
@@ -76,7 +90,7 @@ void verbs_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	pubd_fabric_row(tb, "srq_fill", "%u", f->srq_posted);
 	pubd_fabric_row(tb, "srq_min_fill", "%u", f->srq_min_fill);
 	pubd_fabric_row(tb, "send_queue_depth", "%u", f->sq_depth);
-	pubd_fabric_row(tb, "send_credits", "%" PRIu64, f->dev_ok ? f->sq_depth - (f->tx_posted - f->tx_done) : 0);
+	pubd_fabric_row(tb, "send_credits", "%" PRIu64, f->dev_ok ? verbs_tx_credits(f, true) : 0);
 	pubd_fabric_row(tb, "max_inline", "%u", f->max_inline);
 	pubd_fabric_row(tb, "self_loopback_block", "%s", f->block_self_lb ? "yes" : "no");
 	if (f->qp)
@@ -92,6 +106,7 @@ void verbs_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	pubd_fabric_row(tb, "groups_attached", "%u", attached);
 	pubd_fabric_counter_rows(tb, f->cnt, pubd_fabric_counter_names, 0, PUBD_FC__COUNT);
 	pubd_fabric_counter_rows(tb, f->cnt, counter_names, PUBD_FC__COUNT, VC__COUNT);
+	peer_ah_rows(f, tb);
 	if (f->dev_ok) {
 		sysfs_counters(f, tb, "counters");
 		sysfs_counters(f, tb, "hw_counters");

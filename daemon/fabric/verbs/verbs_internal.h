@@ -34,9 +34,11 @@
  *   cm.c      the rdmacm id's events: multicast joins and their AHs
  *   mcast.c   slots and the multicast addresses they share
  *   ah.c      address handles retired while sends may name them
+ *   peer_ah.c address handles for unicast replies to peers (loss repair),
+ *             cached per peer, within a bound
  *   srq.c     the receive slab and the SRQ, refilled against its watermark
  *   cq.c      draining the CQ: receive and send completions, lingering
- *   send.c    the send slab and the send path
+ *   send.c    the send slab and the send path, multicast and unicast
  *   timers.c  deferred work (kick) and every retry (one timer)
  *   status.c  the "fabric" status table
  *   util.c    small helpers shared by the above
@@ -51,6 +53,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "ah_cache.h"
 #include "fabric.h"
 #include "fabric_counters.h"
 
@@ -94,7 +97,9 @@
 	X(PORT_ACTIVE, "port_active_events")       \
 	X(PORT_OTHER, "port_other_events")         \
 	X(FATAL_EVENTS, "fatal_async_events")      \
-	X(REBUILDS, "device_rebuilds")
+	X(REBUILDS, "device_rebuilds")             \
+	X(TX_UNICAST, "tx_unicast")                \
+	X(TX_BAD_PEER, "tx_bad_peer")
 
 enum vc {
 	VC__BEFORE = PUBD_FC__COUNT - 1, /* the common counters come first */
@@ -247,6 +252,11 @@ struct pubd_fabric {
 	struct dead_ah *dead;
 	unsigned ndead, capdead;
 
+	/* Unicast replies (send_to): AHs per peer, and the GID index they
+	 * are sent from (per GID type; -1 not looked up since the build). */
+	struct pubd_ah_cache peer_ahs;
+	int reply_sgid_v2, reply_sgid_v1;
+
 	struct vslot *slots;
 	unsigned nslots;
 	struct vmc *mcs;
@@ -308,6 +318,12 @@ void verbs_leave(struct pubd_fabric *f, int slot);
 void verbs_ah_retire(struct pubd_fabric *f, struct ibv_ah *ah);
 void verbs_ah_reap(struct pubd_fabric *f, bool all);
 
+/* peer_ah.c */
+int verbs_peer_ah_init(struct pubd_fabric *f);
+void verbs_peer_ah_close(struct pubd_fabric *f);
+void verbs_peer_ah_flush(struct pubd_fabric *f);
+struct ibv_ah *verbs_peer_ah_get(struct pubd_fabric *f, const struct pubd_ud_addr *a, int *err);
+
 /* srq.c */
 int verbs_rx_setup(struct pubd_fabric *f, bool quiet);
 int verbs_rx_start(struct pubd_fabric *f, bool quiet);
@@ -326,7 +342,10 @@ int verbs_linger(struct pubd_fabric *f, bool busy);
 /* send.c */
 int verbs_tx_setup(struct pubd_fabric *f, bool quiet);
 void verbs_tx_teardown(struct pubd_fabric *f);
+uint64_t verbs_tx_credits(const struct pubd_fabric *f, bool unicast);
 int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
+int verbs_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
+		  unsigned n);
 
 /* status.c */
 void verbs_status(const struct pubd_fabric *f, struct pub_table_builder *tb);
