@@ -84,7 +84,7 @@ while read -r c; do
 	case "$(basename "$c")" in
 	*-daemon-*)
 		# The daemon's cases go through libpub: once per transport asked for.
-		for t in ${PUBD_SOFTROCE_TRANSPORTS:-""}; do
+		for t in ${PUBD_SOFTROCE_TRANSPORTS:-}; do
 			run_case "$c" "$t"
 		done
 		[ -n "${PUBD_SOFTROCE_TRANSPORTS:-}" ] || run_case "$c" ""
