@@ -315,6 +315,8 @@ int verbs_mc_join(struct pubd_fabric *f, int idx)
 	if (!f->dev_ok || !f->port_active || m->joined)
 		return 0;
 	m->retry_at = 0;
+	if (verbs_mc6_manual(f, m))
+		return verbs_mc6_join(f, idx);
 	/* A send-only full member is not attached to the QP and, on RoCE,
 	 * sends no IGMP report (rdma_join_multicast(3), core/cma.c): used for
 	 * groups this daemon only publishes to. */
@@ -351,6 +353,10 @@ int verbs_mc_join(struct pubd_fabric *f, int idx)
 /* Drop librdmacm's join (and the QP attachment); keep the group's slots. */
 void verbs_mc_leave(struct pubd_fabric *f, struct vmc *m)
 {
+	if (verbs_mc6_manual(f, m)) {
+		verbs_mc6_leave(f, m);
+		return;
+	}
 	if (m->joined && f->id) {
 		/* Never called with an unacked event of this join in hand:
 		 * rdma_leave_multicast waits for those acks (librdmacm/cma.c). */

@@ -33,6 +33,7 @@
  *   async.c   device async events, one hub per ibv_context
  *   cm.c      the rdmacm id's events: multicast joins and their AHs
  *   mcast.c   slots and the multicast addresses they share
+ *   mcast6.c  IPv6 groups on RoCE, joined without rdma_cm (which refuses them)
  *   ah.c      address handles retired while sends may name them
  *   srq.c     the receive slab and the SRQ, refilled against its watermark
  *   cq.c      draining the CQ: receive and send completions, lingering
@@ -106,12 +107,14 @@ enum vc {
 
 struct vmc {
 	bool used;
-	bool joined;	     /* librdmacm holds a join for addr: leave it before anything else */
-	bool pending;	     /* join issued, its event not seen yet */
-	bool up;	     /* ah is valid: sends go out */
-	bool want_recv;	     /* some slot receives: needs a full-member join */
-	bool attached;	     /* the QP takes this group's datagrams (ibv_attach_mcast) */
-	bool no_sendonly;    /* a send-only join failed here: use full member */
+	bool joined;	  /* librdmacm holds a join for addr: leave it before anything else */
+	bool pending;	  /* join issued, its event not seen yet */
+	bool up;	  /* ah is valid: sends go out */
+	bool want_recv;	  /* some slot receives: needs a full-member join */
+	bool attached;	  /* the QP takes this group's datagrams (ibv_attach_mcast) */
+	bool no_sendonly; /* a send-only join failed here: use full member */
+	bool mld;	  /* mcast6.c: mld_fd holds the group's MLD membership */
+	int mld_fd;
 	uint32_t join_flags; /* RDMA_MC_JOIN_FLAG_* of the current join */
 	uint32_t gen;	     /* tells this join's events from a previous one's */
 	unsigned refs;
@@ -303,6 +306,11 @@ int verbs_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr, soc
 	       enum pubd_join_mode mode);
 int verbs_listen(struct pubd_fabric *f, int slot, bool on);
 void verbs_leave(struct pubd_fabric *f, int slot);
+
+/* mcast6.c */
+bool verbs_mc6_manual(const struct pubd_fabric *f, const struct vmc *m);
+int verbs_mc6_join(struct pubd_fabric *f, int idx);
+void verbs_mc6_leave(struct pubd_fabric *f, struct vmc *m);
 
 /* ah.c */
 void verbs_ah_retire(struct pubd_fabric *f, struct ibv_ah *ah);
