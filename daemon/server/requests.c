@@ -85,6 +85,21 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
 	}
 }
 
+void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	struct pubd_client *c;
+	struct pubd_sub *s;
+
+	for (c = srv->clients; c; c = c->next) {
+		s = client_find_sub(c, g, NULL);
+		if (!s || !s->reply_pending)
+			continue;
+		s->reply_pending = false;
+		if (!c->closing && !c->gone)
+			srv_reply_ok(c, s->reply_req_id);
+	}
+}
+
 /* ---- frame handlers ---- */
 void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 {
@@ -295,6 +310,13 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		return true;
 	}
 	c->subs[c->nsubs++] = s;
+	if (err > 0) {
+		/* The fabric is becoming a full member: answered when it is
+		 * (pubd_ipc_group_listening), so what follows the reply comes. */
+		s->reply_pending = true;
+		s->reply_req_id = req_id;
+		return true;
+	}
 	srv_reply_ok(c, req_id);
 	return true;
 nomem:

@@ -15,8 +15,8 @@
  *    hands the group's packets to the RoCE v2 UDP port, as rdma_cm's IGMP
  *    join does for an IPv4 group;
  *  - a send-only member has the address handle only.
- * Done when the calls return; group_state(up) is reported from the kick
- * timer, never from inside join().
+ * Done when the calls return (the caller, verbs_mc_join, attaches the QP
+ * and reports group_state(up) from the kick timer, never from inside join()).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -137,19 +137,12 @@ int verbs_mc6_join(struct pubd_fabric *f, int idx)
 	m->pending = false;
 	m->up_at = pubd_now_ns();
 	f->cnt[VC_JOINS]++;
-	verbs_mc_sync_attach(f, idx);
 	log_info("verbs: joined %s on %s as %s without rdma_cm (it refuses IPv6 groups on RoCE v2), from %s "
 		 "(GID index %u)",
 		 m->name, f->dev_name, m->want_recv ? "full member" : "send-only member",
 		 inet_ntop(AF_INET6, sgid.gid.raw, src, sizeof(src)) ? src : "?", sgid.gid_index);
-	for (unsigned s = 0; s < f->nslots; s++)
-		if (f->slots[s].used && f->slots[s].mc == idx)
-			f->slots[s].notify = true;
-	verbs_kick(f);
 	return 0;
 fail:
-	f->cnt[VC_JOIN_ERRORS]++;
-	verbs_mc_retry_later(f, m);
 	return ret;
 }
 
