@@ -56,6 +56,10 @@ void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
 		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
 		srv_out_release(srv, o);
 	}
+	/* Still waiting for the fabric: the SUBSCRIBE did succeed, and is
+	 * answered before whatever ends it. */
+	if (s->reply_pending && !c->closing && !c->gone)
+		srv_reply_ok(c, s->reply_req_id);
 	c->subs[idx] = c->subs[--c->nsubs];
 	g = s->group;
 	pubd_group_sub_remove(g, s);
