@@ -156,6 +156,7 @@ int pubd_config_parse(struct pubd_config *c, const char *file, const void *yaml,
 	yaml_parser_delete(&y);
 done:
 	free(p.name_marks);
+	free(p.addr_seen);
 	ret = p.oom ? -ENOMEM : errs->n ? -EINVAL : 0;
 	if (!ret) {
 		*c = tmp;

@@ -96,7 +96,9 @@ struct pubd_config {
 	uint32_t heartbeat_ms;
 	enum pubd_receive_policy receive;
 	uint32_t rx_linger_us; /* 0: sleep on the CQ event at once */
-	bool busy_poll;	       /* drain the CQ without waiting for events */
+	/* verbs: a full member this long after the last local subscriber left, then send-only */
+	uint32_t sendonly_hold_ms;
+	bool busy_poll; /* drain the CQ without waiting for events */
 
 	/* limits */
 	uint64_t max_message_size;

@@ -45,4 +45,5 @@ void cfg_check_across(struct parse *p)
 	check_order(p, "limits.max_message_size", c->max_message_size, "limits.reassembly_budget", c->reassembly_budget,
 		    false, "; such a message could never be reassembled");
 	cfg_check_group_names(p);
+	cfg_check_group_scopes(p);
 }

@@ -3,6 +3,7 @@
  * The groups section: a list of groups, each a mapping of the group keys
  * (name and address required), and the check that no name is given twice.
  */
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ static void walk_group(struct parse *p, const yaml_node_t *gn, size_t index, str
 			       config_keys[i].path + strlen("groups."), config_keys[i].expect);
 	if (g->name)
 		p->name_marks[index] = seen[cfg_find_key(S_GROUP, "groups", "name") - config_keys].mark;
+	p->addr_seen[index] = seen[cfg_find_key(S_GROUP, "groups", "address") - config_keys];
 }
 
 void cfg_walk_groups(struct parse *p, const yaml_node_t *v)
@@ -48,7 +50,8 @@ void cfg_walk_groups(struct parse *p, const yaml_node_t *v)
 		return;
 	c->groups = calloc(n, sizeof(*c->groups));
 	p->name_marks = calloc(n, sizeof(*p->name_marks));
-	if (!c->groups || !p->name_marks) {
+	p->addr_seen = calloc(n, sizeof(*p->addr_seen));
+	if (!c->groups || !p->name_marks || !p->addr_seen) {
 		p->oom = p->stop = true;
 		return;
 	}
@@ -118,4 +121,68 @@ const struct pubd_group_config *pubd_config_group(const struct pubd_config *c, c
 		if (c->groups[i].name && strlen(c->groups[i].name) == len && !memcmp(c->groups[i].name, name, len))
 			return &c->groups[i];
 	return NULL;
+}
+
+/* IPv6 multicast scope: the low four bits of the second byte (RFC 4291 2.7). */
+static unsigned v6_scope(const struct sockaddr_storage *ss)
+{
+	return ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr[1] & 0x0f;
+}
+
+/*
+ * What the fabric.address family allows the udp fabric to carry (udp.h: an
+ * IPv4 literal makes an IPv4 socket, an IPv6 literal an IPv6-only one, an
+ * interface name a dual-stack one; unset means lo, IPv4 only). Returns the
+ * reason a group of family fam cannot be served, or NULL.
+ */
+static const char *udp_family_problem(const struct pubd_config *c, int fam)
+{
+	int fa = c->fabric_sockaddr_len ? c->fabric_sockaddr.ss_family : AF_UNSPEC;
+
+	if (fam == AF_INET6 && !c->fabric_address)
+		return "with no fabric.address the udp fabric runs on lo, which does not loop IPv6 multicast back; "
+		       "set fabric.address to an interface name or to an IPv6 address of the interface";
+	if (fam == AF_INET6 && fa == AF_INET)
+		return "fabric.address is an IPv4 address, which makes the udp fabric IPv4 only; set it to the "
+		       "interface name (IPv4 and IPv6 groups) or to an IPv6 address";
+	if (fam == AF_INET && fa == AF_INET6)
+		return "fabric.address is an IPv6 address, which makes the udp fabric IPv6 only; set it to the "
+		       "interface name (IPv4 and IPv6 groups) or to an IPv4 address";
+	return NULL;
+}
+
+/*
+ * Group addresses the fabric cannot serve, found before the daemon starts:
+ * IPv6 scopes that never reach another host (reserved 0 and f, and
+ * interface-local ff01::/16), and on the udp fabric a family its socket
+ * does not carry. Link-local scope (ff02::/16, ff12::/16) is served on the
+ * one interface fabric.address names, which is how a group address gets
+ * its zone here; so it follows the same family rule as any IPv6 group.
+ */
+void cfg_check_group_scopes(struct parse *p)
+{
+	const struct pubd_config *c = p->c;
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < c->ngroups && !p->stop; i++) {
+		const struct pubd_group_config *g = &c->groups[i];
+		const struct seen *at = &p->addr_seen[i];
+		int fam = g->address.ss_family;
+
+		if (!at->given || at->bad)
+			continue;
+		if (fam == AF_INET6 && (v6_scope(&g->address) <= 1 || v6_scope(&g->address) == 0xf)) {
+			report(p, at->mark,
+			       "groups[%zu].address: %s has %s scope (ff%02x::/16), which never leaves this host; "
+			       "expected a group of link-local (ff12::), site-local (ff15::) or wider scope",
+			       i, g->address_text, v6_scope(&g->address) == 1 ? "interface-local" : "reserved",
+			       ((const struct sockaddr_in6 *)&g->address)->sin6_addr.s6_addr[1]);
+			continue;
+		}
+		why = c->fabric_type == PUBD_FABRIC_UDP ? udp_family_problem(c, fam) : NULL;
+		if (why)
+			report(p, at->mark, "groups[%zu].address: the udp fabric cannot serve the %s group %s: %s", i,
+			       fam == AF_INET6 ? "IPv6" : "IPv4", g->address_text, why);
+	}
 }

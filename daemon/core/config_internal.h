@@ -56,7 +56,7 @@ struct key {
 };
 
 /* The one table (config_keys.c); NKEYS is checked against it there. */
-#define NKEYS 42
+#define NKEYS 43
 extern const struct key config_keys[NKEYS];
 
 #define NSECTIONS 5
@@ -80,6 +80,7 @@ struct parse {
 	struct seen seen[NKEYS];
 	struct seen section_seen[NSECTIONS];
 	yaml_mark_t *name_marks; /* per group: where its name was given */
+	struct seen *addr_seen;	 /* per group: where its address was given, and whether it was bad */
 };
 
 /* ---- config_keys.c: the table ---- */
@@ -111,6 +112,7 @@ void cfg_walk_root(struct parse *p, const yaml_node_t *root);
 /* ---- config_groups.c ---- */
 void cfg_walk_groups(struct parse *p, const yaml_node_t *v);
 void cfg_check_group_names(struct parse *p);
+void cfg_check_group_scopes(struct parse *p);
 
 /* ---- config_values.c, config_acl.c: one value ---- */
 int cfg_parse_u64(const char *s, size_t len, uint64_t *out);

@@ -88,6 +88,8 @@ const struct key config_keys[] = {
 	{"fabric.busy_poll", K_BOOL, CFG(busy_poll), .def = false, .expect = "true or false"},
 	{"fabric.rx_linger_us", K_UINT, CFG(rx_linger_us), .def = 50, .min = 0, .max = 10000,
 	 .expect = "an integer from 0 to 10000 (microseconds)"},
+	{"fabric.sendonly_hold_ms", K_DURATION, CFG(sendonly_hold_ms), .def = 5000, .min = 0, .max = 600000,
+	 .expect = "a duration in milliseconds from 0 to 600000"},
 	{"fabric.receive", K_ENUM, CFG(receive), .def = PUBD_RECEIVE_ON_DEMAND, .names = receive_policies,
 	 .expect = "one of on-demand, always"},
 

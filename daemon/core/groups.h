@@ -29,6 +29,10 @@ struct pubd_sub {
 	struct pubd_group *group;
 	uint64_t delivered;
 	struct pubd_drops drops;
+	/* SUBSCRIBE answered once the fabric takes the group's datagrams
+	 * (a full join under way): its request id until then. */
+	bool reply_pending;
+	uint32_t reply_req_id;
 };
 
 struct pubd_group {
@@ -44,6 +48,7 @@ struct pubd_group {
 	uint64_t up_since_ns; /* when it last became joined */
 	enum pubd_join_mode mode;
 	bool listening;		  /* the fabric gives us its datagrams (pubd_group_listen_sync) */
+	bool listen_pending;	  /* ...once the fabric says so (ev.listening): subscribers wait */
 	uint64_t listen_since_ns; /* when it last started */
 
 	struct pubd_sub **subs;

@@ -82,8 +82,9 @@ bool pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group 
 int pubd_group_join(struct pubd *d, struct pubd_group *g);
 /* Receive the group's traffic exactly while it should be: it may be
  * subscribed, and it has local subscribers or fabric.receive is always.
- * Call after its subscribers change. 0, or -errno when the fabric could not
- * start (or stop) receiving. */
+ * Call after its subscribers change. 0, 1 while the fabric is still getting
+ * there (verbs: a full join under way; new subscribers wait for their
+ * answer), or -errno when the fabric could not start (or stop) receiving. */
 int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g);
 
 /* Queries for pubctl (query.c): append TABLE frames for kind (RELOAD is a

@@ -32,6 +32,27 @@ bool engine_all_groups_up(const struct pubd *d)
 	return true;
 }
 
+/* The fabric takes the group's datagrams now, or lost the group: either
+ * way the subscribers waiting for their answer get it. */
+static void listen_settled(struct pubd *d, struct pubd_group *g)
+{
+	if (!g->listen_pending)
+		return;
+	g->listen_pending = false;
+	pubd_ipc_group_listening(&d->ipc, g);
+}
+
+static void on_listening(void *ctx, int slot)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_slot(&d->groups, slot);
+
+	if (!g)
+		return;
+	log_info("group %s (%s): full member: receiving", g->name, g->cfg->address_text);
+	listen_settled(d, g);
+}
+
 static void on_group_state(void *ctx, int slot, bool up, int err)
 {
 	struct pubd *d = ctx;
@@ -49,6 +70,7 @@ static void on_group_state(void *ctx, int slot, bool up, int err)
 	if (up && !g->up)
 		g->up_since_ns = pubd_now_ns();
 	g->up = up;
+	listen_settled(d, g);
 	pubd_tx_group_state(d, g);
 	if (up)
 		pubd_tx_pump(d);
@@ -81,6 +103,7 @@ static const struct pubd_fabric_events fabric_events = {
 	.writable = on_writable,
 	.group_state = on_group_state,
 	.mtu_changed = on_mtu_changed,
+	.listening = on_listening,
 };
 
 /* ---- publish path ---- */
@@ -135,7 +158,7 @@ int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
 	int err;
 
 	if (want == g->listening)
-		return 0;
+		return want && g->listen_pending;
 	err = d->fops->listen(d->fabric, g->slot, want);
 	if (err < 0) {
 		log_warn("group %s (%s): %s receiving: %s", g->name, g->cfg->address_text,
@@ -143,6 +166,7 @@ int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
 		return err;
 	}
 	g->listening = want;
+	g->listen_pending = want && err > 0;
 	if (want) {
 		/* Streams heard from now on start where we first hear them;
 		 * only after the grace period is a new one counted from 0. */
@@ -153,8 +177,9 @@ int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
 		 * counters stay for pubctl sources. */
 		pubd_reasm_forget_group(d->reasm, g->id);
 	}
-	log_info("group %s (%s): %s receiving", g->name, g->cfg->address_text, want ? "started" : "stopped");
-	return 0;
+	log_info("group %s (%s): %s receiving%s", g->name, g->cfg->address_text, want ? "started" : "stopped",
+		 g->listen_pending ? " (once the fabric's full join completes)" : "");
+	return g->listen_pending;
 }
 
 /* ---- lifecycle ---- */

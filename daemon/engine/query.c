@@ -159,7 +159,20 @@ static const char *const group_cols[] = {
 	"naks_sent:u",
 	"repaired:u",
 	"unrecovered:u",
+	"join:s",
 };
+
+/* Send-only or full member: the fabric's own word where its joins have a
+ * type (verbs), else whether the group's datagrams come in (udp holds a
+ * membership exactly while it listens). */
+static const char *group_join_state(const struct pubd *d, const struct pubd_group *g)
+{
+	if (d->fops->join_state)
+		return d->fops->join_state(d->fabric, g->slot);
+	if (!g->up)
+		return "joining";
+	return g->listening ? "full" : "sendonly";
+}
 
 static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
 {
@@ -200,6 +213,7 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->naks_sent);
 	pub_table_u64(b, g->repaired);
 	pub_table_u64(b, g->drops.by_reason[PUB_DROP_UNRECOVERED]);
+	pub_table_str(b, group_join_state(d, g));
 }
 
 static const char *const status_cols[] = {

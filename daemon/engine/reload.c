@@ -141,7 +141,7 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 	    (cfg.fabric_address && d->cfg.fabric_address && strcmp(cfg.fabric_address, d->cfg.fabric_address)) ||
 	    cfg.udp_port != d->cfg.udp_port || cfg.mtu != d->cfg.mtu || cfg.srq_depth != d->cfg.srq_depth ||
 	    cfg.srq_low_watermark != d->cfg.srq_low_watermark || cfg.send_queue_depth != d->cfg.send_queue_depth ||
-	    cfg.rx_linger_us != d->cfg.rx_linger_us)
+	    cfg.rx_linger_us != d->cfg.rx_linger_us || cfg.sendonly_hold_ms != d->cfg.sendonly_hold_ms)
 		log_warn("fabric settings changed; they take effect when pubd restarts");
 	if (strcmp(cfg.socket_path, d->cfg.socket_path))
 		log_warn("daemon.socket changed; it takes effect when pubd restarts");

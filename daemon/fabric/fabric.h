@@ -67,6 +67,9 @@ struct pubd_fabric_events {
 	 * new MTU from then on; datagrams already cut for a larger one are not
 	 * offered again. */
 	void (*mtu_changed)(void *ctx, uint32_t mtu);
+	/* Optional. A listen(slot, on) that answered 1 took effect: the group's
+	 * datagrams come in now (verbs: the full-member join completed). */
+	void (*listening)(void *ctx, int slot);
 };
 
 struct pubd_fabric;
@@ -87,7 +90,9 @@ struct pubd_fabric_ops {
 	 * Without it, a host that only publishes to a group still receives
 	 * every datagram it sends back from the fabric, and discards it.
 	 * Takes effect at once where the group is joined, else when it is.
-	 * 0, or -errno when it could not (the slot keeps its old state). */
+	 * 0, 1 when it takes effect later (verbs: a send-only join becomes a
+	 * full one; ev.listening says when), or -errno when it could not (the
+	 * slot keeps its old state). */
 	int (*listen)(struct pubd_fabric *f, int slot, bool on);
 	/* Returns how many of the n datagrams were accepted (0..n), or -errno on
 	 * a hard error (the group is not joined, a datagram exceeds the MTU). */
@@ -112,6 +117,10 @@ struct pubd_fabric_ops {
 	 * Returns 0 once the fabric will wake the loop itself (re-armed).
 	 * NULL where waking costs little. */
 	int (*linger)(struct pubd_fabric *f, bool busy);
+	/* Optional: the slot's join type for `pubctl groups` (verbs:
+	 * "sendonly", "full", "joining", "-"). NULL: the daemon tells it from
+	 * whether the group listens. */
+	const char *(*join_state)(const struct pubd_fabric *f, int slot);
 };
 
 extern const struct pubd_fabric_ops pubd_fabric_udp_ops;

@@ -47,7 +47,9 @@ struct pubd_ipc_ops {
 	 * held against the client budget (pubd_ipc_tx_hold). */
 	bool (*publish)(void *ctx, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
 	/* g's local subscribers changed (the first came or the last went).
-	 * 0, or -errno when the fabric could not start (or stop) receiving. */
+	 * 0, 1 when the fabric starts receiving later (the SUBSCRIBE waits for
+	 * pubd_ipc_group_listening), or -errno when it could not start (or
+	 * stop) receiving. */
 	int (*subscribers_changed)(void *ctx, struct pubd_group *g);
 	/* A client is going away with tx_pending messages still queued for
 	 * the fabric: they stay queued, no longer owned by it. */
@@ -167,6 +169,9 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
 /* The group's ACLs changed (reload): end the subscriptions and publishing
  * its new ACLs no longer allow (clients are told, counted acl_revoked). */
 void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);
+/* The group's fabric receives now (or gave up): answer the SUBSCRIBEs that
+ * waited for it (subscribers_changed answered 1). */
+void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g);
 
 /* Reading the clients (queries, status): an iterator, and what one shows. */
 struct pubd_client_info {

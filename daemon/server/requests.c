@@ -56,6 +56,10 @@ void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
 		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
 		srv_out_release(srv, o);
 	}
+	/* Still waiting for the fabric: the SUBSCRIBE did succeed, and is
+	 * answered before whatever ends it. */
+	if (s->reply_pending && !c->closing && !c->gone)
+		srv_reply_ok(c, s->reply_req_id);
 	c->subs[idx] = c->subs[--c->nsubs];
 	g = s->group;
 	pubd_group_sub_remove(g, s);
@@ -82,6 +86,21 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
 				break;
 			}
 		}
+	}
+}
+
+void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	struct pubd_client *c;
+	struct pubd_sub *s;
+
+	for (c = srv->clients; c; c = c->next) {
+		s = client_find_sub(c, g, NULL);
+		if (!s || !s->reply_pending)
+			continue;
+		s->reply_pending = false;
+		if (!c->closing && !c->gone)
+			srv_reply_ok(c, s->reply_req_id);
 	}
 }
 
@@ -295,6 +314,13 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		return true;
 	}
 	c->subs[c->nsubs++] = s;
+	if (err > 0) {
+		/* The fabric is becoming a full member: answered when it is
+		 * (pubd_ipc_group_listening), so what follows the reply comes. */
+		s->reply_pending = true;
+		s->reply_req_id = req_id;
+		return true;
+	}
 	srv_reply_ok(c, req_id);
 	return true;
 nomem:

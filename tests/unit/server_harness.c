@@ -42,7 +42,7 @@ static int op_changed(void *ctx, struct pubd_group *g)
 
 	k->changed++;
 	k->group = g;
-	return 0;
+	return k->changed_ret;
 }
 
 static void op_closed(void *ctx, struct pubd_client *c, uint32_t tx_pending)

@@ -26,6 +26,7 @@ struct calls {
 	uint32_t closed_pending;
 	uint8_t kind;
 	bool reload_fails;
+	int changed_ret; /* what subscribers_changed answers (1: the fabric is getting there) */
 	/* Hold the messages published (as a transmit backlog would), up to
 	 * HELD_MAX; teardown lets them go. */
 	bool hold;

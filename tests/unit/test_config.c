@@ -75,7 +75,7 @@ static void config_parses_every_key(void **state)
 	       "  socket_mode: \"0600\"\n"
 	       "  log_level: debug\n"
 	       "fabric:\n"
-	       "  type: udp\n"
+	       "  type: verbs\n"
 	       "  address: 192.0.2.7\n"
 	       "  udp_port: 9000\n"
 	       "  mtu: 4096\n"
@@ -104,7 +104,7 @@ static void config_parses_every_key(void **state)
 	assert_string_equal(cfg.socket_path, "/tmp/p.sock");
 	assert_int_equal(cfg.socket_mode, 0600);
 	assert_int_equal(cfg.log_level, 7);
-	assert_int_equal(cfg.fabric_type, PUBD_FABRIC_UDP);
+	assert_int_equal(cfg.fabric_type, PUBD_FABRIC_VERBS);
 	assert_string_equal(cfg.fabric_address, "192.0.2.7");
 	assert_int_equal(cfg.fabric_sockaddr.ss_family, AF_INET);
 	assert_int_equal(cfg.fabric_sockaddr_len, sizeof(struct sockaddr_in));

@@ -37,7 +37,8 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 {
 	one_error("fabric:\n  type: udp\n  srq_dept: 5\n",
 		  "t.yaml:3:3: fabric: unknown key \"srq_dept\" (expected one of type, address, udp_port, mtu, "
-		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, rx_linger_us, receive)");
+		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, rx_linger_us, "
+		  "sendonly_hold_ms, receive)");
 	one_error("limits: {colour: red}",
 		  "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
 		  "max_message_size, reassembly_timeout_ms, reassembly_budget, "
@@ -184,6 +185,53 @@ static void config_error_count_is_capped(void **state)
 				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8))");
 }
 
+/* IPv6 groups: scopes that never leave the host are refused on every
+ * fabric; on udp, a group of a family the socket does not carry, at the
+ * group's address and saying which fabric.address to give instead. */
+static void config_ipv6_group_scope_and_family(void **state)
+{
+	static const char *const host_only[] = {"ff01::1", "ff11::5", "ff00::1", "ff1f::1"};
+	char doc[160];
+	size_t i;
+
+	for (i = 0; i < sizeof(host_only) / sizeof(host_only[0]); i++) {
+		snprintf(doc, sizeof(doc),
+			 "fabric: {type: verbs, address: eth0}\ngroups:\n  - {name: g, address: '%s'}\n", host_only[i]);
+		assert_int_equal(parse(doc), -EINVAL);
+		assert_int_equal(errs.n, 1);
+		assert_non_null(strstr(err(0), "t.yaml:3:24: groups[0].address: "));
+		assert_non_null(strstr(err(0), i % 2 ? "" : "which never leaves this host"));
+	}
+	one_error("groups:\n  - {name: g, address: 'ff01::1'}\n",
+		  "t.yaml:2:24: groups[0].address: ff01::1 has interface-local scope (ff01::/16), which never leaves "
+		  "this host; expected a group of link-local (ff12::), site-local (ff15::) or wider scope");
+	/* udp: the family the socket carries. */
+	one_error("fabric: {type: udp, address: 10.1.2.3}\ngroups:\n  - {name: g, address: 'ff15::1'}\n",
+		  "t.yaml:3:24: groups[0].address: the udp fabric cannot serve the IPv6 group ff15::1: fabric.address "
+		  "is an IPv4 address, which makes the udp fabric IPv4 only; set it to the interface name (IPv4 and "
+		  "IPv6 groups) or to an IPv6 address");
+	one_error("fabric: {type: udp}\ngroups:\n  - {name: g, address: 'ff12::1'}\n",
+		  "t.yaml:3:24: groups[0].address: the udp fabric cannot serve the IPv6 group ff12::1: with no "
+		  "fabric.address the udp fabric runs on lo, which does not loop IPv6 multicast back; set "
+		  "fabric.address to an interface name or to an IPv6 address of the interface");
+	one_error("fabric: {type: udp, address: 'fd00::1'}\ngroups:\n  - {name: g, address: 239.1.1.1}\n",
+		  "t.yaml:3:24: groups[0].address: the udp fabric cannot serve the IPv4 group 239.1.1.1: "
+		  "fabric.address is an IPv6 address, which makes the udp fabric IPv6 only; set it to the interface "
+		  "name (IPv4 and IPv6 groups) or to an IPv4 address");
+	/* Served: an interface carries both; an IPv6 address carries IPv6 of
+	 * any scope from link-local up; verbs and auto decide at the join. */
+	parses("fabric: {type: udp, address: eth0}\ngroups:\n  - {name: a, address: 'ff15::1'}\n"
+	       "  - {name: b, address: 239.1.1.1}\n  - {name: c, address: 'ff02::1:2'}\n");
+	assert_int_equal(cfg.groups[0].address.ss_family, AF_INET6);
+	assert_int_equal(cfg.groups[1].address.ss_family, AF_INET);
+	parses("fabric: {type: udp, address: 'fd00::1'}\ngroups:\n  - {name: a, address: 'ff12::1'}\n");
+	parses("fabric: {type: verbs, address: 10.1.2.3}\ngroups:\n  - {name: a, address: 'ff15::1'}\n");
+	/* A bad address gets its own error only. */
+	one_error("fabric: {type: udp}\ngroups:\n  - {name: g, address: 'fe80::1'}\n",
+		  "t.yaml:3:24: groups[0].address: expected an IPv4 multicast address (224.0.0.0/4) or an IPv6 one "
+		  "(ff00::/8), got \"fe80::1\"");
+}
+
 static void config_error_format_without_place(void **state)
 {
 	assert_int_equal(pubd_config_load(&cfg, "/nonexistent/pubd.yaml", &fake_names, &errs), -ENOENT);
@@ -310,6 +358,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_deep_nesting_is_refused_quickly, teardown),
 		cmocka_unit_test_teardown(config_alias_fan_out_is_bounded, teardown),
 		cmocka_unit_test_teardown(config_aliases_reuse_values, teardown),
+		cmocka_unit_test_teardown(config_ipv6_group_scope_and_family, teardown),
 		cmocka_unit_test_teardown(config_garbage_does_not_crash, teardown),
 		cmocka_unit_test_teardown(config_parse_without_errs_or_twice_frees_cleanly, teardown),
 	};

@@ -44,6 +44,41 @@ static void subscriptions_reach_the_engine(void **state)
 	close(fd);
 }
 
+/* The fabric is still becoming a full member (subscribers_changed answers
+ * 1): the SUBSCRIBE is answered when the engine says it receives, or when
+ * the subscription ends first, never before. */
+static void subscribe_waits_for_the_fabric(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t frame[300], buf[64];
+	uint32_t code;
+	int fd = hello(f);
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+
+	f->calls.changed_ret = 1;
+	send_frame(fd, frame, pub_proto_enc_group_req(frame, sizeof(frame), PUB_FRAME_SUBSCRIBE, 7, "open", 4));
+	for (int i = 0; i < 20; i++)
+		turn(f);
+	assert_int_equal(f->calls.changed, 1);
+	assert_int_equal(g->nsubs, 1);
+	assert_int_equal(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), -1); /* no answer yet */
+	pubd_ipc_group_listening(&f->srv, g);
+	assert_int_equal(reply(f, fd, &code), PUB_FRAME_OK);
+	pubd_ipc_group_listening(&f->srv, g); /* answered once */
+	assert_int_equal(group_req(f, fd, PUB_FRAME_UNSUBSCRIBE, "open", &code), PUB_FRAME_OK);
+
+	/* Ended while waiting: its OK comes first, then the UNSUBSCRIBE's. */
+	send_frame(fd, frame, pub_proto_enc_group_req(frame, sizeof(frame), PUB_FRAME_SUBSCRIBE, 8, "open", 4));
+	for (int i = 0; i < 20; i++)
+		turn(f);
+	assert_int_equal(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), -1);
+	assert_int_equal(group_req(f, fd, PUB_FRAME_UNSUBSCRIBE, "open", &code), PUB_FRAME_OK);
+	assert_int_equal(reply(f, fd, &code), PUB_FRAME_OK);
+	assert_int_equal(g->nsubs, 0);
+	f->calls.changed_ret = 0;
+	close(fd);
+}
+
 /* A publish that passes the server's checks goes to the engine whole;
  * refused ones never do, and are counted. The engine's "queued" is what
  * the server holds the client's closing to (client_closed's pending). */
@@ -125,6 +160,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(subscriptions_reach_the_engine, setup, teardown),
+		cmocka_unit_test_setup_teardown(subscribe_waits_for_the_fabric, setup, teardown),
 		cmocka_unit_test_setup_teardown(publishes_reach_the_engine_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(reload_is_a_command_and_queries_go_to_the_query_op, setup, teardown),
 		cmocka_unit_test_setup_teardown(clients_are_read_through_the_iterator, setup, teardown),

@@ -96,6 +96,11 @@ static void on_join_event(struct pubd_fabric *f, struct rdma_cm_event *e, enum r
 										: "full member",
 			 inet_ntop(AF_INET6, m->mgid, mgid, sizeof(mgid)) ? mgid : "?", m->qpn, m->qkey);
 		verbs_notify_slots(f, (int)idx, true, 0);
+		/* The callbacks may have left the group: only if it is still ours. */
+		if (f->mcs[idx].used && gen_matches(f->mcs[idx].gen, gen)) {
+			verbs_mc_listening_done(f, (int)idx);
+			verbs_mc_apply(f, (int)idx); /* what changed while the join was under way */
+		}
 		return;
 	}
 

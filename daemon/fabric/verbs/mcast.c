@@ -54,18 +54,21 @@ static int norm_group(const struct sockaddr *sa, socklen_t len, struct sockaddr_
 static void mc_update(struct pubd_fabric *f, int idx)
 {
 	struct vmc *m = &f->mcs[idx];
+	bool was = m->want_recv;
 
+	/* A full member while some slot listens (join_type.c), not merely
+	 * because one may: a group nobody here subscribes to stays send-only. */
 	m->want_recv = false;
 	m->rx_slot = -1;
 	for (unsigned s = 0; s < f->nslots; s++) {
 		if (!f->slots[s].used || f->slots[s].mc != idx)
 			continue;
-		if (f->slots[s].mode & PUBD_JOIN_RECV) {
-			m->want_recv = true;
-			if (m->rx_slot < 0)
-				m->rx_slot = (int32_t)s;
-		}
+		m->want_recv |= f->slots[s].listening;
+		if ((f->slots[s].mode & PUBD_JOIN_RECV) && m->rx_slot < 0)
+			m->rx_slot = (int32_t)s;
 	}
+	if (was && !m->want_recv)
+		m->idle_since = pubd_now_ns();
 	if (m->rx_slot < 0) /* send-only groups still name a slot for stray traffic */
 		for (unsigned s = 0; s < f->nslots; s++)
 			if (f->slots[s].used && f->slots[s].mc == idx) {
@@ -122,7 +125,9 @@ int verbs_mc_sync_attach(struct pubd_fabric *f, int idx)
 
 	for (unsigned s = 0; s < f->nslots && !want; s++)
 		want = f->slots[s].used && f->slots[s].mc == idx && f->slots[s].listening;
-	if (!m->up || !f->qp || m->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER || want == m->attached)
+	/* Not while a join is under way: librdmacm attaches a full member
+	 * when its event comes, and the event handler calls this again. */
+	if (!m->up || m->pending || !f->qp || m->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER || want == m->attached)
 		return 0;
 	if (want) {
 		ret = ibv_attach_mcast(f->qp, (const union ibv_gid *)m->mgid, m->mlid);
@@ -209,7 +214,6 @@ int verbs_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr, soc
 	struct sockaddr_storage a;
 	socklen_t alen;
 	struct vmc *m;
-	bool upgrade;
 	int idx, ret;
 
 	if (slot < 0 || slot >= MAX_SLOTS || !(mode & PUBD_JOIN_BOTH))
@@ -244,16 +248,13 @@ int verbs_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr, soc
 					.mode = mode,
 					.listening = (mode & PUBD_JOIN_RECV) && !(mode & PUBD_JOIN_IDLE)};
 	m->refs++;
-	upgrade = (mode & PUBD_JOIN_RECV) && m->joined && m->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
 	mc_update(f, idx);
-	if (upgrade) {
-		/* A send-only join is not attached to the QP: rejoin as a full
-		 * member; the old AH keeps sends going until the new event. */
-		verbs_mc_leave(f, m);
+	if (!m->joined) {
 		verbs_mc_join(f, idx);
-	} else if (!m->joined) {
-		verbs_mc_join(f, idx);
-	} else if (m->up) {
+		return 0;
+	}
+	verbs_mc_apply(f, idx); /* a listening slot makes a send-only join full */
+	if (m->up) {
 		verbs_mc_sync_attach(f, idx);
 		f->slots[slot].notify = true;
 		verbs_kick(f);
@@ -261,9 +262,12 @@ int verbs_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr, soc
 	return 0;
 }
 
+/* 0 when done, 1 when the group must first become a full member (the
+ * daemon hears ev.listening then), or -errno. */
 int verbs_listen(struct pubd_fabric *f, int slot, bool on)
 {
 	struct vslot *v;
+	struct vmc *m;
 	int ret;
 
 	if (slot < 0 || (unsigned)slot >= f->nslots || !f->slots[slot].used)
@@ -274,10 +278,21 @@ int verbs_listen(struct pubd_fabric *f, int slot, bool on)
 	if (v->listening == on)
 		return 0;
 	v->listening = on;
+	v->listen_wait = false;
+	mc_update(f, v->mc);
+	verbs_mc_apply(f, v->mc);
 	ret = verbs_mc_sync_attach(f, v->mc);
-	if (ret)
+	if (ret) {
 		v->listening = !on;
-	return ret;
+		mc_update(f, v->mc);
+		return ret;
+	}
+	m = &f->mcs[v->mc];
+	if (on && m->joined && (m->pending || m->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER)) {
+		v->listen_wait = true;
+		return 1;
+	}
+	return 0;
 }
 
 void verbs_leave(struct pubd_fabric *f, int slot)
@@ -291,8 +306,9 @@ void verbs_leave(struct pubd_fabric *f, int slot)
 	memset(&f->slots[slot], 0, sizeof(f->slots[slot]));
 	m = &f->mcs[idx];
 	if (--m->refs > 0) {
-		mc_update(f, idx); /* a full join stays full: no need to churn */
+		mc_update(f, idx);
 		verbs_mc_sync_attach(f, idx);
+		verbs_mc_apply(f, idx); /* send-only after the hold-off if nobody listens now */
 		return;
 	}
 	verbs_mc_leave(f, m);
@@ -301,6 +317,26 @@ void verbs_leave(struct pubd_fabric *f, int slot)
 	if (f->last_rx_mc == idx)
 		f->last_rx_mc = -1;
 	verbs_arm_retry(f);
+}
+
+/* An IPv6 group on RoCE (mcast6.c): complete when it returns, reported
+ * from the kick timer like a join event's result. */
+static int join_without_cm(struct pubd_fabric *f, int idx)
+{
+	int ret = verbs_mc6_join(f, idx);
+
+	if (ret) {
+		f->cnt[VC_JOIN_ERRORS]++;
+		verbs_mc_retry_later(f, &f->mcs[idx]);
+		return ret;
+	}
+	verbs_mc_sync_attach(f, idx);
+	for (unsigned s = 0; s < f->nslots; s++)
+		if (f->slots[s].used && f->slots[s].mc == idx)
+			f->slots[s].notify = true;
+	verbs_kick(f);
+	verbs_mc_listening_done(f, idx);
+	return 0;
 }
 
 int verbs_mc_join(struct pubd_fabric *f, int idx)
@@ -315,6 +351,8 @@ int verbs_mc_join(struct pubd_fabric *f, int idx)
 	if (!f->dev_ok || !f->port_active || m->joined)
 		return 0;
 	m->retry_at = 0;
+	if (verbs_mc6_manual(f, m))
+		return join_without_cm(f, idx);
 	/* A send-only full member is not attached to the QP and, on RoCE,
 	 * sends no IGMP report (rdma_join_multicast(3), core/cma.c): used for
 	 * groups this daemon only publishes to. */
@@ -348,9 +386,26 @@ int verbs_mc_join(struct pubd_fabric *f, int idx)
 	return 0;
 }
 
+/* Join, rejoin or wait as the join type decides (join_type.c); called
+ * whenever the group's listening, its join or the hold-off changed. */
+void verbs_mc_apply(struct pubd_fabric *f, int idx)
+{
+	struct vmc *m = &f->mcs[idx];
+
+	if (!m->used || verbs_mc_decide(f, idx) == PUBD_JT_KEEP || !m->joined)
+		return; /* not joined: the next join (retry, port up) takes the right type */
+	/* The old AH keeps sends going until the new join's event. */
+	verbs_mc_leave(f, m);
+	verbs_mc_join(f, idx);
+}
+
 /* Drop librdmacm's join (and the QP attachment); keep the group's slots. */
 void verbs_mc_leave(struct pubd_fabric *f, struct vmc *m)
 {
+	if (verbs_mc6_manual(f, m)) {
+		verbs_mc6_leave(f, m);
+		return;
+	}
 	if (m->joined && f->id) {
 		/* Never called with an unacked event of this join in hand:
 		 * rdma_leave_multicast waits for those acks (librdmacm/cma.c). */

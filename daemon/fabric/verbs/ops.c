@@ -91,6 +91,7 @@ static int verbs_open(struct pubd_fabric **out, const struct pubd_config *cfg, s
 	f->ctx = ctx;
 	f->last_rx_mc = -1;
 	f->sendonly_ok = true;
+	f->join_hold_ns = (uint64_t)cfg->sendonly_hold_ms * 1000000;
 	snprintf(f->address, sizeof(f->address), "%s", cfg->fabric_address);
 	/* The config carries every size, parsed or defaulted by its key table
 	 * (daemon/core/config.c); fabric.mtu 0 is auto: the port's active MTU. */
@@ -157,6 +158,7 @@ const struct pubd_fabric_ops pubd_fabric_verbs_ops = {
 	.status = verbs_status,
 	.poll = verbs_poll,
 	.linger = verbs_linger,
+	.join_state = verbs_join_state,
 };
 
 int pubd_fabric_verbs_probe(const char *address, char *dev, size_t devlen)

@@ -66,6 +66,10 @@ void verbs_on_retry(void *ctx, uint64_t now)
 			f->cnt[VC_REJOINS]++;
 			verbs_mc_join(f, (int)i);
 		}
+		if (m->used && m->refs && m->hold_at && m->hold_at <= now) {
+			m->hold_at = 0;
+			verbs_mc_apply(f, (int)i);
+		}
 	}
 	verbs_arm_retry(f);
 }

@@ -80,8 +80,11 @@ void verbs_arm_retry(struct pubd_fabric *f)
 	}
 	if (f->cm_resume_at && f->cm_resume_at < next)
 		next = f->cm_resume_at;
-	for (unsigned i = 0; i < f->nmcs; i++)
+	for (unsigned i = 0; i < f->nmcs; i++) {
 		if (f->mcs[i].used && f->mcs[i].retry_at && f->mcs[i].retry_at < next)
 			next = f->mcs[i].retry_at;
+		if (f->mcs[i].used && f->mcs[i].hold_at && f->mcs[i].hold_at < next)
+			next = f->mcs[i].hold_at; /* the join type's hold-off runs out */
+	}
 	pubd_loop_timer_arm(f->retry, next);
 }

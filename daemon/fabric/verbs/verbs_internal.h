@@ -33,6 +33,8 @@
  *   async.c   device async events, one hub per ibv_context
  *   cm.c      the rdmacm id's events: multicast joins and their AHs
  *   mcast.c   slots and the multicast addresses they share
+ *   mcast6.c  IPv6 groups on RoCE, joined without rdma_cm (which refuses them)
+ *   join_type.c  send-only or full member, following listening
  *   ah.c      address handles retired while sends may name them
  *   peer_ah.c address handles for unicast replies to peers (loss repair),
  *             cached per peer, within a bound
@@ -56,6 +58,7 @@
 #include "ah_cache.h"
 #include "fabric.h"
 #include "fabric_counters.h"
+#include "jointype.h"
 
 #define CQ_BATCH	  32	       /* work completions per ibv_poll_cq */
 #define POST_BATCH	  32	       /* WRs linked per post call */
@@ -111,12 +114,14 @@ enum vc {
 
 struct vmc {
 	bool used;
-	bool joined;	     /* librdmacm holds a join for addr: leave it before anything else */
-	bool pending;	     /* join issued, its event not seen yet */
-	bool up;	     /* ah is valid: sends go out */
-	bool want_recv;	     /* some slot receives: needs a full-member join */
-	bool attached;	     /* the QP takes this group's datagrams (ibv_attach_mcast) */
-	bool no_sendonly;    /* a send-only join failed here: use full member */
+	bool joined;	  /* librdmacm holds a join for addr: leave it before anything else */
+	bool pending;	  /* join issued, its event not seen yet */
+	bool up;	  /* ah is valid: sends go out */
+	bool want_recv;	  /* some slot receives: needs a full-member join */
+	bool attached;	  /* the QP takes this group's datagrams (ibv_attach_mcast) */
+	bool no_sendonly; /* a send-only join failed here: use full member */
+	bool mld;	  /* mcast6.c: mld_fd holds the group's MLD membership */
+	int mld_fd;
 	uint32_t join_flags; /* RDMA_MC_JOIN_FLAG_* of the current join */
 	uint32_t gen;	     /* tells this join's events from a previous one's */
 	unsigned refs;
@@ -131,14 +136,17 @@ struct vmc {
 	uint16_t mlid;	   /* from the join event; what attach and detach name */
 	uint64_t retry_at; /* 0: no retry scheduled */
 	uint64_t retry_delay;
-	uint64_t up_at; /* when the last join completed; 0: not since the last failure */
+	uint64_t up_at;	     /* when the last join completed; 0: not since the last failure */
+	uint64_t idle_since; /* when the last listener left */
+	uint64_t hold_at;    /* the hold-off before going send-only runs out; 0: none */
 };
 
 struct vslot {
 	bool used;
-	bool up;	/* group_state(up) was reported */
-	bool notify;	/* report up from the kick timer (never from inside join()) */
-	bool listening; /* a RECV slot that wants the group's datagrams now */
+	bool up;	  /* group_state(up) was reported */
+	bool notify;	  /* report up from the kick timer (never from inside join()) */
+	bool listening;	  /* a RECV slot that wants the group's datagrams now */
+	bool listen_wait; /* listen(on) answered 1: ev.listening when the full join completes */
 	int mc;
 	enum pubd_join_mode mode;
 };
@@ -194,7 +202,8 @@ struct pubd_fabric {
 	/* device resources: verbs_dev_setup() builds, verbs_dev_teardown() releases */
 	bool dev_ok;
 	bool port_active;
-	bool sendonly_ok; /* cleared when the provider refuses send-only joins */
+	bool sendonly_ok;      /* cleared when the provider refuses send-only joins */
+	uint64_t join_hold_ns; /* fabric.sendonly_hold_ms: full member this long after the last listener */
 	uint64_t dev_retry_at;
 	unsigned dev_retry_logged;
 	uint64_t rebuild_delay; /* grows while rebuilt resources keep failing at once */
@@ -312,7 +321,18 @@ void verbs_rejoin_all(struct pubd_fabric *f);
 int verbs_join(struct pubd_fabric *f, int slot, const struct sockaddr *addr, socklen_t addrlen,
 	       enum pubd_join_mode mode);
 int verbs_listen(struct pubd_fabric *f, int slot, bool on);
+void verbs_mc_apply(struct pubd_fabric *f, int idx);
+
+/* join_type.c */
+enum pubd_jt_action verbs_mc_decide(struct pubd_fabric *f, int idx);
+void verbs_mc_listening_done(struct pubd_fabric *f, int idx);
+const char *verbs_join_state(const struct pubd_fabric *f, int slot);
 void verbs_leave(struct pubd_fabric *f, int slot);
+
+/* mcast6.c */
+bool verbs_mc6_manual(const struct pubd_fabric *f, const struct vmc *m);
+int verbs_mc6_join(struct pubd_fabric *f, int idx);
+void verbs_mc6_leave(struct pubd_fabric *f, struct vmc *m);
 
 /* ah.c */
 void verbs_ah_retire(struct pubd_fabric *f, struct ibv_ah *ah);
