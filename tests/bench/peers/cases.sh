@@ -136,7 +136,7 @@ tput_case() {
 	# stopped after PEERS_PUB_LIMIT s; its subscribers show what arrived.
 	it_reap "$pubn" "${PEERS_PUB_LIMIT:-30}"
 	for i in "${!subs[@]}"; do
-		it_reap "${subs[$i]}" 120
+		it_reap "${subs[$i]}" 30 # ends 3 s after its last message; one that got none is stopped
 	done
 	tk1=0
 	for h in h1 "${hosts[@]}"; do
