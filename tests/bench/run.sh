@@ -5,7 +5,7 @@
 # one table of every figure with its baseline and ratio, and writes the
 # figures as JSON lines.
 #
-#   tests/bench/run.sh [host|vm|all] [--quick] [--mtu 1024|4096] [--only NAMES] [--profile N]
+#   tests/bench/run.sh [host|vm|all|peers] [--quick] [--mtu 1024|4096] [--only NAMES] [--profile N]
 #                      [--rounds N] [--out FILE] [--memory-seconds N]
 #
 #   host  on this machine, no RDMA needed:
@@ -21,6 +21,8 @@
 #         pair in the same boot (tests/softroce/run.sh with vm-bench.sh),
 #         and loss repair over verbs (repair-bench.sh --verbs)
 #   all   both (the default)
+#   peers pubd against ZeroMQ PGM/NORM and Aeron on three namespace hosts
+#         (tests/bench/peers/run.sh; installs libzmq3-dev, builds Aeron)
 #   --mtu 4096  run the VM benchmarks at an RDMA MTU of 4096 (the veths at
 #         9000, jumbo frames as production RoCE runs) instead of 1024
 #   --only "NAMES"  VM: only these (tput1k tput1dg tput1ks tput1kmore tput64k
@@ -55,6 +57,7 @@ vm_rounds=3
 while [ $# -gt 0 ]; do
 	case $1 in
 	host | vm | all) what=$1 ;;
+	peers) shift; exec "$here/peers/run.sh" "$@" ;;
 	--quick) quick=1 ;;
 	--out) out=$2; shift ;;
 	--memory-seconds) mem_s=$2; shift ;;
@@ -62,7 +65,7 @@ while [ $# -gt 0 ]; do
 	--only) vm_only=$2; shift ;;
 	--profile) vm_profile=$2; shift ;;
 	--rounds) vm_rounds=$2; shift ;;
-	-h | --help) sed -n '3,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
