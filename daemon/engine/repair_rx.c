@@ -11,8 +11,12 @@
  * every retry on a daemon with repair groups (reload.c).
  *
  * A stuck partial is asked for by a fragment bitmap of what it lacks.
- * Order is kept by repair_order.c. Not yet: per-group NAK timings (one
- * schedule for the daemon: the first repair group's).
+ * Order is kept by repair_order.c.
+ *
+ * A NAK echoes the source's repair token, learnt from its heartbeats on
+ * the group's multicast (wire_ctl.h); until one is heard no NAK goes (the
+ * gap's tries go on, and a heartbeat comes every fabric.heartbeat_ms). A
+ * GONE must carry the same token, else it is forged and ignored.
  */
 #include <errno.h>
 #include <string.h>
@@ -48,8 +52,9 @@ static void send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, 
 	uint8_t hdr[PUBD_WIRE_HDR_LEN], body[PUBD_CTL_MAX_LEN], bits[PUBD_CTL_MAX_BITMAP];
 	struct pubd_tx_dgram dg = {.hdr = hdr, .hdr_len = sizeof(hdr), .payload = body};
 
-	if (!g || !s || !s->peer_len || !engine_repairs(d, g))
+	if (!g || !s || !s->peer_len || !s->repair_token || !engine_repairs(d, g))
 		return;
+	c.token = s->repair_token;
 	/* A partial message: only the fragments it lacks (as many as one NAK
 	 * names; the rest at the next). Gone meanwhile: the whole message. */
 	if (gap->partial && count == 1) {
@@ -144,10 +149,31 @@ void engine_naks_delivered(struct pubd *d, struct pubd_group *g, struct pubd_sou
 		s->repaired++;
 }
 
-void engine_naks_gone(struct pubd *d, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count)
+void engine_naks_gone(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_ctl *c)
 {
+	struct pubd_source_stats *s = pubd_source_map_find(&d->sources, source, g->id);
+
+	if (!s || !s->repair_token || c->token != s->repair_token) {
+		g->gone_ignored++;
+		return;
+	}
 	if (d->naks.v)
-		pubd_nak_gone(&d->naks, source, group_id, first, count);
+		pubd_nak_gone(&d->naks, source, g->id, c->first_seq, c->count);
+}
+
+void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_rx_dgram *dg)
+{
+	uint64_t token = pubd_ctl_hb_token(dg->data, dg->len);
+	struct pubd_source_stats *s;
+
+	if (!token || !engine_repairs(d, g))
+		return;
+	s = pubd_source_map_get(&d->sources, source, g->id, d->event_ns);
+	/* The latest wins: a source keeps its token while the group lives
+	 * there, and draws a new one if the group is removed and added back.
+	 * Only hosts on the group's multicast can send this (rx_group). */
+	if (s)
+		s->repair_token = token;
 }
 
 static void stuck(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq)

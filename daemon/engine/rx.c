@@ -220,8 +220,11 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		/* Where to send NAKs for this source: where its datagrams come from. */
 		if (dg->from_len && engine_repairs(d, g))
 			remember_peer(d, &h, dg);
-		if (h.flags & PUBD_WIRE_F_HEARTBEAT)
+		if (h.flags & PUBD_WIRE_F_HEARTBEAT) {
 			d->counters[PUBD_CTR_RX_HEARTBEATS]++;
+			if (engine_repairs(d, g))
+				engine_naks_heartbeat(d, g, h.source_id, dg);
+		}
 		/* Publishing daemons heartbeat every group they ever sent on. A
 		 * source unheard after several heartbeat periods on a joined group
 		 * began publishing since: all of its stream is ours to account for,

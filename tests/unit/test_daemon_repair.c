@@ -115,7 +115,11 @@ static void nak(struct hd *a, struct hd *b, uint64_t seq, uint32_t count)
 
 static void nak_from(struct hd *a, uint64_t asker, uint64_t peer, uint64_t seq, uint32_t count)
 {
-	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = count, .stream = a->d.source_id, .first_seq = seq};
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK,
+			     .count = count,
+			     .stream = a->d.source_id,
+			     .first_seq = seq,
+			     .token = hd_group(a, "r")->repair_token};
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = hd_group(a, "r")->id, .source_id = asker};
 	uint8_t dg[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
 	size_t blen = pubd_ctl_encode(&c, dg + PUBD_WIRE_HDR_LEN, PUBD_CTL_MAX_LEN);
