@@ -79,19 +79,31 @@ static void give_up(void *ctx, uint64_t source, uint64_t group, uint64_t first, 
 	(void)ctx, (void)source, (void)group, (void)first, (void)count, (void)partial;
 }
 
-static void nak_cfg(const struct pubd *d, struct pubd_nak_cfg *nc)
+/* A group's own NAK timing, as configured (or reloaded) for it. */
+static bool nak_timing(void *ctx, uint64_t group_id, struct pubd_nak_timing *t)
 {
-	const struct pubd_repair_config *rc = NULL;
-	size_t i;
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
+	const struct pubd_repair_config *rc;
 
-	/* One schedule for the daemon: the first repair group's timings
-	 * (per-group timings are a later refinement). */
-	for (i = 0; i < d->cfg.ngroups && !rc; i++)
-		if (d->cfg.groups[i].repair.on)
-			rc = &d->cfg.groups[i].repair;
-	nc->backoff_ns = rc ? (uint64_t)rc->nak_backoff_ms * MS : 60 * MS;
-	nc->interval_ns = rc ? (uint64_t)rc->nak_interval_ms * MS : 100 * MS;
-	nc->retries = rc ? rc->nak_retries : 8;
+	if (!g || !g->cfg)
+		return false;
+	rc = &g->cfg->repair;
+	t->backoff_ns = (uint64_t)rc->nak_backoff_ms * MS;
+	t->interval_ns = (uint64_t)rc->nak_interval_ms * MS;
+	t->retries = rc->nak_retries;
+	return true;
+}
+
+/* The schedule's own timing is for gaps of a group that has gone (left
+ * until pubd_nak_forget): the keys' defaults. */
+static void nak_cfg(struct pubd_nak_cfg *nc)
+{
+	uint64_t v;
+
+	nc->backoff_ns = pubd_config_key_default("groups.repair.nak_backoff_ms", &v) ? 60 * MS : v * MS;
+	nc->interval_ns = pubd_config_key_default("groups.repair.nak_interval_ms", &v) ? 100 * MS : v * MS;
+	nc->retries = pubd_config_key_default("groups.repair.nak_retries", &v) ? 8 : (uint32_t)v;
 	nc->max_gaps = MAX_GAPS;
 }
 
@@ -106,10 +118,10 @@ static void on_nak_timer(void *ctx, uint64_t now)
 
 int engine_naks_init(struct pubd *d)
 {
-	static const struct pubd_nak_ops ops = {.send = send_nak, .give_up = give_up};
+	static const struct pubd_nak_ops ops = {.send = send_nak, .give_up = give_up, .timing = nak_timing};
 	struct pubd_nak_cfg nc;
 
-	nak_cfg(d, &nc);
+	nak_cfg(&nc);
 	d->nak_rng = d->source_id;
 	d->nak_timer = pubd_loop_timer(d->loop, on_nak_timer, d);
 	if (!d->nak_timer)
@@ -186,12 +198,8 @@ static void stuck(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq)
 
 void engine_naks_tick(struct pubd *d, uint64_t now)
 {
-	struct pubd_nak_cfg nc;
-
 	if (!d->naks.v)
 		return;
-	nak_cfg(d, &nc);
-	pubd_nak_set(&d->naks, &nc);
 	if (now > STUCK_PARTIAL_NS)
 		pubd_reasm_foreach_stuck(d->reasm, now - STUCK_PARTIAL_NS, stuck, d);
 	engine_naks_arm(d);
