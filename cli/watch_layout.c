@@ -17,6 +17,9 @@ enum col {
 	COL_RCV,
 	COL_RCV_B,
 	COL_DROPS,
+	COL_RPR,
+	COL_UNREC,
+	COL_NAK,
 	COL_REASON,
 	NCOLS
 };
@@ -27,11 +30,20 @@ static const struct {
 	int width;
 	bool wide_only; /* only from WIDE_COLUMNS columns on */
 } cols[NCOLS] = {
-	[COL_NAME] = {"GROUP", "name", 0, false},    [COL_SUBS] = {"SUBS", "subs", 5, false},
-	[COL_PUB] = {"PUB/s", "pub", 7, false},	     [COL_PUB_B] = {"PUB B/s", "pubB", 7, false},
-	[COL_DLV] = {"DLV/s", "dlv", 7, false},	     [COL_DLV_B] = {"DLV B/s", "dlvB", 7, false},
-	[COL_RCV] = {"RCV/s", "rcv", 7, true},	     [COL_RCV_B] = {"RCV B/s", "rcvB", 7, true},
-	[COL_DROPS] = {"DROP/s", "drops", 7, false}, [COL_REASON] = {"TOP DROP", "reason", 0, false},
+	[COL_NAME] = {"GROUP", "name", 0, false},
+	[COL_SUBS] = {"SUBS", "subs", 5, false},
+	[COL_PUB] = {"PUB/s", "pub", 7, false},
+	[COL_PUB_B] = {"PUB B/s", "pubB", 7, false},
+	[COL_DLV] = {"DLV/s", "dlv", 7, false},
+	[COL_DLV_B] = {"DLV B/s", "dlvB", 7, false},
+	[COL_RCV] = {"RCV/s", "rcv", 7, true},
+	[COL_RCV_B] = {"RCV B/s", "rcvB", 7, true},
+	[COL_DROPS] = {"DROP/s", "drops", 7, false},
+	[COL_REASON] = {"TOP DROP", "reason", 0, false},
+	/* loss repair: messages repaired, unrecovered, NAKs sent + received */
+	[COL_RPR] = {"RPR/s", "rpr", 6, true},
+	[COL_UNREC] = {"UNRC/s", "unrec", 6, true},
+	[COL_NAK] = {"NAK/s", "nak", 6, true},
 };
 
 /* From this width on, the received rates (messages from other hosts) get columns too. */
@@ -128,6 +140,9 @@ static void group_row(struct watch_frame *f, int row, const int *w, const int *x
 	rate_cell(f, row, COL_RCV, w, x, name, r, gr->rcv_msgs);
 	rate_cell(f, row, COL_RCV_B, w, x, name, r, gr->rcv_bytes);
 	rate_cell(f, row, COL_DROPS, w, x, name, r, gr->drops);
+	rate_cell(f, row, COL_RPR, w, x, name, r, gr->repaired);
+	rate_cell(f, row, COL_UNREC, w, x, name, r, gr->unrecovered);
+	rate_cell(f, row, COL_NAK, w, x, name, r, gr->naks);
 	snprintf(key, sizeof(key), "g:%s:reason", name);
 	watch_frame_cell(f, row, x[COL_REASON], w[COL_REASON], false, key, gr->top_reason ? gr->top_reason : "-");
 }

@@ -171,6 +171,9 @@ static int groups_table(struct watch_sample *s, const struct pub_table *t)
 		g->received = cell_u64(t, row, "received");
 		g->received_bytes = cell_u64(t, row, "received_bytes");
 		g->dropped = cell_u64(t, row, "dropped") + cell_u64(t, row, "sub_dropped");
+		g->repaired = cell_u64(t, row, "repaired");
+		g->unrecovered = cell_u64(t, row, "unrecovered");
+		g->naks = cell_u64(t, row, "naks_sent") + cell_u64(t, row, "naks_received");
 		/* The daemon's view of its joins (the fabric's own count differs per fabric). */
 		s->groups_joined += cell_u64(t, row, "joined") != 0;
 	}
@@ -323,6 +326,9 @@ static void group_rates(struct watch_group_rates *gr, const struct watch_group *
 	gr->rcv_msgs = watch_rate(p->received, g->received, dt);
 	gr->rcv_bytes = watch_rate(p->received_bytes, g->received_bytes, dt);
 	gr->drops = watch_rate(p->dropped, g->dropped, dt);
+	gr->repaired = watch_rate(p->repaired, g->repaired, dt);
+	gr->unrecovered = watch_rate(p->unrecovered, g->unrecovered, dt);
+	gr->naks = watch_rate(p->naks, g->naks, dt);
 	gr->top_reason = top_reason(&p->reasons, &g->reasons);
 }
 

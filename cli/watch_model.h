@@ -36,6 +36,9 @@ struct watch_group {
 	uint64_t received, received_bytes;
 	uint64_t dropped;	     /* stream-level plus subscriber-level */
 	struct watch_counts reasons; /* drops of this group by reason */
+	/* loss repair (0 on groups without it): messages got back by NAK,
+	 * lost although NAKed, NAKs sent and received */
+	uint64_t repaired, unrecovered, naks;
 };
 
 struct watch_sample {
@@ -69,7 +72,8 @@ void watch_sanitise(char *dst, size_t n, const char *s);
 struct watch_group_rates {
 	const struct watch_group *g; /* in the current sample */
 	double pub_msgs, pub_bytes, dlv_msgs, dlv_bytes, rcv_msgs, rcv_bytes, drops;
-	const char *top_reason; /* the reason dropping most since the last sample, or NULL */
+	double repaired, unrecovered, naks; /* loss repair, per second */
+	const char *top_reason;		    /* the reason dropping most since the last sample, or NULL */
 };
 
 struct watch_rates {

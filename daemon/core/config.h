@@ -59,6 +59,7 @@ struct pubd_repair_config {
 	uint32_t nak_interval_ms; /* receiver: a NAK is repeated this often */
 	uint32_t nak_retries;	  /* receiver: NAKs sent for a gap before it is unrecovered */
 	uint64_t rate;		  /* source: repair bytes per second at most; 0: no cap beyond the window */
+	uint64_t peer_rate;	  /* source: repair bytes per second for one asker; 0: only rate caps it */
 };
 
 struct pubd_group_config {

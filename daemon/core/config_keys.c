@@ -133,7 +133,8 @@ const struct key config_keys[] = {
 	 .expect =
 		 "off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or GiB; \"/s\" optional)"},
 	{"groups.repair", K_REPAIR, GRP(repair.on), .def = 0,
-	 .expect = "off, on, or a mapping with window, max_age_ms, nak_backoff_ms, nak_interval_ms, nak_retries, rate"},
+	 .expect = "off, on, or a mapping with window, max_age_ms, nak_backoff_ms, nak_interval_ms, nak_retries, rate, "
+		   "peer_rate"},
 	/* The keys of a groups.repair mapping ("groups.repair" is their section). */
 	{"groups.repair.window", K_SIZE, GRP(repair.window), .def = 16 * MIB, .min = 64 * KIB, .max = 64 * GIB,
 	 .expect = "a size from 64 KiB to 64 GiB (bytes, or with KiB, MiB or GiB)"},
@@ -145,7 +146,10 @@ const struct key config_keys[] = {
 	 .expect = "a duration in milliseconds from 1 to 60000"},
 	{"groups.repair.nak_retries", K_UINT, GRP(repair.nak_retries), .def = 8, .min = 1, .max = 1000,
 	 .expect = "an integer from 1 to 1000"},
-	{"groups.repair.rate", K_RATE, GRP(repair.rate), .def = 100 * MIB, .min = 1 * KIB, .max = 1024 * GIB,
+	{"groups.repair.rate", K_RATE, GRP(repair.rate), .def = 32 * MIB, .min = 1 * KIB, .max = 1024 * GIB,
+	 .expect =
+		 "off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or GiB; \"/s\" optional)"},
+	{"groups.repair.peer_rate", K_RATE, GRP(repair.peer_rate), .def = 16 * MIB, .min = 1 * KIB, .max = 1024 * GIB,
 	 .expect =
 		 "off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or GiB; \"/s\" optional)"},
 	{"groups.publish", K_ACL, GRP(publish), .expect = ACL_FORM},

@@ -73,14 +73,22 @@ struct pubd_group {
 	 * and the bucket capping repair bytes (cfg->repair.rate) */
 	struct pubd_repair_window *rwin;
 	struct pubd_pacer repair_pacer;
+	/* what each asker may take (cfg->repair.peer_rate, NAKs/s), with rwin */
+	struct pubd_repair_peers *rpeers;
+	/* sent in heartbeats, echoed by NAKs (wire_ctl.h); drawn once, kept
+	 * while the group lives so receivers' copies stay right */
+	uint64_t repair_token;
 	uint64_t naks_received;
 	uint64_t repairs_sent; /* repair datagrams */
 	uint64_t repair_bytes;
 	uint64_t gone_sent;
 	uint64_t naks_ignored_duplicate, naks_ignored_rate, naks_ignored_outside;
+	uint64_t naks_ignored_token; /* without the group's repair token: forged, or not from a receiver */
+	uint64_t naks_ignored_peer;  /* over one asker's NAK rate or repair.peer_rate */
 	/* loss repair, receiver side (engine/repair_rx.c) */
 	uint64_t naks_sent;
-	uint64_t repaired; /* messages delivered after a NAK asked for them */
+	uint64_t repaired;     /* messages delivered after a NAK asked for them */
+	uint64_t gone_ignored; /* GONEs without the source's token: forged */
 
 	/* counters */
 	uint64_t published; /* by local clients */

@@ -77,8 +77,10 @@ struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const 
 	list_init(&r->lru);
 	list_init(&r->lru_new);
 	list_init(&r->tombs_fifo_new);
-	list_init(&r->gpartials);
-	list_init(&r->granges);
+	for (unsigned c = 0; c < REASM_NCLS; c++) {
+		list_init(&r->gpartials[c]);
+		list_init(&r->granges[c]);
+	}
 	list_init(&r->tombs_fifo);
 	if (reasm_htab_init(&r->streams))
 		goto err_free;
@@ -123,20 +125,24 @@ void reasm_reentered(const char *entry)
 
 void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns)
 {
+	unsigned c;
+
 	reasm_no_reentry(r);
-	while (!list_empty(&r->gpartials)) {
-		struct partial *p = container_of(r->gpartials.next, struct partial, glink);
+	for (c = 0; c < REASM_NCLS; c++) {
+		while (!list_empty(&r->gpartials[c])) {
+			struct partial *p = container_of(r->gpartials[c].next, struct partial, glink);
 
-		if (p->deadline > now_ns)
-			break;
-		reasm_partial_drop(r, p, PUB_DROP_REASM_TIMEOUT);
-	}
-	while (!list_empty(&r->granges)) {
-		struct range *g = container_of(r->granges.next, struct range, glink);
+			if (p->deadline > now_ns)
+				break;
+			reasm_partial_drop(r, p, PUB_DROP_REASM_TIMEOUT);
+		}
+		while (!list_empty(&r->granges[c])) {
+			struct range *g = container_of(r->granges[c].next, struct range, glink);
 
-		if (g->deadline > now_ns)
-			break;
-		reasm_range_drop(r, g);
+			if (g->deadline > now_ns)
+				break;
+			reasm_range_drop(r, g);
+		}
 	}
 	while (idle_next(r) && idle_deadline(r) <= now_ns)
 		reasm_stream_forget(r, idle_next(r), true);
@@ -145,18 +151,21 @@ void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns)
 uint64_t pubd_reasm_next_deadline(const struct pubd_reasm *r)
 {
 	uint64_t d = idle_deadline(r);
+	unsigned c;
 
-	if (!list_empty(&r->gpartials)) {
-		const struct partial *p = container_of(r->gpartials.next, const struct partial, glink);
+	for (c = 0; c < REASM_NCLS; c++) {
+		if (!list_empty(&r->gpartials[c])) {
+			const struct partial *p = container_of(r->gpartials[c].next, const struct partial, glink);
 
-		if (p->deadline < d)
-			d = p->deadline;
-	}
-	if (!list_empty(&r->granges)) {
-		const struct range *g = container_of(r->granges.next, const struct range, glink);
+			if (p->deadline < d)
+				d = p->deadline;
+		}
+		if (!list_empty(&r->granges[c])) {
+			const struct range *g = container_of(r->granges[c].next, const struct range, glink);
 
-		if (g->deadline < d)
-			d = g->deadline;
+			if (g->deadline < d)
+				d = g->deadline;
+		}
 	}
 	return d;
 }
@@ -261,17 +270,19 @@ void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns
 			      void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx)
 {
 	const struct link *l;
+	unsigned c;
 
 	/* Partials are in arrival order and each deadline is its arrival plus
-	 * the timeout (never earlier than the one before), so the scan stops at
-	 * the first that is young enough. */
-	for (l = r->gpartials.next; l != &r->gpartials; l = l->next) {
-		const struct partial *p = container_of(l, struct partial, glink);
+	 * its class's timeout (never earlier than the one before), so the scan
+	 * of each class stops at the first that is young enough. */
+	for (c = 0; c < REASM_NCLS; c++)
+		for (l = r->gpartials[c].next; l != &r->gpartials[c]; l = l->next) {
+			const struct partial *p = container_of(l, struct partial, glink);
 
-		if (p->deadline > older_than_ns + r->cfg.timeout_ns)
-			break;
-		fn(ctx, p->s->hn.k1, p->s->hn.k2, p->seq);
-	}
+			if (p->deadline > sat_add(older_than_ns, cls_timeout(r, c)))
+				break;
+			fn(ctx, p->s->hn.k1, p->s->hn.k2, p->seq);
+		}
 }
 
 uint64_t pubd_reasm_stream_low(const struct pubd_reasm *r, uint64_t source, uint64_t group)

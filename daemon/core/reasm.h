@@ -89,6 +89,10 @@ struct pubd_reasm_config {
 	size_t budget_bytes;
 	uint32_t max_inflight_per_source;
 	uint64_t timeout_ns;
+	/* Streams of groups ops->repairs names (loss repair) wait this long
+	 * instead, so their NAKs have time; other groups keep timeout_ns.
+	 * 0: timeout_ns. A stream's class is fixed when it is created. */
+	uint64_t repair_timeout_ns;
 	uint64_t idle_timeout_ns; /* stream forgotten after this much silence; default 30 s */
 	size_t max_message_size;
 	uint32_t max_streams;	     /* default 4096 */
@@ -109,6 +113,8 @@ struct pubd_reasm_ops {
 	/* Optional: messages first .. first + count - 1 went missing (a range
 	 * opened; loss repair asks for them). Must not call back into reasm. */
 	void (*gap)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t first, uint64_t count);
+	/* Optional: does group_id wait repair_timeout_ns (a repair group)? */
+	bool (*repairs)(void *ctx, uint64_t group_id);
 };
 
 /* Every default; those that are config keys from the config's table. */

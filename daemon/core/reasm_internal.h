@@ -106,6 +106,8 @@ void reasm_htab_remove(struct htab *t, struct hnode *n);
 
 /* ---- the engine ---- */
 
+enum { REASM_CLS_PLAIN = 0, REASM_CLS_REPAIR = 1, REASM_NCLS = 2 };
+
 struct stream {
 	struct hnode hn; /* (source_id, group_id) */
 	struct link lru; /* pubd_reasm.lru or .lru_new, least recently active first */
@@ -120,6 +122,7 @@ struct stream {
 	uint32_t inflight;
 	uint32_t nranges;
 	bool proven;	     /* has completed a message: on lru, else on lru_new */
+	uint8_t cls;	     /* timeout class: REASM_CLS_PLAIN or REASM_CLS_REPAIR */
 	struct partial *hot; /* the partial last filled */
 };
 
@@ -170,8 +173,11 @@ struct pubd_reasm {
 	 * unproven: what a flood of invented source ids is made of). Making
 	 * room for a new stream or tombstone takes from the unproven first. */
 	struct link lru, lru_new;
-	struct link gpartials;
-	struct link granges;
+	/* Per timeout class, so that each list stays in deadline order with
+	 * its own timeout (a repair group's long wait never stretches the
+	 * others'). */
+	struct link gpartials[REASM_NCLS];
+	struct link granges[REASM_NCLS];
 	struct stream *hot;
 	uint64_t next_id;
 	uint64_t nstreams;
@@ -304,6 +310,17 @@ static inline struct partial *partial_find(struct pubd_reasm *r, struct stream *
 }
 
 /* ---- reasm_partial.c: fragment assembly of one message ---- */
+/* How long a partial or range of class cls waits. */
+static inline uint64_t cls_timeout(const struct pubd_reasm *r, unsigned cls)
+{
+	return cls == REASM_CLS_REPAIR && r->cfg.repair_timeout_ns ? r->cfg.repair_timeout_ns : r->cfg.timeout_ns;
+}
+
+/* The partial that arrived first, of every class (NULL: none). */
+struct partial *reasm_oldest_partial(const struct pubd_reasm *r);
+/* The missing range opened first, of every class (NULL: none). */
+struct range *reasm_oldest_range(const struct pubd_reasm *r);
+
 void reasm_partial_free(struct pubd_reasm *r, struct partial *p);
 void reasm_partial_drop(struct pubd_reasm *r, struct partial *p, enum pub_drop_reason why);
 struct partial *reasm_partial_new(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,

@@ -63,11 +63,12 @@ struct partial *reasm_partial_new(struct pubd_reasm *r, struct stream *s, uint64
 	/* Older partials go first; only when none is left do missing ranges
 	 * (which then count as a gap now) make room. */
 	while (r->held_bytes + charge > r->cfg.budget_bytes) {
-		if (!list_empty(&r->gpartials))
-			reasm_partial_drop(r, container_of(r->gpartials.next, struct partial, glink),
-					   PUB_DROP_REASM_BUDGET);
+		struct partial *old = reasm_oldest_partial(r);
+
+		if (old)
+			reasm_partial_drop(r, old, PUB_DROP_REASM_BUDGET);
 		else
-			reasm_range_drop(r, container_of(r->granges.next, struct range, glink));
+			reasm_range_drop(r, reasm_oldest_range(r));
 	}
 
 	p = malloc(sizeof(*p) + words * sizeof(p->bits[0]));
@@ -85,9 +86,9 @@ struct partial *reasm_partial_new(struct pubd_reasm *r, struct stream *s, uint64
 	p->frag_count = h->frag_count;
 	p->unit = unit;
 	p->have = 0;
-	deadline = sat_add(now, r->cfg.timeout_ns);
-	if (!list_empty(&r->gpartials)) {
-		struct partial *last = container_of(r->gpartials.prev, struct partial, glink);
+	deadline = sat_add(now, cls_timeout(r, s->cls));
+	if (!list_empty(&r->gpartials[s->cls])) {
+		struct partial *last = container_of(r->gpartials[s->cls].prev, struct partial, glink);
 
 		if (deadline < last->deadline)
 			deadline = last->deadline;
@@ -97,7 +98,7 @@ struct partial *reasm_partial_new(struct pubd_reasm *r, struct stream *s, uint64
 	p->hn.k2 = seq;
 	reasm_htab_insert(&r->partials, &p->hn);
 	list_add_tail(&s->partials, &p->slink);
-	list_add_tail(&r->gpartials, &p->glink);
+	list_add_tail(&r->gpartials[s->cls], &p->glink);
 	s->inflight++;
 	s->inflight_bytes += p->msg_len;
 	r->inflight_msgs++;
@@ -141,4 +142,24 @@ void reasm_partial_add(struct pubd_reasm *r, struct partial *p, const struct pub
 	reasm_partial_free(r, p);
 	stream_proven(r, s);
 	call_deliver(r, s, seq, buf->data, buf->len, buf);
+}
+
+/* Compared by arrival: a head's deadline less its class's timeout. */
+struct partial *reasm_oldest_partial(const struct pubd_reasm *r)
+{
+	struct partial *best = NULL, *p;
+	uint64_t best_at = UINT64_MAX, at;
+	unsigned c;
+
+	for (c = 0; c < REASM_NCLS; c++) {
+		if (list_empty(&r->gpartials[c]))
+			continue;
+		p = container_of(r->gpartials[c].next, struct partial, glink);
+		at = p->deadline > cls_timeout(r, c) ? p->deadline - cls_timeout(r, c) : 0;
+		if (!best || at < best_at) {
+			best = p;
+			best_at = at;
+		}
+	}
+	return best;
 }

@@ -66,6 +66,7 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 	s->hn.k2 = group;
 	s->id = r->next_id++;
 	s->last_active = now;
+	s->cls = r->ops.repairs && r->ops.repairs(r->ctx, group) ? REASM_CLS_REPAIR : REASM_CLS_PLAIN;
 	/* A stream forgotten while we listened resumes where it was. From
 	 * zero: the caller knows this stream began after we started
 	 * listening, so everything before seq was sent to us and lost; no

@@ -37,21 +37,21 @@ static void ranges_trim(struct pubd_reasm *r, struct stream *s)
 /* [first, first + count) went missing now, above every existing range. */
 void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t first, uint64_t count)
 {
-	uint64_t deadline = sat_add(now, r->cfg.timeout_ns);
-	struct range *g;
+	uint64_t deadline = sat_add(now, cls_timeout(r, s->cls));
+	struct range *g, *old;
 
 	/* Ranges are charged to the budget too, but never evict a partial:
 	 * the oldest ranges are given up (as gaps) instead. */
-	while (r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes && !list_empty(&r->granges))
-		reasm_range_drop(r, container_of(r->granges.next, struct range, glink));
+	while (r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes && (old = reasm_oldest_range(r)))
+		reasm_range_drop(r, old);
 	g = r->held_bytes + RANGE_BYTES > r->cfg.budget_bytes ? NULL : malloc(sizeof(*g));
 	if (!g) {
 		/* No memory to wait for them: they are a gap now. */
 		drop(r, s, PUB_DROP_SEQ_GAP, count);
 		return;
 	}
-	if (!list_empty(&r->granges)) {
-		struct range *last = container_of(r->granges.prev, struct range, glink);
+	if (!list_empty(&r->granges[s->cls])) {
+		struct range *last = container_of(r->granges[s->cls].prev, struct range, glink);
 
 		if (deadline < last->deadline)
 			deadline = last->deadline;
@@ -62,7 +62,7 @@ void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint
 	g->deadline = deadline;
 	r->held_bytes += RANGE_BYTES;
 	list_add_tail(&s->ranges, &g->slink);
-	list_add_tail(&r->granges, &g->glink);
+	list_add_tail(&r->granges[s->cls], &g->glink);
 	s->nranges++;
 	s->missing += count;
 	if (r->ops.gap) {
@@ -118,4 +118,24 @@ void reasm_range_take(struct pubd_reasm *r, struct range *g, uint64_t seq)
 	list_insert_after(&g->glink, &hi->glink);
 	s->nranges++;
 	ranges_trim(r, s);
+}
+
+/* Compared by arrival: a head's deadline less its class's timeout. */
+struct range *reasm_oldest_range(const struct pubd_reasm *r)
+{
+	struct range *best = NULL, *g;
+	uint64_t best_at = UINT64_MAX, at;
+	unsigned c;
+
+	for (c = 0; c < REASM_NCLS; c++) {
+		if (list_empty(&r->granges[c]))
+			continue;
+		g = container_of(r->granges[c].next, struct range, glink);
+		at = g->deadline > cls_timeout(r, c) ? g->deadline - cls_timeout(r, c) : 0;
+		if (!best || at < best_at) {
+			best = g;
+			best_at = at;
+		}
+	}
+	return best;
 }

@@ -56,11 +56,24 @@ static void give_up_at(struct pubd_nak_sched *s, uint32_t i)
 	s->ops.give_up(s->ctx, g.source, g.group, g.first, g.count, g.partial);
 }
 
-static uint64_t backoff(struct pubd_nak_sched *s)
+static struct pubd_nak_timing timing_of(const struct pubd_nak_sched *s, uint64_t group)
 {
-	if (!s->cfg.backoff_ns)
+	struct pubd_nak_timing t = {
+		.backoff_ns = s->cfg.backoff_ns, .interval_ns = s->cfg.interval_ns, .retries = s->cfg.retries};
+
+	if (s->ops.timing && !s->ops.timing(s->ctx, group, &t))
+		t = (struct pubd_nak_timing){
+			.backoff_ns = s->cfg.backoff_ns, .interval_ns = s->cfg.interval_ns, .retries = s->cfg.retries};
+	return t;
+}
+
+static uint64_t backoff(struct pubd_nak_sched *s, uint64_t group)
+{
+	uint64_t b = timing_of(s, group).backoff_ns;
+
+	if (!b)
 		return 0;
-	return s->rand64(s->rctx) % (s->cfg.backoff_ns + 1);
+	return s->rand64(s->rctx) % (b + 1);
 }
 
 void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now, uint64_t source, uint64_t group, uint64_t first,
@@ -88,7 +101,7 @@ void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now, uint64_t source, uint6
 	g->count = count;
 	g->partial = partial;
 	g->found_ns = now;
-	g->due_ns = now + backoff(s);
+	g->due_ns = now + backoff(s, group);
 }
 
 /* Take [lo, hi) out of gap i (it is inside it, not all of it). */
@@ -180,6 +193,7 @@ void pubd_nak_forget(struct pubd_nak_sched *s, uint64_t source, uint64_t group)
 
 void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
 {
+	struct pubd_nak_timing t;
 	uint64_t off, len;
 	uint32_t i;
 
@@ -190,7 +204,8 @@ void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
 			i++;
 			continue;
 		}
-		if (g->tries >= s->cfg.retries) {
+		t = timing_of(s, g->group);
+		if (g->tries >= t.retries) {
 			s->given_up_retries++;
 			give_up_at(s, i);
 			continue;
@@ -201,7 +216,7 @@ void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
 			s->naks_sent++;
 		}
 		g->tries++;
-		g->due_ns = now + s->cfg.interval_ns;
+		g->due_ns = now + t.interval_ns;
 		i++;
 	}
 }

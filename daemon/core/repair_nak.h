@@ -13,6 +13,10 @@
  * that arrives (pubd_nak_filled) leaves its gap; a GONE from the source
  * (pubd_nak_gone) gives up what it names at once.
  *
+ * Timings are per group: ops->timing (optional) gives a group's back-off,
+ * interval and retries, asked when a gap is found and each time it is
+ * NAKed, so a reload applies at once; without it, cfg's apply to all.
+ *
  * Bounds: at most max_gaps gaps in all; a new one beyond it gives up the
  * oldest first. A range longer than PUBD_NAK_MAX_RANGE is asked for in
  * pieces (one NAK names at most that many).
@@ -25,8 +29,14 @@
 
 #define PUBD_NAK_MAX_RANGE 65536u
 
-struct pubd_nak_cfg {
+struct pubd_nak_timing {
 	uint64_t backoff_ns;
+	uint64_t interval_ns;
+	uint32_t retries;
+};
+
+struct pubd_nak_cfg {
+	uint64_t backoff_ns; /* the timing of groups ops->timing does not give */
 	uint64_t interval_ns;
 	uint32_t retries;
 	uint32_t max_gaps;
@@ -47,6 +57,8 @@ struct pubd_nak_ops {
 	void (*send)(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, uint64_t count);
 	/* These messages will not be repaired. */
 	void (*give_up)(void *ctx, uint64_t source, uint64_t group, uint64_t first, uint64_t count, bool partial);
+	/* Optional: group's timing into t (left as cfg's when it returns false). */
+	bool (*timing)(void *ctx, uint64_t group, struct pubd_nak_timing *t);
 };
 
 struct pubd_nak_sched {

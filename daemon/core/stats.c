@@ -181,6 +181,15 @@ static struct pubd_source_stats *victim(struct pubd_source_map *m, uint64_t now)
 	return u ? u : p;
 }
 
+struct pubd_source_stats *pubd_source_map_find(const struct pubd_source_map *m, uint64_t source, uint64_t group)
+{
+	uint32_t i;
+
+	if (!m->cap || (i = map_find_slot(m, source, group)) == UINT32_MAX)
+		return NULL;
+	return m->slots[i];
+}
+
 struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group,
 					      uint64_t now_ns)
 {

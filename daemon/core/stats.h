@@ -98,6 +98,7 @@ struct pubd_source_stats {
 	 * and its messages that arrived after a NAK asked for them */
 	uint8_t peer[32];
 	uint32_t peer_len;
+	uint64_t repair_token; /* from its heartbeats (wire_ctl.h); 0: none yet, no NAK */
 	uint64_t naks_sent;
 	uint64_t repaired;
 	/* on the map's unproven (delivered == 0) or proven list, least
@@ -133,6 +134,8 @@ struct pubd_source_map {
  * eviction order). NULL only on allocation failure. */
 struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group,
 					      uint64_t now_ns);
+/* Find without creating or marking heard; NULL when unknown. */
+struct pubd_source_stats *pubd_source_map_find(const struct pubd_source_map *m, uint64_t source, uint64_t group);
 /* Count one message delivered from s (which makes it established). */
 void pubd_source_map_delivered(struct pubd_source_map *m, struct pubd_source_stats *s, uint64_t bytes);
 void pubd_source_map_free(struct pubd_source_map *m);

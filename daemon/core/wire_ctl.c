@@ -83,6 +83,7 @@ size_t pubd_ctl_encode(const struct pubd_ctl *c, uint8_t *out, size_t cap)
 	put_be32(out + 24, c->frag_first);
 	put_be16(out + 28, c->bitmap_len);
 	put_be16(out + 30, 0);
+	put_be64(out + 32, c->token);
 	if (c->bitmap_len)
 		memcpy(out + PUBD_CTL_FIXED_LEN, c->bitmap, c->bitmap_len);
 	return len;
@@ -106,6 +107,7 @@ int pubd_ctl_decode(const uint8_t *body, size_t len, struct pubd_ctl *c)
 	c->count = get_be32(body + 4);
 	c->stream = get_be64(body + 8);
 	c->first_seq = get_be64(body + 16);
+	c->token = get_be64(body + 32);
 	c->frag_first = get_be32(body + 24);
 	c->bitmap_len = get_be16(body + 28);
 	c->bitmap = body + PUBD_CTL_FIXED_LEN;
@@ -154,4 +156,18 @@ const char *pubd_ctl_strerror(int err)
 	default:
 		return "unknown control error";
 	}
+}
+
+size_t pubd_ctl_hb_put_token(uint8_t *hdr, uint64_t token)
+{
+	put_be16(hdr + 6, PUBD_CTL_HB_TOKEN_LEN);
+	put_be64(hdr + 48, token);
+	return PUBD_CTL_HB_TOKEN_LEN;
+}
+
+uint64_t pubd_ctl_hb_token(const uint8_t *dgram, size_t len)
+{
+	if (len < PUBD_CTL_HB_TOKEN_LEN || get_be16(dgram + 6) < PUBD_CTL_HB_TOKEN_LEN)
+		return 0;
+	return get_be64(dgram + 48);
 }

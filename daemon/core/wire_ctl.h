@@ -4,10 +4,10 @@
  * receiver to a source, or a GONE from a source to a receiver.
  *
  * The wire header carries group_id and, as source_id, the daemon sending
- * the control datagram. The body, network byte order, 32 bytes fixed:
- *   0  u8  ctl_version  1
+ * the control datagram. The body, network byte order, 40 bytes fixed:
+ *   0  u8  ctl_version  2
  *   1  u8  type         1 NAK, 2 GONE
- *   2  u16 body_len     32 + bitmap_len; a decoder accepts more and skips it
+ *   2  u16 body_len     40 + bitmap_len; a decoder accepts more and skips it
  *   4  u32 count        sequence numbers in the range, 1 .. 65536
  *   8  u64 stream       the source whose messages the range names (a NAK's
  *                       addressee; a GONE's own source id)
@@ -17,10 +17,20 @@
  *  28  u16 bitmap_len   bytes of fragment bitmap after the fixed part, 0 ..
  *                       1024 (8192 fragments); non-zero only with count 1
  *  30  u16 reserved     0
- *  32  bitmap           bit i (byte i/8, LSB first) set: fragment
+ *  32  u64 token        the source's repair token for the group (below)
+ *  40  bitmap           bit i (byte i/8, LSB first) set: fragment
  *                       frag_first + i is missing
  * A NAK without a bitmap asks for whole messages; a GONE says the range has
  * left the source's window (a GONE has no bitmap).
+ *
+ * The repair token: a publishing daemon draws a random, non-zero 64-bit
+ * token for each repair group it keeps a window for, and sends it only on
+ * the group's multicast, in its heartbeats (a header extension: hdr_len 56,
+ * the token at bytes 48..55; decoders of version 1 skip it). A NAK must
+ * echo it, and a GONE carries it back, so only hosts that receive the
+ * group can ask a source for repairs (a forged NAK from anywhere else,
+ * whatever address it claims, is ignored before any work), and only the
+ * source can make a receiver give up a gap.
  */
 #ifndef PUBD_WIRE_CTL_H
 #define PUBD_WIRE_CTL_H
@@ -28,8 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PUBD_CTL_VERSION    1
-#define PUBD_CTL_FIXED_LEN  32
+#define PUBD_CTL_VERSION    2
+#define PUBD_CTL_FIXED_LEN  40
 #define PUBD_CTL_MAX_COUNT  65536u
 #define PUBD_CTL_MAX_BITMAP 1024u
 #define PUBD_CTL_MAX_LEN    (PUBD_CTL_FIXED_LEN + PUBD_CTL_MAX_BITMAP)
@@ -41,6 +51,7 @@ struct pubd_ctl {
 	uint32_t count;
 	uint64_t stream;
 	uint64_t first_seq;
+	uint64_t token;
 	uint32_t frag_first;
 	uint16_t bitmap_len;
 	const uint8_t *bitmap; /* decode: points into the body; encode: bitmap_len bytes */
@@ -67,5 +78,15 @@ int pubd_ctl_decode(const uint8_t *body, size_t len, struct pubd_ctl *c);
 int pubd_ctl_wants_frag(const struct pubd_ctl *c, uint32_t frag_index);
 
 const char *pubd_ctl_strerror(int err);
+
+/* A heartbeat header carrying a repair token: PUBD_WIRE_HDR_LEN + 8. */
+#define PUBD_CTL_HB_TOKEN_LEN 56
+
+/* Turn the heartbeat header hdr (PUBD_WIRE_HDR_LEN bytes encoded, room for
+ * PUBD_CTL_HB_TOKEN_LEN) into one carrying token; returns its length. */
+size_t pubd_ctl_hb_put_token(uint8_t *hdr, uint64_t token);
+/* The token a heartbeat datagram's header carries (its hdr_len already
+ * checked by pubd_wire_decode), or 0 when it carries none. */
+uint64_t pubd_ctl_hb_token(const uint8_t *dgram, size_t len);
 
 #endif

@@ -113,6 +113,11 @@ static int on_idle(void *ctx)
 	 * the local delivery need not wait for it. */
 	int work = pubd_ipc_flush_all(&d->ipc) + (int)pubd_tx_pump(d);
 
+	/* Messages held for order that a full subscriber queue stopped:
+	 * the flush may have made room. */
+	if (d->holds_waiting)
+		engine_order_release(d);
+
 	pubd_ipc_settle(&d->ipc); /* what is still held of the clients' publish logs is copied */
 
 	if (d->stopping && !d->tx.queued_msgs && !d->stopped)

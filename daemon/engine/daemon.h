@@ -46,6 +46,7 @@ struct pubd {
 	struct hold_stream *holds; /* messages held back for order (repair_order.c) */
 	uint64_t held_bytes;
 	uint64_t order_overflows;
+	bool holds_waiting;		      /* a release stopped at a full subscriber queue: go on as it drains */
 	const struct pubd_rx_dgram *rx_dgram; /* the datagram being pushed into reassembly, or NULL */
 	struct pubd_http *metrics_http;	      /* NULL: metrics.listen not set (or its bind failed) */
 	char *metrics_listening;	      /* the metrics.listen the listener was opened for */

@@ -6,6 +6,7 @@
 #define PUBD_ENGINE_INTERNAL_H
 
 #include "daemon.h"
+#include "wire_ctl.h"
 
 #define MS (1000000ull)
 /* Heartbeat periods a group must have been joined before a source heard for
@@ -43,6 +44,8 @@ void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const 
 void engine_repair_tick(struct pubd *d, uint64_t now);
 /* Drop g's window (the group goes, or pubd stops). */
 void engine_repair_free(struct pubd *d, struct pubd_group *g);
+/* The repair token g's heartbeats carry; 0 while g keeps no window. */
+uint64_t engine_repair_token(const struct pubd_group *g);
 
 /* repair_rx.c: loss repair, the receiver side */
 int engine_naks_init(struct pubd *d);
@@ -52,8 +55,10 @@ void engine_naks_gap(void *ctx, uint64_t source, uint64_t group_id, uint64_t fir
 /* A message of a repair group was delivered: was it asked for? */
 void engine_naks_delivered(struct pubd *d, struct pubd_group *g, struct pubd_source_stats *s, uint64_t source,
 			   uint64_t seq);
-/* A GONE from a source. */
-void engine_naks_gone(struct pubd *d, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count);
+/* A GONE from a source: given up if it carries the source's token. */
+void engine_naks_gone(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_ctl *c);
+/* A heartbeat of source on repair group g: learn its repair token. */
+void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_rx_dgram *dg);
 /* Partials stuck for a while, NAKed whole (the heartbeat timer). */
 void engine_naks_tick(struct pubd *d, uint64_t now);
 void engine_naks_arm(struct pubd *d);

@@ -155,10 +155,13 @@ static const char *const group_cols[] = {
 	"naks_ignored_duplicate:u",
 	"naks_ignored_rate:u",
 	"naks_ignored_outside:u",
+	"naks_ignored_token:u",
+	"naks_ignored_peer:u",
 	/* loss repair, receiver side */
 	"naks_sent:u",
 	"repaired:u",
 	"unrecovered:u",
+	"gone_ignored:u",
 	"join:s",
 };
 
@@ -210,9 +213,12 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->naks_ignored_duplicate);
 	pub_table_u64(b, g->naks_ignored_rate);
 	pub_table_u64(b, g->naks_ignored_outside);
+	pub_table_u64(b, g->naks_ignored_token);
+	pub_table_u64(b, g->naks_ignored_peer);
 	pub_table_u64(b, g->naks_sent);
 	pub_table_u64(b, g->repaired);
 	pub_table_u64(b, g->drops.by_reason[PUB_DROP_UNRECOVERED]);
+	pub_table_u64(b, g->gone_ignored);
 	pub_table_str(b, group_join_state(d, g));
 }
 

@@ -20,16 +20,19 @@ void engine_reasm_config_from(const struct pubd_config *c, struct pubd_reasm_con
 	rc->timeout_ns = (uint64_t)c->reassembly_timeout_ms * MS;
 	rc->max_message_size = c->max_message_size;
 	rc->max_inflight_per_source = c->reassembly_inflight;
-	/* With repair groups, reassembly waits for every NAK retry (and a
-	 * heartbeat or two for the stuck-partial scan) before it gives up. */
+	/* On repair groups, reassembly waits for every NAK retry (and a
+	 * heartbeat or two for the stuck-partial scan) before it gives up;
+	 * other groups keep limits.reassembly_timeout_ms (rx.c's
+	 * engine_reasm_ops.repairs puts each stream in its class). */
+	rc->repair_timeout_ns = rc->timeout_ns;
 	for (size_t i = 0; i < c->ngroups; i++) {
 		const struct pubd_repair_config *r = &c->groups[i].repair;
 		uint64_t need = ((uint64_t)r->nak_backoff_ms + (uint64_t)r->nak_interval_ms * (r->nak_retries + 1) +
 				 2ull * c->heartbeat_ms) *
 				MS;
 
-		if (r->on && need > rc->timeout_ns)
-			rc->timeout_ns = need;
+		if (r->on && need > rc->repair_timeout_ns)
+			rc->repair_timeout_ns = need;
 		/* Gaps wait that long, so more of them are open at once (each
 		 * still charged to the reassembly budget). */
 		if (r->on && rc->max_missing_ranges < 4096)

@@ -8,9 +8,19 @@
  * counted as received when reassembly completes them; they reach the
  * subscribers on release.
  *
+ * Back-pressure: a release goes on only while every subscriber of the
+ * group has room in its queue (subscriber_queue, subscriber_queue_bytes)
+ * for the next message; the rest stays held, and the release goes on as
+ * the queues drain (on_idle, after the server's flush). So a repair's
+ * burst reaches a subscriber that keeps up with the stream without a drop;
+ * messages that arrive meanwhile queue behind it, in order.
+ *
  * Bounds: held bytes, all streams together, at most limits.reassembly_budget;
- * beyond it the stream holding most is released as it stands (out of order,
- * nothing lost), and `order_overflows` counts it.
+ * beyond it the stream holding most is released as it stands, whether the
+ * queues have room or not: out of order if a gap is still open, and a full
+ * queue applies the slow-subscriber policy to it exactly as to any
+ * delivery (sub_overflow or sub_disconnect, counted). `order_overflows`
+ * counts these forced releases.
  */
 #include <stdlib.h>
 
@@ -46,13 +56,29 @@ static struct hold_stream *find(struct pubd *d, uint64_t source, uint64_t group,
 	return h;
 }
 
-/* Release h's messages below low (all: UINT64_MAX) to the group's subscribers. */
-static void release(struct pubd *d, struct hold_stream *h, uint64_t low)
+/* Has every subscriber of g room for len bytes? */
+static bool room_for(const struct pubd_group *g, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < g->nsubs; i++)
+		if (!pubd_ipc_sub_has_room(g->subs[i], len))
+			return false;
+	return true;
+}
+
+/* Release h's messages below low (all: UINT64_MAX) to the group's
+ * subscribers; unless forced, only while their queues have room. */
+static void release(struct pubd *d, struct hold_stream *h, uint64_t low, bool forced)
 {
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, h->group);
 	struct held *m;
 
 	while ((m = h->head) && m->seq < low) {
+		if (g && !forced && !room_for(g, m->msg->len)) {
+			d->holds_waiting = true;
+			return;
+		}
 		h->head = m->next;
 		h->bytes -= m->msg->len;
 		d->held_bytes -= m->msg->len;
@@ -74,7 +100,7 @@ static void overflow(struct pubd *d)
 		return;
 	d->order_overflows++;
 	log_debug("repair: held messages over limits.reassembly_budget; releasing a stream out of order");
-	release(d, big, UINT64_MAX);
+	release(d, big, UINT64_MAX, true);
 }
 
 bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg)
@@ -106,8 +132,9 @@ void engine_order_release(struct pubd *d)
 {
 	struct hold_stream **pp = &d->holds, *h;
 
+	d->holds_waiting = false;
 	while ((h = *pp)) {
-		release(d, h, pubd_reasm_stream_low(d->reasm, h->source, h->group));
+		release(d, h, pubd_reasm_stream_low(d->reasm, h->source, h->group), false);
 		if (h->head) {
 			pp = &h->next;
 			continue;

@@ -11,8 +11,12 @@
  * every retry on a daemon with repair groups (reload.c).
  *
  * A stuck partial is asked for by a fragment bitmap of what it lacks.
- * Order is kept by repair_order.c. Not yet: per-group NAK timings (one
- * schedule for the daemon: the first repair group's).
+ * Order is kept by repair_order.c.
+ *
+ * A NAK echoes the source's repair token, learnt from its heartbeats on
+ * the group's multicast (wire_ctl.h); until one is heard no NAK goes (the
+ * gap's tries go on, and a heartbeat comes every fabric.heartbeat_ms). A
+ * GONE must carry the same token, else it is forged and ignored.
  */
 #include <errno.h>
 #include <string.h>
@@ -48,8 +52,9 @@ static void send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, 
 	uint8_t hdr[PUBD_WIRE_HDR_LEN], body[PUBD_CTL_MAX_LEN], bits[PUBD_CTL_MAX_BITMAP];
 	struct pubd_tx_dgram dg = {.hdr = hdr, .hdr_len = sizeof(hdr), .payload = body};
 
-	if (!g || !s || !s->peer_len || !engine_repairs(d, g))
+	if (!g || !s || !s->peer_len || !s->repair_token || !engine_repairs(d, g))
 		return;
+	c.token = s->repair_token;
 	/* A partial message: only the fragments it lacks (as many as one NAK
 	 * names; the rest at the next). Gone meanwhile: the whole message. */
 	if (gap->partial && count == 1) {
@@ -74,19 +79,31 @@ static void give_up(void *ctx, uint64_t source, uint64_t group, uint64_t first, 
 	(void)ctx, (void)source, (void)group, (void)first, (void)count, (void)partial;
 }
 
-static void nak_cfg(const struct pubd *d, struct pubd_nak_cfg *nc)
+/* A group's own NAK timing, as configured (or reloaded) for it. */
+static bool nak_timing(void *ctx, uint64_t group_id, struct pubd_nak_timing *t)
 {
-	const struct pubd_repair_config *rc = NULL;
-	size_t i;
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
+	const struct pubd_repair_config *rc;
 
-	/* One schedule for the daemon: the first repair group's timings
-	 * (per-group timings are a later refinement). */
-	for (i = 0; i < d->cfg.ngroups && !rc; i++)
-		if (d->cfg.groups[i].repair.on)
-			rc = &d->cfg.groups[i].repair;
-	nc->backoff_ns = rc ? (uint64_t)rc->nak_backoff_ms * MS : 60 * MS;
-	nc->interval_ns = rc ? (uint64_t)rc->nak_interval_ms * MS : 100 * MS;
-	nc->retries = rc ? rc->nak_retries : 8;
+	if (!g || !g->cfg)
+		return false;
+	rc = &g->cfg->repair;
+	t->backoff_ns = (uint64_t)rc->nak_backoff_ms * MS;
+	t->interval_ns = (uint64_t)rc->nak_interval_ms * MS;
+	t->retries = rc->nak_retries;
+	return true;
+}
+
+/* The schedule's own timing is for gaps of a group that has gone (left
+ * until pubd_nak_forget): the keys' defaults. */
+static void nak_cfg(struct pubd_nak_cfg *nc)
+{
+	uint64_t v;
+
+	nc->backoff_ns = pubd_config_key_default("groups.repair.nak_backoff_ms", &v) ? 60 * MS : v * MS;
+	nc->interval_ns = pubd_config_key_default("groups.repair.nak_interval_ms", &v) ? 100 * MS : v * MS;
+	nc->retries = pubd_config_key_default("groups.repair.nak_retries", &v) ? 8 : (uint32_t)v;
 	nc->max_gaps = MAX_GAPS;
 }
 
@@ -101,10 +118,10 @@ static void on_nak_timer(void *ctx, uint64_t now)
 
 int engine_naks_init(struct pubd *d)
 {
-	static const struct pubd_nak_ops ops = {.send = send_nak, .give_up = give_up};
+	static const struct pubd_nak_ops ops = {.send = send_nak, .give_up = give_up, .timing = nak_timing};
 	struct pubd_nak_cfg nc;
 
-	nak_cfg(d, &nc);
+	nak_cfg(&nc);
 	d->nak_rng = d->source_id;
 	d->nak_timer = pubd_loop_timer(d->loop, on_nak_timer, d);
 	if (!d->nak_timer)
@@ -144,10 +161,31 @@ void engine_naks_delivered(struct pubd *d, struct pubd_group *g, struct pubd_sou
 		s->repaired++;
 }
 
-void engine_naks_gone(struct pubd *d, uint64_t source, uint64_t group_id, uint64_t first, uint64_t count)
+void engine_naks_gone(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_ctl *c)
 {
+	struct pubd_source_stats *s = pubd_source_map_find(&d->sources, source, g->id);
+
+	if (!s || !s->repair_token || c->token != s->repair_token) {
+		g->gone_ignored++;
+		return;
+	}
 	if (d->naks.v)
-		pubd_nak_gone(&d->naks, source, group_id, first, count);
+		pubd_nak_gone(&d->naks, source, g->id, c->first_seq, c->count);
+}
+
+void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_rx_dgram *dg)
+{
+	uint64_t token = pubd_ctl_hb_token(dg->data, dg->len);
+	struct pubd_source_stats *s;
+
+	if (!token || !engine_repairs(d, g))
+		return;
+	s = pubd_source_map_get(&d->sources, source, g->id, d->event_ns);
+	/* The latest wins: a source keeps its token while the group lives
+	 * there, and draws a new one if the group is removed and added back.
+	 * Only hosts on the group's multicast can send this (rx_group). */
+	if (s)
+		s->repair_token = token;
 }
 
 static void stuck(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq)
@@ -160,12 +198,8 @@ static void stuck(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq)
 
 void engine_naks_tick(struct pubd *d, uint64_t now)
 {
-	struct pubd_nak_cfg nc;
-
 	if (!d->naks.v)
 		return;
-	nak_cfg(d, &nc);
-	pubd_nak_set(&d->naks, &nc);
 	if (now > STUCK_PARTIAL_NS)
 		pubd_reasm_foreach_stuck(d->reasm, now - STUCK_PARTIAL_NS, stuck, d);
 	engine_naks_arm(d);

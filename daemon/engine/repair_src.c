@@ -9,14 +9,25 @@
  * multicast interval), ignore (a duplicate within the linger, or not sent
  * yet), or GONE (left the window: one GONE datagram names each run).
  * Repairs are the original fragments, flagged REPAIR, only those a
- * fragment bitmap asks for. Work is bounded: at most REPAIR_MAX_PER_NAK
- * messages per NAK, and repair bytes within the group's repair.rate (a
- * token bucket 100 ms deep); what does not fit is ignored (counted as
- * rate) and the receiver asks again.
+ * fragment bitmap asks for.
+ *
+ * Forged NAKs (anyone can send a datagram to the source's port, claiming
+ * any address) must not turn the source into an amplifier. So, before any
+ * work: a NAK must carry the group's repair token, which the source sends
+ * only on the group's multicast (heartbeats; wire_ctl.h), else it is
+ * ignored as `token`; an asker (by its address) may send
+ * PUBD_REPAIR_PEER_NAKS_PER_S NAKs a second, else `peer`. Then work is
+ * bounded: at most REPAIR_MAX_PER_NAK messages per NAK, repair bytes within
+ * the asker's repair.peer_rate (`peer`) and within the group's repair.rate
+ * (`rate`), both token buckets 100 ms deep; what does not fit is ignored
+ * and the receiver asks again.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+
+#include "repair_peers.h"
 
 #include "engine_internal.h"
 #include "log.h"
@@ -43,9 +54,35 @@ static uint64_t repair_burst(uint64_t rate, uint32_t mtu)
 	return b < 2ull * mtu ? 2ull * mtu : b;
 }
 
+/* A random, non-zero token for g, drawn once (wire_ctl.h). */
+static void draw_token(struct pubd *d, struct pubd_group *g)
+{
+	while (!g->repair_token)
+		if (getrandom(&g->repair_token, sizeof(g->repair_token), 0) != sizeof(g->repair_token))
+			g->repair_token = (d->source_id ^ g->id ^ pubd_now_ns()) * 0x9e3779b97f4a7c15ull;
+}
+
+static bool open_window(struct pubd *d, struct pubd_group *g, const struct pubd_repair_window_cfg *wc)
+{
+	g->rwin = calloc(1, sizeof(*g->rwin));
+	g->rpeers = calloc(1, sizeof(*g->rpeers));
+	if (!g->rwin || !g->rpeers) {
+		free(g->rwin);
+		free(g->rpeers);
+		g->rwin = NULL;
+		g->rpeers = NULL;
+		return false;
+	}
+	draw_token(d, g);
+	pubd_repair_window_init(g->rwin, wc, &d->repair_budget);
+	pubd_repair_peers_init(g->rpeers, g->cfg->repair.peer_rate, repair_burst(g->cfg->repair.peer_rate, d->mtu));
+	return true;
+}
+
 /* Open, update or close g's window as its config says. */
 static void sync_group(struct pubd *d, struct pubd_group *g, uint64_t now)
 {
+	const struct pubd_repair_config *rc = &g->cfg->repair;
 	struct pubd_repair_window_cfg wc;
 	bool want = engine_repairs(d, g);
 
@@ -55,24 +92,30 @@ static void sync_group(struct pubd *d, struct pubd_group *g, uint64_t now)
 	}
 	window_cfg(g, &wc);
 	if (!g->rwin) {
-		g->rwin = calloc(1, sizeof(*g->rwin));
-		if (!g->rwin)
+		if (!open_window(d, g, &wc))
 			return;
-		pubd_repair_window_init(g->rwin, &wc, &d->repair_budget);
 	} else {
 		pubd_repair_window_set(g->rwin, &wc);
+		pubd_repair_peers_set(g->rpeers, now, rc->peer_rate, repair_burst(rc->peer_rate, d->mtu));
 	}
-	pubd_pacer_set(&g->repair_pacer, now, g->cfg->repair.rate, repair_burst(g->cfg->repair.rate, d->mtu));
+	pubd_pacer_set(&g->repair_pacer, now, rc->rate, repair_burst(rc->rate, d->mtu));
 }
 
 void engine_repair_free(struct pubd *d, struct pubd_group *g)
 {
 	(void)d;
+	free(g->rpeers);
+	g->rpeers = NULL;
 	if (!g->rwin)
 		return;
 	pubd_repair_window_close(g->rwin);
 	free(g->rwin);
 	g->rwin = NULL;
+}
+
+uint64_t engine_repair_token(const struct pubd_group *g)
+{
+	return g->rwin ? g->repair_token : 0;
 }
 
 void engine_repair_tick(struct pubd *d, uint64_t now)
@@ -104,6 +147,7 @@ struct out {
 	struct pubd *d;
 	struct pubd_group *g;
 	const struct pubd_rx_dgram *to; /* unicast to its sender, or NULL: multicast */
+	struct pubd_repair_peer *asker; /* charged for what its NAK makes us send */
 	uint8_t hdrs[REPAIR_BATCH][PUBD_WIRE_HDR_LEN];
 	struct pubd_tx_dgram dg[REPAIR_BATCH];
 	unsigned n;
@@ -129,11 +173,27 @@ static int flush(struct out *o)
 	return all ? 0 : -1;
 }
 
-/* Resend the fragments of e (message seq) that c asks for. false: out of
- * tokens or the fabric took less (the rest is not sent). */
-static bool resend(struct out *o, uint64_t now, uint64_t seq, const struct pubd_repair_entry *e,
-		   const struct pubd_ctl *c)
+enum resend_result { RESENT = 0, STOP_RATE, STOP_PEER };
+
+/* Take bytes from the group's bucket and the asker's: which one said no. */
+static enum resend_result take_tokens(struct out *o, uint64_t now, uint64_t bytes)
 {
+	if (pubd_pacer_take(&o->g->repair_pacer, now, bytes))
+		return STOP_RATE;
+	if (o->asker && !pubd_repair_peer_bytes(o->asker, now, bytes)) {
+		pubd_pacer_refund(&o->g->repair_pacer, bytes);
+		return STOP_PEER;
+	}
+	return RESENT;
+}
+
+/* Resend the fragments of e (message seq) that c asks for. Not RESENT: out
+ * of tokens (the group's or the asker's) or the fabric took less (counted
+ * as rate); the rest is not sent. */
+static enum resend_result resend(struct out *o, uint64_t now, uint64_t seq, const struct pubd_repair_entry *e,
+				 const struct pubd_ctl *c)
+{
+	enum resend_result r;
 	struct pubd_wire_hdr tmpl = {.flags = PUBD_WIRE_F_REPAIR}, h;
 	struct pubd_frag_plan plan;
 	size_t off, len;
@@ -149,25 +209,29 @@ static bool resend(struct out *o, uint64_t now, uint64_t seq, const struct pubd_
 		if (!pubd_ctl_wants_frag(c, i))
 			continue;
 		pubd_frag_get(&plan, &tmpl, i, &h, &off, &len);
-		if (pubd_pacer_take(&o->g->repair_pacer, now, PUBD_WIRE_HDR_LEN + len))
-			return false;
+		r = take_tokens(o, now, PUBD_WIRE_HDR_LEN + len);
+		if (r != RESENT)
+			return r;
 		pubd_wire_encode(&h, o->hdrs[o->n]);
 		o->dg[o->n] = (struct pubd_tx_dgram){.hdr = o->hdrs[o->n],
 						     .hdr_len = PUBD_WIRE_HDR_LEN,
 						     .payload = e->msg->data + off,
 						     .payload_len = (uint32_t)len};
 		if (++o->n == REPAIR_BATCH && flush(o))
-			return false;
+			return STOP_RATE;
 	}
-	return true;
+	return RESENT;
 }
 
 /* One GONE datagram for first .. first + count - 1, to the asker. */
 static void send_gone(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *to, uint64_t first,
 		      uint64_t count)
 {
-	struct pubd_ctl c = {
-		.type = PUBD_CTL_GONE, .count = (uint32_t)count, .stream = d->source_id, .first_seq = first};
+	struct pubd_ctl c = {.type = PUBD_CTL_GONE,
+			     .count = (uint32_t)count,
+			     .stream = d->source_id,
+			     .first_seq = first,
+			     .token = g->repair_token};
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = g->id, .source_id = d->source_id};
 	uint8_t hdr[PUBD_WIRE_HDR_LEN], body[PUBD_CTL_MAX_LEN];
 	struct pubd_tx_dgram dg = {.hdr = hdr, .hdr_len = sizeof(hdr), .payload = body};
@@ -202,14 +266,22 @@ static bool answer_one(struct out *uni, struct out *multi, uint64_t now, uint64_
 		break;
 	}
 	e = pubd_repair_window_find(g->rwin, seq);
-	if (resend(e->repaired_mcast ? multi : uni, now, seq, e, c))
+	switch (resend(e->repaired_mcast ? multi : uni, now, seq, e, c)) {
+	case RESENT:
 		return true;
+	case STOP_PEER:
+		g->naks_ignored_peer++;
+		break;
+	case STOP_RATE:
+		g->naks_ignored_rate++;
+		break;
+	}
 	e->repaired_ns = 0; /* not (all) sent: the asker's next NAK is no duplicate */
 	return false;
 }
 
 static void answer_nak(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *dg, uint64_t asker,
-		       const struct pubd_ctl *c)
+		       struct pubd_repair_peer *peer, const struct pubd_ctl *c)
 {
 	struct out *uni = calloc(2, sizeof(*uni)), *multi;
 	uint64_t now = d->event_ns, seq, gone_first = 0, gone_n = 0, i;
@@ -218,8 +290,8 @@ static void answer_nak(struct pubd *d, struct pubd_group *g, const struct pubd_r
 	if (!uni)
 		return;
 	multi = uni + 1;
-	*uni = (struct out){.d = d, .g = g, .to = dg};
-	*multi = (struct out){.d = d, .g = g, .to = NULL};
+	*uni = (struct out){.d = d, .g = g, .to = dg, .asker = peer};
+	*multi = (struct out){.d = d, .g = g, .to = NULL, .asker = peer};
 	for (i = 0; i < c->count && ok; i++) {
 		seq = c->first_seq + i;
 		if (i >= REPAIR_MAX_PER_NAK) {
@@ -236,8 +308,6 @@ static void answer_nak(struct pubd *d, struct pubd_group *g, const struct pubd_r
 			send_gone(d, g, dg, gone_first, gone_n);
 		gone_n = 0;
 		ok = answer_one(uni, multi, now, seq, asker, c);
-		if (!ok)
-			g->naks_ignored_rate++;
 	}
 	if (gone_n)
 		send_gone(d, g, dg, gone_first, gone_n);
@@ -250,6 +320,7 @@ void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const 
 			  const uint8_t *body, size_t len)
 {
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, h->group_id);
+	struct pubd_repair_peer *peer;
 	struct pubd_ctl c;
 	int err = pubd_ctl_decode(body, len, &c);
 
@@ -265,7 +336,7 @@ void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const 
 	}
 	if (c.type == PUBD_CTL_GONE) {
 		if (c.stream == h->source_id)
-			engine_naks_gone(d, h->source_id, g->id, c.first_seq, c.count);
+			engine_naks_gone(d, g, h->source_id, &c);
 		return;
 	}
 	g->naks_received++;
@@ -274,5 +345,16 @@ void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const 
 		g->naks_ignored_outside++;
 		return;
 	}
-	answer_nak(d, g, dg, h->source_id, &c);
+	if (c.token != g->repair_token) {
+		/* Not from a host that receives the group: nothing is sent back,
+		 * not even a GONE, whatever address it claims. */
+		g->naks_ignored_token++;
+		return;
+	}
+	peer = pubd_repair_peers_get(g->rpeers, d->event_ns, dg->from, dg->from_len);
+	if (!peer || !pubd_repair_peer_nak(peer, d->event_ns)) {
+		g->naks_ignored_peer++;
+		return;
+	}
+	answer_nak(d, g, dg, h->source_id, peer, &c);
 }

@@ -85,10 +85,19 @@ static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_d
 		d->counters[PUBD_CTR_RX_MALFORMED] += count; /* as on_rx counts the header's own failures */
 }
 
+/* A stream of a repair group waits for its NAKs (reasm's repair class). */
+static bool reasm_repairs(void *ctx, uint64_t group_id)
+{
+	struct pubd *d = ctx;
+
+	return engine_repairs(d, pubd_groups_by_id(&d->groups, group_id));
+}
+
 const struct pubd_reasm_ops engine_reasm_ops = {
 	.deliver = reasm_deliver,
 	.drop = reasm_drop,
 	.gap = engine_naks_gap,
+	.repairs = reasm_repairs,
 };
 
 void engine_arm_reasm_timer(struct pubd *d)
@@ -220,8 +229,11 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		/* Where to send NAKs for this source: where its datagrams come from. */
 		if (dg->from_len && engine_repairs(d, g))
 			remember_peer(d, &h, dg);
-		if (h.flags & PUBD_WIRE_F_HEARTBEAT)
+		if (h.flags & PUBD_WIRE_F_HEARTBEAT) {
 			d->counters[PUBD_CTR_RX_HEARTBEATS]++;
+			if (engine_repairs(d, g))
+				engine_naks_heartbeat(d, g, h.source_id, dg);
+		}
 		/* Publishing daemons heartbeat every group they ever sent on. A
 		 * source unheard after several heartbeat periods on a joined group
 		 * began publishing since: all of its stream is ours to account for,

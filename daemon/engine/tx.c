@@ -363,8 +363,9 @@ void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c)
 void pubd_tx_announce(struct pubd *d, struct pubd_group *g)
 {
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_HEARTBEAT};
-	uint8_t buf[PUBD_WIRE_HDR_LEN];
-	struct pubd_tx_dgram dg = {.hdr = buf, .hdr_len = sizeof(buf)};
+	uint8_t buf[PUBD_CTL_HB_TOKEN_LEN];
+	struct pubd_tx_dgram dg = {.hdr = buf, .hdr_len = PUBD_WIRE_HDR_LEN};
+	uint64_t token = engine_repair_token(g);
 
 	if (g->raw || !g->up)
 		return;
@@ -372,6 +373,9 @@ void pubd_tx_announce(struct pubd *d, struct pubd_group *g)
 	h.source_id = d->source_id;
 	h.msg_seq = g->sent_seq;
 	pubd_wire_encode(&h, buf);
+	/* On a repair group, the token a NAK must echo (wire_ctl.h). */
+	if (token)
+		dg.hdr_len = (uint32_t)pubd_ctl_hb_put_token(buf, token);
 	if (d->fops->send(d->fabric, g->slot, &dg, 1) == 1)
 		d->counters[PUBD_CTR_TX_HEARTBEATS]++;
 }

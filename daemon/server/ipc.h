@@ -148,6 +148,10 @@ static inline void pubd_ipc_settle(struct pubd_ipc *srv)
  * the engine back; a subscriber disconnected as slow loses its
  * subscriptions on the next pubd_ipc_flush_all. */
 void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
+/* Would a message of len bytes fit s's queue now (no slow-subscriber
+ * policy needed)? True for a subscriber being closed (its deliveries are
+ * counted as sub_disconnect at once). */
+bool pubd_ipc_sub_has_room(const struct pubd_sub *s, size_t len);
 /*
  * A message of bytes entered the transmit queue: held against
  * limits.client_buffer_budget until it leaves, so that what waits for the

@@ -265,6 +265,11 @@ static void begin_close_deferred(struct pubd_client *c)
 	srv_mark_dirty(c);
 }
 
+bool pubd_ipc_sub_has_room(const struct pubd_sub *s, size_t len)
+{
+	return s->client->closing || !subscriber_queue_full(s->client, len);
+}
+
 void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
 {
 	struct pubd_client *c = s->client;

@@ -53,8 +53,8 @@ static void roundtrip(const struct pubd_ctl *c)
 	size_t len = pubd_ctl_encode(c, out, sizeof(out));
 
 	if (!len || pubd_ctl_decode(out, len, &again) || again.type != c->type || again.count != c->count ||
-	    again.first_seq != c->first_seq || again.stream != c->stream || again.bitmap_len != c->bitmap_len ||
-	    memcmp(again.bitmap, c->bitmap, c->bitmap_len))
+	    again.first_seq != c->first_seq || again.token != c->token || again.stream != c->stream ||
+	    again.bitmap_len != c->bitmap_len || memcmp(again.bitmap, c->bitmap, c->bitmap_len))
 		abort();
 }
 

@@ -164,9 +164,9 @@ def rxpath_seeds():
 CTL = 0x04
 
 
-def ctl_body(typ, count, stream, first, frag_first=0, bitmap=b""):
-    return struct.pack(">BBHIQQIHH", 1, typ, 32 + len(bitmap), count, stream, first, frag_first, len(bitmap),
-                       0) + bitmap
+def ctl_body(typ, count, stream, first, frag_first=0, bitmap=b"", token=0):
+    return struct.pack(">BBHIQQIHHQ", 2, typ, 40 + len(bitmap), count, stream, first, frag_first, len(bitmap),
+                       0, token) + bitmap
 
 
 def ctl_dgram(grp, src, body):

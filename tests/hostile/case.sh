@@ -14,6 +14,8 @@ IT_LIMIT=${IT_LIMIT:-140}
 . "$here/../integration/lib.sh"
 # shellcheck source=tests/hostile/cases.sh
 . "$here/cases.sh"
+# shellcheck source=tests/hostile/cases_repair.sh
+. "$here/cases_repair.sh"
 HC=$HOSTILE_TOOLS/hostile_client
 FORGE=$HOSTILE_TOOLS/forge_dgram
 HSHM=$HOSTILE_TOOLS/hostile_shm

@@ -16,6 +16,11 @@
  *             --per K of them per source (seq 0..K-1), then a new source
  *   badfrag   N datagrams cycling through header faults: fragment count 0
  *             and 2^32-1, index past count, offset past the end, 4 GiB length
+ *   nak       N NAKs (CONTROL) for --source S's messages Q .. Q+65535 (the
+ *             largest range) with random repair tokens, a new source port
+ *             every --per K of them: a forged NAK flood
+ *   gone      N GONEs (CONTROL) from --source S for Q .. Q+65535 with
+ *             random tokens: forged "give up" messages
  *
  * --if: the local address multicast leaves by (default 127.0.0.1).
  * --rate paces the sending against the clock (default 50000/s), so the
@@ -34,6 +39,7 @@
 #include <unistd.h>
 
 #include "wire.h"
+#include "wire_ctl.h"
 
 static uint64_t now_ns(void)
 {
@@ -100,10 +106,28 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 			h->frag_count = 2;
 			break;
 		}
+	} else if (!strcmp(mode, "nak") || !strcmp(mode, "gone")) {
+		h->source_id = !strcmp(mode, "nak") ? next_id(seed) : *source;
+		h->flags = PUBD_WIRE_F_CONTROL;
+		h->frag_count = 0;
+		*payload = PUBD_CTL_FIXED_LEN;
+		h->msg_len = PUBD_CTL_FIXED_LEN;
 	} else {
 		return -1;
 	}
 	return 0;
+}
+
+/* The NAK or GONE body of datagram i (forge set the header). */
+static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t *seed, uint8_t *out)
+{
+	struct pubd_ctl c = {.type = !strcmp(mode, "nak") ? PUBD_CTL_NAK : PUBD_CTL_GONE,
+			     .count = PUBD_CTL_MAX_COUNT,
+			     .stream = source,
+			     .first_seq = seq,
+			     .token = next_id(seed)};
+
+	pubd_ctl_encode(&c, out, PUBD_CTL_MAX_LEN);
 }
 
 /* Sleep until the monotonic clock reaches due (ns). */
@@ -135,7 +159,7 @@ int main(int argc, char **argv)
 	uint64_t count = 1, rate = 50000, source = 0, seq = 0, per = 64, seed = 0x686f7374696c65u, i, sent = 0;
 	struct sockaddr_in to = {.sin_family = AF_INET};
 	struct in_addr mif;
-	uint8_t dgram[PUBD_WIRE_HDR_LEN + 16];
+	uint8_t dgram[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
 	uint64_t start;
 	int c, fd, one = 1;
 
@@ -202,8 +226,19 @@ int main(int argc, char **argv)
 		}
 		pubd_wire_encode(&h, dgram);
 		memset(dgram + PUBD_WIRE_HDR_LEN, 0x5a, payload);
-		if (payload)
+		if (h.flags & PUBD_WIRE_F_CONTROL)
+			ctl_body(mode, source, seq, &seed, dgram + PUBD_WIRE_HDR_LEN);
+		else if (payload)
 			memcpy(dgram + PUBD_WIRE_HDR_LEN, &i, payload < sizeof(i) ? payload : sizeof(i));
+		/* A NAK flood from many ports: a new socket (port) every per. */
+		if (!strcmp(mode, "nak") && i && i % per == 0) {
+			close(fd);
+			fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			if (fd < 0) {
+				perror("forge_dgram: socket");
+				return 1;
+			}
+		}
 		if (sendto(fd, dgram, PUBD_WIRE_HDR_LEN + payload, 0, (struct sockaddr *)&to, sizeof(to)) > 0)
 			sent++;
 		else if (errno != ENOBUFS && errno != EAGAIN)

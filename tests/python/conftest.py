@@ -75,6 +75,8 @@ def _write_config(work: Path, port: int) -> Path:
     ]
     for i, g in enumerate(GROUPS + ["secret"]):
         lines += [f"  - name: {g}", f"    address: 239.{port >> 8 & 255}.{port & 255}.{i + 1}"]
+        if g == "t.views":
+            lines += ["    repair: on"]  # test_query's repair_stats
     other_uid = os.getuid() + 4242  # anyone but us
     lines += [f"    publish: [uid:{other_uid}]", f"    subscribe: [uid:{other_uid}]"]
     conf = work / "pubd.yaml"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -52,6 +53,24 @@ def test_status_and_other_tables(client: pub.Client) -> None:
     assert group["group"][0]["name"] == "t.misc"
     assert "subscribers" in group and "publishers" in group
     assert client.query("subscribers", group="t.misc") == group["subscribers"]
+
+
+def test_repair_stats(client: pub.Client) -> None:
+    plain = client.repair_stats("t.misc")
+    assert set(plain) == set(pub.Client.REPAIR_COLUMNS)
+    assert all(isinstance(v, int) for v in plain.values())
+    assert plain["repair"] == 0 and plain["repaired"] == 0 and plain["unrecovered"] == 0
+    client.publish("t.views", b"kept for repair", sync=True)
+    deadline = time.monotonic() + 5
+    while client.repair_stats("t.views")["repair"] != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    st = client.repair_stats("t.views")
+    assert st["repair"] == 1  # the source keeps a window for it
+    assert st["naks_received"] == 0 and st["naks_ignored_token"] == 0
+    rows = {r["name"]: r for r in client.query("groups")}
+    assert rows["t.views"]["repaired"] == st["repaired"]
+    with pytest.raises(pub.Error):
+        client.repair_stats("no.such.group")
 
 
 def test_bad_queries(client: pub.Client) -> None:

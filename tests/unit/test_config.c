@@ -245,7 +245,7 @@ static void config_mtu_is_auto_or_bytes(void **state)
 
 #define REPAIR_EXPECT                                                                                                 \
 	"groups[0].repair: expected off, on, or a mapping with window, max_age_ms, nak_backoff_ms, nak_interval_ms, " \
-	"nak_retries, rate, got "
+	"nak_retries, rate, peer_rate, got "
 
 static void config_group_repair_is_off_on_or_a_mapping(void **state)
 {
@@ -254,6 +254,8 @@ static void config_group_repair_is_off_on_or_a_mapping(void **state)
 	assert_int_equal(cfg.groups[0].repair.on, 0);
 	assert_int_equal(cfg.groups[0].repair.window, 16ull << 20);
 	assert_int_equal(cfg.groups[0].repair.nak_backoff_ms, 60);
+	assert_int_equal(cfg.groups[0].repair.rate, 32ull << 20);
+	assert_int_equal(cfg.groups[0].repair.peer_rate, 16ull << 20);
 	assert_int_equal(cfg.repair_budget, 256ull << 20);
 	parses(G1 ", repair: on}\n");
 	assert_int_equal(cfg.groups[0].repair.on, 1);
@@ -267,6 +269,10 @@ static void config_group_repair_is_off_on_or_a_mapping(void **state)
 	assert_int_equal(cfg.groups[0].repair.rate, 0);
 	assert_int_equal(cfg.groups[0].repair.nak_interval_ms, 100);
 	assert_int_equal(cfg.repair_budget, 8ull << 20);
+	parses(G1 ", repair: {peer_rate: 1MiB}}\n");
+	assert_int_equal(cfg.groups[0].repair.peer_rate, 1ull << 20);
+	parses(G1 ", repair: {peer_rate: off}}\n");
+	assert_int_equal(cfg.groups[0].repair.peer_rate, 0);
 	parses(G1 ", repair: off}\n");
 	assert_int_equal(cfg.groups[0].repair.on, 0);
 	one_error(G1 ", repair: yes please}\n", "t.yaml:2:43: " REPAIR_EXPECT "\"yes please\"");
@@ -276,7 +282,7 @@ static void config_group_repair_is_off_on_or_a_mapping(void **state)
 		"or GiB), got \"1KiB\"");
 	one_error(G1 ", repair: {colour: red}}\n",
 		  "t.yaml:2:44: groups[0].repair: unknown key \"colour\" (expected one of window, max_age_ms, "
-		  "nak_backoff_ms, nak_interval_ms, nak_retries, rate)");
+		  "nak_backoff_ms, nak_interval_ms, nak_retries, rate, peer_rate)");
 	one_error(G1 ", repair.window: 1MiB}\n",
 		  "t.yaml:2:35: groups[0]: unknown key \"repair.window\" (expected one of name, address, raw, rate, "
 		  "repair, publish, subscribe)");

@@ -115,7 +115,11 @@ static void nak(struct hd *a, struct hd *b, uint64_t seq, uint32_t count)
 
 static void nak_from(struct hd *a, uint64_t asker, uint64_t peer, uint64_t seq, uint32_t count)
 {
-	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = count, .stream = a->d.source_id, .first_seq = seq};
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK,
+			     .count = count,
+			     .stream = a->d.source_id,
+			     .first_seq = seq,
+			     .token = hd_group(a, "r")->repair_token};
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = hd_group(a, "r")->id, .source_id = asker};
 	uint8_t dg[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
 	size_t blen = pubd_ctl_encode(&c, dg + PUBD_WIRE_HDR_LEN, PUBD_CTL_MAX_LEN);
@@ -481,6 +485,54 @@ static void test_two_askers_get_multicast(void **state)
 	hd_stop(&a);
 }
 
+/* One message of len bytes, seq of source on g, as a datagram into d. */
+static void inject_msg(struct hd *d, struct pubd_group *g, uint64_t source, uint64_t seq, uint32_t len)
+{
+	struct pubd_wire_hdr h = {
+		.group_id = g->id, .source_id = source, .msg_seq = seq, .msg_len = len, .frag_count = 1};
+	uint8_t dg[PUBD_WIRE_HDR_LEN + 64] = {0};
+
+	pubd_wire_encode(&h, dg);
+	pubd_fake_inject_from(d->fk, g->slot, dg, PUBD_WIRE_HDR_LEN + len, 0x77);
+}
+
+/* A repair group (its reassembly waits for every NAK retry, here over a
+ * second) does not stretch a plain group's reassembly_timeout_ms: a gap
+ * on the plain group is counted as seq_gap within about 50 ms. */
+static void test_plain_group_keeps_its_timeout(void **state)
+{
+	static struct hd b;
+	struct pubd_group *gp;
+	struct hc sub;
+	uint64_t t0, dl, took;
+
+	(void)state;
+	assert_int_equal(hd_start(&b, NULL,
+				  "limits:\n  reassembly_timeout_ms: 50\n"
+				  "groups:\n"
+				  "  - {name: r, address: 239.78.0.1, repair: {nak_interval_ms: 200, nak_retries: 5}}\n"
+				  "  - {name: p, address: 239.78.0.3}\n"),
+			 0);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "p", NULL), 0);
+	gp = hd_group(&b, "p");
+	inject_msg(&b, gp, 0x5151, 0, 10);
+	hd_turn(&b, 1);
+	t0 = pubd_now_ns();
+	inject_msg(&b, gp, 0x5151, 2, 10); /* 1 is missing */
+	dl = hd_deadline(3000);
+	while (!hd_past(dl) && !gp->drops.by_reason[PUB_DROP_SEQ_GAP])
+		hd_turn(&b, 5);
+	took = (pubd_now_ns() - t0) / MS;
+	print_message("plain group's gap counted after %llu ms (reassembly_timeout_ms 50; repair group's wait > 1 s)\n",
+		      (unsigned long long)took);
+	assert_int_equal(gp->drops.by_reason[PUB_DROP_SEQ_GAP], 1);
+	assert_true(took < 500);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -497,6 +549,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_two_askers_get_multicast, teardown),
 		cmocka_unit_test_teardown(test_end_to_end_random_loss, teardown),
 		cmocka_unit_test_teardown(test_window_too_small_counts_unrecovered, teardown),
+		cmocka_unit_test_teardown(test_plain_group_keeps_its_timeout, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -393,6 +393,53 @@ static void reasm_foreach_and_totals_report_state(void **state)
 	pubd_reasm_destroy(r);
 }
 
+/* Group Y is a repair group: its streams wait repair_timeout_ns. */
+static bool y_repairs(void *ctx, uint64_t grp)
+{
+	(void)ctx;
+	return grp == GRP_Y;
+}
+
+/*
+ * A repair group's long wait must not stretch another group's timeout:
+ * a partial and a gap of group X time out after timeout_ns even when
+ * group Y's (repair) partial and gap, made earlier, wait 10x longer.
+ */
+static void reasm_repair_class_does_not_stretch_plain_timeout(void **state)
+{
+	struct pubd_reasm_config c;
+	struct pubd_reasm_ops o = ops;
+	struct pubd_reasm *r;
+
+	(void)state;
+	memset(&sink, 0, sizeof(sink));
+	pubd_reasm_config_defaults(&c);
+	c.timeout_ns = 10 * MS;
+	c.repair_timeout_ns = 100 * MS;
+	o.repairs = y_repairs;
+	r = pubd_reasm_create(&c, &o, &sink);
+	assert_non_null(r);
+	/* at 1 ms: Y's message 0 half there, Y's 1 missing (2 arrived) */
+	push_frag(r, 1 * MS, SRC_A, GRP_Y, 0, 3000, 1500, 0);
+	push_msg(r, 1 * MS, SRC_A, GRP_Y, 2, 100);
+	/* at 2 ms: the same on X */
+	push_frag(r, 2 * MS, SRC_A, GRP_X, 0, 3000, 1500, 0);
+	push_msg(r, 2 * MS, SRC_A, GRP_X, 2, 100);
+	assert_int_equal(pubd_reasm_next_deadline(r), 12 * MS);
+	pubd_reasm_expire(r, 12 * MS);
+	assert_int_equal(per_drops(SRC_A, GRP_X, PUB_DROP_REASM_TIMEOUT), 1);
+	assert_int_equal(per_drops(SRC_A, GRP_X, PUB_DROP_SEQ_GAP), 1);
+	assert_int_equal(per_drops(SRC_A, GRP_Y, PUB_DROP_REASM_TIMEOUT) + per_drops(SRC_A, GRP_Y, PUB_DROP_SEQ_GAP),
+			 0);
+	assert_int_equal(pubd_reasm_next_deadline(r), 101 * MS);
+	pubd_reasm_expire(r, 100 * MS);
+	assert_int_equal(per_drops(SRC_A, GRP_Y, PUB_DROP_REASM_TIMEOUT), 0);
+	pubd_reasm_expire(r, 101 * MS);
+	assert_int_equal(per_drops(SRC_A, GRP_Y, PUB_DROP_REASM_TIMEOUT), 1);
+	assert_int_equal(per_drops(SRC_A, GRP_Y, PUB_DROP_SEQ_GAP), 1);
+	pubd_reasm_destroy(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +458,7 @@ int main(void)
 		cmocka_unit_test(reasm_drops_header_that_fails_wire_checks),
 		cmocka_unit_test(reasm_destroy_frees_partials_ranges_and_streams),
 		cmocka_unit_test(reasm_foreach_and_totals_report_state),
+		cmocka_unit_test(reasm_repair_class_does_not_stretch_plain_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -201,6 +201,51 @@ static void nak_long_range_goes_in_pieces(void **state)
 	pubd_nak_close(&s);
 }
 
+/* Group 2 has its own timing (no back-off, 10 ms interval, 1 retry);
+ * group 3 says nothing and takes cfg's; group 1 fast too but via op. */
+static bool group_timing(void *ctx, uint64_t group, struct pubd_nak_timing *t)
+{
+	(void)ctx;
+	if (group != 2)
+		return false;
+	*t = (struct pubd_nak_timing){.backoff_ns = 0, .interval_ns = 10 * MS, .retries = 1};
+	return true;
+}
+
+static void nak_timings_are_per_group(void **state)
+{
+	struct pubd_nak_cfg cfg = {.backoff_ns = 60 * MS, .interval_ns = 100 * MS, .retries = 3, .max_gaps = 8};
+	struct pubd_nak_ops o = ops;
+	struct pubd_nak_sched s;
+	struct rec r = {.rnd = 60 * MS};
+
+	(void)state;
+	o.timing = group_timing;
+	assert_int_equal(pubd_nak_init(&s, &cfg, &o, &r, fixed_rand, &r), 0);
+	pubd_nak_gap(&s, 0, 1, 2, 100, 1, false); /* group 2: asked at once */
+	pubd_nak_gap(&s, 0, 1, 3, 200, 1, false); /* group 3: after cfg's 60 ms */
+	assert_int_equal(pubd_nak_next_deadline(&s), 0);
+	pubd_nak_run(&s, 0);
+	assert_int_equal(r.sends, 1);
+	assert_int_equal(r.last_first, 100);
+	assert_int_equal(pubd_nak_next_deadline(&s), 10 * MS); /* group 2's interval */
+	pubd_nak_run(&s, 10 * MS);			       /* its one retry is used up */
+	assert_int_equal(r.give_ups, 1);
+	assert_int_equal(r.gu_first, 100);
+	assert_int_equal(pubd_nak_next_deadline(&s), 60 * MS);
+	pubd_nak_run(&s, 60 * MS);
+	assert_int_equal(r.sends, 2);
+	assert_int_equal(r.last_first, 200);
+	assert_int_equal(pubd_nak_next_deadline(&s), 160 * MS); /* cfg's interval */
+	pubd_nak_run(&s, 160 * MS);
+	pubd_nak_run(&s, 260 * MS);
+	pubd_nak_run(&s, 360 * MS); /* three NAKs sent: given up */
+	assert_int_equal(r.sends, 4);
+	assert_int_equal(r.give_ups, 2);
+	assert_int_equal(r.gu_first, 200);
+	pubd_nak_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +255,7 @@ int main(void)
 		cmocka_unit_test(nak_gone_gives_up_what_it_names),
 		cmocka_unit_test(nak_bounded_gaps_give_up_the_oldest),
 		cmocka_unit_test(nak_long_range_goes_in_pieces),
+		cmocka_unit_test(nak_timings_are_per_group),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -332,6 +332,65 @@ static void test_layout_80x24(void **state)
 	watch_sample_close(&b);
 }
 
+/* A repair group's columns, by name: repaired, unrecovered, NAKs sent + received. */
+static void feed_repair(struct watch_sample *s, uint64_t repaired, uint64_t unrecovered, uint64_t sent, uint64_t recv)
+{
+	static const struct pub_column cols[] = {{"name", PUB_VALUE_STR},
+						 {"repaired", PUB_VALUE_U64},
+						 {"unrecovered", PUB_VALUE_U64},
+						 {"naks_sent", PUB_VALUE_U64},
+						 {"naks_received", PUB_VALUE_U64}};
+	struct pub_value cells[] = {str("rep"), u64(repaired), u64(unrecovered), u64(sent), u64(recv)};
+	struct pub_table t = {.name = "groups", .ncols = 5, .cols = cols, .nrows = 1, .cells = cells};
+
+	assert_int_equal(watch_sample_table(&t, s), 0);
+}
+
+/* Loss repair shows per group: repaired, unrecovered and NAK rates, on
+ * a wide screen. */
+static void test_repair_columns(void **state)
+{
+	struct watch_sample a, b;
+	struct watch_rates r;
+	struct watch_frame f;
+	struct watch_info info = {.clock = "12:34:56", .footer = "every 1s"};
+	char line[512];
+
+	(void)state;
+	watch_sample_init(&a);
+	watch_sample_init(&b);
+	feed_status(&a, 42, 100, 1, 0);
+	feed_repair(&a, 10, 1, 5, 0);
+	feed_status(&b, 42, 101, 1, 0);
+	feed_repair(&b, 310, 3, 45, 15);
+	assert_int_equal(b.groups[0].repaired, 310);
+	assert_int_equal(b.groups[0].unrecovered, 3);
+	assert_int_equal(b.groups[0].naks, 60);
+	watch_rates_init(&r);
+	watch_rates_compute(&r, &a, &b, 1.0);
+	assert_true(r.groups[0].repaired > 299.9 && r.groups[0].repaired < 300.1);
+	assert_true(r.groups[0].unrecovered > 1.9 && r.groups[0].unrecovered < 2.1);
+	assert_true(r.groups[0].naks > 54.9 && r.groups[0].naks < 55.1);
+	assert_int_equal(watch_frame_init(&f, 120, 30), 0);
+	watch_layout(&f, &b, &r, &info);
+	assert_int_equal(count_lines(&f, "RPR/s"), 1);
+	line_of(&f, "GROUP", line, sizeof(line));
+	assert_non_null(strstr(line, "RPR/s"));
+	assert_non_null(strstr(line, "UNRC/s"));
+	assert_non_null(strstr(line, "NAK/s"));
+	line_of(&f, "rep", line, sizeof(line));
+	assert_non_null(strstr(line, "300"));
+	assert_non_null(strstr(line, "2.0"));
+	assert_non_null(strstr(line, "55.0"));
+	assert_int_equal(watch_frame_reset(&f, 80, 24), 0);
+	watch_layout(&f, &b, &r, &info);
+	assert_int_equal(count_lines(&f, "RPR/s"), 0); /* 80 columns: no room */
+	watch_frame_close(&f);
+	watch_rates_close(&r);
+	watch_sample_close(&a);
+	watch_sample_close(&b);
+}
+
 /* More groups than lines: as many as fit, then "+N more groups"; nothing past the frame. */
 static void test_layout_truncates(void **state)
 {
@@ -507,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_rates_from_two_samples),
 		cmocka_unit_test(test_fmt),
 		cmocka_unit_test(test_layout_80x24),
+		cmocka_unit_test(test_repair_columns),
 		cmocka_unit_test(test_layout_truncates),
 		cmocka_unit_test(test_layout_names),
 		cmocka_unit_test(test_layout_down),

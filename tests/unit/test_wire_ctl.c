@@ -15,13 +15,15 @@ static uint8_t body[PUBD_CTL_MAX_LEN + 16];
 static void ctl_encodes_fixed_part_in_network_byte_order(void **state)
 {
 	static const uint8_t want[PUBD_CTL_FIXED_LEN] = {
-		1,    1,    0,	  32,	0,    0,    0x01, 0x02, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
-		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0,    0,    0,	  0,	0,    0,    0,	  0,
+		2,    1,    0,	  40,	0,    0,    0x01, 0x02, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,
+		0x17, 0x18, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0,	  0,	0,    0,
+		0,    0,    0,	  0,	0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38,
 	};
 	struct pubd_ctl c = {.type = PUBD_CTL_NAK,
 			     .count = 0x102,
 			     .stream = 0x1112131415161718ull,
-			     .first_seq = 0x2122232425262728ull};
+			     .first_seq = 0x2122232425262728ull,
+			     .token = 0x3132333435363738ull};
 
 	(void)state;
 	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), PUBD_CTL_FIXED_LEN);
@@ -79,10 +81,10 @@ static void ctl_accepts_longer_body(void **state)
 
 	(void)state;
 	pubd_ctl_encode(&c, body, sizeof(body));
-	body[3] = 40;
-	memset(body + 32, 0xee, 8);
-	assert_int_equal(pubd_ctl_decode(body, 40, &out), PUBD_CTL_OK);
-	assert_int_equal(pubd_ctl_decode(body, 39, &out), PUBD_CTL_ERR_SHORT);
+	body[3] = 48;
+	memset(body + 40, 0xee, 8);
+	assert_int_equal(pubd_ctl_decode(body, 48, &out), PUBD_CTL_OK);
+	assert_int_equal(pubd_ctl_decode(body, 47, &out), PUBD_CTL_ERR_SHORT);
 }
 
 static int decode_with(size_t off, uint8_t v, size_t len)
@@ -102,24 +104,24 @@ static void ctl_rejects_each_fault(void **state)
 	struct pubd_ctl out;
 
 	(void)state;
-	assert_int_equal(pubd_ctl_decode(body, 31, &out), PUBD_CTL_ERR_SHORT);
-	assert_int_equal(decode_with(0, 2, 32), PUBD_CTL_ERR_VERSION);
-	assert_int_equal(decode_with(1, 3, 32), PUBD_CTL_ERR_TYPE);
-	assert_int_equal(decode_with(1, 0, 32), PUBD_CTL_ERR_TYPE);
-	assert_int_equal(decode_with(3, 31, 32), PUBD_CTL_ERR_SHORT); /* body_len below 32 */
-	assert_int_equal(decode_with(3, 33, 32), PUBD_CTL_ERR_SHORT); /* body_len beyond the datagram */
-	assert_int_equal(decode_with(7, 0, 32), PUBD_CTL_ERR_COUNT);  /* count 0 */
-	assert_int_equal(decode_with(5, 1, 32), PUBD_CTL_ERR_COUNT);  /* count 65537 */
-	assert_int_equal(decode_with(31, 1, 32), PUBD_CTL_ERR_RESERVED);
-	assert_int_equal(decode_with(27, 1, 32), PUBD_CTL_ERR_BITMAP); /* frag_first without bitmap */
-	assert_int_equal(decode_with(29, 1, 32), PUBD_CTL_ERR_BITMAP); /* bitmap beyond body_len */
-	assert_int_equal(decode_with(32, 0, 33), PUBD_CTL_ERR_BITMAP); /* empty bitmap */
-	assert_int_equal(decode_with(7, 2, 33), PUBD_CTL_ERR_BITMAP);  /* bitmap on two messages */
-	assert_int_equal(decode_with(1, PUBD_CTL_GONE, 33), PUBD_CTL_ERR_BITMAP);
-	assert_int_equal(decode_with(32, 1, 33), PUBD_CTL_OK);
+	assert_int_equal(pubd_ctl_decode(body, 39, &out), PUBD_CTL_ERR_SHORT);
+	assert_int_equal(decode_with(0, 1, 40), PUBD_CTL_ERR_VERSION); /* version 1 had no token */
+	assert_int_equal(decode_with(1, 3, 40), PUBD_CTL_ERR_TYPE);
+	assert_int_equal(decode_with(1, 0, 40), PUBD_CTL_ERR_TYPE);
+	assert_int_equal(decode_with(3, 39, 40), PUBD_CTL_ERR_SHORT); /* body_len below 40 */
+	assert_int_equal(decode_with(3, 41, 40), PUBD_CTL_ERR_SHORT); /* body_len beyond the datagram */
+	assert_int_equal(decode_with(7, 0, 40), PUBD_CTL_ERR_COUNT);  /* count 0 */
+	assert_int_equal(decode_with(5, 1, 40), PUBD_CTL_ERR_COUNT);  /* count 65537 */
+	assert_int_equal(decode_with(31, 1, 40), PUBD_CTL_ERR_RESERVED);
+	assert_int_equal(decode_with(27, 1, 40), PUBD_CTL_ERR_BITMAP); /* frag_first without bitmap */
+	assert_int_equal(decode_with(29, 1, 40), PUBD_CTL_ERR_BITMAP); /* bitmap beyond body_len */
+	assert_int_equal(decode_with(40, 0, 41), PUBD_CTL_ERR_BITMAP); /* empty bitmap */
+	assert_int_equal(decode_with(7, 2, 41), PUBD_CTL_ERR_BITMAP);  /* bitmap on two messages */
+	assert_int_equal(decode_with(1, PUBD_CTL_GONE, 41), PUBD_CTL_ERR_BITMAP);
+	assert_int_equal(decode_with(40, 1, 41), PUBD_CTL_OK);
 	/* a range that would wrap */
 	memset(body + 16, 0xff, 8);
-	assert_int_equal(pubd_ctl_decode(body, 33, &out), PUBD_CTL_ERR_COUNT);
+	assert_int_equal(pubd_ctl_decode(body, 41, &out), PUBD_CTL_ERR_COUNT);
 }
 
 static void ctl_encode_refuses_what_decode_would(void **state)
@@ -137,6 +139,24 @@ static void ctl_encode_refuses_what_decode_would(void **state)
 	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
 	c.bitmap_len = 0;
 	assert_int_equal(pubd_ctl_encode(&c, body, PUBD_CTL_FIXED_LEN - 1), 0);
+}
+
+/* The token survives the round trip, and a heartbeat header carries one. */
+static void ctl_token_roundtrips_in_nak_and_heartbeat(void **state)
+{
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = 1, .stream = 1, .first_seq = 5, .token = 0xfeedull}, out;
+	uint8_t hb[PUBD_CTL_HB_TOKEN_LEN] = {0};
+	size_t len = pubd_ctl_encode(&c, body, sizeof(body));
+
+	(void)state;
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.token, 0xfeedull);
+	hb[7] = 48; /* hdr_len 48: no extension, no token */
+	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb)), 0);
+	assert_int_equal(pubd_ctl_hb_put_token(hb, 0x0102030405060708ull), PUBD_CTL_HB_TOKEN_LEN);
+	assert_int_equal(hb[7], PUBD_CTL_HB_TOKEN_LEN);
+	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb)), 0x0102030405060708ull);
+	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb) - 1), 0); /* cut short */
 }
 
 static void ctl_strerror_names_every_error(void **state)
@@ -157,6 +177,7 @@ int main(void)
 		cmocka_unit_test(ctl_accepts_longer_body),
 		cmocka_unit_test(ctl_rejects_each_fault),
 		cmocka_unit_test(ctl_encode_refuses_what_decode_would),
+		cmocka_unit_test(ctl_token_roundtrips_in_nak_and_heartbeat),
 		cmocka_unit_test(ctl_strerror_names_every_error),
 	};
 

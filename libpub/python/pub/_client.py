@@ -463,6 +463,37 @@ class Client:
             raise Error(-_lib.PUB_EPROTO, f"pubd's {query} reply has no table {table!r}")
         return tables[table]
 
+    # The loss-repair columns of pubd's groups table (0 on groups without repair).
+    REPAIR_COLUMNS = (
+        "repair",
+        "repaired",
+        "unrecovered",
+        "naks_sent",
+        "naks_received",
+        "repairs_sent",
+        "repair_bytes",
+        "gone_sent",
+        "naks_ignored_duplicate",
+        "naks_ignored_rate",
+        "naks_ignored_outside",
+        "naks_ignored_token",
+        "naks_ignored_peer",
+        "gone_ignored",
+    )
+
+    def repair_stats(self, group: str) -> dict[str, int]:
+        """One group's loss-repair counters, as ``pubctl group NAME`` shows them.
+
+        ``repaired`` (messages got back by NAK), ``unrecovered`` (lost
+        although NAKed), ``naks_sent`` / ``naks_received``, the source
+        side's ``repairs_sent``, ``repair_bytes``, ``gone_sent`` and the
+        ``naks_ignored_*`` reasons, ``gone_ignored``; ``repair`` is 1 while
+        the group keeps a repair window. Columns this pubd does not have are
+        left out. Raises ``pub.Error`` for an unknown group.
+        """
+        row = self.query("group", group=group)[0]
+        return {k: row[k] for k in self.REPAIR_COLUMNS if k in row}
+
     def reload(self) -> None:
         """Ask pubd to re-read its configuration (as SIGHUP does).
 

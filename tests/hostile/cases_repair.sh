@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+#
+# Hostile cases against loss repair (issue 13): forged control datagrams
+# at a source daemon. Sourced after cases.sh (h_pubd, h_forge, h_fig).
+
+# ---- forged NAKs and GONEs: no repair work, counted with their reason ----
+case_r_forged_naks() {
+	h_pubd d <<-EOF
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+		    repair: {window: 4MiB, rate: 1MiB, peer_rate: 256KiB}
+	EOF
+	local src n=4000 got ign rb sent rss0 rss1
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 200 --size 16384 >/dev/null || it_fail "publish"
+	it_wait "the repair window" 20 test "$(it_group_val d h repair_window_bytes)" -gt 0
+	src=0x$(it_q d status '.status[0].source_id')
+	rss0=$(h_rss "$H_PID")
+	# NAKs for every message it sent (and 65,536 beyond), each with a
+	# random token, 50 from each of 80 source ports, at its unicast port.
+	h_forge --dst 127.0.0.1 --group h --mode nak --source "$src" --count $n --per 50 --rate 20000 >/dev/null
+	it_wait "the NAKs counted" 30 test "$(it_group_val d h naks_received)" -ge $n
+	got=$(it_group_val d h naks_received)
+	ign=$(it_group_val d h naks_ignored_token)
+	rb=$(it_group_val d h repair_bytes)
+	sent=$(it_group_val d h repairs_sent)
+	rss1=$(h_rss "$H_PID")
+	h_fig "$n forged NAKs (65536 messages each, 80 ports): received $got, ignored as token $ign, repair datagrams $sent, repair bytes $rb, GONEs $(it_group_val d h gone_sent), RSS +$((rss1 - rss0)) KiB"
+	it_eq "every forged NAK ignored for its token" "$ign" "$got"
+	it_eq "no repair byte sent for them" "$rb" 0
+	it_eq "no GONE sent for them" "$(it_group_val d h gone_sent)" 0
+	# Forged GONEs, claiming to come from a source: ignored, counted.
+	h_forge --dst 127.0.0.1 --group h --mode gone --source 0x676f6e65 --count 300 >/dev/null
+	it_wait "the GONEs counted" 30 test "$(it_group_val d h gone_ignored)" -ge 300
+	h_fig "300 forged GONEs: gone_ignored $(it_group_val d h gone_ignored), unrecovered $(it_group_val d h unrecovered)"
+	it_eq "nothing given up for them" "$(it_group_val d h unrecovered)" 0
+	# Still up, still serving.
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 3 --size 64 >/dev/null || it_fail "publish after the flood"
+	it_eq "the daemon is alive" "$(kill -0 "$H_PID" && echo up)" up
+}

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loss repair against forged control datagrams, through the daemon on the
+ * fake fabric: a NAK without the group's repair token gets nothing back
+ * (not even a GONE); one asker's NAKs and repair bytes are capped
+ * (PUBD_REPAIR_PEER_NAKS_PER_S, repair.peer_rate) while another asker is
+ * still served; a GONE without the source's token gives nothing up; the
+ * token travels in the source's heartbeats, and only on the group.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proto.h"
+#include "repair_peers.h"
+#include "test_daemon_harness.h"
+#include "wire.h"
+#include "wire_ctl.h"
+
+static const char *body(const char *repair)
+{
+	static char b[512];
+
+	snprintf(b, sizeof(b),
+		 "limits:\n  reassembly_timeout_ms: 60000\n"
+		 "groups:\n"
+		 "  - name: r\n"
+		 "    address: 239.78.0.2\n"
+		 "    repair: %s\n",
+		 repair);
+	return b;
+}
+
+/* Publish n messages of len bytes on r and wait until a has sent them. */
+static void publish_sent(struct hd *a, uint64_t n, size_t len)
+{
+	static uint8_t frame[4400], payload[4096];
+	struct pubd_group *g;
+	struct hc pub;
+	uint64_t k, dl;
+	size_t fl;
+
+	assert_int_equal(hc_connect(a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	memset(payload, 0x5a, sizeof(payload));
+	for (k = 0; k < n; k++) {
+		fl = hc_enc_publish(frame, sizeof(frame), "r", payload, len);
+		assert_int_equal(hc_write(&pub, frame, fl, 5000), 0);
+	}
+	g = hd_group(a, "r");
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && (g->txq_head || a->d.counters[PUBD_CTR_MSG_PUBLISHED] < n))
+		hd_turn(a, 1);
+	assert_null(g->txq_head);
+	hc_close(&pub);
+	pubd_fake_sent_clear(a->fk);
+}
+
+static void ctl_to(struct hd *a, uint8_t type, uint64_t from_source, uint64_t stream, uint64_t peer, uint64_t seq,
+		   uint32_t count, uint64_t token)
+{
+	struct pubd_ctl c = {.type = type, .count = count, .stream = stream, .first_seq = seq, .token = token};
+	struct pubd_wire_hdr h = {
+		.flags = PUBD_WIRE_F_CONTROL, .group_id = hd_group(a, "r")->id, .source_id = from_source};
+	uint8_t dg[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
+	size_t blen = pubd_ctl_encode(&c, dg + PUBD_WIRE_HDR_LEN, PUBD_CTL_MAX_LEN);
+
+	assert_true(blen > 0);
+	h.msg_len = (uint32_t)blen;
+	pubd_wire_encode(&h, dg);
+	pubd_fake_inject_from(a->fk, -1, dg, (uint32_t)(PUBD_WIRE_HDR_LEN + blen), peer);
+}
+
+static void nak_to(struct hd *a, uint64_t peer, uint64_t seq, uint32_t count, uint64_t token)
+{
+	ctl_to(a, PUBD_CTL_NAK, 0x4242, a->d.source_id, peer, seq, count, token);
+}
+
+/* Forged NAKs (no token, a wrong one, a huge range, from many ports) get
+ * nothing sent; the same NAK with the token is answered. */
+static void test_nak_without_token_gets_nothing(void **state)
+{
+	static struct hd a;
+	struct pubd_group *ga;
+	uint64_t port;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, body("{window: 1MiB, rate: off, peer_rate: off}")), 0);
+	publish_sent(&a, 20, 3000);
+	ga = hd_group(&a, "r");
+	assert_true(ga->repair_token != 0);
+	nak_to(&a, 0x71, 0, 20, 0);
+	nak_to(&a, 0x71, 0, 20, ga->repair_token ^ 1);
+	for (port = 0; port < 500; port++)
+		nak_to(&a, 0x1000 + port, 0, PUBD_CTL_MAX_COUNT, port * 0x9e3779b97f4a7c15ull | 1);
+	assert_int_equal(pubd_fake_sent_count(a.fk), 0);
+	assert_int_equal(ga->naks_received, 502);
+	assert_int_equal(ga->naks_ignored_token, 502);
+	assert_int_equal(ga->repair_bytes + ga->repairs_sent + ga->gone_sent, 0);
+	nak_to(&a, 0x71, 0, 20, ga->repair_token);
+	assert_int_equal(ga->repairs_sent, 20 * ((3000 + 975) / 976)); /* fragments of 976 bytes at the fake's MTU */
+	assert_int_equal(pubd_fake_sent_count(a.fk), ga->repairs_sent);
+	hd_stop(&a);
+}
+
+/* One asker flooding NAKs: the first PUBD_REPAIR_PEER_NAK_BURST are taken,
+ * the rest ignored as peer; another asker is still answered. Repair bytes
+ * to one asker stay within repair.peer_rate's bucket. */
+static void test_one_asker_is_capped(void **state)
+{
+	static struct hd a;
+	struct pubd_group *ga;
+	uint64_t i, t0, cap, bytes_before;
+	size_t sent_before;
+
+	(void)state;
+	/* 1-fragment messages of ~1000 bytes; the asker's bucket 64 KiB/s,
+	 * 6.4 KiB deep (2 datagrams of 1024 at least) */
+	assert_int_equal(hd_start(&a, NULL, body("{window: 4MiB, rate: off, peer_rate: 64KiB}")), 0);
+	publish_sent(&a, 2000, 900);
+	ga = hd_group(&a, "r");
+	t0 = pubd_now_ns();
+	for (i = 0; i < 1000; i++)
+		nak_to(&a, 0x71, i, 1, ga->repair_token);
+	cap = 64 * 1024 / 10 + 64 * 1024 * (pubd_now_ns() - t0) / 1000000000ull + 1024;
+	print_message("one asker: repair bytes %llu (cap %llu), NAKs over its rate %llu\n",
+		      (unsigned long long)ga->repair_bytes, (unsigned long long)cap,
+		      (unsigned long long)ga->naks_ignored_peer);
+	assert_true(ga->repair_bytes > 0);
+	assert_true(ga->repair_bytes <= cap);
+	assert_true(ga->naks_ignored_peer >= 1000 - PUBD_REPAIR_PEER_NAK_BURST);
+	/* Another asker still gets its repair. */
+	bytes_before = ga->repair_bytes;
+	sent_before = pubd_fake_sent_count(a.fk);
+	nak_to(&a, 0x72, 1500, 1, ga->repair_token);
+	assert_int_equal(pubd_fake_sent_count(a.fk), sent_before + 1);
+	assert_true(ga->repair_bytes > bytes_before);
+	assert_int_equal(pubd_fake_sent_at(a.fk, sent_before)->to, 0x72);
+	hd_stop(&a);
+}
+
+/* The source's heartbeats carry its token; the receiver learns it from the
+ * group's multicast only, echoes it in its NAKs, and ignores a GONE that
+ * lacks it. */
+static void test_token_by_heartbeat_and_forged_gone(void **state)
+{
+	static struct hd a, b;
+	struct pubd_group *ga, *gb;
+	struct pubd_source_stats *s;
+	uint64_t dl, token = 0;
+	struct hc sub;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, body("on")), 0);
+	assert_int_equal(hd_start(&b, NULL, body("on")), 0);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0); /* b listens on r */
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	publish_sent(&a, 3, 100);
+	ga = hd_group(&a, "r");
+	gb = hd_group(&b, "r");
+	dl = hd_deadline(3000);
+	while (!hd_past(dl) && !token) {
+		hd_turn(&a, 5);
+		for (i = 0; i < pubd_fake_sent_count(a.fk); i++) {
+			const struct pubd_fake_sent *r = pubd_fake_sent_at(a.fk, i);
+
+			token = token ? token : pubd_ctl_hb_token(r->data, r->len);
+			/* unicast to the port: not on the group, not learnt */
+			pubd_fake_inject_from(b.fk, -1, r->data, r->len, pubd_fake_peer_id(a.fk));
+		}
+		pubd_fake_sent_clear(a.fk);
+	}
+	assert_int_equal(token, ga->repair_token);
+	hd_turn(&b, 1);
+	s = pubd_source_map_find(&b.d.sources, a.d.source_id, gb->id);
+	assert_true(!s || s->repair_token == 0);
+	/* the same heartbeat on the group's address: learnt */
+	dl = hd_deadline(3000);
+	while (!hd_past(dl) && !((s = pubd_source_map_find(&b.d.sources, a.d.source_id, gb->id)) && s->repair_token)) {
+		hd_turn(&a, 5);
+		pubd_fake_transfer(a.fk, b.fk, NULL, NULL);
+		hd_turn(&b, 1);
+	}
+	assert_non_null(s);
+	assert_int_equal(s->repair_token, token);
+	/* a forged GONE (wrong token) for a: ignored; with the token: taken */
+	ctl_to(&b, PUBD_CTL_GONE, a.d.source_id, a.d.source_id, 0x99, 0, 3, token + 1);
+	hd_turn(&b, 1);
+	assert_int_equal(gb->gone_ignored, 1);
+	ctl_to(&b, PUBD_CTL_GONE, a.d.source_id, a.d.source_id, 0x99, 0, 3, token);
+	hd_turn(&b, 1);
+	assert_int_equal(gb->gone_ignored, 1);
+	hc_close(&sub);
+	hd_stop(&a);
+	hd_stop(&b);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	hd_stop_all();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_nak_without_token_gets_nothing, teardown),
+		cmocka_unit_test_teardown(test_one_asker_is_capped, teardown),
+		cmocka_unit_test_teardown(test_token_by_heartbeat_and_forged_gone, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Messages held back for order on a repair group are released with
+ * back-pressure: when the gap is filled, a subscriber whose queue is
+ * small gets what fits, the rest stays held and follows as the queue
+ * drains, in order, nothing dropped; messages that arrive meanwhile queue
+ * behind them. Held bytes over limits.reassembly_budget are released by
+ * force, and then a full queue drops as the slow-subscriber policy says,
+ * counted as sub_overflow, exactly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "proto.h"
+#include "server_internal.h" /* white-box: the daemon's end of the socket */
+#include "test_daemon_harness.h"
+#include "wire.h"
+
+#define SRC	0x5151ull
+#define MSG_LEN 900u /* one fragment at the fake's MTU */
+
+static const char *config(const char *limits)
+{
+	static char b[512];
+
+	snprintf(b, sizeof(b),
+		 "limits:\n  reassembly_timeout_ms: 60000\n  subscriber_queue: 4\n%s"
+		 "groups:\n"
+		 "  - {name: r, address: 239.78.0.4, repair: on}\n",
+		 limits);
+	return b;
+}
+
+/* Message seq of SRC on r, as a datagram from the group's address. */
+static void inject(struct hd *d, uint64_t seq)
+{
+	struct pubd_group *g = hd_group(d, "r");
+	struct pubd_wire_hdr h = {
+		.group_id = g->id, .source_id = SRC, .msg_seq = seq, .msg_len = MSG_LEN, .frag_count = 1};
+	uint8_t dg[PUBD_WIRE_HDR_LEN + MSG_LEN];
+
+	pubd_wire_encode(&h, dg);
+	memset(dg + PUBD_WIRE_HDR_LEN, (int)(seq & 0xff), MSG_LEN);
+	pubd_fake_inject_from(d->fk, g->slot, dg, sizeof(dg), 0x77);
+}
+
+/* A subscriber whose socket holds little, so the daemon's queue for it
+ * (subscriber_queue: 4) is what takes a burst. */
+static void slow_sub(struct hd *d, struct hc *sub)
+{
+	int small = 4096;
+
+	assert_int_equal(hc_connect(d, sub, 4096), 0);
+	assert_int_equal(setsockopt(d->d.ipc.clients->fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	assert_int_equal(hc_hello(sub, "sub"), 0);
+	assert_int_equal(hc_group_req(sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+}
+
+/* Read what sub has: DELIVERs in ascending seq, whole; returns how many. */
+static unsigned read_all(struct hd *d, struct hc *sub, uint64_t *next, int turns)
+{
+	struct pub_msg_deliver m;
+	const uint8_t *fb;
+	uint32_t flen;
+	uint8_t type;
+	unsigned n = 0;
+
+	while (turns-- > 0) {
+		hd_turn(d, 1);
+		while (hc_next(sub, &type, &fb, &flen, 0) == 1) {
+			assert_int_equal(type, PUB_FRAME_DELIVER);
+			assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
+			assert_int_equal(m.seq, *next); /* in order, none missing */
+			assert_int_equal(m.payload_len, MSG_LEN);
+			assert_int_equal(m.payload[MSG_LEN - 1], (uint8_t)(m.seq & 0xff));
+			++*next;
+			n++;
+			hc_pop(sub);
+		}
+	}
+	return n;
+}
+
+static void test_release_waits_for_the_queue(void **state)
+{
+	static struct hd b;
+	struct pubd_group *g;
+	struct hc sub;
+	uint64_t next = 0, s, dl;
+
+	(void)state;
+	assert_int_equal(hd_start(&b, NULL, config("")), 0);
+	slow_sub(&b, &sub);
+	g = hd_group(&b, "r");
+	inject(&b, 0);
+	for (s = 2; s < 40; s++) /* 1 is lost: 2..39 are held */
+		inject(&b, s);
+	hd_turn(&b, 1);
+	assert_true(b.d.held_bytes >= 38 * MSG_LEN);
+	inject(&b, 1); /* the repair */
+	hd_turn(&b, 1);
+	/* The queue (4 messages) took what fits; the rest is still held. */
+	print_message("after the repair: %llu bytes still held, sub_overflow %llu\n",
+		      (unsigned long long)b.d.held_bytes,
+		      (unsigned long long)g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW]);
+	assert_true(b.d.held_bytes > 0);
+	assert_true(b.d.holds_waiting);
+	for (s = 40; s < 50; s++) /* live messages queue behind the held ones */
+		inject(&b, s);
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && next < 50)
+		read_all(&b, &sub, &next, 1);
+	assert_int_equal(next, 50);
+	assert_int_equal(b.d.held_bytes, 0);
+	assert_int_equal(pubd_drops_msg_total(&g->sub_drops), 0);
+	assert_int_equal(g->delivered, 50);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
+/* Held bytes over the reassembly budget (64 KiB here) are released by
+ * force: the queue's policy (drop-newest) drops what does not fit, each
+ * counted as sub_overflow; delivered + sub_overflow = received. */
+static void test_forced_release_counts_overflow(void **state)
+{
+	static struct hd b;
+	struct pubd_group *g;
+	struct hc sub;
+	uint64_t s, n = 200, got = 0, dl;
+
+	(void)state;
+	assert_int_equal(hd_start(&b, NULL,
+				  config("  reassembly_budget: 64KiB\n  max_message_size: 64KiB\n  slow_subscriber: "
+					 "drop-newest\n")),
+			 0);
+	slow_sub(&b, &sub);
+	g = hd_group(&b, "r");
+	inject(&b, 0);
+	for (s = 2; s < n; s++) /* 1 lost: held until the budget forces them out */
+		inject(&b, s);
+	hd_turn(&b, 1);
+	assert_true(b.d.order_overflows > 0);
+	dl = hd_deadline(3000);
+	while (!hd_past(dl) && got + g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] + b.d.held_bytes / MSG_LEN < n - 1) {
+		struct pub_msg_deliver m;
+		const uint8_t *fb;
+		uint32_t flen;
+		uint8_t type;
+
+		hd_turn(&b, 1);
+		while (hc_next(&sub, &type, &fb, &flen, 0) == 1) {
+			assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
+			got++;
+			hc_pop(&sub);
+		}
+	}
+	print_message("%llu received, %llu delivered, %llu sub_overflow, %llu bytes held, %llu forced releases\n",
+		      (unsigned long long)g->received, (unsigned long long)g->delivered,
+		      (unsigned long long)g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW],
+		      (unsigned long long)b.d.held_bytes, (unsigned long long)b.d.order_overflows);
+	assert_true(g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] > 0);
+	assert_int_equal(g->delivered + g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] + b.d.held_bytes / MSG_LEN,
+			 g->received);
+	assert_int_equal(got, g->delivered);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	hd_stop_all();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_release_waits_for_the_queue, teardown),
+		cmocka_unit_test_teardown(test_forced_release_counts_overflow, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
