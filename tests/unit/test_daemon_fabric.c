@@ -571,13 +571,6 @@ static void test_slow_subscriber_in_reassembly(void **state)
 	hd_stop(&a);
 }
 
-static int stop_all(void **state)
-{
-	(void)state;
-	hd_stop_all();
-	return 0;
-}
-
 /* SIGTERM with messages accepted but not yet sent (the fabric out of
  * credits): the daemon waits a while for them to go, and counts what is
  * left as shutdown drops. With credits back meanwhile, nothing is lost. */
@@ -642,14 +635,14 @@ static void test_stop_drains_transmit_queue(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_accounting_impaired, stop_all),
-		cmocka_unit_test_teardown(test_send_credit_exhaustion, stop_all),
-		cmocka_unit_test_teardown(test_transmit_queue_held_in_budget, stop_all),
-		cmocka_unit_test_teardown(test_join_failure_and_multicast_error, stop_all),
-		cmocka_unit_test_teardown(test_mtu_change, stop_all),
-		cmocka_unit_test_teardown(test_rx_unjoined, stop_all),
-		cmocka_unit_test_teardown(test_slow_subscriber_in_reassembly, stop_all),
-		cmocka_unit_test_teardown(test_stop_drains_transmit_queue, stop_all),
+		cmocka_unit_test_teardown(test_accounting_impaired, hd_teardown),
+		cmocka_unit_test_teardown(test_send_credit_exhaustion, hd_teardown),
+		cmocka_unit_test_teardown(test_transmit_queue_held_in_budget, hd_teardown),
+		cmocka_unit_test_teardown(test_join_failure_and_multicast_error, hd_teardown),
+		cmocka_unit_test_teardown(test_mtu_change, hd_teardown),
+		cmocka_unit_test_teardown(test_rx_unjoined, hd_teardown),
+		cmocka_unit_test_teardown(test_slow_subscriber_in_reassembly, hd_teardown),
+		cmocka_unit_test_teardown(test_stop_drains_transmit_queue, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

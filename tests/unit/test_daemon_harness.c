@@ -12,7 +12,7 @@
 #include "proto.h"
 #include "test_daemon_harness.h"
 
-/* Daemons started and not stopped, for hd_stop_all. */
+/* Daemons started and not stopped, for hd_teardown. */
 #define MAX_LIVE 8
 static struct hd *live[MAX_LIVE];
 
@@ -30,13 +30,15 @@ static void track(struct hd *h, bool on)
 	}
 }
 
-void hd_stop_all(void)
+int hd_teardown(void **state)
 {
 	unsigned i;
 
+	(void)state;
 	for (i = 0; i < MAX_LIVE; i++)
 		if (live[i])
 			hd_stop(live[i]);
+	return 0;
 }
 
 uint64_t hd_deadline(int ms)

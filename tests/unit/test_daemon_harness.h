@@ -33,7 +33,8 @@ int hd_reload(struct hd *h, const char *fabric_extra, const char *body);
 void hd_stop(struct hd *h);
 /* Stop every daemon still running (a test's teardown, after a failed
  * assert left them; the struct hd must outlive the test: make it static). */
-void hd_stop_all(void);
+/* A cmocka teardown: stops every daemon a test started and left running. */
+int hd_teardown(void **state);
 /* One loop turn, waiting at most timeout_ms. Returns work done. */
 int hd_turn(struct hd *h, int timeout_ms);
 /* Turn until a turn finds nothing to do (at most max turns). */

@@ -280,20 +280,13 @@ static void test_paused_publisher_closes(void **state)
 	hd_stop(&a);
 }
 
-static int stop_all(void **state)
-{
-	(void)state;
-	hd_stop_all();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_acl_reload_ends_subscriber, stop_all),
-		cmocka_unit_test_teardown(test_unsubscribe_mid_deliver, stop_all),
-		cmocka_unit_test_teardown(test_publish_before_hello, stop_all),
-		cmocka_unit_test_teardown(test_paused_publisher_closes, stop_all),
+		cmocka_unit_test_teardown(test_acl_reload_ends_subscriber, hd_teardown),
+		cmocka_unit_test_teardown(test_unsubscribe_mid_deliver, hd_teardown),
+		cmocka_unit_test_teardown(test_publish_before_hello, hd_teardown),
+		cmocka_unit_test_teardown(test_paused_publisher_closes, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,13 +93,6 @@ static void take_sent(struct hd *h, const struct pubd_group *slow, uint64_t *n_s
 	pubd_fake_sent_clear(h->fk);
 }
 
-static int stop_all(void **state)
-{
-	(void)state;
-	hd_stop_all();
-	return 0;
-}
-
 struct run {
 	uint64_t t0, slow_done, fast_start, fast_done;
 	uint64_t t25, t75; /* when a quarter and three quarters of the slow group had gone */
@@ -272,8 +265,8 @@ static void test_reload_changes_the_rate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_paced_group_sends_at_its_rate, stop_all),
-		cmocka_unit_test_teardown(test_reload_changes_the_rate, stop_all),
+		cmocka_unit_test_teardown(test_paced_group_sends_at_its_rate, hd_teardown),
+		cmocka_unit_test_teardown(test_reload_changes_the_rate, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -533,23 +533,16 @@ static void test_plain_group_keeps_its_timeout(void **state)
 	hd_stop(&b);
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	hd_stop_all();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_nak_repairs_unicast, teardown),
-		cmocka_unit_test_teardown(test_nak_gone_and_outside, teardown),
-		cmocka_unit_test_teardown(test_repair_rate_cap, teardown),
-		cmocka_unit_test_teardown(test_two_askers_get_multicast, teardown),
-		cmocka_unit_test_teardown(test_end_to_end_random_loss, teardown),
-		cmocka_unit_test_teardown(test_window_too_small_counts_unrecovered, teardown),
-		cmocka_unit_test_teardown(test_plain_group_keeps_its_timeout, teardown),
+		cmocka_unit_test_teardown(test_nak_repairs_unicast, hd_teardown),
+		cmocka_unit_test_teardown(test_nak_gone_and_outside, hd_teardown),
+		cmocka_unit_test_teardown(test_repair_rate_cap, hd_teardown),
+		cmocka_unit_test_teardown(test_two_askers_get_multicast, hd_teardown),
+		cmocka_unit_test_teardown(test_end_to_end_random_loss, hd_teardown),
+		cmocka_unit_test_teardown(test_window_too_small_counts_unrecovered, hd_teardown),
+		cmocka_unit_test_teardown(test_plain_group_keeps_its_timeout, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

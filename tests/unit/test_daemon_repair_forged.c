@@ -203,19 +203,12 @@ static void test_token_by_heartbeat_and_forged_gone(void **state)
 	hd_stop(&b);
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	hd_stop_all();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_nak_without_token_gets_nothing, teardown),
-		cmocka_unit_test_teardown(test_one_asker_is_capped, teardown),
-		cmocka_unit_test_teardown(test_token_by_heartbeat_and_forged_gone, teardown),
+		cmocka_unit_test_teardown(test_nak_without_token_gets_nothing, hd_teardown),
+		cmocka_unit_test_teardown(test_one_asker_is_capped, hd_teardown),
+		cmocka_unit_test_teardown(test_token_by_heartbeat_and_forged_gone, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -174,18 +174,11 @@ static void test_forced_release_counts_overflow(void **state)
 	hd_stop(&b);
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	hd_stop_all();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_release_waits_for_the_queue, teardown),
-		cmocka_unit_test_teardown(test_forced_release_counts_overflow, teardown),
+		cmocka_unit_test_teardown(test_release_waits_for_the_queue, hd_teardown),
+		cmocka_unit_test_teardown(test_forced_release_counts_overflow, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
