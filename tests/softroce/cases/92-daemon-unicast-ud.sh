@@ -4,6 +4,10 @@
 # delivered only if it arrived on a group this daemon joined, by the path
 # that group uses"). pubd A on rxa subscribes to u1 (QP attached) and has u2
 # joined but not listened to (receive: on-demand, no subscriber: detached).
+# A group nobody subscribes to is joined send-only (the join type follows
+# listening), and a send-only member's host does not take the group's
+# traffic at all; so u2 has had a subscriber that left, and a long
+# fabric.sendonly_hold_ms keeps it a full member, detached, for part b.
 # ud_send (tests/softroce/ud_send.c) on rxb sends well-formed pubd datagrams
 # straight to A's QP number with rdmacm's Q_Key:
 #   a. naming u1, to A's unicast address;
@@ -25,6 +29,7 @@ UD_SEND=$BUILD/tests/softroce/ud_send
 N=20
 dl_conf A 192.168.77.1 <<EOF
   receive: on-demand
+  sendonly_hold_ms: 600000
 groups:
   - {name: u1, address: 239.77.92.1}
   - {name: u2, address: 239.77.92.2}
@@ -37,6 +42,12 @@ DL_BG+=("$!")
 dl_wait 30 dl_subs A u1 1 || fail "subscriber of u1 on A not there within 30s"
 QPN=$(dl_fab A qp_num)
 dl_expect "A: u1 attached (subscriber), u2 not (groups_attached)" "$(dl_fab A groups_attached)" 1
+join_is() { [ "$(dl_sq A groups "groups.join[name=$1]")" = "$2" ]; }
+# u2: a subscriber comes and goes; the group stays a full member (hold-off).
+dl_ctl A sub u2 --timeout 1 >/dev/null 2>&1 || true
+dl_wait 30 join_is u2 full || fail "u2 not a full member after its subscriber ($(dl_sq A groups 'groups.join[name=u2]'))"
+attached_is() { [ "$(dl_fab A groups_attached)" = "$1" ]; }
+dl_wait 30 attached_is 1 || fail "u2 still attached after its subscriber left (groups_attached $(dl_fab A groups_attached))"
 unjoined() { dl_ctr A rx_unjoined; }
 delivered() { dl_sq A groups 'groups.delivered[name=u1]'; }
 at_least() { [ "$("$1")" -ge "$2" ]; }
