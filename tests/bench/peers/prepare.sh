@@ -42,8 +42,8 @@ peers_aeron() {
 		mkdir -p "$CACHE"
 		t0=$(date +%s)
 		if [ ! -d "$src" ]; then
-			peers_log "fetching Aeron $AERON_TAG into $src"
-			git clone -q --depth 1 --branch "$AERON_TAG" https://github.com/aeron-io/aeron.git "$src" ||
+			peers_log "fetching Aeron $AERON_TAG from $AERON_GIT into $src"
+			git clone -q --depth 1 --branch "$AERON_TAG" "$AERON_GIT" "$src" ||
 				{ peers_log "git clone of Aeron failed: going on without it"; return 0; }
 		fi
 		sed -i -e 's/cmake_minimum_required(VERSION 3\.30/cmake_minimum_required(VERSION 3.25/' \

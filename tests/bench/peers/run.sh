@@ -28,6 +28,7 @@
 # $PEERS_CACHE (default /var/tmp/pubd-peers) when it is not there yet. The
 # pubd build is $BUILD (default <repo>/build-bench, Release).
 # Environment: PEER_PGM_RATE_KBIT (ZMQ_RATE for PGM, default 1000000),
+# PEERS_AERON_GIT (a URL or path to clone Aeron from, default GitHub's),
 # PEERS_SKIP_AERON=1.
 #
 # A measurement, not a test: exits 0 when every case ran, whatever the
@@ -41,6 +42,9 @@ repo=$(cd "$here/../../.." && pwd)
 BUILD=${BUILD:-$repo/build-bench}
 CACHE=${PEERS_CACHE:-/var/tmp/pubd-peers}
 AERON_TAG=${PEERS_AERON_TAG:-1.52.2}
+# Where to clone Aeron from: a local mirror or clone of it on a machine without
+# access to GitHub.
+AERON_GIT=${PEERS_AERON_GIT:-https://github.com/aeron-io/aeron.git}
 quick=0
 only="tput lat loss"
 peers="zmq-epgm zmq-norm aeron"
@@ -51,7 +55,7 @@ while [ $# -gt 0 ]; do
 	--only) only=$2; shift ;;
 	--peers) peers=$2; shift ;;
 	--out) out=$2; shift ;;
-	-h | --help) sed -n '3,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "peers: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
 	shift
