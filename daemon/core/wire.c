@@ -4,6 +4,8 @@
  * so neither alignment nor host byte order matters and nothing past the
  * length the caller gave is ever touched.
  */
+#include <string.h>
+
 #include "wire.h"
 
 static inline void put_be16(uint8_t *p, uint16_t v)
@@ -90,6 +92,27 @@ int pubd_wire_check_frag(const struct pubd_wire_hdr *h, size_t payload_len, uint
 	return PUBD_WIRE_OK;
 }
 
+/* A batch's fixed fields, then its entries: exactly frag_count of them,
+ * filling the body to its last byte. */
+static int check_batch(const struct pubd_wire_hdr *h, const uint8_t *body, size_t plen)
+{
+	const uint8_t *p = body, *end = body + plen;
+	uint32_t n;
+
+	if (h->frag_count < 2 || h->frag_index || h->frag_offset || h->msg_len != plen ||
+	    h->msg_seq > UINT64_MAX - h->frag_count)
+		return PUBD_WIRE_ERR_BATCH;
+	for (n = 0; n < h->frag_count; n++) {
+		if ((size_t)(end - p) < PUBD_WIRE_BATCH_ENTRY_HDR)
+			return PUBD_WIRE_ERR_BATCH;
+		p += PUBD_WIRE_BATCH_ENTRY_HDR;
+		if ((size_t)(end - p) < get_be16(p - PUBD_WIRE_BATCH_ENTRY_HDR))
+			return PUBD_WIRE_ERR_BATCH;
+		p += get_be16(p - PUBD_WIRE_BATCH_ENTRY_HDR);
+	}
+	return p == end ? PUBD_WIRE_OK : PUBD_WIRE_ERR_BATCH;
+}
+
 int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const uint8_t **payload, size_t *payload_len)
 {
 	const uint8_t *p = buf;
@@ -119,7 +142,7 @@ int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const
 	h->frag_offset = get_be32(p + 44);
 	plen = len - hdr_len;
 
-	/* At most one kind: heartbeat, repair or control. */
+	/* At most one kind: heartbeat, repair, control or batch. */
 	if (h->flags & (h->flags - 1))
 		return PUBD_WIRE_ERR_CONTROL;
 	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
@@ -128,6 +151,10 @@ int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const
 	} else if (h->flags & PUBD_WIRE_F_CONTROL) {
 		if (h->frag_count || h->frag_index || h->frag_offset || h->msg_seq || h->msg_len != plen)
 			return PUBD_WIRE_ERR_CONTROL;
+	} else if (h->flags & PUBD_WIRE_F_BATCH) {
+		err = check_batch(h, p + hdr_len, plen);
+		if (err)
+			return err;
 	} else {
 		err = pubd_wire_check_frag(h, plen, NULL);
 		if (err)
@@ -167,9 +194,53 @@ const char *pubd_wire_strerror(int err)
 		return "fragment not where the fragment layout puts it";
 	case PUBD_WIRE_ERR_CONTROL:
 		return "control datagram with fragments or a wrong length, or more than one kind flag";
+	case PUBD_WIRE_ERR_BATCH:
+		return "batch of fewer than 2 messages, or whose entries do not fill its body";
 	default:
 		return "unknown wire error";
 	}
+}
+
+void pubd_wire_batch_begin(struct pubd_wire_batch_iter *it, const struct pubd_wire_hdr *h, const uint8_t *payload,
+			   size_t payload_len)
+{
+	it->p = payload;
+	it->end = payload + payload_len;
+	it->msg = (struct pubd_wire_hdr){.version = h->version,
+					 .group_id = h->group_id,
+					 .source_id = h->source_id,
+					 .msg_seq = h->msg_seq,
+					 .frag_count = 1};
+	it->started = false;
+}
+
+bool pubd_wire_batch_next(struct pubd_wire_batch_iter *it, const struct pubd_wire_hdr **msg, const uint8_t **data,
+			  size_t *len)
+{
+	size_t n;
+
+	if ((size_t)(it->end - it->p) < PUBD_WIRE_BATCH_ENTRY_HDR)
+		return false;
+	n = get_be16(it->p);
+	if ((size_t)(it->end - it->p) - PUBD_WIRE_BATCH_ENTRY_HDR < n)
+		return false;
+	if (it->started)
+		it->msg.msg_seq++;
+	it->started = true;
+	*data = it->p + PUBD_WIRE_BATCH_ENTRY_HDR;
+	*len = n;
+	it->msg.msg_len = (uint32_t)n;
+	*msg = &it->msg;
+	it->p += PUBD_WIRE_BATCH_ENTRY_HDR + n;
+	return true;
+}
+
+size_t pubd_wire_batch_put(uint8_t *out, const void *data, uint16_t len)
+{
+	put_be16(out, len);
+	if (len)
+		memcpy(out + PUBD_WIRE_BATCH_ENTRY_HDR, data, len);
+	return PUBD_WIRE_BATCH_ENTRY_HDR + (size_t)len;
 }
 
 uint64_t pubd_group_id(const char *name, size_t len)

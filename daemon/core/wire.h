@@ -33,11 +33,20 @@
  *  - CONTROL: a NAK or GONE, whose body (wire_ctl.h) is the payload:
  *    frag_count, frag_index and frag_offset 0, msg_len the body's length,
  *    msg_seq 0; source_id is the sender of the control datagram.
- * A datagram carries at most one of HEARTBEAT, REPAIR and CONTROL.
+ * A batch (flag BATCH) carries several whole messages of one source and
+ * group with consecutive sequence numbers, msg_seq the first one's: small
+ * messages queued together share one header, one send and one receive.
+ * frag_count is the number of messages (>= 2), frag_index and frag_offset
+ * are 0, msg_len is the body's length (the whole payload), and the body is
+ * frag_count entries of a u16 length and that many bytes, nothing after the
+ * last. Each message is then handled as a one-fragment message would be.
+ *
+ * A datagram carries at most one of HEARTBEAT, REPAIR, CONTROL and BATCH.
  */
 #ifndef PUBD_WIRE_H
 #define PUBD_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,7 +56,10 @@
 #define PUBD_WIRE_F_HEARTBEAT 0x01u
 #define PUBD_WIRE_F_REPAIR    0x02u
 #define PUBD_WIRE_F_CONTROL   0x04u
-#define PUBD_WIRE_F_KNOWN     (PUBD_WIRE_F_HEARTBEAT | PUBD_WIRE_F_REPAIR | PUBD_WIRE_F_CONTROL)
+#define PUBD_WIRE_F_BATCH     0x08u
+#define PUBD_WIRE_F_KNOWN     (PUBD_WIRE_F_HEARTBEAT | PUBD_WIRE_F_REPAIR | PUBD_WIRE_F_CONTROL | PUBD_WIRE_F_BATCH)
+/* A batch entry's length field; a message in a batch is at most 65535 bytes. */
+#define PUBD_WIRE_BATCH_ENTRY_HDR 2
 
 struct pubd_wire_hdr {
 	uint8_t version;
@@ -77,6 +89,7 @@ enum pubd_wire_err {
 	PUBD_WIRE_ERR_HEARTBEAT = -10,	 /* heartbeat with payload, fragments or length */
 	PUBD_WIRE_ERR_FRAG_LAYOUT = -11, /* offset/size not where the fragment layout puts them */
 	PUBD_WIRE_ERR_CONTROL = -12,	 /* control datagram with fragments, or msg_len != body, or two kinds */
+	PUBD_WIRE_ERR_BATCH = -13,	 /* batch whose entries do not fill its body exactly, or fewer than 2 */
 };
 
 /* Write h as 48 bytes into out (magic, version 1 and hdr_len filled in). */
@@ -99,6 +112,24 @@ int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const
 int pubd_wire_check_frag(const struct pubd_wire_hdr *h, size_t payload_len, uint32_t *unit);
 
 const char *pubd_wire_strerror(int err);
+
+/* The messages of a batch that pubd_wire_decode accepted, in order. */
+struct pubd_wire_batch_iter {
+	const uint8_t *p, *end;
+	struct pubd_wire_hdr msg; /* the current message's header, as if it came alone */
+	bool started;
+};
+
+void pubd_wire_batch_begin(struct pubd_wire_batch_iter *it, const struct pubd_wire_hdr *h, const uint8_t *payload,
+			   size_t payload_len);
+/* The next message: its header (one fragment, no flags) and bytes. False
+ * after the last. Never reads past the body. */
+bool pubd_wire_batch_next(struct pubd_wire_batch_iter *it, const struct pubd_wire_hdr **msg, const uint8_t **data,
+			  size_t *len);
+/* Append one message to a batch body at out (room for
+ * PUBD_WIRE_BATCH_ENTRY_HDR + len bytes; len <= UINT16_MAX). Returns the
+ * bytes written. */
+size_t pubd_wire_batch_put(uint8_t *out, const void *data, uint16_t len);
 
 /* 64-bit FNV-1a of a group name: the group id on the wire. */
 uint64_t pubd_group_id(const char *name, size_t len);

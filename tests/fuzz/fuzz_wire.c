@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(buf, data, size);
 	err = pubd_wire_decode(buf, size, &h, &pl, &pll);
-	if (err > 0 || err < PUBD_WIRE_ERR_CONTROL)
+	if (err > 0 || err < PUBD_WIRE_ERR_BATCH)
 		abort();
 	if (err) {
 		free(buf);
@@ -53,6 +53,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A 48-byte header comes back byte for byte. */
 	if (pl == buf + PUBD_WIRE_HDR_LEN && memcmp(re, buf, PUBD_WIRE_HDR_LEN))
 		abort();
+	/* A batch's messages: each one a well-formed one-fragment message,
+	 * inside the body, with consecutive sequence numbers, as many as the
+	 * header says, filling the body. */
+	if (h.flags & PUBD_WIRE_F_BATCH) {
+		struct pubd_wire_batch_iter it;
+		const struct pubd_wire_hdr *mh;
+		const uint8_t *d, *end = pl;
+		size_t dl;
+		uint32_t k = 0;
+
+		pubd_wire_batch_begin(&it, &h, pl, pll);
+		while (pubd_wire_batch_next(&it, &mh, &d, &dl)) {
+			if (d < pl || d + dl > pl + pll || mh->msg_seq != h.msg_seq + k ||
+			    pubd_wire_check_frag(mh, dl, NULL) != PUBD_WIRE_OK)
+				abort();
+			end = d + dl;
+			k++;
+		}
+		if (k != h.frag_count || end != pl + pll)
+			abort();
+	}
 	free(re);
 	free(buf);
 	return 0;

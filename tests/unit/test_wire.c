@@ -175,7 +175,7 @@ static void wire_rejects_unknown_flags(void **state)
 {
 	struct pubd_wire_hdr h = sample_hdr(0);
 
-	h.flags = 0x08;
+	h.flags = 0x10;
 	assert_int_equal(decode_hdr(&h, sample_plen(0)), PUBD_WIRE_ERR_FLAGS);
 	h.flags = 0x80;
 	assert_int_equal(decode_hdr(&h, sample_plen(0)), PUBD_WIRE_ERR_FLAGS);
@@ -370,11 +370,131 @@ static void wire_never_reads_past_the_datagram(void **state)
 	}
 }
 
+/* A batch of the messages lens[0..n) (byte i of message k is k + i) into
+ * dgram with header h; returns the datagram's length. */
+static size_t build_batch(struct pubd_wire_hdr *h, const uint16_t *lens, unsigned n)
+{
+	uint8_t msg[512];
+	size_t off = PUBD_WIRE_HDR_LEN;
+	unsigned k, i;
+
+	for (k = 0; k < n; k++) {
+		for (i = 0; i < lens[k]; i++)
+			msg[i] = (uint8_t)(k + i);
+		off += pubd_wire_batch_put(dgram + off, msg, lens[k]);
+	}
+	h->flags = PUBD_WIRE_F_BATCH;
+	h->frag_count = n;
+	h->msg_len = (uint32_t)(off - PUBD_WIRE_HDR_LEN);
+	pubd_wire_encode(h, dgram);
+	return off;
+}
+
+static void wire_batch_roundtrips_its_messages_in_order(void **state)
+{
+	static const uint16_t lens[] = {64, 0, 1, 500, 64};
+	struct pubd_wire_hdr h = {.group_id = 7, .source_id = 9, .msg_seq = 1000}, out;
+	const struct pubd_wire_hdr *mh;
+	struct pubd_wire_batch_iter it;
+	const uint8_t *pl, *data;
+	size_t pll, len, i;
+	unsigned k = 0;
+
+	assert_int_equal(pubd_wire_decode(dgram, build_batch(&h, lens, 5), &out, &pl, &pll), PUBD_WIRE_OK);
+	assert_int_equal(out.flags, PUBD_WIRE_F_BATCH);
+	assert_int_equal(pll, 5 * PUBD_WIRE_BATCH_ENTRY_HDR + 64 + 0 + 1 + 500 + 64);
+	pubd_wire_batch_begin(&it, &out, pl, pll);
+	while (pubd_wire_batch_next(&it, &mh, &data, &len)) {
+		assert_true(k < 5);
+		assert_int_equal(len, lens[k]);
+		/* Each message as a one-fragment message alone would decode. */
+		assert_int_equal(mh->flags, 0);
+		assert_true(mh->msg_seq == 1000 + k);
+		assert_int_equal(mh->msg_len, lens[k]);
+		assert_int_equal(mh->frag_count, 1);
+		assert_int_equal(mh->frag_index, 0);
+		assert_true(mh->group_id == 7 && mh->source_id == 9);
+		assert_int_equal(pubd_wire_check_frag(mh, len, NULL), PUBD_WIRE_OK);
+		for (i = 0; i < len; i++)
+			assert_int_equal(data[i], (uint8_t)(k + i));
+		k++;
+	}
+	assert_int_equal(k, 5);
+}
+
+static void wire_rejects_batch_not_filling_its_body(void **state)
+{
+	static const uint16_t lens[] = {10, 20, 30};
+	struct pubd_wire_hdr h = {.group_id = 7, .source_id = 9, .msg_seq = 5}, out;
+	const uint8_t *pl;
+	size_t n, pll;
+
+	n = build_batch(&h, lens, 3);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_OK);
+	/* One byte short, one byte over (msg_len kept honest both times). */
+	h.msg_len--;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n - 1, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	h.msg_len += 2;
+	pubd_wire_encode(&h, dgram);
+	dgram[n] = 0;
+	assert_int_equal(pubd_wire_decode(dgram, n + 1, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	/* msg_len not the body's length. */
+	h.msg_len -= 2;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	/* An entry claiming more than is left. */
+	n = build_batch(&h, lens, 3);
+	dgram[PUBD_WIRE_HDR_LEN + 2 + 10 + 2 + 20] = 0;
+	dgram[PUBD_WIRE_HDR_LEN + 2 + 10 + 2 + 20 + 1] = 31;
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	/* More or fewer messages than frag_count says. */
+	n = build_batch(&h, lens, 3);
+	h.frag_count = 2;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	h.frag_count = 4;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+}
+
+static void wire_rejects_batch_of_wrong_shape(void **state)
+{
+	static const uint16_t lens[] = {10, 20};
+	struct pubd_wire_hdr h = {.group_id = 7, .source_id = 9}, out;
+	const uint8_t *pl;
+	size_t n, pll;
+
+	/* Fewer than two: a lone message goes as a plain fragment. */
+	n = build_batch(&h, lens, 1);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	n = build_batch(&h, lens, 2);
+	h.frag_index = 1;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	h.frag_index = 0;
+	h.frag_offset = 2;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	/* The last message's sequence number must exist. */
+	h.frag_offset = 0;
+	h.msg_seq = UINT64_MAX - 1;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+	h.msg_seq = UINT64_MAX - 2;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_OK);
+	/* One kind per datagram. */
+	h.flags = PUBD_WIRE_F_BATCH | PUBD_WIRE_F_REPAIR;
+	pubd_wire_encode(&h, dgram);
+	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_CONTROL);
+}
+
 static void wire_strerror_names_every_error(void **state)
 {
 	int e;
 
-	for (e = PUBD_WIRE_OK; e >= PUBD_WIRE_ERR_CONTROL; e--)
+	for (e = PUBD_WIRE_OK; e >= PUBD_WIRE_ERR_BATCH; e--)
 		assert_string_not_equal(pubd_wire_strerror(e), pubd_wire_strerror(-1000));
 }
 
@@ -411,6 +531,9 @@ int main(void)
 		cmocka_unit_test(wire_accepts_heartbeat),
 		cmocka_unit_test(wire_rejects_heartbeat_with_payload_fragments_or_length),
 		cmocka_unit_test(wire_never_reads_past_the_datagram),
+		cmocka_unit_test(wire_batch_roundtrips_its_messages_in_order),
+		cmocka_unit_test(wire_rejects_batch_not_filling_its_body),
+		cmocka_unit_test(wire_rejects_batch_of_wrong_shape),
 		cmocka_unit_test(wire_strerror_names_every_error),
 		cmocka_unit_test(wire_group_id_is_fnv1a_64),
 	};
