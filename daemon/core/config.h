@@ -100,6 +100,9 @@ struct pubd_config {
 	/* verbs: a full member this long after the last local subscriber left, then send-only */
 	uint32_t sendonly_hold_ms;
 	bool busy_poll; /* drain the CQ without waiting for events */
+	/* Small messages queued together go out in one datagram (wire.h, BATCH);
+	 * false for fleets with a pubd that does not know batches yet. */
+	bool batch;
 
 	/* limits */
 	uint64_t max_message_size;

@@ -86,6 +86,7 @@ const struct key config_keys[] = {
 	{"fabric.heartbeat_ms", K_DURATION, CFG(heartbeat_ms), .def = 100, .min = 1, .max = 60000,
 	 .expect = "a duration in milliseconds from 1 to 60000"},
 	{"fabric.busy_poll", K_BOOL, CFG(busy_poll), .def = false, .expect = "true or false"},
+	{"fabric.batch", K_BOOL, CFG(batch), .def = true, .expect = "true or false"},
 	{"fabric.rx_linger_us", K_UINT, CFG(rx_linger_us), .def = 50, .min = 0, .max = 10000,
 	 .expect = "an integer from 0 to 10000 (microseconds)"},
 	{"fabric.sendonly_hold_ms", K_DURATION, CFG(sendonly_hold_ms), .def = 5000, .min = 0, .max = 600000,

@@ -43,7 +43,10 @@
 	X(ACL_REVOKED, "acl_revoked", "subscriptions and publishers ended at reload by a changed ACL")                \
 	X(PUBLOG_LENT, "publog_lent", "messages published straight from a client's publish log, not copied in")       \
 	X(PUBLOG_LENT_COPIED, "publog_lent_copied",                                                                   \
-	  "of those, copied after all: still held at the end of a loop turn (transmit backlog, slow subscriber)")
+	  "of those, copied after all: still held at the end of a loop turn (transmit backlog, slow subscriber)")     \
+	X(TX_BATCHES, "tx_batches", "datagrams sent carrying several small messages (fabric.batch)")                  \
+	X(TX_BATCHED, "tx_batched_msgs", "messages sent in those datagrams")                                          \
+	X(RX_BATCHES, "rx_batches", "datagrams received carrying several small messages")
 
 enum pubd_counter {
 #define PUBD_X_ENUM(id, name, help) PUBD_CTR_##id,

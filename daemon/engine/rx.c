@@ -171,6 +171,22 @@ static void remember_peer(struct pubd *d, const struct pubd_wire_hdr *h, const s
 	}
 }
 
+/* A batch (wire.h): each of its messages as if it had come alone, in
+ * order. pubd_wire_decode checked the whole body already. */
+static void rx_batch(struct pubd *d, uint64_t now, const struct pubd_wire_hdr *h, const uint8_t *payload, size_t plen,
+		     unsigned flags)
+{
+	struct pubd_wire_batch_iter it;
+	const struct pubd_wire_hdr *mh;
+	const uint8_t *data;
+	size_t len;
+
+	d->counters[PUBD_CTR_RX_BATCHES]++;
+	pubd_wire_batch_begin(&it, h, payload, plen);
+	while (pubd_wire_batch_next(&it, &mh, &data, &len))
+		pubd_reasm_push_flags(d->reasm, now, mh, data, len, flags);
+}
+
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 {
 	struct pubd *d = ctx;
@@ -180,7 +196,7 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 	struct pubd_wire_hdr h;
 	struct pubd_group *g;
 	size_t plen;
-	unsigned i;
+	unsigned i, flags;
 	int err;
 
 	for (i = 0; i < n; i++) {
@@ -238,10 +254,13 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		 * source unheard after several heartbeat periods on a joined group
 		 * began publishing since: all of its stream is ours to account for,
 		 * from sequence 0, even when its first datagrams were lost. */
-		pubd_reasm_push_flags(d->reasm, now, &h, payload, plen,
-				      g->up && now - g->up_since_ns > grace && now - g->listen_since_ns > grace
-					      ? PUBD_REASM_NEW_FROM_ZERO
-					      : 0);
+		flags = g->up && now - g->up_since_ns > grace && now - g->listen_since_ns > grace
+				? PUBD_REASM_NEW_FROM_ZERO
+				: 0;
+		if (h.flags & PUBD_WIRE_F_BATCH)
+			rx_batch(d, now, &h, payload, plen, flags);
+		else
+			pubd_reasm_push_flags(d->reasm, now, &h, payload, plen, flags);
 	}
 	engine_arm_reasm_timer(d);
 	engine_naks_arm(d);

@@ -128,21 +128,112 @@ static void pace_wait(struct pubd *d, struct pubd_group *g, uint64_t until_ns)
 struct tx_batch {
 	uint8_t hdrs[TX_BATCH][PUBD_WIRE_HDR_LEN];
 	struct pubd_tx_dgram dg[TX_BATCH];
-	struct pubd_tx_item *owner[TX_BATCH];
+	struct pubd_tx_item *owner[TX_BATCH]; /* the (first) message of each datagram */
+	uint32_t nmsgs[TX_BATCH];	      /* messages in a batch datagram; 0 for a fragment */
 };
 
-/* Gather up to TX_BATCH fragments across g's queued messages, so small ones
- * share a call, as far as a paced group's tokens go. Returns how many. */
+/*
+ * How many whole one-fragment messages from it on, with consecutive
+ * sequence numbers, share one batch body of room bytes: 0 unless at least
+ * two do. Only what is queued already: a message never waits for company.
+ */
+static uint32_t batch_span(const struct pubd_tx_item *it, size_t room, size_t *body_len)
+{
+	uint64_t seq = it->seq;
+	size_t len = 0, add;
+	uint32_t k = 0;
+
+	for (; it && !it->next_frag && it->plan.frag_count == 1 && it->msg->len <= UINT16_MAX; it = it->next) {
+		add = PUBD_WIRE_BATCH_ENTRY_HDR + (size_t)it->msg->len;
+		if (len + add > room || it->seq != seq + k)
+			break;
+		len += add;
+		k++;
+	}
+	*body_len = len;
+	return k >= 2 ? k : 0;
+}
+
+/* The room for a batch body at the current MTU, with TX_BATCH bodies of
+ * it allocated; 0 (no batching this time) without memory for them. */
+static size_t batch_room(struct pubd *d)
+{
+	size_t room = d->mtu > PUBD_WIRE_HDR_LEN ? d->mtu - PUBD_WIRE_HDR_LEN : 0;
+	uint8_t *p;
+
+	if (room <= PUBD_WIRE_BATCH_ENTRY_HDR)
+		return 0;
+	if (d->tx.batch_bodies && d->tx.batch_stride >= room)
+		return room;
+	p = realloc(d->tx.batch_bodies, TX_BATCH * room);
+	if (!p)
+		return 0;
+	d->tx.batch_bodies = p;
+	d->tx.batch_stride = room;
+	return room;
+}
+
+/* Whole datagrams count against a paced group's bucket, header included.
+ * False when they ran out (the group then waits for the pace timer). */
+static bool pace_take(struct pubd *d, struct pubd_group *g, uint64_t now, const struct pubd_tx_dgram *dg)
+{
+	uint64_t wait = pubd_pacer_take(&g->pacer, now, dg->hdr_len + dg->payload_len);
+
+	if (!wait)
+		return true;
+	/* Come back when half the bucket has refilled, not for each datagram:
+	 * a few wakeups per depth at any rate, and the other half absorbs a
+	 * late timer. */
+	wait = max_u64(wait, pubd_pacer_wait(&g->pacer, now, g->pacer.burst / 2));
+	pace_wait(d, g, now + wait);
+	return false;
+}
+
+/* One batch datagram of the k messages from it on, into slot n of b. */
+static void put_batch(struct pubd *d, struct pubd_group *g, struct tx_batch *b, unsigned n,
+		      const struct pubd_tx_item *it, uint32_t k, size_t body_len)
+{
+	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_BATCH,
+				  .group_id = g->id,
+				  .source_id = d->source_id,
+				  .msg_seq = it->seq,
+				  .msg_len = (uint32_t)body_len,
+				  .frag_count = k};
+	uint8_t *body = d->tx.batch_bodies + n * d->tx.batch_stride;
+	size_t off = 0;
+	uint32_t j;
+
+	for (j = 0; j < k; j++, it = it->next)
+		off += pubd_wire_batch_put(body + off, it->msg->data, (uint16_t)it->msg->len);
+	pubd_wire_encode(&h, b->hdrs[n]);
+	b->dg[n] = (struct pubd_tx_dgram){
+		.hdr = b->hdrs[n], .hdr_len = PUBD_WIRE_HDR_LEN, .payload = body, .payload_len = (uint32_t)off};
+}
+
+/* Gather up to TX_BATCH datagrams across g's queued messages, so small ones
+ * share a call (and, with fabric.batch, a datagram), as far as a paced
+ * group's tokens go. Returns how many. */
 static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 {
 	struct pubd_wire_hdr tmpl = {0}, h;
-	struct pubd_tx_item *it;
-	uint64_t now = g->pacer.rate ? pubd_now_ns() : 0, wait;
+	struct pubd_tx_item *it = g->txq_head;
+	uint64_t now = g->pacer.rate ? pubd_now_ns() : 0;
+	size_t room = d->cfg.batch && !g->raw ? batch_room(d) : 0;
 	unsigned n = 0;
-	uint32_t frag;
+	uint32_t frag, k;
 	size_t off, len;
 
-	for (it = g->txq_head; it && n < TX_BATCH; it = it->next) {
+	while (it && n < TX_BATCH) {
+		if (room && (k = batch_span(it, room, &len))) {
+			put_batch(d, g, b, n, it, k, len);
+			if (!pace_take(d, g, now, &b->dg[n]))
+				return n;
+			b->owner[n] = it;
+			b->nmsgs[n++] = k;
+			while (k--)
+				it = it->next;
+			continue;
+		}
 		tmpl.group_id = g->id;
 		tmpl.source_id = d->source_id;
 		tmpl.msg_seq = it->seq;
@@ -158,20 +249,23 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 								  .payload = it->msg->data + off,
 								  .payload_len = (uint32_t)len};
 			}
-			/* Whole datagrams count against the bucket, header included. */
-			wait = pubd_pacer_take(&g->pacer, now, b->dg[n].hdr_len + b->dg[n].payload_len);
-			if (wait) {
-				/* Come back when half the bucket has refilled, not
-				 * for each datagram: a few wakeups per depth at any
-				 * rate, and the other half absorbs a late timer. */
-				wait = max_u64(wait, pubd_pacer_wait(&g->pacer, now, g->pacer.burst / 2));
-				pace_wait(d, g, now + wait);
+			if (!pace_take(d, g, now, &b->dg[n]))
 				return n;
-			}
-			b->owner[n++] = it;
+			b->owner[n] = it;
+			b->nmsgs[n++] = 0;
 		}
+		it = it->next;
 	}
 	return n;
+}
+
+/* Its last datagram went: kept for repair, off the queue (it is the head). */
+static void message_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it)
+{
+	g->sent_seq = it->seq + 1;
+	g->ever_sent = true;
+	engine_repair_keep(d, g, it->msg, it->seq, it->plan.frag_payload);
+	item_done(d, g, it);
 }
 
 /* Tokens back for datagrams gathered but not sent. */
@@ -190,8 +284,9 @@ static void refund(struct pubd_group *g, const struct tx_batch *b, unsigned from
 static int pump_group(struct pubd *d, struct pubd_group *g)
 {
 	struct tx_batch b;
-	struct pubd_tx_item *it;
+	struct pubd_tx_item *it, *next;
 	unsigned n, i;
+	uint32_t k;
 	int sent;
 
 	n = gather(d, g, &b);
@@ -220,11 +315,17 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 	for (i = 0; i < (unsigned)sent; i++) {
 		it = b.owner[i];
 		d->counters[PUBD_CTR_TX_BYTES] += b.dg[i].hdr_len + b.dg[i].payload_len;
-		if (++it->next_frag == it->plan.frag_count) {
-			g->sent_seq = it->seq + 1;
-			g->ever_sent = true;
-			engine_repair_keep(d, g, it->msg, it->seq, it->plan.frag_payload);
-			item_done(d, g, it);
+		if (b.nmsgs[i]) {
+			/* A batch: its messages are the head of the queue, whole. */
+			d->counters[PUBD_CTR_TX_BATCHES]++;
+			d->counters[PUBD_CTR_TX_BATCHED] += b.nmsgs[i];
+			for (k = 0; k < b.nmsgs[i]; k++, it = next) {
+				next = it->next;
+				it->next_frag = 1;
+				message_sent(d, g, it);
+			}
+		} else if (++it->next_frag == it->plan.frag_count) {
+			message_sent(d, g, it);
 		}
 	}
 	g->tx_datagrams += (unsigned)sent;
@@ -461,6 +562,9 @@ void pubd_tx_free(struct pubd *d)
 		d->tx.free_items = it->next;
 		free(it);
 	}
+	free(d->tx.batch_bodies);
+	d->tx.batch_bodies = NULL;
+	d->tx.batch_stride = 0;
 	d->tx.ready_head = d->tx.ready_tail = NULL;
 	d->tx.queued_msgs = 0;
 	if (left)

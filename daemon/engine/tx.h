@@ -38,6 +38,10 @@ struct pubd_tx {
 	struct pubd_tx_item *free_items; /* recycled: no allocation per message */
 	uint32_t queued_msgs;
 	uint64_t pace_deadline; /* the pace timer's, UINT64_MAX when disarmed */
+	/* Batch bodies (fabric.batch): TX_BATCH of batch_stride bytes, made
+	 * at the first batch and again when the MTU grows. */
+	uint8_t *batch_bodies;
+	size_t batch_stride;
 };
 
 /* Queue a message (the queue takes a reference). -ENOMEM on failure. The

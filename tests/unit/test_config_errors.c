@@ -37,7 +37,7 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 {
 	one_error("fabric:\n  type: udp\n  srq_dept: 5\n",
 		  "t.yaml:3:3: fabric: unknown key \"srq_dept\" (expected one of type, address, udp_port, mtu, "
-		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, rx_linger_us, "
+		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, batch, rx_linger_us, "
 		  "sendonly_hold_ms, receive)");
 	one_error("limits: {colour: red}",
 		  "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "

@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Batches (wire.h, fabric.batch) through two daemons on the fake fabric:
+ * small messages queued together leave in one datagram, a lone message
+ * still goes at once on its own, every message arrives whole and in order,
+ * a lost batch is counted as exactly the messages it carried, a repair
+ * group gets them back, and fabric.batch: false sends one datagram per
+ * message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proto.h"
+#include "test_daemon_harness.h"
+#include "wire.h"
+
+static const char *body(const char *repair)
+{
+	static char b[512];
+
+	snprintf(b, sizeof(b),
+		 "limits:\n  reassembly_timeout_ms: 100\n  subscriber_queue: 65536\n"
+		 "groups:\n"
+		 "  - name: s\n"
+		 "    address: 239.78.1.1\n"
+		 "    repair: %s\n",
+		 repair);
+	return b;
+}
+
+/* Message k: mostly small, every 50th larger than one fragment (the fake's
+ * MTU is 1024), so batches end where a fragmented message comes. */
+static size_t msg_len(uint64_t k)
+{
+	return k % 50 == 49 ? 2500 : k % 7;
+}
+
+static uint8_t msg_byte(uint64_t k, size_t i)
+{
+	return (uint8_t)(k * 31 + i);
+}
+
+/* Write the PUBLISH frames of messages [from, to) in one go, so pubd finds
+ * them queued together. */
+static void publish(struct hc *pub, uint64_t from, uint64_t to)
+{
+	uint8_t payload[4096];
+	size_t cap = (size_t)(to - from) * 2600 + 64, n = 0, i;
+	uint8_t *frames = malloc(cap);
+	uint64_t k;
+
+	assert_non_null(frames);
+	for (k = from; k < to; k++) {
+		for (i = 0; i < msg_len(k); i++)
+			payload[i] = msg_byte(k, i);
+		n += hc_enc_publish(frames + n, cap - n, "s", payload, msg_len(k));
+	}
+	assert_int_equal(hc_write(pub, frames, n, 5000), 0);
+	free(frames);
+}
+
+static void drain(struct hd *a, uint64_t published)
+{
+	uint64_t dl = hd_deadline(5000);
+	struct pubd_group *g = hd_group(a, "s");
+
+	while (!hd_past(dl) && (g->txq_head || a->d.counters[PUBD_CTR_MSG_PUBLISHED] < published))
+		hd_turn(a, 1);
+	assert_null(g->txq_head);
+	assert_int_equal(a->d.counters[PUBD_CTR_MSG_PUBLISHED], published);
+}
+
+struct seen {
+	uint8_t *got;
+	uint64_t n, delivered, last;
+};
+
+static void take_in_order(struct hc *sub, struct seen *v)
+{
+	struct pub_msg_deliver m;
+	const uint8_t *fb;
+	uint32_t flen;
+	uint8_t type;
+	size_t i;
+
+	while (hc_next(sub, &type, &fb, &flen, 0) == 1) {
+		assert_int_equal(type, PUB_FRAME_DELIVER);
+		assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
+		assert_true(m.seq < v->n && !v->got[m.seq]);
+		assert_true(v->delivered == 0 || m.seq > v->last);
+		v->last = m.seq;
+		assert_int_equal(m.payload_len, msg_len(m.seq));
+		for (i = 0; i < m.payload_len; i++)
+			assert_int_equal(m.payload[i], msg_byte(m.seq, i));
+		v->got[m.seq] = 1;
+		v->delivered++;
+		hc_pop(sub);
+	}
+}
+
+/* What a sent, by kind: batches and the messages in them, other datagrams. */
+struct census {
+	unsigned batches, batched, plain, largest;
+	uint64_t first_batch_seq;
+	uint32_t first_batch_count;
+};
+
+static struct census census(struct hd *a)
+{
+	struct census c = {0};
+	size_t i;
+
+	for (i = 0; i < pubd_fake_sent_count(a->fk); i++) {
+		const struct pubd_fake_sent *r = pubd_fake_sent_at(a->fk, i);
+		struct pubd_wire_hdr h;
+		const uint8_t *p;
+		size_t plen;
+
+		assert_int_equal(pubd_wire_decode(r->data, r->len, &h, &p, &plen), 0);
+		assert_true(r->len <= a->d.mtu);
+		if (r->len > c.largest)
+			c.largest = r->len;
+		if (h.flags & PUBD_WIRE_F_BATCH) {
+			if (!c.batches) {
+				c.first_batch_seq = h.msg_seq;
+				c.first_batch_count = h.frag_count;
+			}
+			c.batches++;
+			c.batched += h.frag_count;
+		} else if (!(h.flags & PUBD_WIRE_F_HEARTBEAT)) {
+			c.plain++;
+		}
+	}
+	return c;
+}
+
+/* Move a's datagrams to b, but for the one whose index is skip (or none). */
+static void move(struct hd *a, struct hd *b, size_t skip)
+{
+	struct pubd_group *gb = hd_group(b, "s");
+	size_t i;
+
+	for (i = 0; i < pubd_fake_sent_count(a->fk); i++) {
+		const struct pubd_fake_sent *r = pubd_fake_sent_at(a->fk, i);
+
+		if (i != skip)
+			pubd_fake_inject_from(b->fk, gb->slot, r->data, r->len, pubd_fake_peer_id(a->fk));
+	}
+	pubd_fake_sent_clear(a->fk);
+}
+
+/* The index in a's sent datagrams of its first batch. */
+static size_t first_batch(struct hd *a)
+{
+	size_t i;
+
+	for (i = 0; i < pubd_fake_sent_count(a->fk); i++) {
+		const struct pubd_fake_sent *r = pubd_fake_sent_at(a->fk, i);
+		struct pubd_wire_hdr h;
+		const uint8_t *p;
+		size_t plen;
+
+		assert_int_equal(pubd_wire_decode(r->data, r->len, &h, &p, &plen), 0);
+		if (h.flags & PUBD_WIRE_F_BATCH)
+			return i;
+	}
+	fail_msg("no batch sent");
+	return 0;
+}
+
+static void start_pair(struct hd *a, struct hd *b, const char *fabric_a, const char *repair_a, const char *repair_b,
+		       struct hc *pub, struct hc *sub)
+{
+	assert_int_equal(hd_start(a, fabric_a, body(repair_a)), 0);
+	assert_int_equal(hd_start(b, NULL, body(repair_b)), 0);
+	assert_int_equal(hc_connect(b, sub, 0), 0);
+	assert_int_equal(hc_hello(sub, "sub"), 0);
+	assert_int_equal(hc_group_req(sub, PUB_FRAME_SUBSCRIBE, "s", NULL), 0);
+	assert_int_equal(hc_connect(a, pub, 0), 0);
+	assert_int_equal(hc_hello(pub, "pub"), 0);
+}
+
+static void stop_pair(struct hd *a, struct hd *b, struct hc *pub, struct hc *sub)
+{
+	hc_close(pub);
+	hc_close(sub);
+	hd_stop(a);
+	hd_stop(b);
+}
+
+static void receive_all(struct hd *b, struct hc *sub, struct seen *v, uint64_t want)
+{
+	uint64_t dl = hd_deadline(5000);
+
+	while (!hd_past(dl) && v->delivered < want) {
+		hd_turn(b, 1);
+		take_in_order(sub, v);
+	}
+}
+
+static void test_small_messages_share_datagrams(void **state)
+{
+	static struct hd a, b;
+	const uint64_t N = 2000;
+	struct hc pub, sub;
+	struct census c;
+	struct seen v = {.got = calloc(N, 1), .n = N};
+
+	(void)state;
+	assert_non_null(v.got);
+	start_pair(&a, &b, NULL, "off", "off", &pub, &sub);
+	publish(&pub, 0, N);
+	drain(&a, N);
+	c = census(&a);
+	print_message("%llu messages: %u batches carrying %u, %u other datagrams, largest %u bytes (MTU %u)\n",
+		      (unsigned long long)N, c.batches, c.batched, c.plain, c.largest, a.d.mtu);
+	/* Every message went, once: in a batch or alone. */
+	assert_int_equal(c.batched + c.plain, N + 40 * (2500 / (1024 - 48))); /* 40 large ones, 3 fragments each */
+	assert_true(c.batches > 0);
+	/* Batches fill the MTU: far fewer datagrams than messages. */
+	assert_true(c.batches + c.plain < N / 10);
+	assert_int_equal(a.d.counters[PUBD_CTR_TX_BATCHES], c.batches);
+	assert_int_equal(a.d.counters[PUBD_CTR_TX_BATCHED], c.batched);
+	move(&a, &b, SIZE_MAX);
+	receive_all(&b, &sub, &v, N);
+	assert_int_equal(v.delivered, N);
+	assert_int_equal(b.d.counters[PUBD_CTR_RX_BATCHES], c.batches);
+	assert_int_equal(b.d.counters[PUBD_CTR_RX_MALFORMED], 0);
+	assert_int_equal(pubd_drops_msg_total(&hd_group(&b, "s")->drops), 0);
+	stop_pair(&a, &b, &pub, &sub);
+	free(v.got);
+}
+
+/* A message alone in the queue does not wait for company. */
+static void test_lone_message_goes_alone(void **state)
+{
+	static struct hd a, b;
+	struct hc pub, sub;
+	struct census c;
+
+	(void)state;
+	start_pair(&a, &b, NULL, "off", "off", &pub, &sub);
+	publish(&pub, 0, 1);
+	drain(&a, 1);
+	c = census(&a);
+	assert_int_equal(c.batches, 0);
+	assert_int_equal(c.plain, 1);
+	stop_pair(&a, &b, &pub, &sub);
+}
+
+/* A lost batch: exactly its messages counted lost (seq_gap), every other
+ * one delivered in order; published = delivered + dropped. */
+static void test_lost_batch_counts_each_message(void **state)
+{
+	static struct hd a, b;
+	const uint64_t N = 300;
+	struct hc pub, sub;
+	struct census c;
+	struct seen v = {.got = calloc(N, 1), .n = N};
+	struct pubd_group *gb;
+	uint64_t dl;
+	size_t skip;
+
+	(void)state;
+	assert_non_null(v.got);
+	start_pair(&a, &b, NULL, "off", "off", &pub, &sub);
+	/* The stream is known at b before the loss (a receiver counts from
+	 * the first message it hears). */
+	publish(&pub, 0, 1);
+	drain(&a, 1);
+	move(&a, &b, SIZE_MAX);
+	publish(&pub, 1, N);
+	drain(&a, N);
+	c = census(&a);
+	skip = first_batch(&a);
+	assert_true(c.first_batch_count >= 2);
+	move(&a, &b, skip);
+	gb = hd_group(&b, "s");
+	receive_all(&b, &sub, &v, N - c.first_batch_count);
+	/* The gap is found by the next message; counted lost once
+	 * reassembly_timeout_ms (100) has passed without it. */
+	dl = hd_deadline(2000);
+	while (!hd_past(dl) && v.delivered + pubd_drops_msg_total(&gb->drops) < N)
+		hd_turn(&b, 1);
+	print_message("lost batch of %u messages from seq %llu: delivered %llu, seq_gap %llu\n", c.first_batch_count,
+		      (unsigned long long)c.first_batch_seq, (unsigned long long)v.delivered,
+		      (unsigned long long)gb->drops.by_reason[PUB_DROP_SEQ_GAP]);
+	assert_int_equal(v.delivered, N - c.first_batch_count);
+	assert_int_equal(gb->drops.by_reason[PUB_DROP_SEQ_GAP], c.first_batch_count);
+	assert_int_equal(pubd_drops_msg_total(&gb->drops), c.first_batch_count);
+	for (uint64_t k = c.first_batch_seq; k < c.first_batch_seq + c.first_batch_count; k++)
+		assert_int_equal(v.got[k], 0);
+	stop_pair(&a, &b, &pub, &sub);
+	free(v.got);
+}
+
+/* On a repair group the lost batch's messages come back (one repair each)
+ * and everything is delivered in order. */
+static void test_lost_batch_is_repaired(void **state)
+{
+	static struct hd a, b;
+	const uint64_t N = 300;
+	struct hc pub, sub;
+	struct seen v = {.got = calloc(N, 1), .n = N};
+	struct pubd_group *gb;
+	uint64_t dl;
+	size_t skip;
+
+	(void)state;
+	assert_non_null(v.got);
+	start_pair(&a, &b, NULL, "{window: 1MiB, max_age_ms: 60000}", "{nak_backoff_ms: 0, nak_interval_ms: 20}", &pub,
+		   &sub);
+	publish(&pub, 0, 1);
+	drain(&a, 1);
+	move(&a, &b, SIZE_MAX);
+	publish(&pub, 1, N);
+	drain(&a, N);
+	skip = first_batch(&a);
+	move(&a, &b, skip);
+	gb = hd_group(&b, "s");
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && v.delivered < N) {
+		hd_turn(&b, 1);
+		pubd_fake_transfer(b.fk, a.fk, NULL, NULL);
+		hd_turn(&a, 1);
+		pubd_fake_transfer(a.fk, b.fk, NULL, NULL);
+		take_in_order(&sub, &v);
+	}
+	assert_int_equal(v.delivered, N);
+	assert_true(gb->repaired >= 2);
+	assert_int_equal(pubd_drops_msg_total(&gb->drops), 0);
+	stop_pair(&a, &b, &pub, &sub);
+	free(v.got);
+}
+
+/* fabric.batch: false, for fleets with a pubd that knows no batches: one
+ * datagram per message, as before. */
+static void test_batch_off_sends_one_per_message(void **state)
+{
+	static struct hd a, b;
+	const uint64_t N = 200;
+	struct hc pub, sub;
+	struct census c;
+	struct seen v = {.got = calloc(N, 1), .n = N};
+
+	(void)state;
+	assert_non_null(v.got);
+	start_pair(&a, &b, "  batch: false\n", "off", "off", &pub, &sub);
+	publish(&pub, 0, N);
+	drain(&a, N);
+	c = census(&a);
+	assert_int_equal(c.batches, 0);
+	assert_int_equal(c.plain, N + 4 * 2); /* 4 large ones, 3 fragments each */
+	assert_int_equal(a.d.counters[PUBD_CTR_TX_BATCHES], 0);
+	move(&a, &b, SIZE_MAX);
+	receive_all(&b, &sub, &v, N);
+	assert_int_equal(v.delivered, N);
+	stop_pair(&a, &b, &pub, &sub);
+	free(v.got);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_small_messages_share_datagrams, hd_teardown),
+		cmocka_unit_test_teardown(test_lone_message_goes_alone, hd_teardown),
+		cmocka_unit_test_teardown(test_lost_batch_counts_each_message, hd_teardown),
+		cmocka_unit_test_teardown(test_lost_batch_is_repaired, hd_teardown),
+		cmocka_unit_test_teardown(test_batch_off_sends_one_per_message, hd_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
