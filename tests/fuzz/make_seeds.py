@@ -35,6 +35,16 @@ def frags(grp, src, seq, msg_len, unit):
     return out
 
 
+BATCH = 0x08
+
+
+def batch(grp, src, seq, lens):
+    """A batch datagram (wire.h): whole messages seq, seq+1, ... of these lengths."""
+    body = b"".join(struct.pack(">H", n) + bytes(((seq + k) * 31 + i) & 0xFF for i in range(n))
+                    for k, n in enumerate(lens))
+    return hdr(grp, src, seq, len(body), 0, len(lens), 0, flags=BATCH) + body
+
+
 def heartbeat(grp, src, next_seq):
     return hdr(grp, src, next_seq, 0, 0, 0, 0, flags=HB)
 
@@ -61,6 +71,8 @@ def wire_seeds():
         "hdr_len_56": bytes(longer),
         "bad_magic": b"XUBD" + three[0][4:],
         "short": three[0][:47],
+        "batch": batch(1, 2, 7, [5, 0, 64, 1]),
+        "batch_short_entry": batch(1, 2, 7, [5, 9])[:-1],
     }
 
 
@@ -158,6 +170,9 @@ def rxpath_seeds():
         "tail_loss": b"".join(rx_record(fold(2, 2), d) for d in frags(0, 1, 0, 50, 40)) +
         rx_record(fold(2, 2), heartbeat(0, 1, 9)),
         "unfolded": rx_record(0x00, a0[0]) + rx_record(0x01, b"short"),
+        "batches": rx_record(fold(0, 0), batch(0, 0, 0, [3, 4, 5])) + rx_record(fold(0, 0), batch(0, 0, 5, [1, 2])) +
+        rx_record(fold(0, 0), batch(0, 0, 3, [7, 8])) + rx_record(fold(0, 0), batch(0, 0, 3, [7, 8])) +
+        rx_record(fold(0, 0), heartbeat(0, 0, 9)),
     }
 
 
