@@ -27,16 +27,24 @@
 #include "engine_internal.h"
 #include "log.h"
 
-struct held {
-	struct held *next;
-	uint64_t seq;
-	struct pubd_msgbuf *msg;
-};
+/*
+ * A stream's held messages by sequence number: a ring of slots, slot i
+ * holding seq base + i (NULL where nothing is held: a gap still open, or
+ * one resolved as lost), len slots from head. Putting one in and taking
+ * the first out cost the same whether ten or a hundred thousand are held:
+ * repairs come in the random order of the receivers' NAK back-off, and a
+ * sorted list walked per repair took the receiving core at 100k 1 KiB
+ * messages/s with 5% loss. The span is capped (HOLD_SPAN_MAX slots, 8 MiB
+ * of slots); a message beyond it releases the stream as the budget does.
+ */
+#define HOLD_SPAN_MAX (1u << 20)
 
 struct hold_stream {
 	struct hold_stream *next;
 	uint64_t source, group;
-	struct held *head; /* ascending seq */
+	struct pubd_msgbuf **slot;
+	uint32_t cap, head, len; /* cap a power of two */
+	uint64_t base;		 /* the seq of the first slot */
 	uint64_t bytes;
 };
 
@@ -56,6 +64,39 @@ static struct hold_stream *find(struct pubd *d, uint64_t source, uint64_t group,
 	return h;
 }
 
+static void stream_free(struct hold_stream *h)
+{
+	free(h->slot);
+	free(h);
+}
+
+static struct pubd_msgbuf **slot_at(const struct hold_stream *h, uint32_t i)
+{
+	return &h->slot[(h->head + i) & (h->cap - 1)];
+}
+
+/* Room for span slots, the ones in use kept in order from index 0. */
+static bool reserve(struct hold_stream *h, uint32_t span)
+{
+	struct pubd_msgbuf **v;
+	uint32_t cap = h->cap ? h->cap : 64, i;
+
+	if (span <= h->cap)
+		return true;
+	while (cap < span)
+		cap *= 2;
+	v = calloc(cap, sizeof(*v));
+	if (!v)
+		return false;
+	for (i = 0; i < h->len; i++)
+		v[i] = *slot_at(h, i);
+	free(h->slot);
+	h->slot = v;
+	h->cap = cap;
+	h->head = 0;
+	return true;
+}
+
 /* Has every subscriber of g room for len bytes? */
 static bool room_for(const struct pubd_group *g, size_t len)
 {
@@ -72,21 +113,60 @@ static bool room_for(const struct pubd_group *g, size_t len)
 static void release(struct pubd *d, struct hold_stream *h, uint64_t low, bool forced)
 {
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, h->group);
-	struct held *m;
+	struct pubd_msgbuf **s, *m;
 
-	while ((m = h->head) && m->seq < low) {
-		if (g && !forced && !room_for(g, m->msg->len)) {
-			d->holds_waiting = true;
-			return;
+	while (h->len && h->base < low) {
+		s = slot_at(h, 0);
+		if ((m = *s)) {
+			if (g && !forced && !room_for(g, m->len)) {
+				d->holds_waiting = true;
+				return;
+			}
+			*s = NULL;
+			h->bytes -= m->len;
+			d->held_bytes -= m->len;
+			if (g)
+				engine_fan_out(d, g, h->source, h->base, m);
+			pubd_msgbuf_put(m);
 		}
-		h->head = m->next;
-		h->bytes -= m->msg->len;
-		d->held_bytes -= m->msg->len;
-		if (g)
-			engine_fan_out(d, g, h->source, m->seq, m->msg);
-		pubd_msgbuf_put(m->msg);
-		free(m);
+		h->head = (h->head + 1) & (h->cap - 1);
+		h->base++;
+		h->len--;
 	}
+}
+
+/* Put msg in h's slot for seq: 1, or 0 when one is held there already
+ * (reassembly completes a message once), -1 without memory or beyond the
+ * span. */
+static int put(struct hold_stream *h, uint64_t seq, struct pubd_msgbuf *msg)
+{
+	uint64_t span;
+	uint32_t shift;
+
+	if (!h->len) {
+		if (!reserve(h, 1))
+			return -1;
+		h->base = seq;
+		h->len = 1;
+	} else if (seq >= h->base + h->len) {
+		span = seq - h->base + 1;
+		if (span > HOLD_SPAN_MAX || !reserve(h, (uint32_t)span))
+			return -1;
+		h->len = (uint32_t)span; /* the new slots are NULL already */
+	} else if (seq < h->base) {
+		span = h->base - seq + h->len;
+		if (span > HOLD_SPAN_MAX || !reserve(h, (uint32_t)span))
+			return -1;
+		shift = (uint32_t)(h->base - seq);
+		h->head = (h->head - shift) & (h->cap - 1);
+		h->base = seq;
+		h->len += shift;
+	}
+	if (*slot_at(h, (uint32_t)(seq - h->base)))
+		return 0;
+	*slot_at(h, (uint32_t)(seq - h->base)) = pubd_msgbuf_get(msg);
+	h->bytes += msg->len;
+	return 1;
 }
 
 static void overflow(struct pubd *d)
@@ -106,23 +186,24 @@ static void overflow(struct pubd *d)
 bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg)
 {
 	struct hold_stream *h = find(d, source, group, false);
-	struct held *m, **p;
+	int r;
 
 	if (!h && pubd_reasm_stream_low(d->reasm, source, group) >= seq)
 		return false; /* nothing before it outstanding: deliver now */
 	if (!h && !(h = find(d, source, group, true)))
 		return false;
-	m = malloc(sizeof(*m));
-	if (!m)
-		return false;
-	m->seq = seq;
-	m->msg = pubd_msgbuf_get(msg);
-	for (p = &h->head; *p && (*p)->seq < seq; p = &(*p)->next)
-		;
-	m->next = *p;
-	*p = m;
-	h->bytes += msg->len;
-	d->held_bytes += msg->len;
+	r = put(h, seq, msg);
+	if (r < 0) {
+		/* Out of memory, or held further apart than the span: release
+		 * what is held as the budget would, then this one after it. */
+		d->order_overflows++;
+		release(d, h, UINT64_MAX, true);
+		r = put(h, seq, msg);
+		if (r < 0)
+			return false;
+	}
+	if (r > 0)
+		d->held_bytes += msg->len;
 	while (d->held_bytes > d->cfg.reassembly_budget && d->holds)
 		overflow(d);
 	return true;
@@ -135,32 +216,33 @@ void engine_order_release(struct pubd *d)
 	d->holds_waiting = false;
 	while ((h = *pp)) {
 		release(d, h, pubd_reasm_stream_low(d->reasm, h->source, h->group), false);
-		if (h->head) {
+		if (h->len) {
 			pp = &h->next;
 			continue;
 		}
 		*pp = h->next;
-		free(h);
+		stream_free(h);
 	}
 }
 
 void engine_order_forget(struct pubd *d, uint64_t group)
 {
 	struct hold_stream **pp = &d->holds, *h;
-	struct held *m;
+	struct pubd_msgbuf *m;
+	uint32_t i;
 
 	while ((h = *pp)) {
 		if (group && h->group != group) {
 			pp = &h->next;
 			continue;
 		}
-		while ((m = h->head)) {
-			h->head = m->next;
-			d->held_bytes -= m->msg->len;
-			pubd_msgbuf_put(m->msg);
-			free(m);
+		for (i = 0; i < h->len; i++) {
+			if ((m = *slot_at(h, i))) {
+				d->held_bytes -= m->len;
+				pubd_msgbuf_put(m);
+			}
 		}
 		*pp = h->next;
-		free(h);
+		stream_free(h);
 	}
 }

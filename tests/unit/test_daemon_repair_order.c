@@ -126,6 +126,71 @@ static void test_release_waits_for_the_queue(void **state)
 	hd_stop(&b);
 }
 
+/* Thousands held behind a thousand gaps, filled in a random order (as the
+ * receivers' NAK back-off makes them come): every message reaches the
+ * subscriber once, in order, and nothing stays held. */
+static void test_random_repairs_among_many_held(void **state)
+{
+	static struct hd b;
+	enum { N = 20000, EVERY = 17 };
+	uint64_t *lost = malloc(N / EVERY * sizeof(*lost)), next = 0, s, dl, t0;
+	struct pubd_group *g;
+	unsigned nlost = 0, i, j;
+	struct hc sub;
+
+	(void)state;
+	assert_non_null(lost);
+	assert_int_equal(hd_start(&b, NULL,
+				  "limits:\n  reassembly_timeout_ms: 60000\n  subscriber_queue: 65536\n"
+				  "  subscriber_queue_bytes: 64MiB\n  reassembly_budget: 64MiB\n"
+				  "groups:\n  - {name: r, address: 239.78.0.4, repair: on}\n"),
+			 0);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	g = hd_group(&b, "r");
+	inject(&b, 0);
+	hd_turn(&b, 1);
+	for (s = 1; s < N; s++) {
+		if (s % EVERY == 1) {
+			lost[nlost++] = s;
+			continue;
+		}
+		inject(&b, s);
+		if (s % 256 == 0)
+			hd_turn(&b, 0);
+	}
+	hd_turn(&b, 1);
+	assert_true(b.d.held_bytes >= (uint64_t)(N - 1 - nlost) * MSG_LEN);
+	/* The repairs, shuffled (a fixed seed: the same order every run). */
+	srand(7);
+	for (i = nlost - 1; i > 0; i--) {
+		j = (unsigned)rand() % (i + 1);
+		s = lost[i];
+		lost[i] = lost[j];
+		lost[j] = s;
+	}
+	t0 = pubd_now_ns();
+	for (i = 0; i < nlost; i++) {
+		inject(&b, lost[i]);
+		if (i % 64 == 0)
+			hd_turn(&b, 0);
+	}
+	dl = hd_deadline(10000);
+	while (!hd_past(dl) && next < N)
+		read_all(&b, &sub, &next, 1);
+	print_message("%u repairs in random order among %u held: all %llu delivered in order in %llu ms\n", nlost,
+		      N - 1 - nlost, (unsigned long long)next, (unsigned long long)((pubd_now_ns() - t0) / 1000000));
+	assert_int_equal(next, N);
+	assert_int_equal(b.d.held_bytes, 0);
+	assert_int_equal(b.d.order_overflows, 0);
+	assert_int_equal(g->delivered, N);
+	assert_int_equal(pubd_drops_msg_total(&g->sub_drops), 0);
+	hc_close(&sub);
+	hd_stop(&b);
+	free(lost);
+}
+
 /* Held bytes over the reassembly budget (64 KiB here) are released by
  * force: the queue's policy (drop-newest) drops what does not fit, each
  * counted as sub_overflow; delivered + sub_overflow = received. */
@@ -179,6 +244,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_release_waits_for_the_queue, hd_teardown),
 		cmocka_unit_test_teardown(test_forced_release_counts_overflow, hd_teardown),
+		cmocka_unit_test_teardown(test_random_repairs_among_many_held, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
