@@ -147,6 +147,17 @@ tput_case() {
 		fi
 	done
 	[ "$loss" != 0 ] && loss_off
+	# What pubd counted where a fraction is missing: the reasons, per host.
+	case $sys in pubd*)
+		for h in "${hosts[@]}"; do
+			it_log "$sys run $n on $h: $(it_ctl "$h" --json drops | jq -c '[.drops[] | select(.scope == "group") | {(.name + " " + .reason): .count}] | add')"
+		done
+		[ "$sys" = pubd-repair ] && for h in h1 "${hosts[@]}"; do
+			it_log "$sys run $n on $h: $(it_ctl "$h" --json groups | jq -c '.groups[] | select(.name == "tr") |
+				with_entries(select(.key | test("nak|repair|gone|unrecovered")))')"
+		done
+		;;
+	esac
 	local files=("$IT_WORK/pub-$n.out")
 	for h in "${hosts[@]}"; do files+=("$IT_WORK/sub-$n-$h.out"); done
 	grep -h '^{' "${files[@]}" | jq -sc --arg sys "$sys" --argjson size "$size" --argjson subs "$nsubs" \
