@@ -113,6 +113,17 @@ int pubd_wire_check_frag(const struct pubd_wire_hdr *h, size_t payload_len, uint
 
 const char *pubd_wire_strerror(int err);
 
+/* How many messages a decoded datagram completes at its sender: a batch
+ * its frag_count, a message's last fragment 1, anything else 0. */
+static inline uint32_t pubd_wire_msgs_completed(const struct pubd_wire_hdr *h)
+{
+	if (h->flags & PUBD_WIRE_F_BATCH)
+		return h->frag_count;
+	if (h->flags & (PUBD_WIRE_F_HEARTBEAT | PUBD_WIRE_F_CONTROL))
+		return 0;
+	return h->frag_index + 1 == h->frag_count;
+}
+
 /* The messages of a batch that pubd_wire_decode accepted, in order. */
 struct pubd_wire_batch_iter {
 	const uint8_t *p, *end;

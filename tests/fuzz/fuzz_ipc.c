@@ -140,11 +140,9 @@ static void on_sent(void *ctx, int slot, const struct pubd_tx_dgram *d)
 		memcpy(buf + d->hdr_len, d->payload, d->payload_len);
 	if (pubd_wire_decode(buf, d->hdr_len + d->payload_len, &w, &p, &plen) != 0)
 		abort(); /* the daemon sent something malformed */
-	if (w.flags & PUBD_WIRE_F_HEARTBEAT || w.frag_index + 1 != w.frag_count)
-		return;
 	if (slot < 0 || slot >= 16)
 		abort();
-	sent_by_slot[slot]++;
+	sent_by_slot[slot] += pubd_wire_msgs_completed(&w);
 }
 
 /* The daemon lives as long as the process; its socket and config go with it. */

@@ -91,8 +91,8 @@ static void on_sent(void *ctx, int slot, const struct pubd_tx_dgram *d)
 		memcpy(buf + d->hdr_len, d->payload, d->payload_len);
 	if (pubd_wire_decode(buf, d->hdr_len + d->payload_len, &w, &p, &plen) != 0)
 		abort();
-	if (!(w.flags & PUBD_WIRE_F_HEARTBEAT) && w.frag_index + 1 == w.frag_count && slot >= 0 && slot < 16)
-		sent_by_slot[slot]++;
+	if (slot >= 0 && slot < 16)
+		sent_by_slot[slot] += pubd_wire_msgs_completed(&w);
 }
 
 static void remove_files(void)

@@ -198,8 +198,7 @@ static uint64_t take_sent_msgs(struct hd *h, int slot, uint64_t *hb)
 				++*hb;
 			continue;
 		}
-		if (w.frag_index + 1 == w.frag_count)
-			msgs++;
+		msgs += pubd_wire_msgs_completed(&w);
 	}
 	pubd_fake_sent_clear(h->fk);
 	return msgs;

@@ -490,6 +490,24 @@ static void wire_rejects_batch_of_wrong_shape(void **state)
 	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_CONTROL);
 }
 
+static void wire_counts_messages_a_datagram_completes(void **state)
+{
+	struct pubd_wire_hdr h = sample_hdr(0);
+
+	assert_int_equal(pubd_wire_msgs_completed(&h), 0);
+	h = sample_hdr(3);
+	assert_int_equal(pubd_wire_msgs_completed(&h), 1);
+	h = (struct pubd_wire_hdr){.flags = PUBD_WIRE_F_BATCH, .frag_count = 9};
+	assert_int_equal(pubd_wire_msgs_completed(&h), 9);
+	h = (struct pubd_wire_hdr){.flags = PUBD_WIRE_F_HEARTBEAT};
+	assert_int_equal(pubd_wire_msgs_completed(&h), 0);
+	h = (struct pubd_wire_hdr){.flags = PUBD_WIRE_F_CONTROL, .msg_len = 40};
+	assert_int_equal(pubd_wire_msgs_completed(&h), 0);
+	h = sample_hdr(3);
+	h.flags = PUBD_WIRE_F_REPAIR;
+	assert_int_equal(pubd_wire_msgs_completed(&h), 1);
+}
+
 static void wire_strerror_names_every_error(void **state)
 {
 	int e;
@@ -534,6 +552,7 @@ int main(void)
 		cmocka_unit_test(wire_batch_roundtrips_its_messages_in_order),
 		cmocka_unit_test(wire_rejects_batch_not_filling_its_body),
 		cmocka_unit_test(wire_rejects_batch_of_wrong_shape),
+		cmocka_unit_test(wire_counts_messages_a_datagram_completes),
 		cmocka_unit_test(wire_strerror_names_every_error),
 		cmocka_unit_test(wire_group_id_is_fnv1a_64),
 	};
