@@ -29,7 +29,8 @@
 # pubd build is $BUILD (default <repo>/build-bench, Release).
 # Environment: PEER_PGM_RATE_KBIT (ZMQ_RATE for PGM, default 1000000),
 # PEERS_AERON_GIT (a URL or path to clone Aeron from, default GitHub's),
-# PEERS_SKIP_AERON=1.
+# PEERS_SKIP_AERON=1, PEERS_SIZES and PEERS_NSUBS (the tput cases: default
+# "64 1024 65536 1048576" and "1 2").
 #
 # A measurement, not a test: exits 0 when every case ran, whatever the
 # figures. Each table shows pubd's figure, each peer's, and pubd's ratio to
@@ -93,8 +94,8 @@ done
 it_log "systems: ${systems[*]}; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 if [[ " $only " == *" tput "* ]]; then
-	for size in 64 1024 65536 1048576; do
-		for nsubs in 1 2; do
+	for size in ${PEERS_SIZES:-64 1024 65536 1048576}; do
+		for nsubs in ${PEERS_NSUBS:-1 2}; do
 			for s in "${systems[@]}"; do
 				tput_case "$s" "$size" "$nsubs" 0
 			done
