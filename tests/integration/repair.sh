@@ -5,7 +5,7 @@
 # drops 1%, 5% and 20% of the multicast datagrams arriving at h2 (the group
 # port; NAKs and unicast repairs use the daemons' own send ports and are
 # not dropped). Each loss level on its own repair group, streams of mixed
-# sizes (64 B to 1 MiB) published at once: on h2 every message arrives,
+# sizes (64 B to 1 MiB, 10,000 messages a level) published at once: on h2 every message arrives,
 # intact and once, repaired > 0 and unrecovered 0, published == delivered.
 # The same loss on a group without repair is counted as today (seq_gap,
 # reasm_timeout), published == delivered + dropped.
@@ -31,10 +31,15 @@ for h in h1 h2; do
 		  # subscriber's queue takes the burst (else sub_overflow)
 		  subscriber_queue: 65536
 		  subscriber_queue_bytes: 256MiB
+		  # three rounds of about 88 MiB each kept for max_age_ms
+		  repair_budget: 1GiB
 		groups:
-		  - {name: r1, address: 239.79.1.1, repair: {window: 64MiB, max_age_ms: 20000}}
-		  - {name: r5, address: 239.79.1.5, repair: {window: 64MiB, max_age_ms: 20000}}
-		  - {name: r20, address: 239.79.1.20, repair: {window: 64MiB, max_age_ms: 20000}}
+		  # 20% of a round is about 18 MB of repairs: more than the default
+		  # caps (rate 32MiB/s, peer_rate 16MiB/s) send within the default
+		  # NAK retries (8 at 100 ms), so the caps are raised here
+		  - {name: r1, address: 239.79.1.1, repair: {window: 256MiB, max_age_ms: 20000, rate: 256MiB, peer_rate: 256MiB}}
+		  - {name: r5, address: 239.79.1.5, repair: {window: 256MiB, max_age_ms: 20000, rate: 256MiB, peer_rate: 256MiB}}
+		  - {name: r20, address: 239.79.1.20, repair: {window: 256MiB, max_age_ms: 20000, rate: 256MiB, peer_rate: 256MiB}}
 		  - {name: n5, address: 239.79.2.5}
 	EOF
 	it_pubd_start "$h" "$(it_ns "$h")" || it_die "pubd $h did not start"
@@ -58,9 +63,13 @@ for g in r1 r5 r20 n5; do
 	it_wait "subscriber on h2 $g" 20 it_subscribers_at_least h2 "$g" 1 || it_die "no subscriber"
 done
 
-# Streams of one round: count size (index ranges apart: every message unique).
-streams=("1000 64" "500 4096" "100 65536" "10 1048576")
-TOTAL=1610
+# Streams of one round: count size (index ranges apart: every message unique),
+# 10,000 messages of 64 B to 1 MiB, about 88 MiB; IT_REPAIR_SCALE=10 takes a
+# tenth of each for a quick look.
+scale=${IT_REPAIR_SCALE:-1}
+streams=("$((8000 / scale)) 64" "$((1500 / scale)) 4096" "$((450 / scale)) 65536" "$((50 / scale)) 1048576")
+TOTAL=0
+for s in "${streams[@]}"; do TOTAL=$((TOTAL + ${s%% *})); done
 
 publish_round() { # GROUP
 	local k=0 pids=() s n size
