@@ -99,8 +99,8 @@ static int check_batch(const struct pubd_wire_hdr *h, const uint8_t *body, size_
 	const uint8_t *p = body, *end = body + plen;
 	uint32_t n;
 
-	if (h->frag_count < 2 || h->frag_index || h->frag_offset || h->msg_len != plen ||
-	    h->msg_seq > UINT64_MAX - h->frag_count)
+	if (h->frag_count < 2 || h->frag_count > PUBD_WIRE_BATCH_MAX || h->frag_index || h->frag_offset ||
+	    h->msg_len != plen || h->msg_seq > UINT64_MAX - h->frag_count)
 		return PUBD_WIRE_ERR_BATCH;
 	for (n = 0; n < h->frag_count; n++) {
 		if ((size_t)(end - p) < PUBD_WIRE_BATCH_ENTRY_HDR)

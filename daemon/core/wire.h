@@ -36,7 +36,7 @@
  * A batch (flag BATCH) carries several whole messages of one source and
  * group with consecutive sequence numbers, msg_seq the first one's: small
  * messages queued together share one header, one send and one receive.
- * frag_count is the number of messages (>= 2), frag_index and frag_offset
+ * frag_count is the number of messages (2 to PUBD_WIRE_BATCH_MAX), frag_index and frag_offset
  * are 0, msg_len is the body's length (the whole payload), and the body is
  * frag_count entries of a u16 length and that many bytes, nothing after the
  * last. Each message is then handled as a one-fragment message would be.
@@ -60,6 +60,11 @@
 #define PUBD_WIRE_F_KNOWN     (PUBD_WIRE_F_HEARTBEAT | PUBD_WIRE_F_REPAIR | PUBD_WIRE_F_CONTROL | PUBD_WIRE_F_BATCH)
 /* A batch entry's length field; a message in a batch is at most 65535 bytes. */
 #define PUBD_WIRE_BATCH_ENTRY_HDR 2
+/* Messages in one batch at most: each costs a receiver what a datagram of
+ * its own would (reassembly, fan-out), so one datagram of empty messages
+ * (2 bytes each) must not buy a forger unbounded work. A 64 B message
+ * stream fills 22 a batch at a 1472-byte MTU, 63 at 4096. */
+#define PUBD_WIRE_BATCH_MAX 1024u
 
 struct pubd_wire_hdr {
 	uint8_t version;

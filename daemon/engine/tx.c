@@ -145,7 +145,7 @@ static uint32_t batch_span(const struct pubd_tx_item *it, size_t room, size_t *b
 
 	for (; it && !it->next_frag && it->plan.frag_count == 1 && it->msg->len <= UINT16_MAX; it = it->next) {
 		add = PUBD_WIRE_BATCH_ENTRY_HDR + (size_t)it->msg->len;
-		if (len + add > room || it->seq != seq + k)
+		if (len + add > room || it->seq != seq + k || k == PUBD_WIRE_BATCH_MAX)
 			break;
 		len += add;
 		k++;

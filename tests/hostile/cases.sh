@@ -322,6 +322,42 @@ case_c_huge_seq() {
 	it_check "the real streams go on after the forged jump (received >= 80)" test "$(it_group_val d h received)" -ge 80
 }
 
+# ---- class: forged batches (wire.h BATCH): the cheapest messages a datagram can carry ----
+case_c_forged_batches() {
+	h_pubd d <<-EOF
+		limits:
+		  reassembly_timeout_ms: 200
+		$(h_groups)
+	EOF
+	local src=0x6261746368000000 hs r0 r1 c0 c1 mal0 mal got missing ms t0
+	hs=$(printf %016x $src)
+	it_bg deaf - "$HC" deaf -s "$(it_sock d)" -g h
+	it_wait "a subscriber that never reads" 20 it_subscribers_at_least d h 1
+	r0=$(h_rss "$H_PID")
+	c0=$(h_cpu "$H_PID")
+	mal0=$(it_counter d rx_malformed)
+	h_forge --dst $H_GROUP_ADDR --group h --mode badbatch --count 500 >/dev/null
+	# 400 batches of 1024 empty messages: 409,600 messages in 900 KB,
+	# then one more batch after the flood so the stream's end is known.
+	t0=$(date +%s%N)
+	h_forge --dst $H_GROUP_ADDR --group h --mode batch --source $src --per 1024 --count 400 --rate 4000 >/dev/null
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	it_check "pubd answers during and after the flood" it_ctl d status
+	h_settled d rx_taken >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode batch --source $src --per 1024 --seq $((400 * 1024)) --count 1 >/dev/null
+	it_wait "the last batch is accounted for" 20 test "$(h_stream_missing "$hs")" = 0
+	h_settled d rx_taken >/dev/null
+	r1=$(h_rss "$H_PID")
+	c1=$(h_cpu "$H_PID")
+	mal=$(( $(it_counter d rx_malformed) - mal0 ))
+	got=$(it_q d sources "[.sources[] | select(.source == \"$hs\") | .delivered + .dropped] | add // 0")
+	missing=$(h_stream_missing "$hs")
+	h_fig "500 malformed batches: rx_malformed +$mal; 401 batches of 1024 empty messages ($ms ms to send 400): stream delivered + dropped $got of $((401 * 1024)); pubd CPU $(( (c1 - c0) * 10 )) ms, RSS ${r0} -> ${r1} KiB (+$((r1 - r0)))"
+	it_eq "every malformed batch is counted malformed" "$mal" 500
+	it_eq "every forged message is delivered or counted" "$got" $((401 * 1024))
+	it_check "a non-reading subscriber's queue bounds the memory (RSS +$((r1 - r0)) KiB < 64 MiB)" test $((r1 - r0)) -lt 65536
+}
+
 # ---- class: a unicast datagram to the fabric port is not delivered ----
 case_c_unicast() {
 	h_pubd d <<-EOF

@@ -21,6 +21,13 @@
  *             every --per K of them: a forged NAK flood
  *   gone      N GONEs (CONTROL) from --source S for Q .. Q+65535 with
  *             random tokens: forged "give up" messages
+ *   batch     N batches (wire.h) from --source S of --per K empty messages
+ *             each (2 bytes apiece: the cheapest messages a datagram can
+ *             carry), sequence numbers from Q on; K over PUBD_WIRE_BATCH_MAX
+ *             is malformed
+ *   badbatch  N batches cycling through faults: an entry longer than what
+ *             is left, a byte after the last entry, one message only, a
+ *             fragment index, more messages than PUBD_WIRE_BATCH_MAX
  *
  * --if: the local address multicast leaves by (default 127.0.0.1).
  * --rate paces the sending against the clock (default 50000/s), so the
@@ -112,6 +119,33 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 		h->frag_count = 0;
 		*payload = PUBD_CTL_FIXED_LEN;
 		h->msg_len = PUBD_CTL_FIXED_LEN;
+	} else if (!strcmp(mode, "batch") || !strcmp(mode, "badbatch")) {
+		h->source_id = *source ? *source : 0x6261746368000000u;
+		h->flags = PUBD_WIRE_F_BATCH;
+		h->frag_count = !strcmp(mode, "batch") ? (uint32_t)per : 4;
+		h->msg_seq = seq + i * h->frag_count;
+		*payload = (size_t)h->frag_count * PUBD_WIRE_BATCH_ENTRY_HDR;
+		if (!strcmp(mode, "badbatch")) {
+			switch (i % 5) {
+			case 0: /* the last entry says 1 byte: past the end */
+				break;
+			case 1: /* a byte after the last entry */
+				*payload += 1;
+				break;
+			case 2:
+				h->frag_count = 1;
+				*payload = PUBD_WIRE_BATCH_ENTRY_HDR;
+				break;
+			case 3:
+				h->frag_index = 1;
+				break;
+			default:
+				h->frag_count = PUBD_WIRE_BATCH_MAX + 1;
+				*payload = (size_t)h->frag_count * PUBD_WIRE_BATCH_ENTRY_HDR;
+				break;
+			}
+		}
+		h->msg_len = (uint32_t)*payload;
 	} else {
 		return -1;
 	}
@@ -159,7 +193,7 @@ int main(int argc, char **argv)
 	uint64_t count = 1, rate = 50000, source = 0, seq = 0, per = 64, seed = 0x686f7374696c65u, i, sent = 0;
 	struct sockaddr_in to = {.sin_family = AF_INET};
 	struct in_addr mif;
-	uint8_t dgram[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
+	uint8_t dgram[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN + 4 * PUBD_WIRE_BATCH_MAX];
 	uint64_t start;
 	int c, fd, one = 1;
 
@@ -224,9 +258,19 @@ int main(int argc, char **argv)
 			fprintf(stderr, "forge_dgram: unknown mode %s\n", mode);
 			return 2;
 		}
+		if (payload > sizeof(dgram) - PUBD_WIRE_HDR_LEN) {
+			fprintf(stderr, "forge_dgram: %zu payload bytes do not fit a datagram\n", payload);
+			return 2;
+		}
 		pubd_wire_encode(&h, dgram);
 		memset(dgram + PUBD_WIRE_HDR_LEN, 0x5a, payload);
-		if (h.flags & PUBD_WIRE_F_CONTROL)
+		if (h.flags & PUBD_WIRE_F_BATCH) {
+			/* Empty messages: every length 0, but the first badbatch
+			 * fault's last entry, which claims a byte beyond. */
+			memset(dgram + PUBD_WIRE_HDR_LEN, 0, payload);
+			if (!strcmp(mode, "badbatch") && i % 5 == 0)
+				dgram[PUBD_WIRE_HDR_LEN + payload - 1] = 1;
+		} else if (h.flags & PUBD_WIRE_F_CONTROL)
 			ctl_body(mode, source, seq, &seed, dgram + PUBD_WIRE_HDR_LEN);
 		else if (payload)
 			memcpy(dgram + PUBD_WIRE_HDR_LEN, &i, payload < sizeof(i) ? payload : sizeof(i));

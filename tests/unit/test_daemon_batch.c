@@ -366,6 +366,52 @@ static void test_batch_off_sends_one_per_message(void **state)
 	free(v.got);
 }
 
+/* However many small ones are queued, a batch carries PUBD_WIRE_BATCH_MAX
+ * at most (a receiver does a message's work for each). */
+static void test_batch_holds_at_most_max(void **state)
+{
+	static struct hd a, b;
+	enum { NPUB = 6, EACH = 300 };
+	uint8_t frames[EACH * 64];
+	struct hc pub[NPUB], sub;
+	uint32_t largest = 0;
+	size_t n = 0, i;
+	unsigned p;
+
+	(void)state;
+	start_pair(&a, &b, NULL, "off", "off", &pub[0], &sub);
+	for (p = 1; p < NPUB; p++) {
+		assert_int_equal(hc_connect(&a, &pub[p], 0), 0);
+		assert_int_equal(hc_hello(&pub[p], "pub"), 0);
+	}
+	pubd_fake_set_mtu(a.fk, 4096); /* room for 2024 empty messages */
+	hd_settle(&a, 50);
+	assert_int_equal(a.d.mtu, 4096);
+	pubd_fake_set_credits(a.fk, 0);
+	for (i = 0; i < EACH; i++)
+		n += hc_enc_publish(frames + n, sizeof(frames) - n, "s", NULL, 0);
+	for (p = 0; p < NPUB; p++)
+		assert_int_equal(hc_write(&pub[p], frames, n, 5000), 0);
+	hd_settle(&a, 100);
+	pubd_fake_set_credits(a.fk, -1);
+	drain(&a, NPUB * EACH);
+	for (i = 0; i < pubd_fake_sent_count(a.fk); i++) {
+		const struct pubd_fake_sent *r = pubd_fake_sent_at(a.fk, i);
+		struct pubd_wire_hdr h;
+		const uint8_t *pl;
+		size_t plen;
+
+		assert_int_equal(pubd_wire_decode(r->data, r->len, &h, &pl, &plen), 0);
+		if ((h.flags & PUBD_WIRE_F_BATCH) && h.frag_count > largest)
+			largest = h.frag_count;
+	}
+	print_message("%u empty messages queued at once: largest batch %u\n", NPUB * EACH, largest);
+	assert_int_equal(largest, PUBD_WIRE_BATCH_MAX);
+	for (p = 1; p < NPUB; p++)
+		hc_close(&pub[p]);
+	stop_pair(&a, &b, &pub[0], &sub);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +420,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_lost_batch_counts_each_message, hd_teardown),
 		cmocka_unit_test_teardown(test_lost_batch_is_repaired, hd_teardown),
 		cmocka_unit_test_teardown(test_batch_off_sends_one_per_message, hd_teardown),
+		cmocka_unit_test_teardown(test_batch_holds_at_most_max, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

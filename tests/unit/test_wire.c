@@ -484,6 +484,17 @@ static void wire_rejects_batch_of_wrong_shape(void **state)
 	h.msg_seq = UINT64_MAX - 2;
 	pubd_wire_encode(&h, dgram);
 	assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_OK);
+	/* At most PUBD_WIRE_BATCH_MAX messages, even empty ones. */
+	{
+		static uint16_t none[PUBD_WIRE_BATCH_MAX + 1];
+		struct pubd_wire_hdr e = {.group_id = 7, .source_id = 9};
+
+		n = build_batch(&e, none, PUBD_WIRE_BATCH_MAX);
+		assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_OK);
+		n = build_batch(&e, none, PUBD_WIRE_BATCH_MAX + 1);
+		assert_int_equal(pubd_wire_decode(dgram, n, &out, &pl, &pll), PUBD_WIRE_ERR_BATCH);
+		n = build_batch(&h, lens, 2);
+	}
 	/* One kind per datagram. */
 	h.flags = PUBD_WIRE_F_BATCH | PUBD_WIRE_F_REPAIR;
 	pubd_wire_encode(&h, dgram);
