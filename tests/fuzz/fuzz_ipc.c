@@ -15,7 +15,7 @@
  *                             large), req_id 0 or not
  *   BIGHEAD  u8 g, u8 n       a PUBLISH header declaring n % 64 + 1 times 16 KiB, then only
  *                             part of the body
- *   QUERY    u8 kind          a QUERY of kind u8 % 9
+ *   QUERY    u8 kind          a QUERY of kind u8 % 9 (METRICS once an input)
  *   READ                      the client reads what is waiting
  *   CLOSE                     the client closes
  *   TURN     u8               run u8 % 8 + 1 loop turns
@@ -224,6 +224,7 @@ struct run {
 	size_t size, pos;
 	struct hc c[NCLIENTS];
 	unsigned connects;
+	bool metrics_asked;
 	uint8_t frame[600];
 };
 
@@ -322,11 +323,17 @@ static void act_bighead(struct run *r, struct hc *cl)
 
 static void act_query(struct run *r, struct hc *cl)
 {
-	uint8_t b0 = arg(r, 0);
+	uint8_t b0 = arg(r, 0), kind = b0 % 9;
 	const char *g = group_names[b0 % 4];
 
+	/* The metrics text renders every table under the fuzzer's compare
+	 * tracing (two thirds of the run time when an input asked for it again
+	 * and again): once an input; a second ask is another query. */
+	if (kind == PUB_QUERY_METRICS && r->metrics_asked)
+		kind = b0 % 8;
+	r->metrics_asked |= kind == PUB_QUERY_METRICS;
 	take(r, 1);
-	send_frame(r, cl, r->frame, pub_proto_enc_query(r->frame, sizeof(r->frame), 5, b0 % 9, g, b0 & 0x80 ? 1 : 0));
+	send_frame(r, cl, r->frame, pub_proto_enc_query(r->frame, sizeof(r->frame), 5, kind, g, b0 & 0x80 ? 1 : 0));
 }
 
 static void act_read(struct run *r, struct hc *cl)
