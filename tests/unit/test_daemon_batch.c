@@ -77,39 +77,14 @@ static void drain(struct hd *a, uint64_t published)
 	assert_int_equal(a->d.counters[PUBD_CTR_MSG_PUBLISHED], published);
 }
 
-struct seen {
-	uint8_t *got;
-	uint64_t n, delivered, last;
-};
-
-static void take_in_order(struct hc *sub, struct seen *v)
-{
-	struct pub_msg_deliver m;
-	const uint8_t *fb;
-	uint32_t flen;
-	uint8_t type;
-	size_t i;
-
-	while (hc_next(sub, &type, &fb, &flen, 0) == 1) {
-		assert_int_equal(type, PUB_FRAME_DELIVER);
-		assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
-		assert_true(m.seq < v->n && !v->got[m.seq]);
-		assert_true(v->delivered == 0 || m.seq > v->last);
-		v->last = m.seq;
-		assert_int_equal(m.payload_len, msg_len(m.seq));
-		for (i = 0; i < m.payload_len; i++)
-			assert_int_equal(m.payload[i], msg_byte(m.seq, i));
-		v->got[m.seq] = 1;
-		v->delivered++;
-		hc_pop(sub);
-	}
-}
+#include "test_daemon_inorder.h"
 
 /* What a sent, by kind: batches and the messages in them, other datagrams. */
 struct census {
 	unsigned batches, batched, plain, largest;
+	size_t first_batch; /* its index among the datagrams sent */
 	uint64_t first_batch_seq;
-	uint32_t first_batch_count;
+	uint32_t first_batch_count, largest_batch;
 };
 
 static struct census census(struct hd *a)
@@ -129,9 +104,12 @@ static struct census census(struct hd *a)
 			c.largest = r->len;
 		if (h.flags & PUBD_WIRE_F_BATCH) {
 			if (!c.batches) {
+				c.first_batch = i;
 				c.first_batch_seq = h.msg_seq;
 				c.first_batch_count = h.frag_count;
 			}
+			if (h.frag_count > c.largest_batch)
+				c.largest_batch = h.frag_count;
 			c.batches++;
 			c.batched += h.frag_count;
 		} else if (!(h.flags & PUBD_WIRE_F_HEARTBEAT)) {
@@ -156,23 +134,22 @@ static void move(struct hd *a, struct hd *b, size_t skip)
 	pubd_fake_sent_clear(a->fk);
 }
 
-/* The index in a's sent datagrams of its first batch. */
-static size_t first_batch(struct hd *a)
+/* Messages 0 .. n-1 from a to b, all but the first batch: message 0 goes
+ * first on its own, so that b knows the stream before the loss (a receiver
+ * counts from the first message it hears). */
+static struct census lose_first_batch(struct hd *a, struct hd *b, struct hc *pub, uint64_t n)
 {
-	size_t i;
+	struct census c;
 
-	for (i = 0; i < pubd_fake_sent_count(a->fk); i++) {
-		const struct pubd_fake_sent *r = pubd_fake_sent_at(a->fk, i);
-		struct pubd_wire_hdr h;
-		const uint8_t *p;
-		size_t plen;
-
-		assert_int_equal(pubd_wire_decode(r->data, r->len, &h, &p, &plen), 0);
-		if (h.flags & PUBD_WIRE_F_BATCH)
-			return i;
-	}
-	fail_msg("no batch sent");
-	return 0;
+	publish(pub, 0, 1);
+	drain(a, 1);
+	move(a, b, SIZE_MAX);
+	publish(pub, 1, n);
+	drain(a, n);
+	c = census(a);
+	assert_true(c.batches > 0 && c.first_batch_count >= 2);
+	move(a, b, c.first_batch);
+	return c;
 }
 
 static void start_pair(struct hd *a, struct hd *b, const char *fabric_a, const char *repair_a, const char *repair_b,
@@ -195,7 +172,7 @@ static void stop_pair(struct hd *a, struct hd *b, struct hc *pub, struct hc *sub
 	hd_stop(b);
 }
 
-static void receive_all(struct hd *b, struct hc *sub, struct seen *v, uint64_t want)
+static void receive_all(struct hd *b, struct hc *sub, struct inorder *v, uint64_t want)
 {
 	uint64_t dl = hd_deadline(5000);
 
@@ -211,7 +188,7 @@ static void test_small_messages_share_datagrams(void **state)
 	const uint64_t N = 2000;
 	struct hc pub, sub;
 	struct census c;
-	struct seen v = {.got = calloc(N, 1), .n = N};
+	struct inorder v = {.got = calloc(N, 1), .n = N};
 
 	(void)state;
 	assert_non_null(v.got);
@@ -263,25 +240,14 @@ static void test_lost_batch_counts_each_message(void **state)
 	const uint64_t N = 300;
 	struct hc pub, sub;
 	struct census c;
-	struct seen v = {.got = calloc(N, 1), .n = N};
+	struct inorder v = {.got = calloc(N, 1), .n = N};
 	struct pubd_group *gb;
 	uint64_t dl;
-	size_t skip;
 
 	(void)state;
 	assert_non_null(v.got);
 	start_pair(&a, &b, NULL, "off", "off", &pub, &sub);
-	/* The stream is known at b before the loss (a receiver counts from
-	 * the first message it hears). */
-	publish(&pub, 0, 1);
-	drain(&a, 1);
-	move(&a, &b, SIZE_MAX);
-	publish(&pub, 1, N);
-	drain(&a, N);
-	c = census(&a);
-	skip = first_batch(&a);
-	assert_true(c.first_batch_count >= 2);
-	move(&a, &b, skip);
+	c = lose_first_batch(&a, &b, &pub, N);
 	gb = hd_group(&b, "s");
 	receive_all(&b, &sub, &v, N - c.first_batch_count);
 	/* The gap is found by the next message; counted lost once
@@ -308,22 +274,16 @@ static void test_lost_batch_is_repaired(void **state)
 	static struct hd a, b;
 	const uint64_t N = 300;
 	struct hc pub, sub;
-	struct seen v = {.got = calloc(N, 1), .n = N};
+	struct inorder v = {.got = calloc(N, 1), .n = N};
 	struct pubd_group *gb;
+	struct census c;
 	uint64_t dl;
-	size_t skip;
 
 	(void)state;
 	assert_non_null(v.got);
 	start_pair(&a, &b, NULL, "{window: 1MiB, max_age_ms: 60000}", "{nak_backoff_ms: 0, nak_interval_ms: 20}", &pub,
 		   &sub);
-	publish(&pub, 0, 1);
-	drain(&a, 1);
-	move(&a, &b, SIZE_MAX);
-	publish(&pub, 1, N);
-	drain(&a, N);
-	skip = first_batch(&a);
-	move(&a, &b, skip);
+	c = lose_first_batch(&a, &b, &pub, N);
 	gb = hd_group(&b, "s");
 	dl = hd_deadline(5000);
 	while (!hd_past(dl) && v.delivered < N) {
@@ -334,7 +294,7 @@ static void test_lost_batch_is_repaired(void **state)
 		take_in_order(&sub, &v);
 	}
 	assert_int_equal(v.delivered, N);
-	assert_true(gb->repaired >= 2);
+	assert_int_equal(gb->repaired, c.first_batch_count); /* each message of the lost batch */
 	assert_int_equal(pubd_drops_msg_total(&gb->drops), 0);
 	stop_pair(&a, &b, &pub, &sub);
 	free(v.got);
@@ -348,7 +308,7 @@ static void test_batch_off_sends_one_per_message(void **state)
 	const uint64_t N = 200;
 	struct hc pub, sub;
 	struct census c;
-	struct seen v = {.got = calloc(N, 1), .n = N};
+	struct inorder v = {.got = calloc(N, 1), .n = N};
 
 	(void)state;
 	assert_non_null(v.got);
@@ -374,7 +334,7 @@ static void test_batch_holds_at_most_max(void **state)
 	enum { NPUB = 6, EACH = 300 };
 	uint8_t frames[EACH * 64];
 	struct hc pub[NPUB], sub;
-	uint32_t largest = 0;
+	struct census c;
 	size_t n = 0, i;
 	unsigned p;
 
@@ -395,18 +355,9 @@ static void test_batch_holds_at_most_max(void **state)
 	hd_settle(&a, 100);
 	pubd_fake_set_credits(a.fk, -1);
 	drain(&a, NPUB * EACH);
-	for (i = 0; i < pubd_fake_sent_count(a.fk); i++) {
-		const struct pubd_fake_sent *r = pubd_fake_sent_at(a.fk, i);
-		struct pubd_wire_hdr h;
-		const uint8_t *pl;
-		size_t plen;
-
-		assert_int_equal(pubd_wire_decode(r->data, r->len, &h, &pl, &plen), 0);
-		if ((h.flags & PUBD_WIRE_F_BATCH) && h.frag_count > largest)
-			largest = h.frag_count;
-	}
-	print_message("%u empty messages queued at once: largest batch %u\n", NPUB * EACH, largest);
-	assert_int_equal(largest, PUBD_WIRE_BATCH_MAX);
+	c = census(&a);
+	print_message("%u empty messages queued at once: largest batch %u\n", NPUB * EACH, c.largest_batch);
+	assert_int_equal(c.largest_batch, PUBD_WIRE_BATCH_MAX);
 	for (p = 1; p < NPUB; p++)
 		hc_close(&pub[p]);
 	stop_pair(&a, &b, &pub[0], &sub);

@@ -169,39 +169,10 @@ static uint32_t frags_of(uint64_t k)
 	return (uint32_t)((msg_len(k) + 975) / 976);
 }
 
+#include "test_daemon_inorder.h"
+
 /* Messages lost on the way are NAKed and repaired unicast: all delivered,
  * byte-identical; a repeat NAK within the linger is a duplicate. */
-/* A subscriber's view of one stream: which messages came, in order. */
-struct inorder {
-	uint8_t *got; /* got[seq], n of them */
-	uint64_t n, delivered, last;
-};
-
-/* Take what sub has queued: each a DELIVER of a new seq, later than the
- * last (in order), with its bytes whole. */
-static void take_in_order(struct hc *sub, struct inorder *v)
-{
-	struct pub_msg_deliver m;
-	const uint8_t *fb;
-	uint32_t flen;
-	uint8_t type;
-	size_t i;
-
-	while (hc_next(sub, &type, &fb, &flen, 0) == 1) {
-		assert_int_equal(type, PUB_FRAME_DELIVER);
-		assert_int_equal(pub_proto_dec_deliver(fb, flen, &m), 0);
-		assert_true(m.seq < v->n && !v->got[m.seq]);
-		assert_true(v->delivered == 0 || m.seq > v->last); /* in order */
-		v->last = m.seq;
-		assert_int_equal(m.payload_len, msg_len(m.seq));
-		for (i = 0; i < m.payload_len; i++)
-			assert_int_equal(m.payload[i], msg_byte(m.seq, i));
-		v->got[m.seq] = 1;
-		v->delivered++;
-		hc_pop(sub);
-	}
-}
-
 static void test_nak_repairs_unicast(void **state)
 {
 	static struct hd a, b;
