@@ -17,6 +17,8 @@ void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	pubd_fabric_row(tb, "socket_buffers", "rcv %d snd %d%s", f->rcvbuf, f->sndbuf,
 			f->rcvbuf_forced && f->sndbuf_forced ? " (forced)" : "");
 	pubd_fabric_row(tb, "groups_joined", "%u", f->nmembers);
+	pubd_fabric_row(tb, "gso", "%s, %" PRIu64 " sends of %" PRIu64 " datagrams", f->gso_off ? "off" : "on",
+			f->gso_sends, f->gso_datagrams);
 	pubd_fabric_counter_rows(tb, f->cnt, pubd_fabric_counter_names, 0, PUBD_FC__COUNT);
 	pubd_fabric_row(tb, "rx_kernel_drops", "%" PRIu32, f->rx_kernel_drops);
 }

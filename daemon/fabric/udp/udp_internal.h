@@ -107,6 +107,10 @@ struct pubd_fabric {
 	struct pubd_loop_timer *up_timer;
 	bool want_out;
 	bool loopback; /* the interface is lo */
+	/* UDP segmentation offload (UDP_SEGMENT): runs of equal datagrams go
+	 * down the stack as one; off after the kernel refused it once. */
+	bool gso_off;
+	uint64_t gso_sends, gso_datagrams;
 	const struct pubd_fabric_events *ev;
 	void *ctx;
 
