@@ -68,9 +68,12 @@ def main():
                     ratios.append("%s %.2f" % ("" if ps == "pubd" else ps.replace("pubd-", "") + ":", ratio))
                 if best:
                     row["best_peer"] = best
+                # The verdict is the best of pubd's ways (on the loss rows a
+                # group with repair is the one that answers a reliable peer).
                 verdict = ""
-                if "ratio" in row:
-                    verdict = "ahead" if row["ratio"] >= 1 else "BEHIND"
+                best_pubd = [v for k2, v in row.items() if k2 == "ratio" or k2.startswith("ratio_")]
+                if best_pubd:
+                    verdict = "ahead" if max(best_pubd) >= 1 else "BEHIND"
                 row["verdict"] = verdict
                 cells = [casef(k), mname]
                 for s in rows_sys:
