@@ -179,9 +179,24 @@ tput_case() {
 		tee -a "$PB/runs.jsonl" >&2
 }
 
-# lat_case SYSTEM: 64 B ping-pong h1 <-> h2.
+# A process's voluntary context switches (sleeps) so far.
+proc_sleeps() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+# The daemons' sleeps on h1 and h2 (pubd, aeronmd; none for ZeroMQ).
+daemon_sleeps() {
+	local h dpid t=0
+	for h in h1 h2; do
+		dpid=$(daemon_pid "$1" "$h")
+		[ -n "$dpid" ] && t=$((t + $(proc_sleeps "$dpid")))
+	done
+	echo "$t"
+}
+
+# lat_case SYSTEM: 64 B ping-pong h1 <-> h2. With the figures, the sleeps
+# (voluntary context switches) per round trip of the two clients and of
+# the daemons: each is a wakeup the round trip waits for.
 lat_case() {
-	local sys=$1 n ping pong ping2 pong2 count=5000 pongpid pingpid
+	local sys=$1 n ping pong ping2 pong2 count=5000 pongpid pingpid ds0 ds1
 	[ "$quick" = 1 ] && count=1000
 	PEERS_RUN=$((PEERS_RUN + 2))
 	n=$PEERS_RUN
@@ -198,13 +213,19 @@ lat_case() {
 	pongpid=$IT_BG_PID
 	it_wait "pong $sys" 30 ready "pong-$n"
 	case $sys in pubd*) it_wait "pubd h2 has the ping subscriber" 30 it_subscribers_at_least h2 ping 1 ;; esac
+	ds0=$(daemon_sleeps "$sys")
 	peer_run "$sys" h1 "ping-$n" ping --tx "$ping" --rx "$pong" --size 64 --count "$count" --warmup 500
 	pingpid=$IT_BG_PID
 	it_reap "$pingpid" 600
+	ds1=$(daemon_sleeps "$sys")
 	it_reap "$pongpid" 30
-	grep -h '^{' "$IT_WORK/ping-$n.out" | jq -c --arg sys "$sys" \
-		'{measure: "lat", system: $sys, size: 64, samples, lost, p50_us: .oneway_p50_us, p99_us: .oneway_p99_us,
-		  min_us: .oneway_min_us, cpu_ping_client_s: .cpu_s}' | tee -a "$PB/runs.jsonl" >&2
+	grep -h '^{' "$IT_WORK/ping-$n.out" "$IT_WORK/pong-$n.out" | jq -sc --arg sys "$sys" --argjson ds $((ds1 - ds0)) \
+		--argjson rts $((count + 500)) \
+		'(map(select(.role == "ping")) | .[0]) as $p | (map(select(.role == "pong")) | .[0] // {}) as $q |
+		 {measure: "lat", system: $sys, size: 64, samples: $p.samples, lost: $p.lost, p50_us: $p.oneway_p50_us,
+		  p99_us: $p.oneway_p99_us, min_us: $p.oneway_min_us, cpu_ping_client_s: $p.cpu_s,
+		  client_sleeps_per_rt: ((($p.sleeps // 0) + ($q.sleeps // 0)) / $rts),
+		  daemon_sleeps_per_rt: ($ds / $rts)}' | tee -a "$PB/runs.jsonl" >&2
 }
 
 peers_tables() {

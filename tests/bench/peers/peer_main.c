@@ -89,10 +89,12 @@ static void print_self_cost(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	printf(",\"cpu_s\":%.6f,\"maxrss_kb\":%ld",
+	/* Voluntary context switches: how often the process slept (waited
+	 * for a wakeup), which is what a round trip pays for in latency. */
+	printf(",\"cpu_s\":%.6f,\"maxrss_kb\":%ld,\"sleeps\":%ld",
 	       (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
 		       (double)ru.ru_stime.tv_usec * 1e-6,
-	       ru.ru_maxrss);
+	       ru.ru_maxrss, ru.ru_nvcsw);
 }
 
 struct sub_state {

@@ -108,7 +108,9 @@ def main():
     table("latency: 64 B ping-pong h1 <-> h2, one-way (round trip / 2), microseconds",
           "lat", lambda r: 64, lambda k: "64 B",
           [("p50 us", "p50_us", False, lambda v: "%.1f" % v, None),
-           ("p99 us", "p99_us", False, lambda v: "%.1f" % v, None)], systems)
+           ("p99 us", "p99_us", False, lambda v: "%.1f" % v, None),
+           ("client sleeps/rt", "client_sleeps_per_rt", False, lambda v: "%.2f" % v, None),
+           ("daemon sleeps/rt", "daemon_sleeps_per_rt", False, lambda v: "%.2f" % v, None)], systems)
     loss_sys = ["pubd", "pubd-repair"] + systems[1:]
     table("loss: 1 KiB h1 -> h2, that share of every UDP datagram arriving at h2 dropped",
           "loss", lambda r: r["loss_pct"], lambda k: "%d%% loss" % k,
