@@ -150,7 +150,7 @@ tput_case() {
 	# What pubd counted where a fraction is missing: the reasons, per host.
 	case $sys in pubd*)
 		for h in "${hosts[@]}"; do
-			it_log "$sys run $n on $h: $(it_ctl "$h" --json drops | jq -c '[.drops[] | select(.scope == "group") | {(.name + " " + .reason): .count}] | add')"
+			it_log "$sys run $n on $h: $(it_ctl "$h" --json drops | jq -c '[.drops[] | select(.scope == "group" or .scope == "group-subscribers") | {(.scope + " " + .name + " " + .reason): .count}] | add // {}')"
 		done
 		[ "$sys" = pubd-repair ] && for h in h1 "${hosts[@]}"; do
 			it_log "$sys run $n on $h: $(it_ctl "$h" --json groups | jq -c '.groups[] | select(.name == "tr") |
