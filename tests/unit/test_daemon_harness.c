@@ -328,6 +328,7 @@ size_t hc_enc_publish(uint8_t *out, size_t cap, const char *group, const void *p
 
 	if (n <= 0 || (size_t)n + len > cap)
 		return 0;
-	memmove(out + n, payload, len); /* payload may already lie in out */
+	if (len) /* payload may be NULL for an empty message, or already lie in out */
+		memmove(out + n, payload, len);
 	return (size_t)n + len;
 }

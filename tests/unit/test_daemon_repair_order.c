@@ -133,7 +133,7 @@ static void test_random_repairs_among_many_held(void **state)
 {
 	static struct hd b;
 	enum { N = 20000, EVERY = 17 };
-	uint64_t *lost = malloc(N / EVERY * sizeof(*lost)), next = 0, s, dl, t0;
+	uint64_t *lost = malloc((N / EVERY + 1) * sizeof(*lost)), next = 0, s, dl, t0;
 	struct pubd_group *g;
 	unsigned nlost = 0, i, j;
 	struct hc sub;
