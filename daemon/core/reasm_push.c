@@ -167,8 +167,10 @@ void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct p
 		heartbeat(r, now_ns, h, payload_len, from_zero);
 		return;
 	}
-	/* UINT64_MAX has no next_seq after it; 64-bit sequences never get there. */
-	if (pubd_wire_check_frag(h, payload_len, &unit) || seq == UINT64_MAX) {
+	/* UINT64_MAX has no next_seq after it; 64-bit sequences never get there.
+	 * A batch or control datagram is split or answered before reassembly. */
+	if ((h->flags & (PUBD_WIRE_F_BATCH | PUBD_WIRE_F_CONTROL)) || pubd_wire_check_frag(h, payload_len, &unit) ||
+	    seq == UINT64_MAX) {
 		drop_dgram(r, h, PUB_DROP_MALFORMED);
 		return;
 	}

@@ -204,7 +204,29 @@ static int push_one(struct pubd_reasm *r, struct fctx *c, uint64_t now, const ui
 			h.msg_seq &= ~(1ull << 63);
 		else
 			h.msg_seq &= 63;
-		if (!(h.flags & PUBD_WIRE_F_HEARTBEAT))
+		if (h.flags & PUBD_WIRE_F_BATCH) {
+			/* As the daemon's receive path takes a batch: each of its
+			 * messages alone (engine/rx.c). */
+			struct pubd_wire_batch_iter it;
+			const struct pubd_wire_hdr *mh;
+			const uint8_t *d;
+			size_t dl;
+
+			pubd_wire_batch_begin(&it, &h, pl, pll);
+			while (pubd_wire_batch_next(&it, &mh, &d, &dl)) {
+				c->log[c->nlog++] =
+					(struct pushed){.stream = (unsigned)(h.source_id * NGRP + h.group_id),
+							.h = *mh,
+							.payload = bytes + (size_t)(d - dg),
+							.len = dl};
+				pubd_reasm_push(r, now, mh, d, dl);
+			}
+			free(dg);
+			return 0;
+		}
+		/* A NAK or GONE (CONTROL) is no message's datagram either:
+		 * reassembly refuses it as malformed. */
+		if (!(h.flags & (PUBD_WIRE_F_HEARTBEAT | PUBD_WIRE_F_CONTROL)))
 			c->log[c->nlog++] = (struct pushed){.stream = (unsigned)(h.source_id * NGRP + h.group_id),
 							    .h = h,
 							    .payload = bytes + (size_t)(pl - dg),
@@ -234,7 +256,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.checkable = checkable;
 	c.max_msg = cfg.max_message_size;
 	/* Every record is at least 3 bytes: that bounds the log. */
-	c.log = malloc(sizeof(*c.log) * (size / 3 + 1));
+	/* A record of 3 bytes at least, or a batch entry of 2: one log entry each. */
+	c.log = malloc(sizeof(*c.log) * (size / 2 + 1));
 	c.scratch = malloc(cfg.max_message_size);
 	c.filled = malloc(cfg.max_message_size + 1);
 	r = pubd_reasm_create(&cfg, &ops, &c);
