@@ -194,17 +194,38 @@ static void reap(void)
 }
 
 /*
- * Take in whatever pubd has sent. The log pipe is read before the notify
- * socket: pubd writes a log line before it sends the notification that
- * follows it, so a line written before READY=1 is always in the pipe by the
- * time READY=1 can be read, and the event order below is pubd's own order.
+ * Take in whatever pubd has sent, in pubd's own order. pubd writes a log
+ * line before it sends the notification that follows it, so a line written
+ * before READY=1 is in the pipe by the time READY=1 can be read. But pubd
+ * may write that line and send READY=1 between our read of the pipe and our
+ * read of the socket: so after notifications came, the pipe is read again
+ * and what it had goes before them (a line pubd wrote just after READY=1,
+ * within those microseconds, may go before it too).
  */
 void sd_check_drain(void)
 {
+	unsigned mark, k, n;
+
 	if (t.log_fd >= 0)
 		read_log();
+	mark = t.nev;
 	if (t.notify_fd >= 0)
 		read_notify();
+	k = t.nev;
+	if (k > mark && t.log_fd >= 0) {
+		read_log();
+		n = t.nev - k;
+		if (n) {
+			struct event *tmp = malloc((k - mark) * sizeof(*tmp));
+
+			if (tmp) {
+				memcpy(tmp, &t.ev[mark], (k - mark) * sizeof(*tmp));
+				memmove(&t.ev[mark], &t.ev[k], n * sizeof(*tmp));
+				memcpy(&t.ev[mark + n], tmp, (k - mark) * sizeof(*tmp));
+				free(tmp);
+			}
+		}
+	}
 	reap();
 }
 
