@@ -189,9 +189,10 @@ static bool pace_take(struct pubd *d, struct pubd_group *g, uint64_t now, const 
 	return false;
 }
 
-/* One batch datagram of the k messages from it on, into slot n of b. */
-static void put_batch(struct pubd *d, struct pubd_group *g, struct tx_batch *b, unsigned n,
-		      const struct pubd_tx_item *it, uint32_t k, size_t body_len)
+/* One batch datagram of the k messages from it on, into slot n of b;
+ * returns the message after them. */
+static struct pubd_tx_item *put_batch(struct pubd *d, struct pubd_group *g, struct tx_batch *b, unsigned n,
+				      struct pubd_tx_item *it, uint32_t k, size_t body_len)
 {
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_BATCH,
 				  .group_id = g->id,
@@ -208,6 +209,7 @@ static void put_batch(struct pubd *d, struct pubd_group *g, struct tx_batch *b, 
 	pubd_wire_encode(&h, b->hdrs[n]);
 	b->dg[n] = (struct pubd_tx_dgram){
 		.hdr = b->hdrs[n], .hdr_len = PUBD_WIRE_HDR_LEN, .payload = body, .payload_len = (uint32_t)off};
+	return it;
 }
 
 /* Gather up to TX_BATCH datagrams across g's queued messages, so small ones
@@ -225,13 +227,13 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 
 	while (it && n < TX_BATCH) {
 		if (room && (k = batch_span(it, room, &len))) {
-			put_batch(d, g, b, n, it, k, len);
+			struct pubd_tx_item *after = put_batch(d, g, b, n, it, k, len);
+
 			if (!pace_take(d, g, now, &b->dg[n]))
 				return n;
 			b->owner[n] = it;
 			b->nmsgs[n++] = k;
-			while (k--)
-				it = it->next;
+			it = after;
 			continue;
 		}
 		tmpl.group_id = g->id;
