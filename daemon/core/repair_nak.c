@@ -67,6 +67,13 @@ static struct pubd_nak_timing timing_of(const struct pubd_nak_sched *s, uint64_t
 	return t;
 }
 
+/* How long a gap's NAKs run when every one goes: back-off, the NAKs, and
+ * one interval for the last one's answer (as reassembly waits, reload.c). */
+static uint64_t schedule_ns(const struct pubd_nak_timing *t)
+{
+	return t->backoff_ns + t->interval_ns * ((uint64_t)t->retries + 1);
+}
+
 static uint64_t backoff(struct pubd_nak_sched *s, uint64_t group)
 {
 	uint64_t b = timing_of(s, group).backoff_ns;
@@ -196,6 +203,7 @@ void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
 	struct pubd_nak_timing t;
 	uint64_t off, len;
 	uint32_t i;
+	bool went;
 
 	for (i = 0; i < s->n;) {
 		struct pubd_nak_gap *g = &s->v[i];
@@ -210,12 +218,16 @@ void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
 			give_up_at(s, i);
 			continue;
 		}
+		went = false;
 		for (off = 0; off < g->count; off += len) {
 			len = g->count - off < PUBD_NAK_MAX_RANGE ? g->count - off : PUBD_NAK_MAX_RANGE;
-			s->ops.send(s->ctx, g, g->first + off, len);
-			s->naks_sent++;
+			if (s->ops.send(s->ctx, g, g->first + off, len)) {
+				went = true;
+				s->naks_sent++;
+			}
 		}
-		g->tries++;
+		if (went || now - g->found_ns >= schedule_ns(&t))
+			g->tries++;
 		g->due_ns = now + t.interval_ns;
 		i++;
 	}

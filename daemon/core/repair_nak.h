@@ -9,7 +9,11 @@
  * its first NAK is due after a random back-off in [0, backoff_ns] (RFC 5401
  * style: receivers that lost the same datagram spread their NAKs out), then
  * again every interval_ns; after `retries` NAKs without an answer the gap is
- * given up (ops->give_up: counted as unrecovered by the caller). A message
+ * given up (ops->give_up: counted as unrecovered by the caller). A NAK that
+ * could not go (ops->send false: a new source's repair token is not known
+ * until its first heartbeat) is no try while the gap is younger than the
+ * whole schedule (back-off + (retries + 1) intervals); after that it is, so
+ * a gap on a source that never gives a token still ends. A message
  * that arrives (pubd_nak_filled) leaves its gap; a GONE from the source
  * (pubd_nak_gone) gives up what it names at once.
  *
@@ -53,8 +57,10 @@ struct pubd_nak_gap {
 };
 
 struct pubd_nak_ops {
-	/* Send a NAK for gap (first .. first + count - 1 at most PUBD_NAK_MAX_RANGE). */
-	void (*send)(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, uint64_t count);
+	/* Send a NAK for gap (first .. first + count - 1 at most PUBD_NAK_MAX_RANGE).
+	 * false: it could not go (the source's repair token not heard yet, the
+	 * fabric full); that is no try, see pubd_nak_run. */
+	bool (*send)(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, uint64_t count);
 	/* These messages will not be repaired. */
 	void (*give_up)(void *ctx, uint64_t source, uint64_t group, uint64_t first, uint64_t count, bool partial);
 	/* Optional: group's timing into t (left as cfg's when it returns false). */

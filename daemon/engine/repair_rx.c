@@ -42,7 +42,7 @@ static uint64_t splitmix(void *ctx)
 	return z ^ (z >> 31);
 }
 
-static void send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, uint64_t count)
+static bool send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, uint64_t count)
 {
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, gap->group);
@@ -53,7 +53,7 @@ static void send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, 
 	struct pubd_tx_dgram dg = {.hdr = hdr, .hdr_len = sizeof(hdr), .payload = body};
 
 	if (!g || !s || !s->peer_len || !s->repair_token || !engine_repairs(d, g))
-		return;
+		return false;
 	c.token = s->repair_token;
 	/* A partial message: only the fragments it lacks (as many as one NAK
 	 * names; the rest at the next). Gone meanwhile: the whole message. */
@@ -64,13 +64,14 @@ static void send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, 
 	}
 	dg.payload_len = (uint32_t)pubd_ctl_encode(&c, body, sizeof(body));
 	if (!dg.payload_len)
-		return;
+		return false;
 	h.msg_len = dg.payload_len;
 	pubd_wire_encode(&h, hdr);
-	if (d->fops->send_to(d->fabric, s->peer, s->peer_len, &dg, 1) == 1) {
-		g->naks_sent++;
-		s->naks_sent++;
-	}
+	if (d->fops->send_to(d->fabric, s->peer, s->peer_len, &dg, 1) != 1)
+		return false;
+	g->naks_sent++;
+	s->naks_sent++;
+	return true;
 }
 
 /* Reassembly counts what is never repaired, at its deadline: nothing here. */

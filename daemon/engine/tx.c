@@ -528,9 +528,15 @@ void pubd_tx_heartbeat(struct pubd *d)
 
 	pubd_groups_foreach(&d->groups, g, i)
 	{
-		/* Only idle groups: announcing a sequence still queued here would
-		 * make receivers count it missing before it was even sent. */
-		if (g->ever_sent && !g->txq_head)
+		/* Idle groups, whose receivers learn from it that they missed the
+		 * last messages; a busy group's next datagram says as much. But a
+		 * repair group's heartbeat also carries the token its receivers'
+		 * NAKs must echo, and a source that publishes without a pause
+		 * would leave a new receiver unable to NAK for as long: there it
+		 * goes busy or not. It names sent_seq, one past the last message
+		 * the fabric has taken whole, so it never announces one still
+		 * queued here. */
+		if (g->ever_sent && (!g->txq_head || engine_repair_token(g)))
 			pubd_tx_announce(d, g);
 	}
 }

@@ -19,17 +19,24 @@ struct rec {
 	unsigned give_ups;
 	uint64_t gu_first, gu_count;
 	uint64_t rnd;
+	bool refuse; /* NAKs cannot go (the source's token not heard yet) */
+	unsigned refused;
 	uint8_t seen[1024]; /* per seq: 1 given up */
 };
 
-static void on_send(void *ctx, const struct pubd_nak_gap *g, uint64_t first, uint64_t count)
+static bool on_send(void *ctx, const struct pubd_nak_gap *g, uint64_t first, uint64_t count)
 {
 	struct rec *r = ctx;
 
+	if (r->refuse) {
+		r->refused++;
+		return false;
+	}
 	r->sends++;
 	r->last_first = first;
 	r->last_count = count;
 	r->last_tries = g->tries;
+	return true;
 }
 
 static void on_give_up(void *ctx, uint64_t source, uint64_t group, uint64_t first, uint64_t count, bool partial)
@@ -89,6 +96,47 @@ static void nak_waits_backoff_then_repeats_then_gives_up(void **state)
 	assert_int_equal(r.given_up, 5);
 	assert_int_equal(s.given_up_retries, 1);
 	assert_int_equal(pubd_nak_next_deadline(&s), UINT64_MAX);
+	pubd_nak_close(&s);
+}
+
+/* A source's token comes with its heartbeats, and a busy source's can come
+ * late: NAKs that could not go are no tries while the gap is young, so every
+ * try is left for when they can; a gap whose NAKs never go still ends. */
+static void nak_that_cannot_go_is_no_try(void **state)
+{
+	struct pubd_nak_sched s;
+	struct rec r;
+	uint64_t t;
+
+	(void)state;
+	setup(&s, &r, 8); /* back-off 60 ms, interval 100 ms, 3 tries: 460 ms in all */
+	r.rnd = 0;
+	r.refuse = true;
+	pubd_nak_gap(&s, 0, 1, 2, 100, 5, false);
+	for (t = 0; t < 350 * MS; t = pubd_nak_next_deadline(&s))
+		pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	assert_int_equal(r.refused, 4); /* at 0, 100, 200 and 300 ms */
+	assert_int_equal(r.given_up, 0);
+	r.refuse = false; /* the token is heard: all three tries follow */
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	assert_int_equal(r.sends, 3);
+	assert_int_equal(s.naks_sent, 3);
+	assert_int_equal(r.given_up, 0);
+	pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	assert_int_equal(r.given_up, 5);
+	pubd_nak_close(&s);
+
+	setup(&s, &r, 8);
+	r.refuse = true; /* never: tries count once the whole schedule has passed */
+	pubd_nak_gap(&s, 0, 1, 2, 100, 5, false);
+	while (!r.given_up && pubd_nak_next_deadline(&s) != UINT64_MAX)
+		pubd_nak_run(&s, pubd_nak_next_deadline(&s));
+	assert_int_equal(r.given_up, 5);
+	assert_int_equal(r.sends, 0);
+	assert_int_equal(s.naks_sent, 0);
+	assert_true(r.refused <= 5 + 3);
 	pubd_nak_close(&s);
 }
 
@@ -250,6 +298,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(nak_waits_backoff_then_repeats_then_gives_up),
+		cmocka_unit_test(nak_that_cannot_go_is_no_try),
 		cmocka_unit_test(nak_backoff_zero_asks_at_once),
 		cmocka_unit_test(nak_filled_messages_leave_their_gap),
 		cmocka_unit_test(nak_gone_gives_up_what_it_names),
