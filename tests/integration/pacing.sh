@@ -18,7 +18,12 @@ RATE=1048576 # 1MiB below
 it_hosts 86 h1 h2
 for h in h1 h2; do
 	addr_var="IT_ADDR_$h"
+	# Subscriber queues hold the whole run: the case is about pacing, and
+	# an unpaced burst can outrun a subscriber on a loaded two-core
+	# machine (sub_overflow, counted: a CI-like run lost 10 that way).
 	it_conf_write "$h" "${!addr_var}" <<-EOF
+		limits:
+		  subscriber_queue: $((N + 1024))
 		groups:
 		  - name: paced
 		    address: 239.86.1.1
