@@ -65,6 +65,7 @@ static struct pubd_msgbuf *take(uint32_t cls, size_t len)
 	}
 	m->next_free = NULL;
 	m->refs = 1;
+	m->pins = 0;
 	m->len = (uint32_t)len;
 	m->cls = cls;
 	m->cookie = 0;
@@ -111,6 +112,8 @@ int pubd_msgbuf_detach(struct pubd_msgbuf *m)
 
 	if (!m->lender)
 		return 0;
+	if (m->pins)
+		return -EBUSY;
 	copy = malloc(m->len ? m->len : 1);
 	if (!copy)
 		return -ENOMEM;

@@ -18,6 +18,14 @@
  * wait any longer detaches the buffer (pubd_msgbuf_detach): its bytes are
  * copied into memory of its own and the holders never notice.
  *
+ * Except a fabric that sends from the lent memory itself (verbs: the
+ * send's scatter list names the publish log, registered with the device):
+ * the device reads those bytes until the send completes, so the fabric
+ * pins the buffer (pubd_msgbuf_pin) and a pinned buffer cannot be
+ * detached; the lender waits for the unpin. The lender's memory is a
+ * region (struct pubd_mem_region) a fabric may register once and keep
+ * registered until the lender releases it, before unmapping.
+ *
  * Single-threaded: pubd's loop owns every buffer, so the count and the
  * free lists are plain.
  */
@@ -32,15 +40,41 @@
 
 struct pubd_msgbuf;
 
+/*
+ * Memory a lender lends from (a publish log's mapping). A fabric that
+ * registers it with its device sets reg, fabric and unregister; the owner
+ * calls pubd_mem_region_release before it unmaps the memory, and a fabric
+ * that goes first (closed, rebuilt) unregisters it itself. refused: the
+ * fabric could not register it (out of locked memory): sends copy.
+ */
+struct pubd_mem_region {
+	uint8_t *base;
+	size_t len;
+	void *reg;
+	void *fabric;
+	void (*unregister)(struct pubd_mem_region *r);
+	struct pubd_mem_region *next_reg, **prev_reg; /* the fabric's list */
+	int refused;
+};
+
+static inline void pubd_mem_region_release(struct pubd_mem_region *r)
+{
+	if (r->unregister)
+		r->unregister(r);
+}
+
 /* Whoever lent a buffer its memory: told once, at the buffer's last put
- * (not after a detach), with the cookie it lent it under. */
+ * (not after a detach), with the cookie it lent it under. region: the
+ * memory it lends from, or NULL (then fabrics copy). */
 struct pubd_msgbuf_lender {
 	void (*returned)(struct pubd_msgbuf_lender *lender, uint32_t cookie);
+	struct pubd_mem_region *region;
 };
 
 struct pubd_msgbuf {
 	struct pubd_msgbuf *next_free; /* while on a free list */
 	uint32_t refs;
+	uint32_t pins; /* of refs, held by sends reading the lent bytes in place */
 	uint32_t len;
 	uint32_t cls;			   /* size class, or none */
 	uint32_t cookie;		   /* the lender's, for a lent buffer */
@@ -69,9 +103,16 @@ static inline int pubd_msgbuf_is_lent(const struct pubd_msgbuf *m)
 
 /*
  * The lender takes its memory back while references remain: copy the bytes
- * into a buffer of our own. 0, or -ENOMEM (the buffer stays lent).
+ * into a buffer of our own. 0, -ENOMEM or -EBUSY (pinned: a send still
+ * reads the lent bytes); the buffer then stays lent.
  */
 int pubd_msgbuf_detach(struct pubd_msgbuf *m);
+
+/* The region m's lent bytes lie in, or NULL (not lent, or the lender has none). */
+static inline struct pubd_mem_region *pubd_msgbuf_region(const struct pubd_msgbuf *m)
+{
+	return m->lender ? m->lender->region : NULL;
+}
 
 static inline struct pubd_msgbuf *pubd_msgbuf_get(struct pubd_msgbuf *m)
 {
@@ -82,6 +123,20 @@ static inline struct pubd_msgbuf *pubd_msgbuf_get(struct pubd_msgbuf *m)
 /* Drop a reference; the last one recycles or frees the buffer (and tells
  * its lender). NULL is fine. */
 void pubd_msgbuf_put(struct pubd_msgbuf *m);
+
+/* A reference for a send that reads the lent bytes in place until it
+ * completes: no detach until the matching unpin. */
+static inline void pubd_msgbuf_pin(struct pubd_msgbuf *m)
+{
+	m->refs++;
+	m->pins++;
+}
+
+static inline void pubd_msgbuf_unpin(struct pubd_msgbuf *m)
+{
+	m->pins--;
+	pubd_msgbuf_put(m);
+}
 
 /* Buffers waiting on the free lists (for tests and status). */
 unsigned pubd_msgbuf_cached(void);

@@ -221,6 +221,7 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 	struct pubd_tx_item *it = g->txq_head;
 	uint64_t now = g->pacer.rate ? pubd_now_ns() : 0;
 	size_t room = d->cfg.batch && !g->raw ? batch_room(d) : 0;
+	struct pubd_msgbuf *lent;
 	unsigned n = 0;
 	uint32_t frag, k;
 	size_t off, len;
@@ -239,17 +240,20 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 		tmpl.group_id = g->id;
 		tmpl.source_id = d->source_id;
 		tmpl.msg_seq = it->seq;
+		/* Still in its publish-log record: a fabric may send it from there. */
+		lent = pubd_msgbuf_is_lent(it->msg) ? it->msg : NULL;
 		for (frag = it->next_frag; frag < it->plan.frag_count && n < TX_BATCH; frag++) {
 			if (g->raw) {
-				b->dg[n] =
-					(struct pubd_tx_dgram){.payload = it->msg->data, .payload_len = it->msg->len};
+				b->dg[n] = (struct pubd_tx_dgram){
+					.payload = it->msg->data, .payload_len = it->msg->len, .lent = lent};
 			} else {
 				pubd_frag_get(&it->plan, &tmpl, frag, &h, &off, &len);
 				pubd_wire_encode(&h, b->hdrs[n]);
 				b->dg[n] = (struct pubd_tx_dgram){.hdr = b->hdrs[n],
 								  .hdr_len = PUBD_WIRE_HDR_LEN,
 								  .payload = it->msg->data + off,
-								  .payload_len = (uint32_t)len};
+								  .payload_len = (uint32_t)len,
+								  .lent = lent};
 			}
 			if (!pace_take(d, g, now, &b->dg[n]))
 				return n;

@@ -49,11 +49,18 @@ struct pubd_rx_dgram {
 	const void *from;  /* the sender (see PUBD_FABRIC_PEER_MAX); valid during the call */
 };
 
+struct pubd_msgbuf;
+
 struct pubd_tx_dgram {
 	const void *hdr; /* NULL/0 on raw groups */
 	uint32_t hdr_len;
 	const void *payload;
 	uint32_t payload_len;
+	/* The payload lies in this lent buffer (a client's publish log), or
+	 * NULL. A fabric that sends it in place, without copying, pins the
+	 * buffer once the send is posted and unpins it when the device is done
+	 * with it (msgbuf.h); others ignore it. */
+	struct pubd_msgbuf *lent;
 };
 
 struct pubd_fabric_events {

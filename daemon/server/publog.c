@@ -18,8 +18,11 @@
  * space given back to the writer, stays before the first record still lent.
  * The engine usually has the message sent and delivered within the same
  * loop turn; what is still held at the turn's end (pubd_ipc_settle) is
- * copied then, so a writer waits for no one but the fabric. The bytes a
- * hostile writer changes under a lent message are its own message's.
+ * copied then, so a writer waits for no one but the fabric: a fabric that
+ * sends from the record in place (verbs, the mapping registered as
+ * l->region) pins it until the send completes, and it is neither copied
+ * nor given back before that. The bytes a hostile writer changes under a
+ * lent message are its own message's.
  *
  * Reading follows the socket's rules: a message is admitted by the same
  * checks as a PUBLISH frame (admit.c), a client paused by back-pressure is
@@ -66,6 +69,7 @@ static struct srv_publog *log_of(struct pubd_msgbuf_lender *lender)
 
 static void unmap_and_free(struct srv_publog *l)
 {
+	pubd_mem_region_release(&l->region);
 	srv_shm_unmap(l->shm.map, l->shm.map_len);
 	free(l);
 }
@@ -110,7 +114,8 @@ static struct pubd_msgbuf *lend(struct srv_publog *l, const struct pub_publog_pi
 	return m;
 }
 
-/* Copy every message still lent. Returns how many stay lent (out of memory). */
+/* Copy every message still lent. Returns how many stay lent (out of
+ * memory, or pinned by a send reading the record in place). */
 static uint32_t detach_all(struct srv_publog *l)
 {
 	uint32_t i, left = 0;
@@ -183,8 +188,11 @@ static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 	if (l->lending)
 		unlink_lending(srv, l);
 	/* Messages still lent keep reading the mapping: copied now, or (out
-	 * of memory) the mapping stays until the last of them returns. */
+	 * of memory, or a send still reading one in place) the mapping
+	 * stays until the last of them returns. */
 	l->orphan = detach_all(l) > 0;
+	if (!l->orphan)
+		pubd_mem_region_release(&l->region);
 	srv_shm_close(srv, &l->shm, l->orphan);
 	if (!l->orphan)
 		free(l);
@@ -204,6 +212,9 @@ static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *mem
 	*memfd = srv_shm_make(c, cap, PUB_SHM_PUBLISH_LOG, &l->shm);
 	if (*memfd < 0)
 		goto fail;
+	l->region.base = l->shm.map;
+	l->region.len = l->shm.map_len;
+	l->lender.region = &l->region;
 	if (pub_shmlog_reader_init(&l->r, l->shm.map, l->shm.map_len, cap,
 				   ((struct pub_shmlog_ctl *)l->shm.map)->max_record, 0) < 0)
 		goto fail;

@@ -95,6 +95,7 @@ struct srv_publog {
 	/* Messages lent from their records (no copy), oldest first; lent_head
 	 * and lent_tail run free, the slot is the count modulo the size. */
 	struct pubd_msgbuf_lender lender;
+	struct pubd_mem_region region; /* the mapping, as a fabric may register it */
 	struct srv_publog_loan lent[PUBLOG_LENT_MAX];
 	uint32_t lent_head, lent_tail;
 	struct srv_publog *next_lending; /* on srv->lending while any is lent */

@@ -465,7 +465,8 @@ static void step_sizes(struct scen *sc)
 	CHECK(r == -EMSGSIZE, "MTU + 1 refused: %d", r);
 	{
 		/* A batch whose last datagram is too big is refused whole. */
-		struct pubd_tx_dgram d[2] = {{sc->scratch, 10, NULL, 0}, {sc->scratch, 48, sc->scratch, sc->mtu}};
+		struct pubd_tx_dgram d[2] = {{sc->scratch, 10, NULL, 0, NULL},
+					     {sc->scratch, 48, sc->scratch, sc->mtu, NULL}};
 
 		r = pubd_fabric_udp_ops.send(sc->a->f, 0, d, 2);
 		CHECK(r == -EMSGSIZE, "batch with an oversize datagram refused: %d", r);
@@ -559,7 +560,7 @@ static void step_burst(struct scen *sc)
 	for (i = 0; i < N; i++) {
 		memset(hdrs + i * 48, 0, 48);
 		memcpy(hdrs + i * 48, &i, sizeof(i));
-		d[i] = (struct pubd_tx_dgram){hdrs + i * 48, 48, sc->scratch + 48, sc->mtu - 48};
+		d[i] = (struct pubd_tx_dgram){hdrs + i * 48, 48, sc->scratch + 48, sc->mtu - 48, NULL};
 	}
 	while (sent < N) {
 
@@ -613,8 +614,8 @@ static void send_runs(struct scen *sc, unsigned runs, unsigned seed)
 			uint32_t len = i == GSO_N - 1 ? 700 : 1400;
 
 			pattern(buf + (size_t)i * 1400, len, seed + r * GSO_N + i);
-			d[i] = (struct pubd_tx_dgram){buf + (size_t)i * 1400, 48, buf + (size_t)i * 1400 + 48,
-						      len - 48};
+			d[i] = (struct pubd_tx_dgram){buf + (size_t)i * 1400, 48, buf + (size_t)i * 1400 + 48, len - 48,
+						      NULL};
 		}
 		sent = pubd_fabric_udp_ops.send(sc->a->f, 1, d, GSO_N);
 		CHECK(sent == GSO_N, "run %u: %d of %d datagrams taken", r, sent, GSO_N);
@@ -681,7 +682,7 @@ static void step_flood(struct scen *sc, uint16_t port)
 
 	pattern(sc->scratch, sc->mtu, 4321);
 	while (sent < want) {
-		struct pubd_tx_dgram d = {sc->scratch, 48, sc->scratch + 48, sc->mtu - 48};
+		struct pubd_tx_dgram d = {sc->scratch, 48, sc->scratch + 48, sc->mtu - 48, NULL};
 
 		r = pubd_fabric_udp_ops.send(sc->a->f, 1, &d, 1);
 		if (r != 1) {

@@ -372,7 +372,7 @@ static unsigned send_stream(struct tf *t, int slot, uint32_t tag, uint32_t first
 			uint32_t idx = first + sent + i, sz = dgram_size(idx);
 
 			fill(hdrs[i], pays[i], tag, idx, sz - HDR);
-			d[i] = (struct pubd_tx_dgram){hdrs[i], HDR, pays[i], sz - HDR};
+			d[i] = (struct pubd_tx_dgram){hdrs[i], HDR, pays[i], sz - HDR, NULL};
 		}
 		t->writable = 0;
 		ret = ops->send(t->f, slot, d, k);
@@ -516,7 +516,7 @@ static int selftest(void)
 	/* too big, unknown slot */
 	{
 		static uint8_t big[1025];
-		struct pubd_tx_dgram d = {NULL, 0, big, sizeof(big)};
+		struct pubd_tx_dgram d = {NULL, 0, big, sizeof(big), NULL};
 
 		r = ops->send(a.f, 0, &d, 1);
 		check(r == -EMSGSIZE && status_u64(&a, "tx_too_big") == 1,
@@ -579,7 +579,7 @@ static int selftest(void)
 		struct counter_cond cc = {&c, "srq_limit_events", (uint64_t)round};
 
 		for (int i = 0; i < 16; i++)
-			d[i] = (struct pubd_tx_dgram){NULL, 0, buf, sizeof(buf)};
+			d[i] = (struct pubd_tx_dgram){NULL, 0, buf, sizeof(buf), NULL};
 		base = c.nrx;
 		/* Only A's CQ is polled (for credits): C's loop stays still. */
 		while (sent < 400 && pubd_now_ns() - t0 < 20000000000ull) {
@@ -605,7 +605,7 @@ static int selftest(void)
 	base = c.nrx;
 	{
 		static uint8_t buf[100];
-		struct pubd_tx_dgram d = {NULL, 0, buf, sizeof(buf)};
+		struct pubd_tx_dgram d = {NULL, 0, buf, sizeof(buf), NULL};
 
 		for (int i = 0; i < 10; i++)
 			ops->send(a.f, 2, &d, 1);
@@ -665,7 +665,7 @@ static int selftest(void)
 static int cmd_send(const char *addr, const char *grp, unsigned n, unsigned size)
 {
 	static uint8_t buf[4096];
-	struct pubd_tx_dgram d = {NULL, 0, buf, size};
+	struct pubd_tx_dgram d = {NULL, 0, buf, size, NULL};
 	struct tf t;
 	unsigned sent = 0;
 	int r;

@@ -2,6 +2,7 @@
 /*
  * Message buffers: reference counts, size classes, the bounded free lists.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -176,6 +177,41 @@ static void msgbuf_detached_keeps_its_bytes(void **state)
 	pubd_msgbuf_put(m);
 }
 
+/* A send reading the lent bytes in place pins the buffer: it cannot be
+ * detached (the device would read memory the lender reuses) until the
+ * unpin; the unpin's reference is a reference like any, so the lender is
+ * told at the last of them, pin or put. */
+static void msgbuf_pinned_is_not_detached(void **state)
+{
+	struct pubd_mem_region region = {0};
+	struct lender_log l = {.lender.returned = on_returned, .lender.region = &region};
+	uint8_t bytes[64];
+	struct pubd_msgbuf *m;
+
+	(void)state;
+	memset(bytes, 'p', sizeof(bytes));
+	region.base = bytes;
+	region.len = sizeof(bytes);
+	m = pubd_msgbuf_lend(&l.lender, 3, bytes, sizeof(bytes));
+	assert_non_null(m);
+	assert_ptr_equal(pubd_msgbuf_region(m), &region);
+	pubd_msgbuf_pin(m);
+	assert_int_equal(pubd_msgbuf_detach(m), -EBUSY);
+	assert_true(pubd_msgbuf_is_lent(m));
+	pubd_msgbuf_put(m); /* the lender's holder: the pin remains */
+	assert_int_equal(l.returned, 0);
+	pubd_msgbuf_unpin(m);
+	assert_int_equal(l.returned, 1);
+	/* pinned and unpinned with other holders left: detachable again */
+	m = pubd_msgbuf_lend(&l.lender, 4, bytes, sizeof(bytes));
+	pubd_msgbuf_pin(m);
+	pubd_msgbuf_unpin(m);
+	assert_int_equal(pubd_msgbuf_detach(m), 0);
+	assert_null(pubd_msgbuf_region(m));
+	pubd_msgbuf_put(m);
+	assert_int_equal(l.returned, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +222,7 @@ int main(void)
 		cmocka_unit_test_teardown(msgbuf_free_lists_are_bounded, drain),
 		cmocka_unit_test_teardown(msgbuf_lent_returns_at_the_last_put, drain),
 		cmocka_unit_test_teardown(msgbuf_detached_keeps_its_bytes, drain),
+		cmocka_unit_test_teardown(msgbuf_pinned_is_not_detached, drain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

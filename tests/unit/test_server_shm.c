@@ -443,6 +443,100 @@ static void a_client_gone_leaves_its_held_messages_whole(void **state)
 	shm_close(&sc);
 }
 
+/* A send reading a lent record in place (the verbs fabric: inplace.c)
+ * pins its message: the turn's end neither copies it nor gives its record
+ * back to the writer until the send is done; then it goes as any loan. */
+static void a_pinned_message_waits_for_its_send(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+	struct pubd_msgbuf *m;
+	uint64_t first;
+	unsigned i;
+
+	f->calls.hold = true;
+	shm_hello(f, &sc);
+	first = sc.w.tail;
+	put_message(&sc, 8192, 'a');
+	for (i = 0; i < 400 && !f->calls.publish; i++) {
+		pubd_loop_run_once(f->loop, 5);
+		pubd_ipc_flush_all(&f->srv);
+	}
+	assert_int_equal(f->calls.publish, 1);
+	m = f->calls.held[0];
+	assert_true(pubd_msgbuf_is_lent(m));
+	assert_ptr_equal(pubd_msgbuf_region(m), &f->srv.clients->log->region);
+	pubd_msgbuf_pin(m); /* the fabric posted a send from the record */
+	assert_int_equal(pubd_msgbuf_detach(m), -EBUSY);
+	f->calls.held[0] = NULL; /* the transmit queue is done with it */
+	f->calls.nheld = 0;
+	pubd_msgbuf_put(m);
+	pubd_ipc_settle(&f->srv);
+	assert_true(pubd_msgbuf_is_lent(m)); /* not copied: the device reads it */
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT_COPIED], 0);
+	assert_true(log_head(&sc) <= first); /* the record is still ours */
+	assert_non_null(f->srv.lending);
+	assert_true(all_bytes(m->data, m->len, 'a'));
+	pubd_msgbuf_unpin(m); /* the send completed: the last reference */
+	pubd_ipc_settle(&f->srv);
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT_COPIED], 0);
+	assert_int_equal(log_head(&sc), sc.w.tail);
+	assert_null(f->srv.lending);
+	shm_close(&sc);
+}
+
+static unsigned unregistered;
+static void count_unregister(struct pubd_mem_region *r)
+{
+	unregistered++;
+	r->unregister = NULL;
+	r->fabric = NULL;
+}
+
+/* A client that hangs up while a send reads its record in place: its log
+ * stays mapped (and registered) until the send is done, then the region is
+ * unregistered before the mapping goes. */
+static void a_client_gone_keeps_its_log_for_a_pinned_send(void **state)
+{
+	struct fixture *f = *state;
+	static int fake_fabric;
+	struct pubd_mem_region *r;
+	struct shm_client sc;
+	struct pubd_msgbuf *m;
+	unsigned i;
+
+	f->calls.hold = true;
+	shm_hello(f, &sc);
+	put_message(&sc, 4096, 'q');
+	for (i = 0; i < 400 && !f->calls.publish; i++) {
+		pubd_loop_run_once(f->loop, 5);
+		pubd_ipc_flush_all(&f->srv);
+	}
+	assert_int_equal(f->calls.publish, 1);
+	m = f->calls.held[0];
+	r = pubd_msgbuf_region(m);
+	assert_non_null(r);
+	/* as a fabric registers it */
+	unregistered = 0;
+	r->fabric = &fake_fabric;
+	r->unregister = count_unregister;
+	pubd_msgbuf_pin(m);
+	f->calls.held[0] = NULL;
+	f->calls.nheld = 0;
+	pubd_msgbuf_put(m);
+	close(sc.fd);
+	sc.fd = -1;
+	while (f->srv.nclients)
+		turn(f);
+	assert_int_equal(unregistered, 0); /* still read by the send */
+	assert_true(pubd_msgbuf_is_lent(m));
+	assert_true(all_bytes(m->data, m->len, 'q')); /* still mapped */
+	pubd_msgbuf_unpin(m);			      /* done: the orphan log goes, unregistered first */
+	assert_int_equal(unregistered, 1);
+	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT_COPIED], 0);
+	shm_close(&sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +549,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_large_message_is_published_from_its_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_held_message_is_copied_when_the_turn_ends, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_client_gone_leaves_its_held_messages_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_pinned_message_waits_for_its_send, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_client_gone_keeps_its_log_for_a_pinned_send, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

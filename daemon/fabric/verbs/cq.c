@@ -71,8 +71,12 @@ static void tx_complete(struct pubd_fabric *f, const struct ibv_wc *wc)
 	}
 	/* The send queue completes in order: a signalled WR's completion
 	 * retires every unsignalled one posted before it. */
-	if (seq + 1 > f->tx_done)
+	if (seq + 1 > f->tx_done) {
+		uint64_t from = f->tx_done;
+
 		f->tx_done = seq + 1;
+		verbs_inplace_done(f, from, seq + 1);
+	}
 }
 
 /*

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The send path: datagrams gathered into the registered send slab (or sent
- * inline), posted in linked batches against the send queue's credits.
+ * inline, or a lent payload from where it lies: inplace.c), posted in
+ * linked batches against the send queue's credits.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,12 +34,17 @@ int verbs_tx_setup(struct pubd_fabric *f, bool quiet)
 			  verbs_err_str(ret));
 		return ret;
 	}
+	if (verbs_inplace_setup(f)) {
+		SETUP_ERR("verbs: no memory for %u send queue entries", f->sq_depth);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 /* After the QP is gone: no posted send names the slab any more. */
 void verbs_tx_teardown(struct pubd_fabric *f)
 {
+	verbs_inplace_teardown(f);
 	if (f->tx_mr) {
 		ibv_dereg_mr(f->tx_mr);
 		f->tx_mr = NULL;
@@ -54,11 +60,13 @@ struct dest {
 	uint32_t qpn, qkey;
 };
 
-/* One send WR for datagram x, the post's sequence number seq. */
-static void build_wr(struct pubd_fabric *f, const struct dest *to, const struct pubd_tx_dgram *x, uint64_t seq,
+/* One send WR for datagram x, the post's sequence number seq. Returns
+ * whether it reads x's payload in place (inplace.c: pin it once posted). */
+static bool build_wr(struct pubd_fabric *f, const struct dest *to, const struct pubd_tx_dgram *x, uint64_t seq,
 		     struct ibv_send_wr *w, struct ibv_sge sge[2])
 {
-	uint32_t len = x->hdr_len + x->payload_len;
+	uint32_t len = x->hdr_len + x->payload_len, lkey;
+	bool in_place = false;
 
 	*w = (struct ibv_send_wr){
 		.wr_id = TX_WRID | seq,
@@ -77,6 +85,18 @@ static void build_wr(struct pubd_fabric *f, const struct dest *to, const struct 
 		w->num_sge = ns;
 		w->send_flags = IBV_SEND_INLINE;
 		f->cnt[VC_TX_INLINE]++;
+	} else if ((in_place = verbs_inplace_lkey(f, x, &lkey))) {
+		/* The header from the slab, the payload from the client's
+		 * publish log, where it lies. */
+		uint8_t *p = f->tx_slab + (size_t)(seq % f->sq_depth) * f->tx_stride;
+		int ns = 0;
+
+		if (x->hdr_len) {
+			memcpy(p, x->hdr, x->hdr_len);
+			sge[ns++] = (struct ibv_sge){(uintptr_t)p, x->hdr_len, f->tx_mr->lkey};
+		}
+		sge[ns++] = (struct ibv_sge){(uintptr_t)x->payload, x->payload_len, lkey};
+		w->num_sge = ns;
 	} else {
 		/* Slot seq % depth is free: credits keep at most
 		 * sq_depth sends outstanding. */
@@ -90,6 +110,7 @@ static void build_wr(struct pubd_fabric *f, const struct dest *to, const struct 
 		w->num_sge = 1;
 	}
 	f->cnt[PUBD_FC_TX_BYTES] += len;
+	return in_place;
 }
 
 /*
@@ -127,12 +148,14 @@ static unsigned post_batch(struct pubd_fabric *f, const struct dest *to, const s
 {
 	struct ibv_send_wr wr[POST_BATCH], *bad;
 	struct ibv_sge sge[POST_BATCH][2];
+	bool in_place[POST_BATCH];
+	unsigned ok;
 	int ret;
 
 	for (unsigned i = 0; i < k; i++) {
 		uint64_t seq = f->tx_posted + i;
 
-		build_wr(f, to, &d[i], seq, &wr[i], sge[i]);
+		in_place[i] = build_wr(f, to, &d[i], seq, &wr[i], sge[i]);
 		wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
 		/* Signal every Nth and the last of each post, so no
 		 * unsignalled tail is left without a completion to
@@ -141,9 +164,12 @@ static unsigned post_batch(struct pubd_fabric *f, const struct dest *to, const s
 			wr[i].send_flags |= IBV_SEND_SIGNALED;
 	}
 	ret = ibv_post_send(f->qp, wr, &bad);
+	ok = ret ? (unsigned)(bad - wr) : k;
+	/* Only what was posted reads its payload (and retires at tx_done). */
+	for (unsigned i = 0; i < ok; i++)
+		if (in_place[i])
+			verbs_inplace_posted(f, f->tx_posted + i, d[i].lent);
 	if (ret) {
-		unsigned ok = (unsigned)(bad - wr);
-
 		post_failed(f, ret, ok);
 		return ok;
 	}

@@ -102,7 +102,9 @@
 	X(FATAL_EVENTS, "fatal_async_events")      \
 	X(REBUILDS, "device_rebuilds")             \
 	X(TX_UNICAST, "tx_unicast")                \
-	X(TX_BAD_PEER, "tx_bad_peer")
+	X(TX_BAD_PEER, "tx_bad_peer")              \
+	X(TX_IN_PLACE, "tx_in_place")              \
+	X(TX_REGISTER_FAILS, "tx_register_failures")
 
 enum vc {
 	VC__BEFORE = PUBD_FC__COUNT - 1, /* the common counters come first */
@@ -217,7 +219,7 @@ struct pubd_fabric {
 	bool opened;	   /* verbs_open succeeded: a later setup problem is not fatal */
 	bool mtu_capped;   /* fabric.mtu exceeds the port's active MTU (after a change) */
 	uint32_t told_mtu; /* the MTU the daemon knows (open, then ev.mtu_changed) */
-	struct ratelog rl_rx_post, rl_tx_post, rl_rx_wc, rl_tx_wc, rl_srq_limit, rl_rebuild, rl_cm;
+	struct ratelog rl_rx_post, rl_tx_post, rl_rx_wc, rl_tx_wc, rl_srq_limit, rl_rebuild, rl_cm, rl_register;
 	struct rdma_cm_id *id;
 	char dev_name[64];
 	uint8_t port;
@@ -255,6 +257,11 @@ struct pubd_fabric {
 	size_t tx_stride;
 	struct ibv_mr *tx_mr;
 	uint64_t tx_posted, tx_done; /* sequence numbers: credits = sq_depth - (posted - done) */
+	/* Sends in place (inplace.c): per send queue entry, the lent buffer a
+	 * posted send reads, pinned until tx_done passes it; and the publish
+	 * logs registered with the PD. */
+	struct pubd_msgbuf **tx_lent;
+	struct pubd_mem_region *regions;
 	unsigned signal_every;
 	bool tx_blocked; /* a send came up short: call ev.writable when credits return */
 
@@ -362,6 +369,13 @@ int verbs_linger(struct pubd_fabric *f, bool busy);
 /* send.c */
 int verbs_tx_setup(struct pubd_fabric *f, bool quiet);
 void verbs_tx_teardown(struct pubd_fabric *f);
+
+/* inplace.c: a lent payload sent from where it lies, no copy */
+int verbs_inplace_setup(struct pubd_fabric *f);
+void verbs_inplace_teardown(struct pubd_fabric *f);
+bool verbs_inplace_lkey(struct pubd_fabric *f, const struct pubd_tx_dgram *x, uint32_t *lkey);
+void verbs_inplace_posted(struct pubd_fabric *f, uint64_t seq, struct pubd_msgbuf *m);
+void verbs_inplace_done(struct pubd_fabric *f, uint64_t from, uint64_t to);
 uint64_t verbs_tx_credits(const struct pubd_fabric *f, bool unicast);
 int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
 int verbs_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
