@@ -60,6 +60,16 @@ void pubd_fake_set_credits(struct pubd_fake *fk, long credits);
 void pubd_fake_add_credits(struct pubd_fake *fk, long n);
 /* Times send accepted fewer datagrams than offered. */
 uint64_t pubd_fake_short_sends(const struct pubd_fake *fk);
+/* Sends of lent payloads (pubd_tx_dgram.lent) pin them, as a fabric
+ * sending in place does, until pubd_fake_complete unpins the n oldest
+ * (returns how many), reading their bytes as the device would; closing
+ * the fake completes the rest. */
+void pubd_fake_set_pin_lent(struct pubd_fake *fk, bool on);
+size_t pubd_fake_pinned(const struct pubd_fake *fk);
+size_t pubd_fake_complete(struct pubd_fake *fk, size_t n);
+/* Pinned buffers that were no longer lent when their send completed (a
+ * lender copied one away while the device read it): a bug, always 0. */
+uint64_t pubd_fake_pin_broken(const struct pubd_fake *fk);
 
 /* What the daemon sent, oldest first, and not yet taken by a transfer. */
 size_t pubd_fake_sent_count(const struct pubd_fake *fk);

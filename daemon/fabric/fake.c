@@ -12,6 +12,7 @@
 #include "proto.h"
 #include "config.h"
 #include "fabric_fake.h"
+#include "msgbuf.h"
 #include "loop.h"
 
 #define FAKE_DEFAULT_MTU 1024
@@ -62,6 +63,13 @@ struct pubd_fabric {
 	uint64_t sent_total;
 	pubd_fake_tap_fn tap;
 	void *tap_ctx;
+
+	/* As a fabric sending lent payloads in place does (verbs/inplace.c):
+	 * pinned at the send, unpinned by pubd_fake_complete, oldest first. */
+	bool pin_lent;
+	struct pubd_msgbuf **pinned;
+	size_t npinned, pincap;
+	uint64_t pin_broken; /* pinned buffers found no longer lent at completion */
 };
 
 struct pubd_fake *pubd_fake_of(struct pubd_fabric *f)
@@ -192,6 +200,8 @@ static void fake_close(struct pubd_fabric *f)
 {
 	if (!f)
 		return;
+	pubd_fake_complete((struct pubd_fake *)f, f->npinned);
+	free(f->pinned);
 	pubd_fake_sent_clear((struct pubd_fake *)f);
 	pubd_loop_unwatch(f->watch);
 	close(f->efd);
@@ -263,6 +273,20 @@ static int record(struct pubd_fabric *f, int slot, uint64_t to, const struct pub
 	for (i = 0; i < take; i++) {
 		struct pubd_fake_sent *r;
 		uint32_t len = d[i].hdr_len + d[i].payload_len;
+
+		if (f->pin_lent && d[i].lent) {
+			if (f->npinned == f->pincap) {
+				size_t cap = f->pincap ? f->pincap * 2 : 64;
+				struct pubd_msgbuf **v = realloc(f->pinned, cap * sizeof(*v));
+
+				if (!v)
+					return (int)i;
+				f->pinned = v;
+				f->pincap = cap;
+			}
+			pubd_msgbuf_pin(d[i].lent);
+			f->pinned[f->npinned++] = d[i].lent;
+		}
 
 		if (f->tap) {
 			f->tap(f->tap_ctx, slot, &d[i]);
@@ -343,6 +367,51 @@ const struct pubd_fabric_ops pubd_fabric_fake_ops = {
 };
 
 /* ---- the test's controls ---- */
+
+void pubd_fake_set_pin_lent(struct pubd_fake *fk, bool on)
+{
+	F(fk)->pin_lent = on;
+}
+
+size_t pubd_fake_pinned(const struct pubd_fake *fk)
+{
+	return CF(fk)->npinned;
+}
+
+uint64_t pubd_fake_pin_broken(const struct pubd_fake *fk)
+{
+	return CF(fk)->pin_broken;
+}
+
+size_t pubd_fake_complete(struct pubd_fake *fk, size_t n)
+{
+	struct pubd_fabric *f = F(fk);
+	size_t i;
+
+	if (n > f->npinned)
+		n = f->npinned;
+	if (!n)
+		return 0;
+	/* Taken off the list first: an unpin may end a log, never a send. */
+	for (i = 0; i < n; i++) {
+		struct pubd_msgbuf *m = f->pinned[i];
+		volatile uint8_t touch;
+
+		f->pinned[i] = NULL;
+		/* What the device does: it read the bytes where they were lent
+		 * until now (a log unmapped under the send faults here), and
+		 * they must still be the lender's (not copied away meanwhile). */
+		if (m->len)
+			touch = m->data[0] ^ m->data[m->len - 1];
+		(void)touch;
+		if (!pubd_msgbuf_is_lent(m))
+			f->pin_broken++;
+		pubd_msgbuf_unpin(m);
+	}
+	memmove(f->pinned, f->pinned + n, (f->npinned - n) * sizeof(*f->pinned));
+	f->npinned -= n;
+	return n;
+}
 
 void pubd_fake_set_join_result(struct pubd_fake *fk, int err)
 {

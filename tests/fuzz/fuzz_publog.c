@@ -18,9 +18,14 @@
  *                                  deliver log (releasing what it read)
  *   HANGUP                         the client closes its socket
  *   CLAIM                          a record claimed and never committed
+ *   COMPLETE u8                    the fabric completes u8 % 8 + 1 of its
+ *                                  oldest sends: the fake pins every lent
+ *                                  payload it sends, as verbs sending in
+ *                                  place does, until its send completes
  * Checked after each input, once the client is gone and the daemon settled:
  * no client, pause, queued output or transmit left; every byte taken from
- * the client budget given back; no message lent from a log any more; no log waiting to be read; per group,
+ * the client budget given back; once the fabric's sends completed, no
+ * message lent from a log any more; no log waiting to be read; per group,
  * published = sent by the fabric (nothing fails there); and the daemon's
  * dropped counter covers every drop counted by scope. Violations abort.
  */
@@ -53,7 +58,7 @@ static const char config[] = "limits:\n  max_message_size: 256KiB\n  publish_log
 			     "  - name: b\n    address: 239.79.1.2\n    publish: [uid:54321]\n"
 			     "  - name: c\n    address: 239.79.1.3\n";
 
-enum op { O_RAW, O_RECORD, O_COMMIT, O_CTL, O_RING, O_TURN, O_READ, O_HANGUP, O_CLAIM, O__COUNT };
+enum op { O_RAW, O_RECORD, O_COMMIT, O_CTL, O_RING, O_TURN, O_READ, O_HANGUP, O_CLAIM, O_COMPLETE, O__COUNT };
 
 static struct hd H;
 static bool started;
@@ -108,6 +113,7 @@ static void start(void)
 		abort();
 	atexit(remove_files);
 	pubd_fake_set_tap(H.fk, on_sent, NULL);
+	pubd_fake_set_pin_lent(H.fk, true);
 	started = true;
 }
 
@@ -302,6 +308,10 @@ static void play(struct run *r, uint8_t op)
 		if (pub_shmlog_claim(&r->cl.w, PUB_SHMLOG_MSG, 0, 10, PUB_PUBLOG_HEAD + 1 + 10))
 			r->cl.w.open = NULL; /* ...and the writer dies before its commit */
 		break;
+	case O_COMPLETE:
+		pubd_fake_complete(H.fk, arg(r, 0) % 8 + 1);
+		take(r, 1);
+		break;
 	}
 }
 
@@ -328,9 +338,14 @@ static void settle_and_check(const struct snap *before)
 	struct snap after;
 	unsigned i, turns;
 
-	for (turns = 0; turns < 1000; turns++)
-		if (!hd_turn(&H, 0) && !H.d.ipc.nclients && !H.d.tx.queued_msgs)
+	/* Every send completes in the end: the pins go, so do the logs. */
+	for (turns = 0; turns < 1000; turns++) {
+		pubd_fake_complete(H.fk, pubd_fake_pinned(H.fk));
+		if (!hd_turn(&H, 0) && !H.d.ipc.nclients && !H.d.tx.queued_msgs && !pubd_fake_pinned(H.fk))
 			break;
+	}
+	pubd_fake_complete(H.fk, pubd_fake_pinned(H.fk));
+	pubd_ipc_settle(&H.d.ipc);
 	if (H.d.ipc.nclients || H.d.ipc.npaused || H.d.ipc.dirty || H.d.ipc.nlog_more || H.d.tx.queued_msgs)
 		abort();
 	if (H.d.ipc.charged) {
@@ -340,6 +355,9 @@ static void settle_and_check(const struct snap *before)
 	/* No message still lent from a log that is gone; never more copied
 	 * than lent. */
 	if (H.d.ipc.lending || H.d.counters[PUBD_CTR_PUBLOG_LENT_COPIED] > H.d.counters[PUBD_CTR_PUBLOG_LENT])
+		abort();
+	/* No pinned payload copied away while the fabric read it in place. */
+	if (pubd_fake_pin_broken(H.fk))
 		abort();
 	snapshot(&after);
 	for (i = 0; i < NGROUPS; i++) {
