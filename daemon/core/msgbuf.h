@@ -18,11 +18,11 @@
  * wait any longer detaches the buffer (pubd_msgbuf_detach): its bytes are
  * copied into memory of its own and the holders never notice.
  *
- * Except a fabric that sends from the lent memory itself (verbs: the
- * send's scatter list names the publish log, registered with the device):
- * the device reads those bytes until the send completes, so the fabric
- * pins the buffer (pubd_msgbuf_pin) and a pinned buffer cannot be
- * detached; the lender waits for the unpin. The lender's memory is a
+ * Except what the transmit path holds: a message queued for the fabric,
+ * and a send that reads the lent memory itself (verbs: the send's scatter
+ * list names the publish log, registered with the device) until it
+ * completes. These pin the buffer (pubd_msgbuf_pin), and a pinned buffer
+ * cannot be detached; the lender waits for the unpin. The lender's memory is a
  * region (struct pubd_mem_region) a fabric may register once and keep
  * registered until the lender releases it, before unmapping.
  *
@@ -74,7 +74,7 @@ struct pubd_msgbuf_lender {
 struct pubd_msgbuf {
 	struct pubd_msgbuf *next_free; /* while on a free list */
 	uint32_t refs;
-	uint32_t pins; /* of refs, held by sends reading the lent bytes in place */
+	uint32_t pins; /* of refs, held by the transmit path (queued, or sent in place) */
 	uint32_t len;
 	uint32_t cls;			   /* size class, or none */
 	uint32_t cookie;		   /* the lender's, for a lent buffer */
@@ -124,8 +124,8 @@ static inline struct pubd_msgbuf *pubd_msgbuf_get(struct pubd_msgbuf *m)
  * its lender). NULL is fine. */
 void pubd_msgbuf_put(struct pubd_msgbuf *m);
 
-/* A reference for a send that reads the lent bytes in place until it
- * completes: no detach until the matching unpin. */
+/* A reference held by the transmit path (a queued message, a send reading
+ * the lent bytes in place): no detach until the matching unpin. */
 static inline void pubd_msgbuf_pin(struct pubd_msgbuf *m)
 {
 	m->refs++;

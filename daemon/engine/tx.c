@@ -80,7 +80,15 @@ int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *ms
 			return err;
 		}
 	}
-	it->msg = pubd_msgbuf_get(msg);
+	/* A lent message stays lent while it waits here: the writer's record
+	 * is held for the fabric alone (its publisher is held back meanwhile
+	 * anyway), and a fabric sending in place sends from it. */
+	it->pinned = pubd_msgbuf_is_lent(msg);
+	if (it->pinned)
+		pubd_msgbuf_pin(msg);
+	else
+		pubd_msgbuf_get(msg);
+	it->msg = msg;
 	it->seq = seq;
 	it->origin = origin;
 	if (g->txq_tail)
@@ -95,6 +103,15 @@ int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *ms
 	return 0;
 }
 
+static void item_release(struct pubd_tx_item *it)
+{
+	if (it->pinned)
+		pubd_msgbuf_unpin(it->msg);
+	else
+		pubd_msgbuf_put(it->msg);
+	it->msg = NULL;
+}
+
 static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it)
 {
 	g->txq_head = it->next;
@@ -103,7 +120,7 @@ static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item 
 	g->txq_len--;
 	d->tx.queued_msgs--;
 	pubd_ipc_tx_done(&d->ipc, it->origin, it->msg->len);
-	pubd_msgbuf_put(it->msg);
+	item_release(it);
 	it->next = d->tx.free_items;
 	d->tx.free_items = it;
 }
@@ -564,7 +581,7 @@ void pubd_tx_free(struct pubd *d)
 		}
 		while ((it = g->txq_head)) {
 			g->txq_head = it->next;
-			pubd_msgbuf_put(it->msg);
+			item_release(it);
 			free(it);
 		}
 		g->txq_tail = NULL;

@@ -25,7 +25,10 @@ struct pubd_client;
 
 struct pubd_tx_item {
 	struct pubd_tx_item *next;
+	/* Pinned while lent (a client's publish-log record): it waits for the
+	 * fabric only, and goes out from the record, not from a copy. */
 	struct pubd_msgbuf *msg;
+	bool pinned;
 	struct pubd_client *origin; /* for back-pressure accounting; NULL once it left */
 	uint64_t seq;
 	uint32_t next_frag;

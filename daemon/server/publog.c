@@ -18,11 +18,13 @@
  * space given back to the writer, stays before the first record still lent.
  * The engine usually has the message sent and delivered within the same
  * loop turn; what is still held at the turn's end (pubd_ipc_settle) is
- * copied then, so a writer waits for no one but the fabric: a fabric that
- * sends from the record in place (verbs, the mapping registered as
- * l->region) pins it until the send completes, and it is neither copied
- * nor given back before that. The bytes a hostile writer changes under a
- * lent message are its own message's.
+ * copied then, so a writer waits for no one but the fabric. The transmit
+ * path pins what it holds (msgbuf.h): a message waiting for the fabric, or
+ * being sent from the record in place (verbs, the mapping registered as
+ * l->region), is neither copied nor given back before it is sent. A log
+ * whose client left while it had such loans stays mapped, and charged to
+ * the client budget, until the last returns. The bytes a hostile writer
+ * changes under a lent message are its own message's.
  *
  * Reading follows the socket's rules: a message is admitted by the same
  * checks as a PUBLISH frame (admit.c), a client paused by back-pressure is
@@ -70,6 +72,7 @@ static struct srv_publog *log_of(struct pubd_msgbuf_lender *lender)
 static void unmap_and_free(struct srv_publog *l)
 {
 	pubd_mem_region_release(&l->region);
+	srv_budget_give(l->srv, l->shm.charged);
 	srv_shm_unmap(l->shm.map, l->shm.map_len);
 	free(l);
 }

@@ -246,8 +246,11 @@ uint32_t srv_shm_capacity(uint64_t configured);
  * or -errno having made nothing. */
 int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_shm *s);
 void srv_shm_unmap(uint8_t *map, size_t len);
-/* Unwatch, close the eventfds, give the charge back; unmap too unless
- * keep_map (lent records still read it). Safe on a half-made one. */
+/* Unwatch, close the eventfds; unmap and give the charge back unless
+ * keep_map (lent records still read it: the mapping stays charged to the
+ * client budget until its owner unmaps it and gives s->charged back, so
+ * logs kept for their loans are bounded like any client memory). Safe on a
+ * half-made one. */
 void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map);
 
 /* dlog.c: a client's deliver log; calls output.c */

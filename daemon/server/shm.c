@@ -99,9 +99,9 @@ void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map)
 		pubd_loop_unwatch(s->watch);
 	s->watch = NULL;
 	close_eventfds(s);
-	srv_budget_give(srv, s->charged);
-	s->charged = 0;
 	if (!keep_map) {
+		srv_budget_give(srv, s->charged);
+		s->charged = 0;
 		srv_shm_unmap(s->map, s->map_len);
 		s->map = NULL;
 	}

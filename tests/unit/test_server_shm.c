@@ -528,8 +528,11 @@ static void a_client_gone_keeps_its_log_for_a_pinned_send(void **state)
 	assert_int_equal(unregistered, 0); /* still read by the send */
 	assert_true(pubd_msgbuf_is_lent(m));
 	assert_true(all_bytes(m->data, m->len, 'q')); /* still mapped */
-	pubd_msgbuf_unpin(m);			      /* done: the orphan log goes, unregistered first */
+	/* ...and still charged to the client budget: kept logs are bounded */
+	assert_true(f->srv.charged >= f->cfg.publish_log);
+	pubd_msgbuf_unpin(m); /* done: the orphan log goes, unregistered first */
 	assert_int_equal(unregistered, 1);
+	assert_int_equal(f->srv.charged, 0);
 	assert_int_equal(f->counters[PUBD_CTR_PUBLOG_LENT_COPIED], 0);
 	shm_close(&sc);
 }
