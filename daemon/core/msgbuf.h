@@ -69,6 +69,10 @@ static inline void pubd_mem_region_release(struct pubd_mem_region *r)
 struct pubd_msgbuf_lender {
 	void (*returned)(struct pubd_msgbuf_lender *lender, uint32_t cookie);
 	struct pubd_mem_region *region;
+	/* Bytes of its loans the transmit queue holds pinned, and at most so
+	 * many: past it a queued loan is copied at the turn's end as any other,
+	 * so the writer keeps room to go on while its messages wait. */
+	uint64_t tx_held, tx_hold_max;
 };
 
 struct pubd_msgbuf {

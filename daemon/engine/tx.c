@@ -80,14 +80,17 @@ int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *ms
 			return err;
 		}
 	}
-	/* A lent message stays lent while it waits here: the writer's record
-	 * is held for the fabric alone (its publisher is held back meanwhile
-	 * anyway), and a fabric sending in place sends from it. */
-	it->pinned = pubd_msgbuf_is_lent(msg);
-	if (it->pinned)
+	/* A lent message stays lent while it waits here, so a fabric that
+	 * sends in place sends it from its record: as much as its lender lets
+	 * the queue hold (half a publish log), so that the writer is not held
+	 * to its log's size while the fabric is the bottleneck. */
+	it->pinned = pubd_msgbuf_is_lent(msg) && msg->lender->tx_held + msg->len <= msg->lender->tx_hold_max;
+	if (it->pinned) {
+		msg->lender->tx_held += msg->len;
 		pubd_msgbuf_pin(msg);
-	else
+	} else {
 		pubd_msgbuf_get(msg);
+	}
 	it->msg = msg;
 	it->seq = seq;
 	it->origin = origin;
@@ -105,9 +108,11 @@ int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *ms
 
 static void item_release(struct pubd_tx_item *it)
 {
-	if (it->pinned)
+	/* Pinned, it is still lent: its lender is there. */
+	if (it->pinned) {
+		it->msg->lender->tx_held -= it->msg->len;
 		pubd_msgbuf_unpin(it->msg);
-	else
+	} else
 		pubd_msgbuf_put(it->msg);
 	it->msg = NULL;
 }

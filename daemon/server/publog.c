@@ -19,9 +19,10 @@
  * The engine usually has the message sent and delivered within the same
  * loop turn; what is still held at the turn's end (pubd_ipc_settle) is
  * copied then, so a writer waits for no one but the fabric. The transmit
- * path pins what it holds (msgbuf.h): a message waiting for the fabric, or
- * being sent from the record in place (verbs, the mapping registered as
- * l->region), is neither copied nor given back before it is sent. A log
+ * path pins what it holds (msgbuf.h): a message waiting for the fabric (up
+ * to half the log, lender.tx_hold_max), or being sent from the record in
+ * place (verbs, the mapping registered as l->region), is neither copied
+ * nor given back before it is sent. A log
  * whose client left while it had such loans stays mapped, and charged to
  * the client budget, until the last returns. The bytes a hostile writer
  * changes under a lent message are its own message's.
@@ -218,6 +219,7 @@ static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *mem
 	l->region.base = l->shm.map;
 	l->region.len = l->shm.map_len;
 	l->lender.region = &l->region;
+	l->lender.tx_hold_max = cap / 2;
 	if (pub_shmlog_reader_init(&l->r, l->shm.map, l->shm.map_len, cap,
 				   ((struct pub_shmlog_ctl *)l->shm.map)->max_record, 0) < 0)
 		goto fail;

@@ -63,17 +63,19 @@ dl_log "A: tx_in_place $inplace, publog_lent $lent, tx_datagrams $(dl_fab A tx_d
 if [ "${PUBD_TRANSPORT:-shm}" = socket ]; then
 	dl_expect "A: over the socket nothing is lent, nothing sent in place" "$lent $inplace" "0 0"
 else
-	# Every lent message's full-size datagrams went in place, none copied
-	# while it waited for send credits: 4 per 4 KiB message, 67 per 64 KiB
-	# one (a message is copied into pubd instead when 256 are lent at once,
-	# so not necessarily all 400 are lent).
-	if [ "${lent:-0}" -gt 0 ] && [ "$inplace" -ge $((lent * 4)) ] && [ "$inplace" -le $((lent * 67)) ] &&
-		[ "$inplace" -le $((300 * 4 + 100 * 67)) ]; then
-		pass "A sent $inplace datagrams in place from $lent lent messages (4 to 67 each)"
+	# A lent message waiting for send credits stays in its record, up to
+	# half the log (the rest is copied into pubd at the turn's end:
+	# publog_lent_copied), and every full-size datagram of one sent from
+	# there goes in place: 4 per 4 KiB message, 67 per 64 KiB one. (A
+	# message is copied in at once when 256 are lent, so not all 400 are.)
+	copied=$(dl_ctr A publog_lent_copied)
+	if [ "${lent:-0}" -gt 0 ] && [ "$copied" -le $((lent / 4)) ] && [ "$inplace" -ge $(((lent - copied) * 4)) ] &&
+		[ "$inplace" -le $((lent * 67)) ]; then
+		pass "A sent $inplace datagrams in place from $lent lent messages ($copied of them copied while queued)"
 	else
-		fail "A: tx_in_place '$inplace' from publog_lent '$lent', want 4 to 67 per lent message"
+		fail "A: tx_in_place '$inplace' from publog_lent '$lent' (copied '$copied'), want 4 to 67 per" \
+			"message sent from its record and at most a quarter copied"
 	fi
-	dl_expect "A: no lent message copied (publog_lent_copied)" "$(dl_ctr A publog_lent_copied)" 0
 	dl_expect "A: the publish logs registered (tx_register_failures)" "$(dl_fab A tx_register_failures)" 0
 fi
 
