@@ -112,8 +112,9 @@ static void item_release(struct pubd_tx_item *it)
 	if (it->pinned) {
 		it->msg->lender->tx_held -= it->msg->len;
 		pubd_msgbuf_unpin(it->msg);
-	} else
+	} else {
 		pubd_msgbuf_put(it->msg);
+	}
 	it->msg = NULL;
 }
 
