@@ -44,8 +44,9 @@ struct pubd_msgbuf;
  * Memory a lender lends from (a publish log's mapping). A fabric that
  * registers it with its device sets reg, fabric and unregister; the owner
  * calls pubd_mem_region_release before it unmaps the memory, and a fabric
- * that goes first (closed, rebuilt) unregisters it itself. refused: the
- * fabric could not register it (out of locked memory): sends copy.
+ * that goes first (closed, rebuilt) unregisters it itself. A fabric that
+ * could not register it (out of locked memory) keeps it with reg NULL:
+ * sends copy.
  */
 struct pubd_mem_region {
 	uint8_t *base;
@@ -54,7 +55,6 @@ struct pubd_mem_region {
 	void *fabric;
 	void (*unregister)(struct pubd_mem_region *r);
 	struct pubd_mem_region *next_reg, **prev_reg; /* the fabric's list */
-	int refused;
 };
 
 static inline void pubd_mem_region_release(struct pubd_mem_region *r)

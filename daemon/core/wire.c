@@ -92,25 +92,23 @@ int pubd_wire_check_frag(const struct pubd_wire_hdr *h, size_t payload_len, uint
 	return PUBD_WIRE_OK;
 }
 
-/* A batch's fixed fields, then its entries: exactly frag_count of them,
- * filling the body to its last byte. */
+/* A batch's fixed fields, then its entries (as pubd_wire_batch_next walks
+ * them): exactly frag_count of them, filling the body to its last byte. */
 static int check_batch(const struct pubd_wire_hdr *h, const uint8_t *body, size_t plen)
 {
-	const uint8_t *p = body, *end = body + plen;
-	uint32_t n;
+	struct pubd_wire_batch_iter it;
+	const struct pubd_wire_hdr *mh;
+	const uint8_t *data;
+	size_t len;
+	uint32_t n = 0;
 
 	if (h->frag_count < 2 || h->frag_count > PUBD_WIRE_BATCH_MAX || h->frag_index || h->frag_offset ||
 	    h->msg_len != plen || h->msg_seq > UINT64_MAX - h->frag_count)
 		return PUBD_WIRE_ERR_BATCH;
-	for (n = 0; n < h->frag_count; n++) {
-		if ((size_t)(end - p) < PUBD_WIRE_BATCH_ENTRY_HDR)
-			return PUBD_WIRE_ERR_BATCH;
-		p += PUBD_WIRE_BATCH_ENTRY_HDR;
-		if ((size_t)(end - p) < get_be16(p - PUBD_WIRE_BATCH_ENTRY_HDR))
-			return PUBD_WIRE_ERR_BATCH;
-		p += get_be16(p - PUBD_WIRE_BATCH_ENTRY_HDR);
-	}
-	return p == end ? PUBD_WIRE_OK : PUBD_WIRE_ERR_BATCH;
+	pubd_wire_batch_begin(&it, h, body, plen);
+	while (n <= h->frag_count && pubd_wire_batch_next(&it, &mh, &data, &len))
+		n++;
+	return n == h->frag_count && it.p == it.end ? PUBD_WIRE_OK : PUBD_WIRE_ERR_BATCH;
 }
 
 int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const uint8_t **payload, size_t *payload_len)

@@ -41,7 +41,6 @@ static void region_unlink(struct pubd_mem_region *r)
 	r->prev_reg = NULL;
 	r->fabric = NULL;
 	r->unregister = NULL;
-	r->refused = 0;
 }
 
 /* The owner unmaps r, or the device resources go: no posted send reads it
@@ -70,6 +69,7 @@ void verbs_inplace_teardown(struct pubd_fabric *f)
 static struct ibv_mr *region_mr(struct pubd_fabric *f, struct pubd_mem_region *r)
 {
 	uint64_t held;
+	int err;
 
 	if (r->fabric == f)
 		return r->reg;
@@ -77,13 +77,13 @@ static struct ibv_mr *region_mr(struct pubd_fabric *f, struct pubd_mem_region *r
 		return NULL;
 	r->reg = ibv_reg_mr(f->pd, r->base, r->len, 0);
 	if (!r->reg) {
-		r->refused = errno ? errno : ENOMEM;
+		err = errno ? errno : ENOMEM;
 		f->cnt[VC_TX_REGISTER_FAILS]++;
 		if (verbs_ratelog_ok(&f->rl_register, &held))
 			log_warn("verbs: registering a publish log of %zu bytes on %s: %s (RLIMIT_MEMLOCK?); its "
 				 "messages are copied into the send slab (%" PRIu64
 				 " more failures since the last report)",
-				 r->len, f->dev_name, strerror(r->refused), held);
+				 r->len, f->dev_name, strerror(err), held);
 	}
 	/* Registered or refused, it is ours until released or torn down. */
 	r->fabric = f;
