@@ -5,6 +5,7 @@
  * lifecycle.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,47 @@ static void on_stop_timer(void *ctx, uint64_t now)
 	stop_loop(ctx);
 }
 
+/* The work a linger follows: datagrams received, messages published and
+ * delivered. Timers and queries do not make the loop linger. */
+static uint64_t engine_activity(const struct pubd *d)
+{
+	return d->counters[PUBD_CTR_RX_DATAGRAMS] + d->counters[PUBD_CTR_MSG_PUBLISHED] +
+	       d->counters[PUBD_CTR_MSG_DELIVERED];
+}
+
+/*
+ * After a message came or went, the loop turns on without sleeping for
+ * fabric.rx_linger_us (core/linger.h), and while it does the clients'
+ * publish logs are read every turn instead of slept on (pubd_ipc.polling).
+ * The next message of a train, or a ping-pong's answer, is then found by a
+ * poll: no wakeup for pubd, and no doorbell for the client to ring. Returns
+ * 1 while lingering (the loop must not sleep). Not with fabric.busy_poll,
+ * which polls anyway.
+ */
+static int engine_linger(struct pubd *d)
+{
+	uint64_t seen = engine_activity(d);
+	bool on;
+
+	if (seen != d->linger_seen) {
+		d->linger_seen = seen;
+		pubd_linger_work(&d->linger);
+		on = pubd_linger_active(&d->linger);
+	} else {
+		on = pubd_linger_idle(&d->linger, pubd_now_ns);
+		/* An idle poll gives the CPU to whoever else can run: most
+		 * often the client pubd just woke, whose answer it waits for.
+		 * Spinning instead holds the core until the linger ends (the
+		 * scheduler does not preempt for so short a run), and on a
+		 * host with fewer cores than busy processes that doubled the
+		 * ping-pong latency it was meant to cut. */
+		if (on)
+			sched_yield();
+	}
+	d->ipc.polling = on;
+	return on;
+}
+
 static int on_idle(void *ctx)
 {
 	struct pubd *d = ctx;
@@ -123,11 +165,13 @@ static int on_idle(void *ctx)
 	if (d->stopping && !d->tx.queued_msgs && !d->stopped)
 		stop_loop(d); /* everything accepted went out */
 
-	if (d->cfg.busy_poll && d->fops->poll)
-		return work + d->fops->poll(d->fabric);
+	if (d->cfg.busy_poll) {
+		d->ipc.polling = true; /* publish logs are read every turn, never slept on */
+		return work + (d->fops->poll ? d->fops->poll(d->fabric) : 0);
+	}
 	if (d->fops->linger)
 		work += d->fops->linger(d->fabric, work > 0);
-	return work;
+	return work + engine_linger(d);
 }
 
 /* ---- what the server asks of the engine ---- */
@@ -237,6 +281,7 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	err = engine_naks_init(d);
 	if (err < 0)
 		return err;
+	pubd_linger_init(&d->linger, (uint64_t)d->cfg.rx_linger_us * 1000);
 	pubd_loop_set_idle(d->loop, on_idle, d);
 	pubd_notify_init(d);
 

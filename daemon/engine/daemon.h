@@ -12,6 +12,7 @@
 #include "fabric.h"
 #include "groups.h"
 #include "ipc.h"
+#include "linger.h"
 #include "loop.h"
 #include "reasm.h"
 #include "repair_nak.h"
@@ -51,7 +52,9 @@ struct pubd {
 	struct pubd_http *metrics_http;	      /* NULL: metrics.listen not set (or its bind failed) */
 	char *metrics_listening;	      /* the metrics.listen the listener was opened for */
 	uint64_t counters[PUBD_CTR__COUNT];
-	struct pubd_drops drops; /* daemon-scope: not tied to a known group */
+	struct pubd_linger linger; /* after work the loop polls on (fabric, publish logs) before it sleeps */
+	uint64_t linger_seen;	   /* the work the linger watches (engine_activity), at its last look */
+	struct pubd_drops drops;   /* daemon-scope: not tied to a known group */
 	struct pubd_loop_timer *reasm_timer, *heartbeat_timer, *watchdog_timer, *status_timer;
 	struct pubd_loop_timer *pace_timer; /* brings paced groups back (tx.c) */
 	struct pubd_loop_timer *stop_timer; /* stopping: the longest wait for the transmit queue */

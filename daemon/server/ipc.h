@@ -96,6 +96,8 @@ struct pubd_ipc {
 	unsigned ngone;	  /* hung-up clients whose input is still being drained */
 	unsigned ndeferred;	     /* clients with unsub_deferred set */
 	unsigned nlog_more;	     /* clients whose publish log has records waiting for a read */
+	bool polling;		     /* set by the engine: the loop turns without sleeping (busy_poll, lingering),
+				      * so a publish log is read every turn, not slept on */
 	struct srv_publog *lending;  /* publish logs with messages lent from their records */
 	size_t charged;		     /* bytes held for clients, against limits.client_buffer_budget */
 	size_t uncharged;	     /* replies outside it: at most one REPLY_FREE_MAX per client */

@@ -402,10 +402,10 @@ void srv_publog_read(struct pubd_client *c, bool to_end)
 	if (l->broken || c->paused || to_end)
 		return;
 	/* Stopped by the batch, or found it empty: then sleep, unless a
-	 * record came while we said so. With fabric.busy_poll pubd never
-	 * sleeps on a log: it looks again every loop turn, and the client
-	 * never needs to ring. */
-	if ((r == 1 || c->srv->cfg->busy_poll || !pub_shmlog_reader_sleep(&l->r)) && !l->more) {
+	 * record came while we said so. While the loop polls (fabric.busy_poll,
+	 * or lingering after work) pubd does not sleep on a log: it looks
+	 * again every loop turn, and the client need not ring. */
+	if ((r == 1 || c->srv->polling || !pub_shmlog_reader_sleep(&l->r)) && !l->more) {
 		l->more = true;
 		c->srv->nlog_more++;
 	}

@@ -537,6 +537,43 @@ static void a_client_gone_keeps_its_log_for_a_pinned_send(void **state)
 	shm_close(&sc);
 }
 
+/* While the engine polls (busy_poll, or lingering after work) pubd reads a
+ * publish log every turn and never says it sleeps there, so a record the
+ * client commits without ringing is read; once polling stops, pubd says it
+ * sleeps again (and the client must ring). */
+static void a_polled_log_is_read_without_a_ring(void **state)
+{
+	struct fixture *f = *state;
+	struct pub_shmlog_ctl *ctl;
+	struct shm_client sc;
+	unsigned i;
+
+	shm_hello(f, &sc);
+	ctl = (struct pub_shmlog_ctl *)sc.pmap;
+	f->srv.polling = true;
+	put_message(&sc, 100, 'a');
+	turn_until_published(f, 1);
+	for (i = 0; i < 4; i++)
+		turn(f);
+	assert_int_equal(atomic_load(&ctl->reader_sleeping), 0);
+	/* Committed, not rung (the client sees pubd awake). */
+	assert_false(pub_shmlog_wake_reader(&sc.w));
+	{
+		uint8_t *b = pub_shmlog_claim(&sc.w, PUB_SHMLOG_MSG, 0, 100, PUB_PUBLOG_HEAD + 4 + 100);
+
+		assert_non_null(b);
+		memset(b + pub_publog_put_head(b, 0, "open", 4), 'b', 100);
+		pub_shmlog_commit(&sc.w);
+	}
+	turn_until_published(f, 2);
+	/* Polling over: the next empty look says pubd sleeps. */
+	f->srv.polling = false;
+	for (i = 0; i < 4 && !atomic_load(&ctl->reader_sleeping); i++)
+		turn(f);
+	assert_int_equal(atomic_load(&ctl->reader_sleeping), 1);
+	shm_close(&sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -551,6 +588,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_client_gone_leaves_its_held_messages_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_pinned_message_waits_for_its_send, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_client_gone_keeps_its_log_for_a_pinned_send, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_polled_log_is_read_without_a_ring, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

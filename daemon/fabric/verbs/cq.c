@@ -227,9 +227,8 @@ void verbs_process_cq(struct pubd_fabric *f)
 	}
 	/* In a train of completions: leave the CQ unarmed and let verbs_linger
 	 * poll on from the loop; it arms before the loop may sleep. */
-	if (n && f->linger_ns) {
-		f->linger_left = f->linger_polls;
-		f->linger_t0 = 0;
+	if (n && f->linger.ns) {
+		pubd_linger_work(&f->linger);
 		return;
 	}
 	/* Drain, re-arm, drain again: a completion that lands between the
@@ -282,9 +281,10 @@ int verbs_poll(struct pubd_fabric *f)
  * a re-arm each time: under a train, about one wakeup per two datagrams.
  * Instead, after a completion the CQ is left unarmed and polled once per
  * loop iteration (the loop does not sleep while this returns work, so the
- * clients' sockets are served between polls) until linger_ns have passed
- * without one; then it is armed and the loop may sleep. ibv_poll_cq does
- * not enter the kernel on most providers, rxe included.
+ * clients' sockets are served between polls) until fabric.rx_linger_us
+ * has passed without one (core/linger.h); then it is armed and the loop
+ * may sleep. ibv_poll_cq does not enter the kernel on most providers, rxe
+ * included.
  */
 int verbs_linger(struct pubd_fabric *f, bool busy)
 {
@@ -295,32 +295,13 @@ int verbs_linger(struct pubd_fabric *f, bool busy)
 		return 0; /* sleeping is safe: the next completion wakes us */
 	n = verbs_drain_cq(f, CQ_BUDGET, &more);
 	if (n || !f->cq) {
-		f->linger_left = f->linger_polls;
-		f->linger_t0 = 0;
+		pubd_linger_work(&f->linger);
 		return (int)n;
 	}
 	if (busy)
 		return 0; /* the loop comes round again anyway: not an idle poll */
-	if (f->linger_left) {
-		/* Idle polls are counted, not timed: reading the clock is a
-		 * system call where a VM has no vDSO clock (Soft-RoCE under
-		 * TCG). One linger in 4 is timed to recalibrate the count. */
-		if (f->linger_left == f->linger_polls && f->linger_runs++ % 4 == 0)
-			f->linger_t0 = pubd_now_ns();
-		f->linger_left--;
+	if (pubd_linger_idle(&f->linger, pubd_now_ns))
 		return 1;
-	}
-	if (f->linger_t0 && f->linger_ns) {
-		uint64_t spent = pubd_now_ns() - f->linger_t0;
-		uint64_t polls = spent ? (uint64_t)f->linger_polls * f->linger_ns / spent : f->linger_polls;
-
-		/* Shorter at once (lingering too long only burns CPU); longer
-		 * halfway, so one preempted run cannot make it ten times long. */
-		if (polls > f->linger_polls)
-			polls = (polls + f->linger_polls) / 2;
-		f->linger_polls = (uint32_t)(polls < 1 ? 1 : polls > 1000000 ? 1000000 : polls);
-		f->linger_t0 = 0;
-	}
 	/* The train is over: arm, and take what came in between. */
 	if (!verbs_arm_cq(f))
 		return 0;

@@ -100,9 +100,7 @@ static int verbs_open(struct pubd_fabric **out, const struct pubd_config *cfg, s
 	f->srq_wm = cfg->srq_low_watermark;
 	f->sq_depth = cfg->send_queue_depth;
 	/* Busy polling polls anyway, and arms after every drain. */
-	f->linger_ns = cfg->busy_poll ? 0 : (uint64_t)cfg->rx_linger_us * 1000;
-	/* A first guess of a microsecond a poll round; verbs_linger corrects it. */
-	f->linger_polls = cfg->rx_linger_us ? cfg->rx_linger_us : 1;
+	pubd_linger_init(&f->linger, cfg->busy_poll ? 0 : (uint64_t)cfg->rx_linger_us * 1000);
 
 	ret = parse_address(f->address, &f->bind_addr);
 	if (ret) {

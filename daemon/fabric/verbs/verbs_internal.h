@@ -59,6 +59,7 @@
 #include "fabric.h"
 #include "fabric_counters.h"
 #include "jointype.h"
+#include "linger.h"
 
 #define CQ_BATCH	  32	       /* work completions per ibv_poll_cq */
 #define POST_BATCH	  32	       /* WRs linked per post call */
@@ -230,12 +231,8 @@ struct pubd_fabric {
 	struct ibv_comp_channel *comp_ch;
 	struct ibv_cq *cq;
 	unsigned cq_unacked;
-	bool cq_armed;	       /* an event will come with the next completion */
-	uint64_t linger_ns;    /* fabric.rx_linger_us */
-	uint32_t linger_polls; /* idle loop polls that take about linger_ns (calibrated) */
-	uint32_t linger_left;  /* idle polls before the CQ is armed */
-	uint32_t linger_runs;  /* lingers begun, for timing one in 4 */
-	uint64_t linger_t0;    /* when a timed linger began; 0: not timed */
+	bool cq_armed;		   /* an event will come with the next completion */
+	struct pubd_linger linger; /* fabric.rx_linger_us: polls of the unarmed CQ before arming it */
 	struct ibv_srq *srq;
 	struct ibv_qp *qp; /* owned by id (rdma_create_qp_ex / rdma_destroy_qp) */
 	bool block_self_lb;

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's linger (fabric.rx_linger_us, core/linger.h) on the fake
+ * fabric: after a message the loop turns on without sleeping, with the
+ * clients' publish logs polled (pubd_ipc.polling), and then sleeps again;
+ * with the linger at 0 it sleeps at once; with fabric.busy_poll it always
+ * polls.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "proto.h"
+#include "test_daemon_harness.h"
+
+#define GROUPS "groups:\n  - {name: g1, address: 239.78.1.1}\n"
+
+/* Publish one message through a socket client and turn until pubd took it. */
+static void publish_one(struct hd *h, struct hc *c)
+{
+	uint8_t frame[256];
+	uint64_t want = h->d.counters[PUBD_CTR_MSG_PUBLISHED] + 1, dl = hd_deadline(5000);
+	size_t n = hc_enc_publish(frame, sizeof(frame), "g1", "ping", 4);
+
+	assert_int_equal(hc_write(c, frame, n, 2000), 0);
+	while (h->d.counters[PUBD_CTR_MSG_PUBLISHED] < want && !hd_past(dl))
+		hd_turn(h, 10);
+	assert_int_equal(h->d.counters[PUBD_CTR_MSG_PUBLISHED], want);
+}
+
+/* Turns (not sleeping: timeout 0) until one finds nothing; how many. */
+static unsigned turns_until_idle(struct hd *h)
+{
+	uint64_t dl = hd_deadline(5000);
+	unsigned n = 0;
+
+	while (hd_turn(h, 0) > 0) {
+		n++;
+		assert_false(hd_past(dl));
+	}
+	return n;
+}
+
+static void after_a_message_the_loop_polls_then_sleeps(void **state)
+{
+	static struct hd h;
+	struct hc c;
+	unsigned i, turns;
+
+	(void)state;
+	assert_int_equal(hd_start(&h, "  rx_linger_us: 2000\n", GROUPS), 0);
+	assert_int_equal(hc_connect(&h, &c, 0), 0);
+	assert_int_equal(hc_hello(&c, "p"), 0);
+	turns_until_idle(&h);
+	assert_false(h.d.ipc.polling); /* at rest: sleeping on events */
+	for (i = 0; i < 3; i++) {
+		publish_one(&h, &c);
+		/* The next turn finds nothing, yet the loop does not sleep. */
+		assert_true(hd_turn(&h, 0) > 0);
+		assert_true(h.d.ipc.polling);
+		turns = turns_until_idle(&h);
+		print_message("linger %u: %u idle turns before sleeping\n", i, turns);
+		assert_true(turns >= 1);
+		assert_false(h.d.ipc.polling);
+	}
+	hc_close(&c);
+	hd_stop(&h);
+}
+
+static void a_linger_of_zero_sleeps_at_once(void **state)
+{
+	static struct hd h;
+	struct hc c;
+
+	(void)state;
+	assert_int_equal(hd_start(&h, "  rx_linger_us: 0\n", GROUPS), 0);
+	assert_int_equal(hc_connect(&h, &c, 0), 0);
+	assert_int_equal(hc_hello(&c, "p"), 0);
+	turns_until_idle(&h);
+	publish_one(&h, &c);
+	hd_turn(&h, 0); /* what the publish left (its delivery bookkeeping) */
+	assert_false(h.d.ipc.polling);
+	assert_true(turns_until_idle(&h) <= 2);
+	assert_false(h.d.ipc.polling);
+	hc_close(&c);
+	hd_stop(&h);
+}
+
+static void busy_poll_always_polls(void **state)
+{
+	static struct hd h;
+
+	(void)state;
+	assert_int_equal(hd_start(&h, "  busy_poll: true\n", GROUPS), 0);
+	hd_turn(&h, 0);
+	assert_true(h.d.ipc.polling);
+	hd_stop(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(after_a_message_the_loop_polls_then_sleeps, hd_teardown),
+		cmocka_unit_test_teardown(a_linger_of_zero_sleeps_at_once, hd_teardown),
+		cmocka_unit_test_teardown(busy_poll_always_polls, hd_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
