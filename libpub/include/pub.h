@@ -98,7 +98,13 @@ struct pub_options {
 	int reconnect_max_ms;	 /* backoff cap; 0: 1000 */
 	unsigned int flags;	 /* PUB_OPT_* */
 	int transport;		 /* PUB_TRANSPORT_*: how messages travel to pubd */
+	int recv_linger_us;	 /* pub_recv, having found nothing, looks again (yielding the CPU
+				  * between looks) this many microseconds before it sleeps: an
+				  * answer that comes meanwhile costs no wakeup. 0: $PUBD_RECV_LINGER_US
+				  * if set, else sleep at once; -1: sleep at once; at most 1000000 */
 };
+#define PUB_RECV_LINGER_ENV    "PUBD_RECV_LINGER_US"
+#define PUB_RECV_LINGER_MAX_US 1000000
 
 /* pub_options.transport */
 #define PUB_TRANSPORT_DEFAULT 0 /* $PUBD_TRANSPORT ("shm" or "socket") if set, else shared memory */

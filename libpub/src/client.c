@@ -64,6 +64,23 @@ static bool transport_is_shm(int t)
 	return t != PUB_TRANSPORT_SOCKET;
 }
 
+/* pub_options.recv_linger_us, or the environment's when that is 0. */
+static uint64_t recv_linger_ns(int us)
+{
+	const char *env;
+	char *end;
+	long v;
+
+	if (us == 0 && (env = secure_getenv(PUB_RECV_LINGER_ENV)) && *env) {
+		errno = 0;
+		v = strtol(env, &end, 10);
+		us = errno || *end || v < 0 ? 0 : v > PUB_RECV_LINGER_MAX_US ? PUB_RECV_LINGER_MAX_US : (int)v;
+	}
+	if (us <= 0)
+		return 0;
+	return (uint64_t)(us > PUB_RECV_LINGER_MAX_US ? PUB_RECV_LINGER_MAX_US : us) * 1000;
+}
+
 static void options_apply(struct pub_client *c, const struct pub_options *opts)
 {
 	struct pub_options o = {0};
@@ -85,6 +102,7 @@ static void options_apply(struct pub_client *c, const struct pub_options *opts)
 	c->want_shm = transport_is_shm(o.transport);
 	if (secure_getenv(PUB_BUSY_POLL_ENV) && !strcmp(secure_getenv(PUB_BUSY_POLL_ENV), "1"))
 		c->flags |= PUB_OPT_BUSY_POLL;
+	c->recv_linger_ns = recv_linger_ns(o.recv_linger_us);
 }
 
 int pub_connect(pub_client_t **out, const char *socket_path, const struct pub_options *opts)

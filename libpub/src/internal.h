@@ -64,6 +64,7 @@ struct pub_client {
 	char name[PUB_PROTO_NAME_MAX + 1];
 	int connect_timeout_ms, request_timeout_ms, reconnect_min_ms, reconnect_max_ms;
 	unsigned int flags;
+	uint64_t recv_linger_ns; /* pub_recv looks at the deliver log this long before it sleeps */
 
 	/* Receive buffer: bytes [rpos, rlen) not parsed yet. */
 	uint8_t *rbuf;

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,7 +296,7 @@ static int while_down(struct pub_client *c, uint64_t deadline)
 
 static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 {
-	uint64_t deadline = deadline_in(timeout_ms);
+	uint64_t deadline = deadline_in(timeout_ms), linger_end = 0;
 	int r;
 
 	for (;;) {
@@ -330,6 +331,22 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 				if (!dlog_spin(c) && now_ns() >= deadline)
 					return 0;
 				continue;
+			}
+			/* Linger: look again, giving the CPU to whoever can run
+			 * (pubd, most often, with our answer) rather than spinning
+			 * on it, until recv_linger_ns have passed; pubd need not
+			 * ring, and we need not wake. */
+			if (c->recv_linger_ns && c->dlog_map) {
+				uint64_t now = now_ns();
+
+				if (!linger_end) {
+					linger_end = now + c->recv_linger_ns;
+					dlog_awake(c); /* a new log starts "asleep": no ring while we look */
+				}
+				if (now < linger_end && now < deadline) {
+					sched_yield();
+					continue;
+				}
 			}
 			/* Nothing anywhere: say so in the deliver log, so pubd rings
 			 * (the doorbell is in pub_fd's set too), unless something

@@ -151,6 +151,25 @@ def test_both_transports(pubd, transport: str) -> None:
             assert log_bytes > 0
 
 
+@pytest.mark.parametrize("linger", [0, 0.0001, 1])
+def test_recv_linger_receives_and_times_out(pubd, linger: float) -> None:
+    # A lingering recv still gets what comes, and still keeps its timeout.
+    with pub.Client(pubd.socket, transport="shm", recv_linger=linger) as c:
+        c.subscribe("t.round")
+        c.publish("t.round", b"x", sync=True)
+        m = c.recv(timeout=10)
+        assert m is not None and m.data == b"x"
+        t0 = time.monotonic()
+        assert c.recv(timeout=0.05) is None
+        assert time.monotonic() - t0 < 5
+
+
+def test_recv_linger_option_is_checked(pubd) -> None:
+    for bad in (-1, 2, "soon"):
+        with pytest.raises(ValueError, match="recv_linger"):
+            pub.Client(pubd.socket, recv_linger=bad)
+
+
 def test_transport_option_is_checked(pubd) -> None:
     with pytest.raises(ValueError, match="transport"):
         pub.Client(pubd.socket, transport="carrier-pigeon")

@@ -144,6 +144,10 @@ class Client:
         reconnect: reconnect by itself when the connection drops (else
             calls fail with ``pub.Unreachable``).
         busy_poll: recv spins instead of sleeping (lowest latency, a core at 100%).
+        recv_linger: seconds recv looks again (yielding the CPU) before it
+            sleeps, so an answer that comes meanwhile costs no wakeup (at
+            most 1; 0: sleep at once; None: ``$PUBD_RECV_LINGER_US``
+            microseconds if set, else 0).
     """
 
     def __init__(
@@ -156,6 +160,7 @@ class Client:
         request_timeout: Optional[float] = None,
         reconnect: bool = True,
         busy_poll: bool = False,
+        recv_linger: Optional[float] = None,
     ) -> None:
         self._lib = _libpub()
         self._handle: Optional[int] = None
@@ -177,6 +182,11 @@ class Client:
             _lib.PUB_OPT_BUSY_POLL if busy_poll else 0
         )
         opts.transport = _TRANSPORTS[transport]
+        if recv_linger is not None:
+            if not isinstance(recv_linger, (int, float)) or not 0 <= recv_linger <= 1:
+                raise ValueError(f"recv_linger: expected seconds from 0 to 1, got {recv_linger!r}")
+            us = round(recv_linger * 1e6)
+            opts.recv_linger_us = us if us > 0 else -1  # -1: at once, whatever the environment says
         path = os.fsencode(socket) if socket is not None else None
         # The path libpub uses (pub_connect's rule), for repr() and messages.
         self.socket: str = os.fsdecode(path) if path is not None else (

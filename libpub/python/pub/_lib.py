@@ -98,6 +98,7 @@ class pub_options(Structure):
         ("reconnect_max_ms", c_int),
         ("flags", c_uint),
         ("transport", c_int),
+        ("recv_linger_us", c_int),
     ]
 
 

@@ -14,6 +14,7 @@ peers_hosts() {
 	for h in h1 h2 h3; do
 		addr_var="IT_ADDR_$h"
 		IT_LOG_LEVEL=warning it_conf_write "$h" "${!addr_var}" <<-EOF
+			  rx_linger_us: ${PEERS_LINGER_US:-50}
 			limits:
 			  # a 1 MiB message is 700 datagrams, and a repair holds back
 			  # what follows it: room for both, as repair.sh sets it
@@ -56,7 +57,10 @@ peer_run() {
 	local sys=$1 h=$2 name=$3
 	shift 3
 	case $sys in
-	pubd*) it_bg "$name" "$(it_ns "$h")" "$PB/peer_pubd" "$@" --socket "$(it_sock "$h")" ;;
+	# The clients linger in pub_recv as Aeron's (peer_aeron.c) back off
+	# before they sleep: PEERS_RECV_LINGER_US, default 100 (0: not at all).
+	pubd*) it_bg "$name" "$(it_ns "$h")" env PUBD_RECV_LINGER_US="${PEERS_RECV_LINGER_US:-100}" \
+		"$PB/peer_pubd" "$@" --socket "$(it_sock "$h")" ;;
 	zmq-*) it_bg "$name" "$(it_ns "$h")" env PEER_PGM_RATE_KBIT="${PEER_PGM_RATE_KBIT:-1000000}" "$PB/peer_zmq" "$@" ;;
 	aeron) it_bg "$name" "$(it_ns "$h")" env AERON_DIR="/dev/shm/pit-$IT_ID-$h" "$PB/peer_aeron" "$@" ;;
 	esac

@@ -29,7 +29,9 @@
 # pubd build is $BUILD (default <repo>/build-bench, Release).
 # Environment: PEER_PGM_RATE_KBIT (ZMQ_RATE for PGM, default 1000000),
 # PEERS_AERON_GIT (a URL or path to clone Aeron from, default GitHub's),
-# PEERS_SKIP_AERON=1, PEERS_SIZES and PEERS_NSUBS (the tput cases: default
+# PEERS_SKIP_AERON=1, PEERS_LINGER_US (the daemons' fabric.rx_linger_us, default
+# 50), PEERS_RECV_LINGER_US (the pubd clients' $PUBD_RECV_LINGER_US, default
+# 100; Aeron's clients back off before sleeping too), PEERS_SIZES and PEERS_NSUBS (the tput cases: default
 # "64 1024 65536 1048576" and "1 2").
 #
 # A measurement, not a test: exits 0 when every case ran, whatever the
