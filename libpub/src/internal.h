@@ -147,7 +147,7 @@ struct pub_client {
 
 #define NEVER UINT64_MAX
 /* Busy poll: looks at the deliver log between looks at the socket. */
-#define DLOG_SPINS 4096
+#define DLOG_SPINS 256
 
 /* ---- time ---- */
 

@@ -328,8 +328,11 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 			if ((c->flags & PUB_OPT_BUSY_POLL) && c->dlog_map) {
 				/* Spin on the log; the socket (answers, errors) is looked
 				 * at again after a while, and the deadline kept. */
-				if (!dlog_spin(c) && now_ns() >= deadline)
-					return 0;
+				if (!dlog_spin(c)) {
+					if (now_ns() >= deadline)
+						return 0;
+					sched_yield(); /* more spinners than cores: let pubd run */
+				}
 				continue;
 			}
 			/* Linger: look again, giving the CPU to whoever can run

@@ -7,8 +7,9 @@
  *               logs are), waiting on a futex, or busy-polling
  *   pubd        two libpub clients of one pubd (ping and pong groups), over
  *               shared memory (libpub's default), over the socket
- *               (PUBD_TRANSPORT=socket), and busy-polling (fabric.busy_poll
- *               and PUBD_BUSY_POLL=1)
+ *               (PUBD_TRANSPORT=socket), with the clients lingering in
+ *               pub_recv (PUBD_RECV_LINGER_US=100), and busy-polling
+ *               (fabric.busy_poll and PUBD_BUSY_POLL=1)
  * each pinned (every process, pubd included, on CPU 0: repeatable) and
  * unpinned. Busy-polling cases run unpinned only (two spinners on one CPU
  * measure the scheduler). Prints p50/p99/p99.9 and the ratios of pubd's
@@ -191,6 +192,7 @@ struct kase {
 	enum kind kind;
 	bool busy;
 	const char *transport; /* PUBD_TRANSPORT for pubd's clients */
+	const char *linger;    /* PUBD_RECV_LINGER_US for pubd's clients, or NULL */
 };
 
 struct peer {
@@ -250,6 +252,10 @@ static void peer_start(const struct kase *k, struct peer *p, bool pinned)
 		setenv("PUBD_BUSY_POLL", "1", 1);
 	else
 		unsetenv("PUBD_BUSY_POLL");
+	if (k->linger)
+		setenv("PUBD_RECV_LINGER_US", k->linger, 1);
+	else
+		unsetenv("PUBD_RECV_LINGER_US");
 	if (pipe(ready) < 0)
 		exit(2);
 	if (!(p->pid = fork()))
@@ -300,22 +306,10 @@ static void peer_stop(const struct kase *k, struct peer *p)
 		bench_daemon_stop(&p->d, 5000, false);
 }
 
-/*
- * Busy pubd has three spinners (both clients and pubd). With fewer CPUs
- * than that a round trip waits for the scheduler's tick (about 4 ms here),
- * and the full count would take the better part of an hour: it runs a
- * fiftieth as many, which is plenty to show it (the table says so).
- */
-static bool starved(const struct kase *k)
-{
-	return k->kind == K_PUBD && k->busy && sysconf(_SC_NPROCESSORS_ONLN) < 3;
-}
-
 /* One round of a case: warm-up, then count round trips. */
 static void round_of(const struct kase *k, bool pinned, struct result *res)
 {
-	unsigned n = starved(k) ? (count / 50 > 100 ? count / 50 : 100) : count;
-	unsigned w = starved(k) ? warmup / 50 : warmup, i;
+	unsigned n = count, w = warmup, i;
 	struct peer p;
 	uint64_t ns;
 
@@ -335,12 +329,13 @@ static void round_of(const struct kase *k, bool pinned, struct result *res)
 /* ---- the table ---- */
 
 static const struct kase kases[] = {
-	{"pair", K_PAIR, false, NULL},
-	{"ring futex", K_RING, false, NULL},
-	{"ring busy", K_RING, true, NULL},
-	{"pubd shm", K_PUBD, false, "shm"},
-	{"pubd socket", K_PUBD, false, "socket"},
-	{"pubd shm busy", K_PUBD, true, "shm"},
+	{"pair", K_PAIR, false, NULL, NULL},
+	{"ring futex", K_RING, false, NULL, NULL},
+	{"ring busy", K_RING, true, NULL, NULL},
+	{"pubd shm", K_PUBD, false, "shm", NULL},
+	{"pubd shm linger", K_PUBD, false, "shm", "100"},
+	{"pubd socket", K_PUBD, false, "socket", NULL},
+	{"pubd shm busy", K_PUBD, true, "shm", NULL},
 };
 #define NKASES (sizeof(kases) / sizeof(kases[0]))
 
@@ -386,8 +381,6 @@ static void print(const struct result *res)
 		       res[i].p999, bench_ratio(res[i].p50, pair));
 		if (busy > 0)
 			printf(" %10.2fx", bench_ratio(res[i].p50, busy));
-		if (res[i].n != count)
-			printf("  (%u round trips: %ld CPUs for 3 spinners)", res[i].n, sysconf(_SC_NPROCESSORS_ONLN));
 		printf("\n");
 		bench_json_begin(&j, "locallat", res[i].kase);
 		bench_json_str(&j, "placement", res[i].placement);
