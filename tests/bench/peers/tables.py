@@ -103,7 +103,10 @@ def main():
     tput_case = lambda k: "%s 1->%d" % (size_name(k[0]), k[1])
     table("throughput: delivered per subscriber (the slower one of two); (x%) = delivered fraction when < 100%",
           "tput", tput_key, tput_case,
-          [("msgs/s", "msgs_per_s", True, si, flag), ("MB/s", "bytes_per_s", True, lambda v: "%.1f" % (v / 1e6), None)],
+          [("msgs/s", "msgs_per_s", True, si, flag), ("MB/s", "bytes_per_s", True, lambda v: "%.1f" % (v / 1e6), None),
+           # A fast rate with messages lost is not ahead of a slower one that
+           # loses none: the fraction is a row of its own.
+           ("delivered", "delivered_frac", True, lambda v: "%.1f%%" % (100 * v), None)],
           systems)
     table("latency: 64 B ping-pong h1 <-> h2, one-way (round trip / 2), microseconds",
           "lat", lambda r: 64, lambda k: "64 B",
