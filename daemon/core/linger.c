@@ -6,18 +6,16 @@
  * poll is 10^7; never so many that a bad timing makes it minutes long. */
 #define LINGER_POLLS_MAX 1000000u
 
+static uint32_t polls_within_bounds(uint64_t polls)
+{
+	return (uint32_t)(polls < 1 ? 1 : polls > LINGER_POLLS_MAX ? LINGER_POLLS_MAX : polls);
+}
+
 void pubd_linger_init(struct pubd_linger *l, uint64_t ns)
 {
 	/* A first guess of a microsecond a poll round (a loop turn with an
 	 * epoll_wait that returns at once); the first timed linger corrects it. */
-	uint64_t polls = ns / 1000;
-
-	*l = (struct pubd_linger){
-		.ns = ns,
-		.polls = (uint32_t)(polls < 1		       ? 1
-				    : polls > LINGER_POLLS_MAX ? LINGER_POLLS_MAX
-							       : polls),
-	};
+	*l = (struct pubd_linger){.ns = ns, .polls = polls_within_bounds(ns / 1000)};
 }
 
 bool pubd_linger_idle(struct pubd_linger *l, uint64_t (*clock_ns)(void))
@@ -37,7 +35,7 @@ bool pubd_linger_idle(struct pubd_linger *l, uint64_t (*clock_ns)(void))
 		 * times as long. */
 		if (polls > l->polls)
 			polls = (polls + l->polls) / 2;
-		l->polls = (uint32_t)(polls < 1 ? 1 : polls > LINGER_POLLS_MAX ? LINGER_POLLS_MAX : polls);
+		l->polls = polls_within_bounds(polls);
 		l->t0 = 0;
 	}
 	return false;

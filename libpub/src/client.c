@@ -64,21 +64,23 @@ static bool transport_is_shm(int t)
 	return t != PUB_TRANSPORT_SOCKET;
 }
 
-/* pub_options.recv_linger_us, or the environment's when that is 0. */
+/* pub_options.recv_linger_us, or the environment's when that is 0 (a
+ * value that is not a number of microseconds there: no linger). */
 static uint64_t recv_linger_ns(int us)
 {
 	const char *env;
+	long v = us;
 	char *end;
-	long v;
 
 	if (us == 0 && (env = secure_getenv(PUB_RECV_LINGER_ENV)) && *env) {
 		errno = 0;
 		v = strtol(env, &end, 10);
-		us = errno || *end || v < 0 ? 0 : v > PUB_RECV_LINGER_MAX_US ? PUB_RECV_LINGER_MAX_US : (int)v;
+		if (errno || *end)
+			v = 0;
 	}
-	if (us <= 0)
+	if (v <= 0)
 		return 0;
-	return (uint64_t)(us > PUB_RECV_LINGER_MAX_US ? PUB_RECV_LINGER_MAX_US : us) * 1000;
+	return (uint64_t)(v > PUB_RECV_LINGER_MAX_US ? PUB_RECV_LINGER_MAX_US : v) * 1000;
 }
 
 static void options_apply(struct pub_client *c, const struct pub_options *opts)
