@@ -51,15 +51,20 @@ struct pubd_acl {
  * A group's loss repair (groups.repair): off, or NAK-based repair from a
  * window the publishing daemon keeps (daemon/core/repair_*.h).
  */
+/* groups.repair.flow_control (core/flow_ctl.h) */
+enum pubd_flow_control { PUBD_FLOW_NONE = 0, PUBD_FLOW_MIN = 1 };
+
 struct pubd_repair_config {
-	int on;			  /* 0: off (no window kept, gaps counted as seq_gap) */
-	uint64_t window;	  /* bytes of sent messages kept per group */
-	uint32_t max_age_ms;	  /* kept at least this long (within window and limits.repair_budget) */
-	uint32_t nak_backoff_ms;  /* receiver: random initial back-off, 0..this */
-	uint32_t nak_interval_ms; /* receiver: a NAK is repeated this often */
-	uint32_t nak_retries;	  /* receiver: NAKs sent for a gap before it is unrecovered */
-	uint64_t rate;		  /* source: repair bytes per second at most; 0: no cap beyond the window */
-	uint64_t peer_rate;	  /* source: repair bytes per second for one asker; 0: only rate caps it */
+	int on;			      /* 0: off (no window kept, gaps counted as seq_gap) */
+	uint64_t window;	      /* bytes of sent messages kept per group */
+	uint32_t max_age_ms;	      /* kept at least this long (within window and limits.repair_budget) */
+	uint32_t nak_backoff_ms;      /* receiver: random initial back-off, 0..this */
+	uint32_t nak_interval_ms;     /* receiver: a NAK is repeated this often */
+	uint32_t nak_retries;	      /* receiver: NAKs sent for a gap before it is unrecovered */
+	uint64_t rate;		      /* source: repair bytes per second at most; 0: no cap beyond the window */
+	uint64_t peer_rate;	      /* source: repair bytes per second for one asker; 0: only rate caps it */
+	int flow_control;	      /* enum pubd_flow_control: none, or the source waits for its slowest receiver */
+	uint32_t receiver_timeout_ms; /* source: a receiver silent this long no longer holds it back */
 };
 
 struct pubd_group_config {

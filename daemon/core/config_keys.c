@@ -39,6 +39,12 @@ static const struct enum_name on_off[] = {
 	{NULL, 0},
 };
 
+static const struct enum_name flow_controls[] = {
+	{"none", PUBD_FLOW_NONE},
+	{"min", PUBD_FLOW_MIN},
+	{NULL, 0},
+};
+
 static const struct enum_name slow_policies[] = {
 	{"drop-oldest", PUBD_SLOW_DROP_OLDEST},
 	{"drop-newest", PUBD_SLOW_DROP_NEWEST},
@@ -135,7 +141,7 @@ const struct key config_keys[] = {
 		 "off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or GiB; \"/s\" optional)"},
 	{"groups.repair", K_REPAIR, GRP(repair.on), .def = 0,
 	 .expect = "off, on, or a mapping with window, max_age_ms, nak_backoff_ms, nak_interval_ms, nak_retries, rate, "
-		   "peer_rate"},
+		   "peer_rate, flow_control, receiver_timeout_ms"},
 	/* The keys of a groups.repair mapping ("groups.repair" is their section). */
 	{"groups.repair.window", K_SIZE, GRP(repair.window), .def = 16 * MIB, .min = 64 * KIB, .max = 64 * GIB,
 	 .expect = "a size from 64 KiB to 64 GiB (bytes, or with KiB, MiB or GiB)"},
@@ -153,6 +159,10 @@ const struct key config_keys[] = {
 	{"groups.repair.peer_rate", K_RATE, GRP(repair.peer_rate), .def = 16 * MIB, .min = 1 * KIB, .max = 1024 * GIB,
 	 .expect =
 		 "off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or GiB; \"/s\" optional)"},
+	{"groups.repair.flow_control", K_ENUM, GRP(repair.flow_control), .def = PUBD_FLOW_NONE, .names = flow_controls,
+	 .expect = "none or min"},
+	{"groups.repair.receiver_timeout_ms", K_DURATION, GRP(repair.receiver_timeout_ms), .def = 1000, .min = 10,
+	 .max = 600000, .expect = "a duration in milliseconds from 10 to 600000"},
 	{"groups.publish", K_ACL, GRP(publish), .expect = ACL_FORM},
 	{"groups.subscribe", K_ACL, GRP(subscribe), .expect = ACL_FORM},
 };

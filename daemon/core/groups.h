@@ -22,6 +22,8 @@
 struct pubd_client;
 struct pubd_group;
 struct pubd_tx_item;
+struct pubd_fc_source;
+struct pubd_fc_rx;
 
 /* One client's subscription to one group. */
 struct pubd_sub {
@@ -33,6 +35,13 @@ struct pubd_sub {
 	 * (a full join under way): its request id until then. */
 	bool reply_pending;
 	uint32_t reply_req_id;
+	/* receiver flow control (engine/flow_rx.c): what the subscriber had
+	 * taken when last looked at, since when it has taken nothing with
+	 * deliveries waiting, and whether that made it stuck (left out of
+	 * the group's window until it reads again) */
+	uint64_t fc_taken;
+	uint64_t fc_idle_since_ns;
+	bool fc_stuck;
 };
 
 struct pubd_group {
@@ -85,6 +94,19 @@ struct pubd_group {
 	uint64_t naks_ignored_duplicate, naks_ignored_rate, naks_ignored_outside;
 	uint64_t naks_ignored_token; /* without the group's repair token: forged, or not from a receiver */
 	uint64_t naks_ignored_peer;  /* over one asker's NAK rate or repair.peer_rate */
+	/* receiver flow control, source side (engine/flow_src.c): the
+	 * receivers heard from (NULL unless cfg->repair.flow_control is min
+	 * and the group keeps a repair window), and whether the queue's next
+	 * message waits for them (off the ready list, as tx_paced) */
+	struct pubd_fc_source *fcs;
+	bool fc_blocked;
+	uint64_t flow_waits;	    /* times it had to wait for its receivers */
+	uint64_t statuses_received; /* STATUS datagrams taken */
+	uint64_t statuses_ignored;  /* without the token, for another source, or flow control off here */
+	/* receiver flow control, receiver side (engine/flow_rx.c): the
+	 * streams it reports on */
+	struct pubd_fc_rx *fcrx;
+	uint64_t statuses_sent;
 	/* loss repair, receiver side (engine/repair_rx.c) */
 	uint64_t naks_sent;
 	uint64_t repaired;     /* messages delivered after a NAK asked for them */

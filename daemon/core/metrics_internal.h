@@ -12,7 +12,7 @@
 #include "prom.h"
 #include "proto.h"
 
-#define MT_MAX_COLS   40
+#define MT_MAX_COLS   64
 #define MT_MAX_TABLES 16
 
 struct mt_table {

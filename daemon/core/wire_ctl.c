@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The NAK / GONE body codec (layout in wire_ctl.h). Explicit byte loads, no
+ * The NAK / GONE / STATUS body codec (layout in wire_ctl.h). Explicit byte loads, no
  * read beyond the length given, one error per fault.
  */
 #include <string.h>
@@ -43,9 +43,12 @@ static uint64_t get_be64(const uint8_t *p)
 /* The checks shared by encode and decode (the bitmap's bytes excepted). */
 static int ctl_check(const struct pubd_ctl *c)
 {
-	if (c->type != PUBD_CTL_NAK && c->type != PUBD_CTL_GONE)
+	if (c->type != PUBD_CTL_NAK && c->type != PUBD_CTL_GONE && c->type != PUBD_CTL_STATUS)
 		return PUBD_CTL_ERR_TYPE;
-	if (c->count == 0 || c->count > PUBD_CTL_MAX_COUNT || c->first_seq > UINT64_MAX - c->count)
+	if (c->first_seq > UINT64_MAX - c->count)
+		return PUBD_CTL_ERR_COUNT;
+	/* A STATUS's count is a window: none (0) up to any u32. */
+	if (c->type != PUBD_CTL_STATUS && (c->count == 0 || c->count > PUBD_CTL_MAX_COUNT))
 		return PUBD_CTL_ERR_COUNT;
 	if (c->bitmap_len > PUBD_CTL_MAX_BITMAP)
 		return PUBD_CTL_ERR_BITMAP;
@@ -146,9 +149,9 @@ const char *pubd_ctl_strerror(int err)
 	case PUBD_CTL_ERR_VERSION:
 		return "unsupported control version";
 	case PUBD_CTL_ERR_TYPE:
-		return "control type neither NAK nor GONE";
+		return "control type not NAK, GONE or STATUS";
 	case PUBD_CTL_ERR_COUNT:
-		return "sequence count 0, above 65536, or wrapping";
+		return "sequence count 0 or above 65536 (NAK, GONE), or wrapping";
 	case PUBD_CTL_ERR_BITMAP:
 		return "fragment bitmap misplaced, too long, empty or beyond the body";
 	case PUBD_CTL_ERR_RESERVED:

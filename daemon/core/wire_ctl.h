@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The body of a repair control datagram (wire.h flag CONTROL): a NAK from a
- * receiver to a source, or a GONE from a source to a receiver.
+ * receiver to a source, a GONE from a source to a receiver, or a STATUS
+ * from a receiver to a source (flow control, core/flow_ctl.h).
  *
  * The wire header carries group_id and, as source_id, the daemon sending
  * the control datagram. The body, network byte order, 40 bytes fixed:
  *   0  u8  ctl_version  2
- *   1  u8  type         1 NAK, 2 GONE
+ *   1  u8  type         1 NAK, 2 GONE, 3 STATUS
  *   2  u16 body_len     40 + bitmap_len; a decoder accepts more and skips it
- *   4  u32 count        sequence numbers in the range, 1 .. 65536
+ *   4  u32 count        sequence numbers in the range, 1 .. 65536; a
+ *                       STATUS's window, 0 .. 2^32 - 1 (below)
  *   8  u64 stream       the source whose messages the range names (a NAK's
- *                       addressee; a GONE's own source id)
+ *                       or STATUS's addressee; a GONE's own source id)
  *  16  u64 first_seq    the range is first_seq .. first_seq + count - 1
  *  24  u32 frag_first   NAK of one message's fragments: the fragment the
  *                       bitmap's bit 0 stands for; 0 otherwise
@@ -21,7 +23,12 @@
  *  40  bitmap           bit i (byte i/8, LSB first) set: fragment
  *                       frag_first + i is missing
  * A NAK without a bitmap asks for whole messages; a GONE says the range has
- * left the source's window (a GONE has no bitmap).
+ * left the source's window (a GONE has no bitmap). A STATUS says the
+ * receiving daemon's subscribers can take the messages first_seq ..
+ * first_seq + count - 1 (first_seq: one past the last it delivered; count:
+ * the room its slowest subscriber has), so a source under flow control
+ * sends nothing from first_seq + count on until it hears more; it has no
+ * bitmap and its range must not wrap.
  *
  * The repair token: a publishing daemon draws a random, non-zero 64-bit
  * token for each repair group it keeps a window for, and sends it only on
@@ -30,7 +37,8 @@
  * echo it, and a GONE carries it back, so only hosts that receive the
  * group can ask a source for repairs (a forged NAK from anywhere else,
  * whatever address it claims, is ignored before any work), and only the
- * source can make a receiver give up a gap.
+ * source can make a receiver give up a gap. A STATUS echoes it too: a
+ * host that does not receive the group cannot hold its source back.
  */
 #ifndef PUBD_WIRE_CTL_H
 #define PUBD_WIRE_CTL_H
@@ -44,7 +52,7 @@
 #define PUBD_CTL_MAX_BITMAP 1024u
 #define PUBD_CTL_MAX_LEN    (PUBD_CTL_FIXED_LEN + PUBD_CTL_MAX_BITMAP)
 
-enum pubd_ctl_type { PUBD_CTL_NAK = 1, PUBD_CTL_GONE = 2 };
+enum pubd_ctl_type { PUBD_CTL_NAK = 1, PUBD_CTL_GONE = 2, PUBD_CTL_STATUS = 3 };
 
 struct pubd_ctl {
 	uint8_t type;
@@ -61,9 +69,10 @@ enum pubd_ctl_err {
 	PUBD_CTL_OK = 0,
 	PUBD_CTL_ERR_SHORT = -1,   /* body shorter than 32 bytes or than body_len */
 	PUBD_CTL_ERR_VERSION = -2, /* a control version this build does not speak */
-	PUBD_CTL_ERR_TYPE = -3,	   /* neither NAK nor GONE */
-	PUBD_CTL_ERR_COUNT = -4,   /* count 0, above 65536, or the range wraps */
-	PUBD_CTL_ERR_BITMAP = -5,  /* bitmap on a GONE or a multi-message NAK, too long, empty, or beyond body_len */
+	PUBD_CTL_ERR_TYPE = -3,	   /* not NAK, GONE or STATUS */
+	PUBD_CTL_ERR_COUNT = -4,   /* count 0 or above 65536 (NAK, GONE), or the range wraps */
+	PUBD_CTL_ERR_BITMAP =
+		-5, /* bitmap on a GONE, a STATUS or a multi-message NAK, too long, empty, or beyond body_len */
 	PUBD_CTL_ERR_RESERVED = -6 /* reserved bits set */
 };
 

@@ -34,6 +34,7 @@ static void on_heartbeat_timer(void *ctx, uint64_t now)
 
 	pubd_tx_heartbeat(d);
 	engine_repair_tick(d, now);
+	engine_flow_tick(d, now);
 	engine_naks_tick(d, now);
 	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
 }
@@ -159,6 +160,9 @@ static int on_idle(void *ctx)
 	 * the flush may have made room. */
 	if (d->holds_waiting)
 		engine_order_release(d);
+	/* The flush may have let subscribers take what waited: sources under
+	 * flow control hear of the room. */
+	engine_flow_turn(d);
 
 	pubd_ipc_settle(&d->ipc); /* what is still held of the clients' publish logs is copied */
 

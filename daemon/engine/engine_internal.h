@@ -68,6 +68,22 @@ static inline bool engine_repairs(const struct pubd *d, const struct pubd_group 
 	return g && g->cfg && g->cfg->repair.on && !g->raw && d->fabric_unicast;
 }
 
+/* flow_src.c, flow_rx.c: receiver flow control (groups.repair.flow_control) */
+/* A STATUS for g from the daemon from (its token checked here). */
+void engine_flow_on_status(struct pubd *d, struct pubd_group *g, uint64_t from, const struct pubd_ctl *c);
+/* The heartbeat timer: tables opened or closed as the config says, silent
+ * receivers forgotten (source), stuck subscribers found and keepalive
+ * STATUSes sent (receiver). */
+void engine_flow_tick(struct pubd *d, uint64_t now);
+void engine_flow_rx_tick(struct pubd *d, uint64_t now);
+/* After a loop turn: STATUSes whose limit moved enough. */
+void engine_flow_turn(struct pubd *d);
+/* A message of source, numbered seq, went to g's subscribers. */
+void engine_flow_delivered(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq);
+/* Drop both sides' state of g (the group goes, repair goes off, pubd stops). */
+void engine_flow_free(struct pubd *d, struct pubd_group *g);
+void engine_flow_rx_free(struct pubd *d, struct pubd_group *g);
+
 /* repair_order.c: in-order delivery on repair groups */
 /* Hold msg (seq of source on group) if an earlier one is outstanding; true if held. */
 bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg);

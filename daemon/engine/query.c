@@ -13,6 +13,7 @@
 
 #include "proto.h"
 #include "daemon.h"
+#include "flow_ctl.h"
 
 #define NS_PER_MS 1000000ull
 
@@ -163,6 +164,14 @@ static const char *const group_cols[] = {
 	"unrecovered:u",
 	"gone_ignored:u",
 	"join:s",
+	/* receiver flow control (repair.flow_control: min) */
+	"flow_control:u",
+	"flow_receivers:u",
+	"flow_waits:u",
+	"flow_timeouts:u",
+	"statuses_received:u",
+	"statuses_ignored:u",
+	"statuses_sent:u",
 };
 
 /* Send-only or full member: the fabric's own word where its joins have a
@@ -220,6 +229,13 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->drops.by_reason[PUB_DROP_UNRECOVERED]);
 	pub_table_u64(b, g->gone_ignored);
 	pub_table_str(b, group_join_state(d, g));
+	pub_table_u64(b, g->fcs != NULL); /* flow control min, with a repair window */
+	pub_table_u64(b, g->fcs ? g->fcs->n : 0);
+	pub_table_u64(b, g->flow_waits);
+	pub_table_u64(b, g->fcs ? g->fcs->timed_out : 0);
+	pub_table_u64(b, g->statuses_received);
+	pub_table_u64(b, g->statuses_ignored);
+	pub_table_u64(b, g->statuses_sent);
 }
 
 static const char *const status_cols[] = {

@@ -125,8 +125,10 @@ static void release(struct pubd *d, struct hold_stream *h, uint64_t low, bool fo
 			*s = NULL;
 			h->bytes -= m->len;
 			d->held_bytes -= m->len;
-			if (g)
+			if (g) {
 				engine_fan_out(d, g, h->source, h->base, m);
+				engine_flow_delivered(d, g, h->source, h->base);
+			}
 			pubd_msgbuf_put(m);
 		}
 		h->head = (h->head + 1) & (h->cap - 1);

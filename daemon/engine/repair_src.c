@@ -2,6 +2,7 @@
 /*
  * Loss repair, the source side: a publishing daemon keeps what it sent on a
  * repair group (core/repair_window.h) and answers receivers' NAKs from it.
+ * (Control datagrams of flow control, STATUS, go on to flow_src.c.)
  *
  * A NAK arrives unicast (the fabric's send_to address of the asker comes
  * with it). Per sequence number the window decides: resend unicast to the
@@ -103,7 +104,8 @@ static void sync_group(struct pubd *d, struct pubd_group *g, uint64_t now)
 
 void engine_repair_free(struct pubd *d, struct pubd_group *g)
 {
-	(void)d;
+	/* Flow control rides on the window's token. */
+	engine_flow_free(d, g);
 	free(g->rpeers);
 	g->rpeers = NULL;
 	if (!g->rwin)
@@ -337,6 +339,10 @@ void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const 
 	if (c.type == PUBD_CTL_GONE) {
 		if (c.stream == h->source_id)
 			engine_naks_gone(d, g, h->source_id, &c);
+		return;
+	}
+	if (c.type == PUBD_CTL_STATUS) {
+		engine_flow_on_status(d, g, h->source_id, &c);
 		return;
 	}
 	g->naks_received++;

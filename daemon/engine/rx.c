@@ -57,8 +57,10 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 			}
 			memcpy(owned->data, data, len);
 		}
-		if (!engine_repairs(d, g) || !engine_order_hold(d, source, group_id, seq, owned))
+		if (!engine_repairs(d, g) || !engine_order_hold(d, source, group_id, seq, owned)) {
 			engine_fan_out(d, g, source, seq, owned);
+			engine_flow_delivered(d, g, source, seq);
+		}
 	}
 	pubd_msgbuf_put(owned);
 }

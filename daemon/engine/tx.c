@@ -5,6 +5,7 @@
 
 #include "daemon.h"
 #include "engine_internal.h"
+#include "flow_ctl.h"
 #include "log.h"
 #include "tx.h"
 #include "wire.h"
@@ -15,7 +16,7 @@
 
 static void ready_push(struct pubd_tx *tx, struct pubd_group *g)
 {
-	if (g->tx_ready || g->tx_paced || !g->txq_head || !g->up)
+	if (g->tx_ready || g->tx_paced || g->fc_blocked || !g->txq_head || !g->up)
 		return;
 	g->tx_ready = true;
 	g->tx_next = NULL;
@@ -160,7 +161,7 @@ struct tx_batch {
  * sequence numbers, share one batch body of room bytes: 0 unless at least
  * two do. Only what is queued already: a message never waits for company.
  */
-static uint32_t batch_span(const struct pubd_tx_item *it, size_t room, size_t *body_len)
+static uint32_t batch_span(const struct pubd_tx_item *it, size_t room, uint64_t seq_end, size_t *body_len)
 {
 	uint64_t seq = it->seq;
 	size_t len = 0, add;
@@ -168,7 +169,7 @@ static uint32_t batch_span(const struct pubd_tx_item *it, size_t room, size_t *b
 
 	for (; it && !it->next_frag && it->plan.frag_count == 1 && it->msg->len <= UINT16_MAX; it = it->next) {
 		add = PUBD_WIRE_BATCH_ENTRY_HDR + (size_t)it->msg->len;
-		if (len + add > room || it->seq != seq + k || k == PUBD_WIRE_BATCH_MAX)
+		if (len + add > room || it->seq != seq + k || k == PUBD_WIRE_BATCH_MAX || it->seq >= seq_end)
 			break;
 		len += add;
 		k++;
@@ -212,6 +213,43 @@ static bool pace_take(struct pubd *d, struct pubd_group *g, uint64_t now, const 
 	return false;
 }
 
+/* The head of g's queue waits for its receivers (flow_src.c): off the
+ * ready list until a STATUS or a receiver's timeout lets it go
+ * (flow_recheck). */
+static void flow_wait(struct pubd_tx *tx, struct pubd_group *g)
+{
+	g->fc_blocked = true;
+	g->flow_waits++;
+	tx->fc_blocked++;
+}
+
+static void flow_unblock(struct pubd_tx *tx, struct pubd_group *g)
+{
+	if (!g->fc_blocked)
+		return;
+	g->fc_blocked = false;
+	tx->fc_blocked--;
+}
+
+/* Groups waiting for their receivers whose limit moved on (a STATUS, a
+ * silent receiver forgotten, flow control turned off) go back on the
+ * ready list. */
+static void flow_recheck(struct pubd *d)
+{
+	struct pubd_group *g;
+	unsigned i;
+
+	if (!d->tx.fc_blocked)
+		return;
+	pubd_groups_foreach(&d->groups, g, i)
+	{
+		if (g->fc_blocked && (!g->fcs || !g->txq_head || pubd_fc_source_allows(g->fcs, g->txq_head->seq))) {
+			flow_unblock(&d->tx, g);
+			ready_push(&d->tx, g);
+		}
+	}
+}
+
 /* One batch datagram of the k messages from it on, into slot n of b;
  * returns the message after them. */
 static struct pubd_tx_item *put_batch(struct pubd *d, struct pubd_group *g, struct tx_batch *b, unsigned n,
@@ -244,13 +282,20 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 	struct pubd_tx_item *it = g->txq_head;
 	uint64_t now = g->pacer.rate ? pubd_now_ns() : 0;
 	size_t room = d->cfg.batch && !g->raw ? batch_room(d) : 0;
+	/* Flow control: the first message the receivers cannot take yet. */
+	uint64_t seq_end = g->fcs && g->fcs->n ? g->fcs->limit : UINT64_MAX;
 	struct pubd_msgbuf *lent;
 	unsigned n = 0;
 	uint32_t frag, k;
 	size_t off, len;
 
 	while (it && n < TX_BATCH) {
-		if (room && (k = batch_span(it, room, &len))) {
+		/* A message started goes on whole: its receivers reassemble it. */
+		if (!it->next_frag && it->seq >= seq_end) {
+			flow_wait(&d->tx, g);
+			return n;
+		}
+		if (room && (k = batch_span(it, room, seq_end, &len))) {
 			struct pubd_tx_item *after = put_batch(d, g, b, n, it, k, len);
 
 			if (!pace_take(d, g, now, &b->dg[n]))
@@ -291,10 +336,17 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 /* Its last datagram went: kept for repair, off the queue (it is the head). */
 static void message_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it)
 {
+	bool first = !g->ever_sent;
+
 	g->sent_seq = it->seq + 1;
 	g->ever_sent = true;
 	engine_repair_keep(d, g, it->msg, it->seq, it->plan.frag_payload);
 	item_done(d, g, it);
+	/* The first message of a repair group opened its window: its token
+	 * goes out now rather than at the next heartbeat, so receivers can
+	 * NAK, and report for flow control, from the start of the stream. */
+	if (first && engine_repair_token(g))
+		pubd_tx_announce(d, g);
 }
 
 /* Tokens back for datagrams gathered but not sent. */
@@ -369,6 +421,7 @@ unsigned pubd_tx_pump(struct pubd *d)
 	unsigned total = 0;
 	int r;
 
+	flow_recheck(d);
 	if (tx->stalled)
 		return 0;
 	while ((g = ready_pop(tx))) {
@@ -408,6 +461,7 @@ void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g)
 	uint64_t n = 0;
 
 	g->tx_paced = false;
+	flow_unblock(&d->tx, g);
 	if (g->tx_ready)
 		ready_unlink(&d->tx, g);
 	while (g->txq_head) {
@@ -602,6 +656,7 @@ void pubd_tx_free(struct pubd *d)
 	d->tx.batch_stride = 0;
 	d->tx.ready_head = d->tx.ready_tail = NULL;
 	d->tx.queued_msgs = 0;
+	d->tx.fc_blocked = 0;
 	if (left)
 		log_warn("stopping: %llu accepted messages never reached the fabric (counted as shutdown drops)",
 			 (unsigned long long)left);

@@ -40,6 +40,7 @@ struct pubd_tx {
 	bool stalled;			 /* waiting for the fabric's writable event */
 	struct pubd_tx_item *free_items; /* recycled: no allocation per message */
 	uint32_t queued_msgs;
+	uint32_t fc_blocked;	/* groups whose queue waits for their receivers (flow control) */
 	uint64_t pace_deadline; /* the pace timer's, UINT64_MAX when disarmed */
 	/* Batch bodies (fabric.batch): TX_BATCH of batch_stride bytes, made
 	 * at the first batch and again when the MTU grows. */

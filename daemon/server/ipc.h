@@ -154,6 +154,16 @@ void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source,
  * policy needed)? True for a subscriber being closed (its deliveries are
  * counted as sub_disconnect at once). */
 bool pubd_ipc_sub_has_room(const struct pubd_sub *s, size_t len);
+/* What s's subscriber has waiting in its queue (messages and their bytes,
+ * all its subscriptions together) and has taken so far (messages written
+ * out to it), for flow control; closing: being disconnected. */
+struct pubd_sub_queue {
+	uint32_t msgs;
+	uint64_t bytes;
+	uint64_t taken;
+	bool closing;
+};
+void pubd_ipc_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q);
 /*
  * A message of bytes entered the transmit queue: held against
  * limits.client_buffer_budget until it leaves, so that what waits for the

@@ -270,6 +270,14 @@ bool pubd_ipc_sub_has_room(const struct pubd_sub *s, size_t len)
 	return s->client->closing || !subscriber_queue_full(s->client, len);
 }
 
+void pubd_ipc_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q)
+{
+	const struct pubd_client *c = s->client;
+
+	*q = (struct pubd_sub_queue){
+		.msgs = c->out_delivers, .bytes = c->out_deliver_bytes, .taken = c->delivered, .closing = c->closing};
+}
+
 void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
 {
 	struct pubd_client *c = s->client;

@@ -245,7 +245,7 @@ static void config_mtu_is_auto_or_bytes(void **state)
 
 #define REPAIR_EXPECT                                                                                                 \
 	"groups[0].repair: expected off, on, or a mapping with window, max_age_ms, nak_backoff_ms, nak_interval_ms, " \
-	"nak_retries, rate, peer_rate, got "
+	"nak_retries, rate, peer_rate, flow_control, receiver_timeout_ms, got "
 
 static void config_group_repair_is_off_on_or_a_mapping(void **state)
 {
@@ -282,7 +282,20 @@ static void config_group_repair_is_off_on_or_a_mapping(void **state)
 		"or GiB), got \"1KiB\"");
 	one_error(G1 ", repair: {colour: red}}\n",
 		  "t.yaml:2:44: groups[0].repair: unknown key \"colour\" (expected one of window, max_age_ms, "
-		  "nak_backoff_ms, nak_interval_ms, nak_retries, rate, peer_rate)");
+		  "nak_backoff_ms, nak_interval_ms, nak_retries, rate, peer_rate, flow_control, receiver_timeout_ms)");
+	/* Flow control rides on repair: none unless the repair mapping says min. */
+	parses(G1 ", repair: on}\n");
+	assert_int_equal(cfg.groups[0].repair.flow_control, PUBD_FLOW_NONE);
+	assert_int_equal(cfg.groups[0].repair.receiver_timeout_ms, 1000);
+	parses(G1 ", repair: {flow_control: min, receiver_timeout_ms: 250}}\n");
+	assert_int_equal(cfg.groups[0].repair.on, 1);
+	assert_int_equal(cfg.groups[0].repair.flow_control, PUBD_FLOW_MIN);
+	assert_int_equal(cfg.groups[0].repair.receiver_timeout_ms, 250);
+	one_error(G1 ", repair: {flow_control: max}}\n",
+		  "t.yaml:2:58: groups[0].repair.flow_control: expected none or min, got \"max\"");
+	one_error(G1 ", repair: {receiver_timeout_ms: 5}}\n",
+		  "t.yaml:2:65: groups[0].repair.receiver_timeout_ms: expected a duration in milliseconds from 10 to "
+		  "600000, got \"5\"");
 	one_error(G1 ", repair.window: 1MiB}\n",
 		  "t.yaml:2:35: groups[0]: unknown key \"repair.window\" (expected one of name, address, raw, rate, "
 		  "repair, publish, subscribe)");

@@ -106,7 +106,7 @@ static void ctl_rejects_each_fault(void **state)
 	(void)state;
 	assert_int_equal(pubd_ctl_decode(body, 39, &out), PUBD_CTL_ERR_SHORT);
 	assert_int_equal(decode_with(0, 1, 40), PUBD_CTL_ERR_VERSION); /* version 1 had no token */
-	assert_int_equal(decode_with(1, 3, 40), PUBD_CTL_ERR_TYPE);
+	assert_int_equal(decode_with(1, 4, 40), PUBD_CTL_ERR_TYPE);
 	assert_int_equal(decode_with(1, 0, 40), PUBD_CTL_ERR_TYPE);
 	assert_int_equal(decode_with(3, 39, 40), PUBD_CTL_ERR_SHORT); /* body_len below 40 */
 	assert_int_equal(decode_with(3, 41, 40), PUBD_CTL_ERR_SHORT); /* body_len beyond the datagram */
@@ -159,6 +159,48 @@ static void ctl_token_roundtrips_in_nak_and_heartbeat(void **state)
 	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb) - 1), 0); /* cut short */
 }
 
+/* A STATUS: a window of any u32 (none at all included), no bitmap, no
+ * range that wraps. */
+static void ctl_status_carries_a_window(void **state)
+{
+	struct pubd_ctl c = {.type = PUBD_CTL_STATUS, .count = 0, .stream = 9, .first_seq = 77, .token = 0xabcull}, out;
+	uint8_t bit = 1;
+	size_t len;
+
+	(void)state;
+	len = pubd_ctl_encode(&c, body, sizeof(body));
+	assert_int_equal(len, PUBD_CTL_FIXED_LEN);
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.type, PUBD_CTL_STATUS);
+	assert_int_equal(out.count, 0);
+	assert_int_equal(out.first_seq, 77);
+	assert_int_equal(out.token, 0xabcull);
+	c.count = UINT32_MAX;
+	len = pubd_ctl_encode(&c, body, sizeof(body));
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.count, UINT32_MAX);
+	c.first_seq = UINT64_MAX - 5; /* first_seq + count would wrap */
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	c.count = 5;
+	assert_int_not_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	c.first_seq = 1;
+	c.bitmap = &bit;
+	c.bitmap_len = 1;
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	/* The same faults in received bytes: a wrapping range, a bitmap. */
+	c.bitmap_len = 0;
+	c.count = 0;
+	len = pubd_ctl_encode(&c, body, sizeof(body));
+	memset(body + 16, 0xff, 8); /* first_seq UINT64_MAX */
+	body[7] = 1;		    /* count 1 */
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_ERR_COUNT);
+	len = pubd_ctl_encode(&c, body, sizeof(body));
+	body[29] = 1; /* bitmap_len 1, its byte past the fixed part */
+	body[3] = PUBD_CTL_FIXED_LEN + 1;
+	body[PUBD_CTL_FIXED_LEN] = 1;
+	assert_int_equal(pubd_ctl_decode(body, PUBD_CTL_FIXED_LEN + 1, &out), PUBD_CTL_ERR_BITMAP);
+}
+
 static void ctl_strerror_names_every_error(void **state)
 {
 	int e;
@@ -178,6 +220,7 @@ int main(void)
 		cmocka_unit_test(ctl_rejects_each_fault),
 		cmocka_unit_test(ctl_encode_refuses_what_decode_would),
 		cmocka_unit_test(ctl_token_roundtrips_in_nak_and_heartbeat),
+		cmocka_unit_test(ctl_status_carries_a_window),
 		cmocka_unit_test(ctl_strerror_names_every_error),
 	};
 
