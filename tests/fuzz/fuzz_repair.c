@@ -2,9 +2,11 @@
 /*
  * Repair datagrams and state: the control decoder on hostile bytes (whatever
  * it accepts must round-trip through the encoder), NAKs applied to a source
- * window, GONEs and gaps applied to a receiver's NAK schedule, on a clock the
- * input drives. Invariants: the window stays within its bytes and the
- * budget, and the schedule's gaps within max_gaps.
+ * window, GONEs and gaps applied to a receiver's NAK schedule, STATUSes to a
+ * source's flow control table, on a clock the input drives. Invariants: the
+ * window stays within its bytes and the budget, the schedule's gaps within
+ * max_gaps, the flow control table within its size and its limit the
+ * lowest of its receivers'.
  *
  * Input: records, each a u8 op then its bytes:
  *   op % 4 == 0: u16 length, a datagram (wire header + body)
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flow_ctl.h"
 #include "msgbuf.h"
 #include "repair_nak.h"
 #include "repair_window.h"
@@ -59,7 +62,23 @@ static void roundtrip(const struct pubd_ctl *c)
 		abort();
 }
 
-static void datagram(const uint8_t *p, size_t len, uint64_t now, struct pubd_repair_window *w, struct pubd_nak_sched *s)
+/* The source's flow control table after a STATUS: bounded, and its limit
+ * the lowest of its receivers'. */
+static void flow_status(struct pubd_fc_source *fc, uint64_t now, uint64_t from, const struct pubd_ctl *c)
+{
+	uint32_t i;
+
+	pubd_fc_source_status(fc, now, from, c->first_seq + c->count);
+	if (fc->n == 0 || fc->n > PUBD_FC_RECEIVERS_MAX)
+		abort();
+	for (i = 0; i < fc->n; i++)
+		if (fc->v[i].limit < fc->limit)
+			abort();
+	pubd_fc_source_expire(fc, now);
+}
+
+static void datagram(const uint8_t *p, size_t len, uint64_t now, struct pubd_repair_window *w, struct pubd_nak_sched *s,
+		     struct pubd_fc_source *fc)
 {
 	uint8_t *buf = malloc(len ? len : 1);
 	struct pubd_wire_hdr h;
@@ -79,6 +98,10 @@ static void datagram(const uint8_t *p, size_t len, uint64_t now, struct pubd_rep
 		pubd_nak_gone(s, h.source_id, h.group_id, c.first_seq, c.count);
 		goto out;
 	}
+	if (c.type == PUBD_CTL_STATUS) {
+		flow_status(fc, now, h.source_id, &c);
+		goto out;
+	}
 	for (i = 0; i < c.count && i < 256; i++)
 		if (pubd_repair_window_nak(w, now, c.first_seq + i, h.source_id) > PUBD_REPAIR_MULTICAST)
 			abort();
@@ -95,9 +118,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pubd_repair_budget b = {.limit = 48 << 10};
 	struct pubd_repair_window w;
 	struct pubd_nak_sched s;
+	static struct pubd_fc_source fc;
 	uint64_t now = 1, seq = 0, given_up = 0, seed = 0;
 	size_t i = 0;
 
+	pubd_fc_source_init(&fc, 20 * MS);
 	pubd_repair_window_init(&w, &wc, &b);
 	if (pubd_nak_init(&s, &nc, &ops, &given_up, rnd, &seed))
 		return 0;
@@ -110,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			i += 2;
 			if (len > size - i)
 				len = size - i;
-			datagram(data + i, len, now, &w, &s);
+			datagram(data + i, len, now, &w, &s, &fc);
 			i += len;
 		} else if (op % 4 == 1 && i + 2 <= size) {
 			struct pubd_msgbuf *m = pubd_msgbuf_alloc((size_t)data[i + 1] * 64);

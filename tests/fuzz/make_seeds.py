@@ -197,12 +197,15 @@ def repair_seeds():
     nak = dg(ctl_dgram(2, 0xA, ctl_body(1, 2, 1, 1)))
     nak_b = dg(ctl_dgram(2, 0xB, ctl_body(1, 1, 1, 1, frag_first=0, bitmap=b"\x05")))
     gone = dg(ctl_dgram(2, 1, ctl_body(2, 5, 1, 10)))
+    # flow control STATUS from two receivers, one with window 0, then time
+    status = dg(ctl_dgram(2, 0xC, ctl_body(3, 64, 1, 3))) + dg(ctl_dgram(2, 0xD, ctl_body(3, 0, 1, 5)))
     gap = bytes([3, 0, 10, 8, 3])
     tick = bytes([2, 4])
     return {
         "keep_nak": keep + nak + tick + nak + nak_b,
         "gap_run_gone": gap + tick + tick + gone + tick * 4,
         "age_out": keep + bytes([2, 60]) + nak,
+        "status": keep + status + bytes([2, 30]) + status,
     }
 
 

@@ -39,3 +39,30 @@ case_r_forged_naks() {
 	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 3 --size 64 >/dev/null || it_fail "publish after the flood"
 	it_eq "the daemon is alive" "$(kill -0 "$H_PID" && echo up)" up
 }
+
+# ---- forged flow control STATUSes: nobody without the token stalls a source ----
+case_r_forged_status() {
+	h_pubd d <<-EOF
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+		    repair: {window: 4MiB, flow_control: min}
+	EOF
+	local src n=3000 ign
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 20 --size 1024 >/dev/null || it_fail "publish"
+	it_wait "flow control on" 20 it_group_is d h flow_control 1
+	src=0x$(it_q d status '.status[0].source_id')
+	# "Your receivers can take nothing more", from 3000 receiver ids, each
+	# with a random token, at the source's unicast port.
+	h_forge --dst 127.0.0.1 --group h --mode status --source "$src" --seq 0 --count $n >/dev/null
+	it_wait "the STATUSes counted" 30 test "$(it_group_val d h statuses_ignored)" -ge $n
+	ign=$(it_group_val d h statuses_ignored)
+	h_fig "$n forged STATUSes (window 0): ignored $ign, receivers $(it_group_val d h flow_receivers), taken $(it_group_val d h statuses_received)"
+	it_eq "every forged STATUS ignored" "$ign" $n
+	it_eq "none taken" "$(it_group_val d h statuses_received)" 0
+	it_eq "no receiver holds the source back" "$(it_group_val d h flow_receivers)" 0
+	# The source is not stalled: a publisher's messages all go out.
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 500 --size 1024 >/dev/null || it_fail "publish after"
+	it_wait "all sent" 20 it_group_is d h tx_queued 0
+	it_eq "it never waited for a receiver" "$(it_group_val d h flow_waits)" 0
+}

@@ -21,6 +21,9 @@
  *             every --per K of them: a forged NAK flood
  *   gone      N GONEs (CONTROL) from --source S for Q .. Q+65535 with
  *             random tokens: forged "give up" messages
+ *   status    N flow control STATUSes (CONTROL) to --source S saying its
+ *             receivers can take nothing past Q (window 0), each from a
+ *             new random receiver id with a random token: a forged stall
  *   batch     N batches (wire.h) from --source S of --per K empty messages
  *             each (2 bytes apiece: the cheapest messages a datagram can
  *             carry), sequence numbers from Q on; K over PUBD_WIRE_BATCH_MAX
@@ -38,6 +41,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +117,8 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 			h->frag_count = 2;
 			break;
 		}
-	} else if (!strcmp(mode, "nak") || !strcmp(mode, "gone")) {
-		h->source_id = !strcmp(mode, "nak") ? next_id(seed) : *source;
+	} else if (!strcmp(mode, "nak") || !strcmp(mode, "gone") || !strcmp(mode, "status")) {
+		h->source_id = strcmp(mode, "gone") ? next_id(seed) : *source;
 		h->flags = PUBD_WIRE_F_CONTROL;
 		h->frag_count = 0;
 		*payload = PUBD_CTL_FIXED_LEN;
@@ -152,11 +156,14 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 	return 0;
 }
 
-/* The NAK or GONE body of datagram i (forge set the header). */
+/* The NAK, GONE or STATUS body of datagram i (forge set the header). */
 static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t *seed, uint8_t *out)
 {
-	struct pubd_ctl c = {.type = !strcmp(mode, "nak") ? PUBD_CTL_NAK : PUBD_CTL_GONE,
-			     .count = PUBD_CTL_MAX_COUNT,
+	bool status = !strcmp(mode, "status");
+	struct pubd_ctl c = {.type = status		    ? PUBD_CTL_STATUS
+				     : !strcmp(mode, "nak") ? PUBD_CTL_NAK
+							    : PUBD_CTL_GONE,
+			     .count = status ? 0 : PUBD_CTL_MAX_COUNT,
 			     .stream = source,
 			     .first_seq = seq,
 			     .token = next_id(seed)};

@@ -6,7 +6,7 @@
  * with its source and sequence, and speak garbage to the daemon's socket.
  *
  *   itest_client sub -s SOCK -g GROUP [-g GROUP...] [--log FILE] [--dir DIR]
- *                    [--count N] [--timeout-ms MS] [--ready FILE] [--hold]
+ *                    [--count N] [--timeout-ms MS] [--ready FILE] [--hold] [--rate R]
  *       Subscribe, create the ready file, then receive. One line per message
  *       in the log: "msg GROUP SOURCE SEQ LEN INDEX OK|BAD" (INDEX from the
  *       payload of `itest_client pub`, -1 when too short; BAD when the bytes
@@ -14,8 +14,9 @@
  *       pub_recv returned, "reconnected N" when the handle reconnected.
  *       --dir writes each payload to DIR/<n>.bin (n from 0, in order).
  *       --hold: after subscribing, read nothing until a line arrives on stdin;
- *       a number on that line replaces --count. Exits 0 when --count
- *       messages arrived, 3 on timeout.
+ *       a number on that line replaces --count. --rate: take at most R
+ *       messages a second (a subscriber slower than its publisher). Exits 0
+ *       when --count messages arrived, 3 on timeout.
  *   itest_client pub -s SOCK -g GROUP --count N --size B [--start I] [--rate R] [--more]
  *       Publish N messages of B >= 8 bytes with indices I.. (the index, then a
  *       pattern of it); the last one with PUB_SYNC, so exit 0 means pubd took
@@ -142,13 +143,24 @@ static int connect_client(const struct opts *o, pub_client_t **c)
 	return err;
 }
 
+/* Pacing, not synchronisation: event i happens no earlier than i / rate
+ * seconds after t0. */
+static void pace(uint64_t t0, uint64_t i, uint64_t rate)
+{
+	uint64_t due = t0 + i * 1000000000ull / rate;
+	struct timespec ts = {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 static int cmd_sub(const struct opts *o)
 {
 	pub_client_t *c = NULL;
 	struct pub_message m;
 	struct pub_info info;
 	FILE *log = stdout;
-	uint64_t got = 0, count = o->count, reconnects = 0, deadline;
+	uint64_t got = 0, count = o->count, reconnects = 0, deadline, t0;
 	unsigned i;
 	int err, rc = 1;
 
@@ -182,11 +194,15 @@ static int cmd_sub(const struct opts *o)
 			count = strtoull(line, NULL, 10);
 	}
 	deadline = o->timeout_ms > 0 ? now_ms() + (uint64_t)o->timeout_ms : UINT64_MAX;
+	t0 = now_ns();
 	while (!count || got < count) {
-		uint64_t now = now_ms();
+		uint64_t now;
 		int64_t idx;
 		bool ok;
 
+		if (o->rate)
+			pace(t0, got, o->rate);
+		now = now_ms();
 		if (now >= deadline) {
 			fprintf(log, "timeout after %" PRIu64 " messages\n", got);
 			rc = 3;
@@ -253,15 +269,8 @@ static int cmd_pub(const struct opts *o)
 	}
 	t0 = now_ns();
 	for (i = 0; i < o->count; i++) {
-		if (o->rate) {
-			/* Pacing, not synchronisation: message i leaves no
-			 * earlier than i / rate seconds after the first. */
-			uint64_t due = t0 + i * 1000000000ull / o->rate;
-			struct timespec ts = {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)};
-
-			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-				;
-		}
+		if (o->rate)
+			pace(t0, i, o->rate);
 		fill(buf, o->size, o->start + i);
 		err = pub_publish(c, o->groups[0], buf, o->size, i + 1 == o->count ? PUB_SYNC : o->more ? PUB_MORE : 0);
 		if (err < 0) {
