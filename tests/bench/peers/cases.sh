@@ -25,6 +25,9 @@ peers_hosts() {
 			groups:
 			  - {name: t, address: 239.$PEERS_NET.1.1}
 			  - {name: tr, address: 239.$PEERS_NET.1.2, repair: {window: 64MiB, max_age_ms: 20000}}
+			  # the throughput rows: like Aeron's fc=min, the source waits for
+			  # its slowest receiver (PEERS_PUBD_GROUP=t: without)
+			  - {name: tf, address: 239.$PEERS_NET.1.5, repair: {window: 8MiB, flow_control: min}}
 			  - {name: ping, address: 239.$PEERS_NET.1.3}
 			  - {name: pong, address: 239.$PEERS_NET.1.4}
 		EOF
@@ -113,20 +116,23 @@ count_for() { # SIZE LOSS
 
 # tput_case SYSTEM SIZE NSUBS LOSS: one run; appends a "run" JSON line to $PB/runs.jsonl.
 tput_case() {
-	local sys=$1 size=$2 nsubs=$3 loss=$4 n count hosts=(h2) h i t0 tk0 tk1 pids=() subs=() pubn dpid rss=0
+	local sys=$1 size=$2 nsubs=$3 loss=$4 n count hosts=(h2) h i t0 tk0 tk1 pids=() subs=() pubn dpid rss=0 grp=t
 	PEERS_RUN=$((PEERS_RUN + 1))
 	n=$PEERS_RUN
 	count=$(count_for "$size" "$loss")
 	[ "$nsubs" = 2 ] && hosts=(h2 h3)
 	[ "$loss" != 0 ] && loss_on "$loss"
+	# pubd's throughput runs go on a flow-controlled group, as Aeron's do
+	# (fc=min); its loss runs on t (no repair) and tr (repair).
+	[ "$loss" = 0 ] && [ "$sys" = pubd ] && grp=${PEERS_PUBD_GROUP:-tf}
 	for h in "${hosts[@]}"; do
-		peer_run "$sys" "$h" "sub-$n-$h" sub --rx "$(channel "$sys" "$n" 0 "$nsubs" t "$h")" --size "$size" --count "$count"
+		peer_run "$sys" "$h" "sub-$n-$h" sub --rx "$(channel "$sys" "$n" 0 "$nsubs" "$grp" "$h")" --size "$size" --count "$count"
 		subs+=("$IT_BG_PID")
 	done
 	for h in "${hosts[@]}"; do
 		it_wait "subscriber $sys on $h" 30 ready "sub-$n-$h" || { cat "$IT_WORK/sub-$n-$h.out" >&2; }
 		case $sys in pubd*) it_wait "pubd $h has the subscriber" 30 it_subscribers_at_least "$h" \
-			"$(channel "$sys" "$n" 0 1)" 1 ;; esac
+			"$(channel "$sys" "$n" 0 1 "$grp")" 1 ;; esac
 	done
 	tk0=0
 	for h in h1 "${hosts[@]}"; do
@@ -134,7 +140,7 @@ tput_case() {
 		[ -n "$dpid" ] && tk0=$((tk0 + $(proc_ticks "$dpid")))
 	done
 	t0=$(date +%s.%N)
-	peer_run "$sys" h1 "pub-$n" pub --tx "$(channel "$sys" "$n" 1 "$nsubs")" --size "$size" --count "$count"
+	peer_run "$sys" h1 "pub-$n" pub --tx "$(channel "$sys" "$n" 1 "$nsubs" "$grp")" --size "$size" --count "$count"
 	pubn=$IT_BG_PID
 	# A publisher that cannot finish (NORM's congestion control can stall it) is
 	# stopped after PEERS_PUB_LIMIT s; its subscribers show what arrived.
@@ -159,6 +165,10 @@ tput_case() {
 		[ "$sys" = pubd-repair ] && for h in h1 "${hosts[@]}"; do
 			it_log "$sys run $n on $h: $(it_ctl "$h" --json groups | jq -c '.groups[] | select(.name == "tr") |
 				with_entries(select(.key | test("nak|repair|gone|unrecovered")))')"
+		done
+		[ "$grp" = tf ] && for h in h1 "${hosts[@]}"; do
+			it_log "$sys run $n on $h: $(it_ctl "$h" --json groups | jq -c '.groups[] | select(.name == "tf") |
+				with_entries(select(.key | test("flow|status")))')"
 		done
 		;;
 	esac
