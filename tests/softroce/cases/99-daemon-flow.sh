@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Receiver flow control over real verbs (groups.repair.flow_control: min): A
+# on rxa publishes as fast as it can, B's one subscriber on rxb takes at most
+# RATE messages a second, and B's subscriber queue is small. B's STATUS
+# datagrams go to A as UD sends to A's QP (as NAKs do); A sends no further
+# than B's subscriber can take. On f the subscriber gets every message,
+# intact and in order, B overflows nothing and sent STATUSes, A waited. The
+# same load on n (repair, no flow control) overflows B's queue, so the
+# checks on f can fail.
+. "$PUBD_REPO/tests/softroce/lib.sh"
+. "$PUBD_REPO/tests/softroce/daemon-lib.sh"
+dl_init
+
+ITEST=$BUILD/tests/integration/itest_client
+[ -x "$ITEST" ] || {
+	fail "not built: $ITEST"
+	exit 0
+}
+N=1500
+RATE=1000
+dl_conf_ab <<YAML
+  heartbeat_ms: 50
+limits:
+  subscriber_queue: 64
+groups:
+  - {name: f, address: 239.77.99.1, repair: {flow_control: min, receiver_timeout_ms: 2000}}
+  - {name: n, address: 239.77.99.2, repair: on}
+YAML
+dl_start_ab
+
+sub_got() { # GROUP: messages in its subscriber's log
+	local n=0 tag _
+	while read -r tag _; do
+		[ "$tag" = msg ] && n=$((n + 1))
+	done <"$W/sub-$1.log"
+	echo $n
+}
+# in_order GROUP: "BAD OUT_OF_SEQUENCE" (indices must be 0, 1, 2, ...).
+in_order() {
+	local bad=0 off=0 k=0 tag g src seq len idx ok
+	while read -r tag g src seq len idx ok; do
+		[ "$tag" = msg ] || continue
+		[ "$ok" = OK ] || bad=$((bad + 1))
+		[ "$idx" = "$k" ] || off=$((off + 1))
+		k=$((k + 1))
+	done <"$W/sub-$1.log"
+	echo "$bad $off"
+}
+grp() { dl_sq "$1" groups "groups.$3[name=$2]"; }
+hears_b() { [ "$(grp A f flow_receivers)" = 1 ]; }
+
+run() { # GROUP TIMEOUT_MS
+	local g=$1 sub t0=$SECONDS
+	"$ITEST" sub -s "$W/B.sock" -g "$g" --count $N --rate $RATE --log "$W/sub-$g.log" --timeout-ms "$2" \
+		>"$W/sub-$g.out" 2>&1 &
+	sub=$!
+	DL_BG+=("$sub")
+	dl_wait 30 dl_subs B "$g" 1 || fail "$g: subscriber on B not there within 30s"
+	# The first message alone: A heeds B from B's first STATUS on.
+	"$ITEST" pub -s "$W/A.sock" -g "$g" --count 1 --size 1024 --start 0 || fail "$g: first publish"
+	[ "$g" = f ] && { dl_wait 30 hears_b || fail "f: A did not hear from B within 30s"; }
+	"$ITEST" pub -s "$W/A.sock" -g "$g" --count $((N - 1)) --size 1024 --start 1 || fail "$g: publisher failed"
+	wait "$sub"
+	echo "$g: subscriber status $?, got $(sub_got "$g") of $N in $((SECONDS - t0)) s;" \
+		"B sub_dropped $(grp B "$g" sub_dropped), statuses_sent $(grp B "$g" statuses_sent);" \
+		"A flow_waits $(grp A "$g" flow_waits), statuses_received $(grp A "$g" statuses_received)"
+}
+
+run f 120000
+dl_expect "f: the subscriber got every message" "$(sub_got f)" "$N"
+dl_expect "f: intact and in order (bad, out of sequence)" "$(in_order f)" "0 0"
+dl_expect "f: B overflowed nothing" "$(grp B f sub_dropped)" 0
+if [ "$(grp B f statuses_sent)" -gt 0 ]; then pass "f: B sent STATUSes"; else fail "f: B sent no STATUS"; fi
+if [ "$(grp A f flow_waits)" -gt 0 ]; then pass "f: A waited for B"; else fail "f: A never waited"; fi
+dl_expect "f: A took every STATUS B sent" "$(grp A f statuses_received)" "$(grp B f statuses_sent)"
+
+# N / RATE of reading, and then some: what overflowed never comes.
+run n 6000
+if [ "$(grp B n sub_dropped)" -gt 0 ]; then
+	pass "n: without flow control B overflowed ($(grp B n sub_dropped))"
+else
+	fail "n: B overflowed nothing without flow control"
+fi
+dl_expect "n: A never waited, B sent no STATUS" "$(grp A n flow_waits) $(grp B n statuses_sent)" "0 0"
+dl_ctl A groups
+dl_stop
