@@ -17,8 +17,8 @@ ITEST=$BUILD/tests/integration/itest_client
 	fail "not built: $ITEST"
 	exit 0
 }
-N=1500
-RATE=1000
+N=2500
+RATE=500
 dl_conf_ab <<YAML
   heartbeat_ms: 50
 limits:
@@ -76,7 +76,7 @@ if [ "$(grp A f flow_waits)" -gt 0 ]; then pass "f: A waited for B"; else fail "
 dl_expect "f: A took every STATUS B sent" "$(grp A f statuses_received)" "$(grp B f statuses_sent)"
 
 # N / RATE of reading, and then some: what overflowed never comes.
-run n 6000
+run n 10000
 if [ "$(grp B n sub_dropped)" -gt 0 ]; then
 	pass "n: without flow control B overflowed ($(grp B n sub_dropped))"
 else
