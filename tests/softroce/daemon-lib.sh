@@ -5,6 +5,7 @@
 # (or pubctl for the text tables), and stopped at the end. Sourced after lib.sh, inside the guest.
 #
 #   dl_init                          work dir $W (guest tmpfs), teardown trap
+#   dl_need PROGRAM...               fail and end the case unless each is built ($ITEST: itest_client)
 #   dl_conf NAME ADDRESS <YAML       $W/NAME.yaml: a verbs daemon on ADDRESS, the rest from stdin
 #   dl_pubd NAME CONFIG_FILE         start pubd; socket $W/NAME.sock, log in the results dir
 #   dl_conf_ab <YAML                 the same for A (rxa) and B (rxb)
@@ -26,6 +27,7 @@
 PUBD=$BUILD/daemon/pubd
 PUBCTL=$BUILD/cli/pubctl
 SR_QUERY=$BUILD/tests/softroce/sr_query
+ITEST=$BUILD/tests/integration/itest_client
 DL_CASE=$(basename "${BASH_SOURCE[1]:-$0}" .sh)
 # This run of it (a case runs once per libpub transport asked for).
 DL_RUN=$DL_CASE${PUBD_TRANSPORT:+@$PUBD_TRANSPORT}
@@ -47,12 +49,18 @@ dl_init() {
 	mkdir -p "$W"
 	DL_LOGS=${PUBD_RESULTS:-$W}
 	trap dl_teardown EXIT
-	for p in "$PUBD" "$PUBCTL" "$SR_QUERY"; do
-		[ -x "$p" ] || { fail "not built: $p"; exit 0; }
-	done
+	dl_need "$PUBD" "$PUBCTL" "$SR_QUERY"
 	# dl_wait's poll interval: read -t on a FIFO nobody writes (a builtin,
 	# where /usr/bin/sleep would be one more exec per poll).
 	mkfifo "$W/.tick" && exec {DL_TICK}<>"$W/.tick"
+}
+
+# dl_need PROGRAM...: each is built, else the case fails here and ends.
+dl_need() {
+	local p
+	for p; do
+		[ -x "$p" ] || { fail "not built: $p"; exit 0; }
+	done
 }
 
 dl_log() { printf -- '-- %(%T)T [%ss] %s\n' -1 "$SECONDS" "$*"; }

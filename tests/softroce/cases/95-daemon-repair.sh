@@ -16,11 +16,7 @@
 . "$PUBD_REPO/tests/softroce/daemon-lib.sh"
 dl_init
 
-ITEST=$BUILD/tests/integration/itest_client
-[ -x "$ITEST" ] || {
-	fail "not built: $ITEST"
-	exit 0
-}
+dl_need "$ITEST"
 command -v nft >/dev/null || {
 	fail "needs nft (package nftables)"
 	exit 0

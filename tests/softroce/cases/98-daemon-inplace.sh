@@ -14,11 +14,7 @@
 . "$PUBD_REPO/tests/softroce/daemon-lib.sh"
 dl_init
 
-ITEST=$BUILD/tests/integration/itest_client
-[ -x "$ITEST" ] || {
-	fail "not built: $ITEST"
-	exit 0
-}
+dl_need "$ITEST"
 dl_conf_ab <<YAML
   srq_depth: 16384
   srq_low_watermark: 4096
