@@ -25,12 +25,11 @@ static void forget(struct pubd_fc_source *fc, uint32_t i)
 	fc->v[i] = fc->v[--fc->n];
 }
 
-void pubd_fc_source_status(struct pubd_fc_source *fc, uint64_t now_ns, uint64_t id, uint64_t limit)
+bool pubd_fc_source_status(struct pubd_fc_source *fc, uint64_t now_ns, uint64_t id, uint64_t limit, uint32_t serial)
 {
 	struct pubd_fc_receiver *r = NULL;
 	uint32_t i, oldest = 0;
 
-	fc->statuses++;
 	for (i = 0; i < fc->n; i++) {
 		if (fc->v[i].id == id) {
 			r = &fc->v[i];
@@ -45,13 +44,19 @@ void pubd_fc_source_status(struct pubd_fc_source *fc, uint64_t now_ns, uint64_t 
 			fc->replaced++;
 		}
 		r = &fc->v[fc->n++];
-		*r = (struct pubd_fc_receiver){.id = id, .limit = limit};
+		*r = (struct pubd_fc_receiver){.id = id, .serial = serial - 1};
 	}
-	/* Forward only: a late STATUS says less than one already taken. */
-	if (limit > r->limit)
-		r->limit = limit;
+	/* Serials wrap: newer is ahead by less than half their range. */
+	if ((int32_t)(serial - r->serial) <= 0) {
+		fc->stale++;
+		return false;
+	}
+	fc->statuses++;
+	r->serial = serial;
+	r->limit = limit;
 	r->last_ns = now_ns;
 	recompute(fc);
+	return true;
 }
 
 uint32_t pubd_fc_source_expire(struct pubd_fc_source *fc, uint64_t now_ns)
@@ -86,9 +91,9 @@ uint64_t pubd_fc_sub_room(uint64_t queued, uint64_t queued_bytes, uint64_t max_m
 
 bool pubd_fc_should_send(uint64_t limit, uint64_t sent, uint64_t quarter, bool keepalive)
 {
+	uint64_t moved = limit > sent ? limit - sent : sent - limit;
+
 	if (!sent)
 		return true;
-	if (limit <= sent)
-		return keepalive;
-	return keepalive || limit - sent >= (quarter ? quarter : 1);
+	return keepalive || moved >= (quarter ? quarter : 1);
 }

@@ -150,7 +150,8 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		{"statuses_received", "pubd_group_statuses_received_total", PROM_COUNTER,
 		 "flow control STATUS datagrams taken by the group's source"},
 		{"statuses_ignored", "pubd_group_statuses_ignored_total", PROM_COUNTER,
-		 "STATUS datagrams ignored: without the repair token, for another source, or flow control off"},
+		 "STATUS datagrams ignored: without the repair token, for another source, reordered, or flow "
+		 "control off"},
 		{"statuses_sent", "pubd_group_statuses_sent_total", PROM_COUNTER,
 		 "STATUS datagrams this daemon sent to the group's sources"},
 		{"joined", "pubd_group_joined", PROM_GAUGE, "1 when the fabric joined the group"},

@@ -54,7 +54,7 @@ static int ctl_check(const struct pubd_ctl *c)
 		return PUBD_CTL_ERR_BITMAP;
 	if (c->bitmap_len && (c->type != PUBD_CTL_NAK || c->count != 1))
 		return PUBD_CTL_ERR_BITMAP;
-	if (!c->bitmap_len && c->frag_first)
+	if (!c->bitmap_len && c->frag_first && c->type != PUBD_CTL_STATUS)
 		return PUBD_CTL_ERR_BITMAP;
 	if (c->frag_first > UINT32_MAX - 8u * c->bitmap_len)
 		return PUBD_CTL_ERR_BITMAP;

@@ -15,7 +15,8 @@
  *                       or STATUS's addressee; a GONE's own source id)
  *  16  u64 first_seq    the range is first_seq .. first_seq + count - 1
  *  24  u32 frag_first   NAK of one message's fragments: the fragment the
- *                       bitmap's bit 0 stands for; 0 otherwise
+ *                       bitmap's bit 0 stands for; a STATUS's serial number
+ *                       (per stream, from 1, wrapping); 0 otherwise
  *  28  u16 bitmap_len   bytes of fragment bitmap after the fixed part, 0 ..
  *                       1024 (8192 fragments); non-zero only with count 1
  *  30  u16 reserved     0
@@ -26,9 +27,11 @@
  * left the source's window (a GONE has no bitmap). A STATUS says the
  * receiving daemon's subscribers can take the messages first_seq ..
  * first_seq + count - 1 (first_seq: one past the last it delivered; count:
- * the room its slowest subscriber has), so a source under flow control
- * sends nothing from first_seq + count on until it hears more; it has no
- * bitmap and its range must not wrap.
+ * the room its fullest subscriber queue has), so a source under flow
+ * control sends nothing from first_seq + count on until it hears more; it
+ * has no bitmap and its range must not wrap. The latest STATUS of a
+ * receiver stands, less room than before included (a subscriber joined);
+ * its serial tells a source which is latest, whatever order they came in.
  *
  * The repair token: a publishing daemon draws a random, non-zero 64-bit
  * token for each repair group it keeps a window for, and sends it only on
@@ -60,7 +63,7 @@ struct pubd_ctl {
 	uint64_t stream;
 	uint64_t first_seq;
 	uint64_t token;
-	uint32_t frag_first;
+	uint32_t frag_first; /* a STATUS's serial */
 	uint16_t bitmap_len;
 	const uint8_t *bitmap; /* decode: points into the body; encode: bitmap_len bytes */
 };

@@ -8,11 +8,13 @@
  *
  * A stream's limit is one past the last message delivered from it plus the
  * room of the group's fullest subscriber queue (limits.subscriber_queue,
- * limits.subscriber_queue_bytes at the group's mean message size). It only
- * grows as subscribers take what waits for them, and it is looked at after
- * every loop turn: a STATUS goes when it moved a quarter of
- * subscriber_queue on, and on the heartbeat timer at least every
- * receiver_timeout_ms / 4 (so the source keeps counting this receiver).
+ * limits.subscriber_queue_bytes at the group's mean message size; with no
+ * subscriber, no limit). It grows as subscribers take what waits for them
+ * and falls back when one joins, and it is looked at after every loop
+ * turn: a STATUS goes when it moved a quarter of subscriber_queue on or
+ * back, and on the heartbeat timer at least every receiver_timeout_ms / 4
+ * (so the source keeps counting this receiver). STATUSes are numbered, so
+ * the source takes the latest whatever order they arrive in.
  *
  * A subscriber that takes nothing for receiver_timeout_ms while deliveries
  * wait for it is stuck: it no longer counts in the room (logged), so one
@@ -38,6 +40,7 @@ struct fc_stream {
 	uint64_t source;
 	uint64_t next;	   /* one past the last message delivered from it */
 	uint64_t sent;	   /* the limit its last STATUS said; 0: none yet */
+	uint32_t serial;   /* that STATUS's number (wire_ctl.h) */
 	uint64_t sent_ns;  /* when */
 	uint64_t heard_ns; /* its last delivery */
 };
@@ -131,6 +134,7 @@ static void send_status(struct pubd *d, struct pubd_group *g, struct fc_stream *
 		room = UINT64_MAX - st->next;
 	c.count = (uint32_t)(room > UINT32_MAX ? UINT32_MAX : room);
 	c.token = s->repair_token;
+	c.frag_first = st->serial + 1;
 	dg.payload_len = (uint32_t)pubd_ctl_encode(&c, body, sizeof(body));
 	if (!dg.payload_len)
 		return;
@@ -139,6 +143,7 @@ static void send_status(struct pubd *d, struct pubd_group *g, struct fc_stream *
 	if (d->fops->send_to(d->fabric, s->peer, s->peer_len, &dg, 1) != 1)
 		return;
 	g->statuses_sent++;
+	st->serial = c.frag_first;
 	st->sent = st->next + c.count;
 	st->sent_ns = now;
 }

@@ -69,8 +69,12 @@ void engine_flow_on_status(struct pubd *d, struct pubd_group *g, uint64_t from, 
 		g->statuses_ignored++;
 		return;
 	}
+	/* One that came after a newer one from the same receiver says nothing. */
+	if (!pubd_fc_source_status(g->fcs, d->event_ns, from, c->first_seq + c->count, c->frag_first)) {
+		g->statuses_ignored++;
+		return;
+	}
 	g->statuses_received++;
-	pubd_fc_source_status(g->fcs, d->event_ns, from, c->first_seq + c->count);
 }
 
 void engine_flow_tick(struct pubd *d, uint64_t now)

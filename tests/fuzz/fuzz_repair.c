@@ -68,7 +68,7 @@ static void flow_status(struct pubd_fc_source *fc, uint64_t now, uint64_t from, 
 {
 	uint32_t i;
 
-	pubd_fc_source_status(fc, now, from, c->first_seq + c->count);
+	pubd_fc_source_status(fc, now, from, c->first_seq + c->count, c->frag_first);
 	if (fc->n == 0 || fc->n > PUBD_FC_RECEIVERS_MAX)
 		abort();
 	for (i = 0; i < fc->n; i++)

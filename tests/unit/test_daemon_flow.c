@@ -6,6 +6,8 @@
  * - With flow control, b's STATUSes hold a back: every message arrives in
  *   order, none overflows the subscriber's queue, and a waited. The same
  *   run without it overflows (so the first can fail).
+ * - A receiver whose subscriber left says it has no limit; one that joins
+ *   brings the limit back, and gets everything.
  * - A subscriber that stops reading holds a back for receiver_timeout_ms at
  *   most; then a sends on and b counts the overflow.
  * - A receiver that falls silent (its daemon stopped) is forgotten after
@@ -220,6 +222,49 @@ static void without_flow_control_it_overflows(void **state)
 	rig_stop(&r);
 }
 
+/* b's subscriber leaves: b has nothing to hold a back for and says so
+ * (no limit); then a new slow subscriber joins, b says it has less room
+ * than before, a takes it (the latest STATUS stands), and the new
+ * subscriber gets everything. */
+static void a_subscriber_joining_brings_the_limit_back(void **state)
+{
+	static struct hd a, b;
+	static struct rig r;
+	struct pubd_group *ga, *gb;
+	uint64_t dl;
+
+	(void)state;
+	rig_start(&r, &a, &b, "min", 5000);
+	ga = hd_group(&a, "r");
+	gb = hd_group(&b, "r");
+	rig_first_message(&r);
+	r.pub.end = 1; /* nothing more until the new subscriber is there */
+	take_in_order(&r.sub, &r.v);
+	assert_int_equal(r.v.delivered, 1);
+	hc_close(&r.sub);
+	/* b's keepalives now say "no limit" */
+	dl = hd_deadline(DEADLINE_MS);
+	while (!hd_past(dl) && ga->fcs->limit < UINT32_MAX)
+		rig_round(&r, true);
+	assert_true(ga->fcs->limit >= UINT32_MAX);
+	assert_int_equal(hc_connect(&b, &r.sub, 4096), 0);
+	assert_int_equal(hc_hello(&r.sub, "sub2"), 0);
+	assert_int_equal(hc_group_req(&r.sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	while (!hd_past(dl) && ga->fcs->limit >= UINT32_MAX)
+		rig_round(&r, true);
+	assert_int_equal(ga->fcs->limit, 1 + QUEUE); /* one past message 0, plus the new queue's room */
+	/* The rest of the stream, to the new subscriber, slowly. */
+	r.v = (struct inorder){.got = r.got, .n = N};
+	memset(r.got, 0, sizeof(r.got));
+	r.got[0] = 1;
+	r.v.delivered = 1;
+	r.pub.end = N;
+	assert_int_equal(run_slow_reader(&r), N);
+	assert_int_equal(pubd_drops_msg_total(&gb->sub_drops), 0);
+	assert_true(ga->flow_waits > 0);
+	rig_stop(&r);
+}
+
 /* A subscriber that never reads holds a back for the timeout, then no more:
  * a sends everything and b counts what overflowed. */
 static void a_stuck_subscriber_stops_holding_back(void **state)
@@ -329,6 +374,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(a_slow_subscriber_gets_everything, hd_teardown),
 		cmocka_unit_test_teardown(without_flow_control_it_overflows, hd_teardown),
+		cmocka_unit_test_teardown(a_subscriber_joining_brings_the_limit_back, hd_teardown),
 		cmocka_unit_test_teardown(a_stuck_subscriber_stops_holding_back, hd_teardown),
 		cmocka_unit_test_teardown(a_silent_receiver_is_forgotten, hd_teardown),
 		cmocka_unit_test_teardown(a_status_needs_the_token, hd_teardown),

@@ -159,11 +159,17 @@ static void ctl_token_roundtrips_in_nak_and_heartbeat(void **state)
 	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb) - 1), 0); /* cut short */
 }
 
-/* A STATUS: a window of any u32 (none at all included), no bitmap, no
- * range that wraps. */
+/* A STATUS: a window of any u32 (none at all included), a serial in
+ * frag_first, no bitmap, no range that wraps. */
 static void ctl_status_carries_a_window(void **state)
 {
-	struct pubd_ctl c = {.type = PUBD_CTL_STATUS, .count = 0, .stream = 9, .first_seq = 77, .token = 0xabcull}, out;
+	struct pubd_ctl c = {.type = PUBD_CTL_STATUS,
+			     .count = 0,
+			     .stream = 9,
+			     .first_seq = 77,
+			     .token = 0xabcull,
+			     .frag_first = 0xfffffffeu /* its serial */},
+			out;
 	uint8_t bit = 1;
 	size_t len;
 
@@ -175,6 +181,7 @@ static void ctl_status_carries_a_window(void **state)
 	assert_int_equal(out.count, 0);
 	assert_int_equal(out.first_seq, 77);
 	assert_int_equal(out.token, 0xabcull);
+	assert_int_equal(out.frag_first, 0xfffffffeu);
 	c.count = UINT32_MAX;
 	len = pubd_ctl_encode(&c, body, sizeof(body));
 	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
