@@ -100,7 +100,7 @@ void engine_flow_delivered(struct pubd *d, struct pubd_group *g, uint64_t source
 
 /* The room of g's fullest subscriber queue that is not stuck, in messages
  * (UINT32_MAX with none: nothing here to hold a source back for). */
-static uint64_t group_room(const struct pubd *d, const struct pubd_group *g)
+static uint32_t group_room(const struct pubd *d, const struct pubd_group *g)
 {
 	uint64_t room = UINT32_MAX, r, avg = g->received ? g->received_bytes / g->received : 1;
 	struct pubd_sub_queue q;
@@ -116,13 +116,14 @@ static uint64_t group_room(const struct pubd *d, const struct pubd_group *g)
 		if (r < room)
 			room = r;
 	}
-	return room;
+	return (uint32_t)room;
 }
 
-static void send_status(struct pubd *d, struct pubd_group *g, struct fc_stream *st, uint64_t room, uint64_t now)
+/* A STATUS for st: its subscribers can take window messages after st->next. */
+static void send_status(struct pubd *d, struct pubd_group *g, struct fc_stream *st, uint32_t window, uint64_t now)
 {
 	const struct pubd_source_stats *s = pubd_source_map_find(&d->sources, st->source, g->id);
-	struct pubd_ctl c = {.type = PUBD_CTL_STATUS, .stream = st->source, .first_seq = st->next};
+	struct pubd_ctl c = {.type = PUBD_CTL_STATUS, .stream = st->source, .first_seq = st->next, .count = window};
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = g->id, .source_id = d->source_id};
 	uint8_t hdr[PUBD_WIRE_HDR_LEN], body[PUBD_CTL_MAX_LEN];
 	struct pubd_tx_dgram dg = {.hdr = hdr, .hdr_len = sizeof(hdr), .payload = body};
@@ -130,9 +131,6 @@ static void send_status(struct pubd *d, struct pubd_group *g, struct fc_stream *
 	/* Its token comes with its heartbeats: none yet, no STATUS. */
 	if (!s || !s->peer_len || !s->repair_token)
 		return;
-	if (room > UINT64_MAX - st->next)
-		room = UINT64_MAX - st->next;
-	c.count = (uint32_t)(room > UINT32_MAX ? UINT32_MAX : room);
 	c.token = s->repair_token;
 	c.frag_first = st->serial + 1;
 	dg.payload_len = (uint32_t)pubd_ctl_encode(&c, body, sizeof(body));
@@ -144,7 +142,7 @@ static void send_status(struct pubd *d, struct pubd_group *g, struct fc_stream *
 		return;
 	g->statuses_sent++;
 	st->serial = c.frag_first;
-	st->sent = st->next + c.count;
+	st->sent = st->next + window;
 	st->sent_ns = now;
 }
 
@@ -153,17 +151,19 @@ static void send_status(struct pubd *d, struct pubd_group *g, struct fc_stream *
 static void group_report(struct pubd *d, struct pubd_group *g, uint64_t now, bool tick)
 {
 	struct pubd_fc_rx *rx = g->fcrx;
-	uint64_t room = group_room(d, g), quarter = d->cfg.subscriber_queue / 4, limit;
-	uint32_t i;
+	uint32_t room = group_room(d, g), window, i;
+	uint64_t quarter = d->cfg.subscriber_queue / 4;
 	bool keepalive;
 
 	for (i = 0; i < rx->n; i++) {
 		struct fc_stream *st = &rx->v[i];
 
-		limit = room > UINT32_MAX ? st->next + UINT32_MAX : st->next + room;
+		/* A (forged) stream near the top of the sequence space: the
+		 * range must not wrap. */
+		window = st->next > UINT64_MAX - room ? (uint32_t)(UINT64_MAX - st->next) : room;
 		keepalive = tick && now - st->sent_ns >= rx_timeout_ns(g) / 4;
-		if (pubd_fc_should_send(limit, st->sent, quarter, keepalive))
-			send_status(d, g, st, room, now);
+		if (pubd_fc_should_send(st->next + window, st->sent, quarter, keepalive))
+			send_status(d, g, st, window, now);
 	}
 }
 
@@ -183,14 +183,13 @@ void engine_flow_turn(struct pubd *d)
 
 /* Which subscribers of g are stuck: deliveries waiting, none taken for
  * the receiver timeout. */
-static void mark_stuck(const struct pubd *d, struct pubd_group *g, uint64_t now)
+static void mark_stuck(struct pubd_group *g, uint64_t now)
 {
 	struct pubd_client_info info;
 	struct pubd_sub_queue q;
 	struct pubd_sub *s;
 	unsigned i;
 
-	(void)d;
 	for (i = 0; i < g->nsubs; i++) {
 		s = g->subs[i];
 		pubd_ipc_sub_queue(s, &q);
@@ -241,7 +240,7 @@ void engine_flow_rx_tick(struct pubd *d, uint64_t now)
 			engine_flow_rx_free(d, g);
 			continue;
 		}
-		mark_stuck(d, g, now);
+		mark_stuck(g, now);
 		forget_silent(d, g, now);
 		group_report(d, g, now, true);
 	}

@@ -32,15 +32,17 @@ static uint64_t timeout_ns(const struct pubd *d, const struct pubd_group *g)
 	return t > floor ? t : floor;
 }
 
-static bool wanted(const struct pubd *d, const struct pubd_group *g)
+/* The repair window (and with it the token) exists only where repair
+ * runs (repair_src.c), so it is all flow control needs besides its key. */
+static bool wanted(const struct pubd_group *g)
 {
-	return g->rwin && g->cfg && g->cfg->repair.flow_control == PUBD_FLOW_MIN && engine_repairs(d, g);
+	return g->rwin && g->cfg->repair.flow_control == PUBD_FLOW_MIN;
 }
 
 /* Open, update or close g's receiver table as its config says. */
 static void sync_group(struct pubd *d, struct pubd_group *g)
 {
-	if (!wanted(d, g)) {
+	if (!wanted(g)) {
 		if (g->fcs) {
 			free(g->fcs);
 			g->fcs = NULL;

@@ -98,6 +98,7 @@ static void publish_some(struct publisher *p)
 
 struct rig {
 	struct hd *a, *b;
+	struct pubd_group *ga, *gb; /* group r on each */
 	struct publisher pub;
 	struct hc sub;
 	struct inorder v;
@@ -118,6 +119,8 @@ static void rig_start(struct rig *r, struct hd *a, struct hd *b, const char *flo
 	assert_int_equal(hc_group_req(&r->sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
 	assert_int_equal(hc_connect(a, &r->pub.c, 0), 0);
 	assert_int_equal(hc_hello(&r->pub.c, "pub"), 0);
+	r->ga = hd_group(a, "r");
+	r->gb = hd_group(b, "r");
 }
 
 /* One round: a publishes and sends, b receives and answers. */
@@ -139,7 +142,7 @@ static void rig_round(struct rig *r, bool b_alive)
  * once a has heard from b (or its flow control is off). */
 static void rig_first_message(struct rig *r)
 {
-	struct pubd_group *ga = hd_group(r->a, "r");
+	struct pubd_group *ga = r->ga;
 	uint64_t dl = hd_deadline(DEADLINE_MS);
 
 	r->pub.end = 1;
@@ -149,12 +152,19 @@ static void rig_first_message(struct rig *r)
 	r->pub.end = N;
 }
 
+/* Both daemons, the clients, and the first message through. */
+static void rig_ready(struct rig *r, struct hd *a, struct hd *b, const char *flow, unsigned timeout_ms)
+{
+	rig_start(r, a, b, flow, timeout_ms);
+	rig_first_message(r);
+}
+
 /* Run until the subscriber has every message, reading every READ_EVERY
  * rounds; returns the messages it got. */
 static uint64_t run_slow_reader(struct rig *r)
 {
 	uint64_t dl = hd_deadline(DEADLINE_MS), round = 0;
-	struct pubd_group *ga = hd_group(r->a, "r"), *gb = hd_group(r->b, "r");
+	struct pubd_group *ga = r->ga, *gb = r->gb;
 
 	while (!hd_past(dl) && r->v.delivered + pubd_drops_msg_total(&gb->sub_drops) < N) {
 		rig_round(r, true);
@@ -186,10 +196,9 @@ static void a_slow_subscriber_gets_everything(void **state)
 	struct pubd_group *ga, *gb;
 
 	(void)state;
-	rig_start(&r, &a, &b, "min", 5000);
-	ga = hd_group(&a, "r");
-	gb = hd_group(&b, "r");
-	rig_first_message(&r);
+	rig_ready(&r, &a, &b, "min", 5000);
+	ga = r.ga;
+	gb = r.gb;
 	assert_int_equal(run_slow_reader(&r), N);
 	assert_int_equal(pubd_drops_msg_total(&gb->sub_drops), 0);
 	assert_int_equal(pubd_drops_msg_total(&gb->drops), 0);
@@ -210,10 +219,9 @@ static void without_flow_control_it_overflows(void **state)
 	struct pubd_group *ga, *gb;
 
 	(void)state;
-	rig_start(&r, &a, &b, "none", 5000);
-	ga = hd_group(&a, "r");
-	gb = hd_group(&b, "r");
-	rig_first_message(&r);
+	rig_ready(&r, &a, &b, "none", 5000);
+	ga = r.ga;
+	gb = r.gb;
 	assert_true(run_slow_reader(&r) < N);
 	assert_true(gb->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] > 0);
 	assert_int_equal(ga->flow_waits, 0);
@@ -234,10 +242,9 @@ static void a_subscriber_joining_brings_the_limit_back(void **state)
 	uint64_t dl;
 
 	(void)state;
-	rig_start(&r, &a, &b, "min", 5000);
-	ga = hd_group(&a, "r");
-	gb = hd_group(&b, "r");
-	rig_first_message(&r);
+	rig_ready(&r, &a, &b, "min", 5000);
+	ga = r.ga;
+	gb = r.gb;
 	r.pub.end = 1; /* nothing more until the new subscriber is there */
 	take_in_order(&r.sub, &r.v);
 	assert_int_equal(r.v.delivered, 1);
@@ -275,10 +282,9 @@ static void a_stuck_subscriber_stops_holding_back(void **state)
 	uint64_t dl, t0, stalled_ms;
 
 	(void)state;
-	rig_start(&r, &a, &b, "min", 200);
-	ga = hd_group(&a, "r");
-	gb = hd_group(&b, "r");
-	rig_first_message(&r);
+	rig_ready(&r, &a, &b, "min", 200);
+	ga = r.ga;
+	gb = r.gb;
 	t0 = hd_deadline(0);
 	dl = hd_deadline(DEADLINE_MS);
 	while (!hd_past(dl) && (r.pub.next < N || ga->txq_head || gb->received < N))
@@ -304,9 +310,8 @@ static void a_silent_receiver_is_forgotten(void **state)
 	uint64_t dl;
 
 	(void)state;
-	rig_start(&r, &a, &b, "min", 100);
-	ga = hd_group(&a, "r");
-	rig_first_message(&r);
+	rig_ready(&r, &a, &b, "min", 100);
+	ga = r.ga;
 	/* The subscriber never reads: a is soon held back. */
 	dl = hd_deadline(DEADLINE_MS);
 	while (!hd_past(dl) && !ga->fc_blocked)
@@ -339,7 +344,7 @@ static void a_status_needs_the_token(void **state)
 
 	(void)state;
 	rig_start(&r, &a, &b, "min", 5000);
-	ga = hd_group(&a, "r");
+	ga = r.ga;
 	/* a sends one message, so its window (and token) exist */
 	r.pub.end = 1;
 	dl = hd_deadline(DEADLINE_MS);
