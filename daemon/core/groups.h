@@ -71,6 +71,7 @@ struct pubd_group {
 	bool tx_ready; /* on the daemon's list of groups with something to send */
 	struct pubd_group *tx_next;
 	bool ever_sent;
+	uint64_t stream_began_ns; /* its first datagram went (heartbeats tell its age) */
 	/* sender pacing (cfg->rate): out of tokens, the group leaves the ready
 	 * list until pace_until_ns, when the daemon's pace timer brings it back */
 	struct pubd_pacer pacer;

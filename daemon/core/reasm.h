@@ -146,6 +146,15 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
  * next_seq it had (tombstones, up to max_streams of them), flag or not.
  */
 #define PUBD_REASM_NEW_FROM_ZERO 0x1u
+/*
+ * PUBD_REASM_BEGAN_SINCE, on a heartbeat: its source's stream began after
+ * we started listening (the heartbeat's age says so). A new stream starts
+ * at 0, as with NEW_FROM_ZERO; a stream first heard at seq s > 0 (its
+ * first messages lost, within the grace the caller gives NEW_FROM_ZERO) is
+ * rebased to 0 once: 0..s-1 are missing, or, when a message after them
+ * was delivered already, dropped as gaps at once (order is kept).
+ */
+#define PUBD_REASM_BEGAN_SINCE 0x2u
 void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
 			   size_t payload_len, unsigned flags);
 

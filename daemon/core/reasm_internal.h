@@ -122,6 +122,7 @@ struct stream {
 	uint32_t inflight;
 	uint32_t nranges;
 	bool proven;	     /* has completed a message: on lru, else on lru_new */
+	bool based;	     /* baseline settled: 0, a tombstone's, or rebased once */
 	uint8_t cls;	     /* timeout class: REASM_CLS_PLAIN or REASM_CLS_REPAIR */
 	struct partial *hot; /* the partial last filled */
 };

@@ -74,6 +74,7 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 	if (!reasm_tomb_take(r, source, group, s))
 		s->baseline = from_zero && seq <= SEQ_JUMP_BASE ? 0 : seq;
 	s->next_seq = s->baseline;
+	s->based = s->based || !s->baseline;
 	list_init(&s->partials);
 	list_init(&s->ranges);
 	reasm_htab_insert(&r->streams, &s->hn);
@@ -106,21 +107,49 @@ static void stream_advance(struct pubd_reasm *r, struct stream *s, uint64_t now,
 	s->next_seq = seq;
 }
 
+/*
+ * Its source says the stream began after we started listening, yet its
+ * baseline is above 0: its first messages were lost before we first heard
+ * it, and they were meant for us. They are waited for (and on a repair
+ * group asked for) while nothing after them has been delivered, which
+ * keeps the stream's order; otherwise they are gaps at once. Once only, and
+ * no further back than a new stream's window.
+ */
+static void stream_rebase(struct pubd_reasm *r, struct stream *s, uint64_t now)
+{
+	uint64_t lost = s->baseline;
+
+	if (s->based)
+		return;
+	s->based = true;
+	if (lost > SEQ_JUMP_BASE)
+		return;
+	s->baseline = 0;
+	if (s->proven)
+		drop(r, s, PUB_DROP_SEQ_GAP, lost);
+	else
+		reasm_range_open(r, s, now, 0, lost);
+}
+
 /* ---- push ---- */
 
 static void heartbeat(struct pubd_reasm *r, uint64_t now, const struct pubd_wire_hdr *h, size_t payload_len,
-		      bool from_zero)
+		      unsigned flags)
 {
+	bool began_since = flags & PUBD_REASM_BEGAN_SINCE;
 	struct stream *s;
 
 	if (h->frag_count || h->msg_len || h->frag_index || h->frag_offset || payload_len) {
 		drop_dgram(r, h, PUB_DROP_MALFORMED);
 		return;
 	}
-	s = stream_get(r, now, h->source_id, h->group_id, h->msg_seq, from_zero);
+	s = stream_get(r, now, h->source_id, h->group_id, h->msg_seq,
+		       began_since || (flags & PUBD_REASM_NEW_FROM_ZERO));
 	/* Without memory for the stream there is nothing to announce to. */
 	if (!s || !stream_accept_jump(r, s, now, h->msg_seq, h))
 		return;
+	if (began_since)
+		stream_rebase(r, s, now);
 	if (h->msg_seq > s->next_seq)
 		stream_advance(r, s, now, h->msg_seq);
 }
@@ -164,7 +193,7 @@ void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct p
 
 	reasm_no_reentry(r);
 	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
-		heartbeat(r, now_ns, h, payload_len, from_zero);
+		heartbeat(r, now_ns, h, payload_len, flags);
 		return;
 	}
 	/* UINT64_MAX has no next_seq after it; 64-bit sequences never get there.

@@ -34,7 +34,8 @@ static void ranges_trim(struct pubd_reasm *r, struct stream *s)
 		reasm_range_drop(r, container_of(s->ranges.next, struct range, slink));
 }
 
-/* [first, first + count) went missing now, above every existing range. */
+/* [first, first + count) went missing now, above every existing range (or
+ * below every one: a stream rebased to 0). */
 void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t first, uint64_t count)
 {
 	uint64_t deadline = sat_add(now, cls_timeout(r, s->cls));
@@ -61,7 +62,11 @@ void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint
 	g->count = count;
 	g->deadline = deadline;
 	r->held_bytes += RANGE_BYTES;
-	list_add_tail(&s->ranges, &g->slink);
+	/* A stream's ranges are in sequence order. */
+	if (!list_empty(&s->ranges) && first < container_of(s->ranges.next, struct range, slink)->first)
+		list_insert_after(&s->ranges, &g->slink);
+	else
+		list_add_tail(&s->ranges, &g->slink);
 	list_add_tail(&r->granges[s->cls], &g->glink);
 	s->nranges++;
 	s->missing += count;

@@ -54,6 +54,7 @@ bool reasm_tomb_take(struct pubd_reasm *r, uint64_t source, uint64_t group, stru
 	s->baseline = t->next_seq;
 	s->last_active = t->last_active;
 	s->proven = t->proven;
+	s->based = true;
 	reasm_tomb_free(r, t);
 	return true;
 }

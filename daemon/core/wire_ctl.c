@@ -161,11 +161,12 @@ const char *pubd_ctl_strerror(int err)
 	}
 }
 
-size_t pubd_ctl_hb_put_token(uint8_t *hdr, uint64_t token)
+size_t pubd_ctl_hb_put(uint8_t *hdr, uint64_t token, uint64_t age_us)
 {
-	put_be16(hdr + 6, PUBD_CTL_HB_TOKEN_LEN);
+	put_be16(hdr + 6, PUBD_CTL_HB_LEN);
 	put_be64(hdr + 48, token);
-	return PUBD_CTL_HB_TOKEN_LEN;
+	put_be64(hdr + 56, age_us);
+	return PUBD_CTL_HB_LEN;
 }
 
 uint64_t pubd_ctl_hb_token(const uint8_t *dgram, size_t len)
@@ -173,4 +174,12 @@ uint64_t pubd_ctl_hb_token(const uint8_t *dgram, size_t len)
 	if (len < PUBD_CTL_HB_TOKEN_LEN || get_be16(dgram + 6) < PUBD_CTL_HB_TOKEN_LEN)
 		return 0;
 	return get_be64(dgram + 48);
+}
+
+bool pubd_ctl_hb_age_us(const uint8_t *dgram, size_t len, uint64_t *age_us)
+{
+	if (len < PUBD_CTL_HB_LEN || get_be16(dgram + 6) < PUBD_CTL_HB_LEN)
+		return false;
+	*age_us = get_be64(dgram + 56);
+	return true;
 }

@@ -46,6 +46,7 @@
 #ifndef PUBD_WIRE_CTL_H
 #define PUBD_WIRE_CTL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -93,12 +94,21 @@ const char *pubd_ctl_strerror(int err);
 
 /* A heartbeat header carrying a repair token: PUBD_WIRE_HDR_LEN + 8. */
 #define PUBD_CTL_HB_TOKEN_LEN 56
+/* ... and the age of its stream (microseconds since the source sent the
+ * group's first message): PUBD_CTL_HB_TOKEN_LEN + 8. Receivers tell by it
+ * whether a stream whose first datagrams they missed began after they
+ * started listening (then those were lost, and counted). */
+#define PUBD_CTL_HB_LEN 64
 
 /* Turn the heartbeat header hdr (PUBD_WIRE_HDR_LEN bytes encoded, room for
- * PUBD_CTL_HB_TOKEN_LEN) into one carrying token; returns its length. */
-size_t pubd_ctl_hb_put_token(uint8_t *hdr, uint64_t token);
+ * PUBD_CTL_HB_LEN) into one carrying token (0: none, a group without
+ * repair) and its stream's age; returns its length. */
+size_t pubd_ctl_hb_put(uint8_t *hdr, uint64_t token, uint64_t age_us);
 /* The token a heartbeat datagram's header carries (its hdr_len already
  * checked by pubd_wire_decode), or 0 when it carries none. */
 uint64_t pubd_ctl_hb_token(const uint8_t *dgram, size_t len);
+/* Its stream's age in microseconds; false when it does not say (a
+ * heartbeat of a pubd before the age was sent). */
+bool pubd_ctl_hb_age_us(const uint8_t *dgram, size_t len, uint64_t *age_us);
 
 #endif

@@ -10,6 +10,7 @@
 #include "engine_internal.h"
 #include "log.h"
 #include "wire.h"
+#include "wire_ctl.h"
 
 /* The statistics of (source, group), within limits.max_sources: making
  * room evicts one (counted; its counts go to the map's evicted row). */
@@ -189,6 +190,23 @@ static void rx_batch(struct pubd *d, uint64_t now, const struct pubd_wire_hdr *h
 		pubd_reasm_push_flags(d->reasm, now, mh, data, len, flags);
 }
 
+/*
+ * Did the stream of this heartbeat begin after g started listening? The
+ * heartbeat says how long ago its source sent the stream's first datagram;
+ * a heartbeat period of slack covers the heartbeat's transit and queueing,
+ * so a stream begun just before we listened is never taken for one begun
+ * after (which would count messages never meant for us as lost).
+ */
+static bool began_since_listening(const struct pubd *d, const struct pubd_group *g, uint64_t now,
+				  const struct pubd_rx_dgram *dg)
+{
+	uint64_t age_us, since = g->up_since_ns > g->listen_since_ns ? g->up_since_ns : g->listen_since_ns;
+
+	if (!g->up || !g->listening || !pubd_ctl_hb_age_us(dg->data, dg->len, &age_us) || age_us > now / 1000)
+		return false;
+	return now - age_us * 1000 > since + (uint64_t)d->cfg.heartbeat_ms * MS;
+}
+
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 {
 	struct pubd *d = ctx;
@@ -259,6 +277,8 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		flags = g->up && now - g->up_since_ns > grace && now - g->listen_since_ns > grace
 				? PUBD_REASM_NEW_FROM_ZERO
 				: 0;
+		if ((h.flags & PUBD_WIRE_F_HEARTBEAT) && began_since_listening(d, g, now, dg))
+			flags |= PUBD_REASM_BEGAN_SINCE;
 		if (h.flags & PUBD_WIRE_F_BATCH)
 			rx_batch(d, now, &h, payload, plen, flags);
 		else

@@ -342,10 +342,12 @@ static void message_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_it
 	g->ever_sent = true;
 	engine_repair_keep(d, g, it->msg, it->seq, it->plan.frag_payload);
 	item_done(d, g, it);
-	/* The first message of a repair group opened its window: its token
-	 * goes out now rather than at the next heartbeat, so receivers can
-	 * NAK, and report for flow control, from the start of the stream. */
-	if (first && engine_repair_token(g))
+	/* The group's stream has begun: a heartbeat says so now rather than
+	 * at the next period, with the stream's age, so a receiver that lost
+	 * the first message counts it (rx.c), and on a repair group with the
+	 * token, so receivers can NAK, and report for flow control, from the
+	 * start of the stream. */
+	if (first)
 		pubd_tx_announce(d, g);
 }
 
@@ -393,6 +395,9 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 		return 0;
 	}
 	refund(g, &b, (unsigned)sent, n);
+	/* Heartbeats give receivers the stream's age from its first datagram. */
+	if (sent > 0 && !g->stream_began_ns)
+		g->stream_began_ns = pubd_now_ns();
 	for (i = 0; i < (unsigned)sent; i++) {
 		it = b.owner[i];
 		d->counters[PUBD_CTR_TX_BYTES] += b.dg[i].hdr_len + b.dg[i].payload_len;
@@ -547,9 +552,9 @@ void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c)
 void pubd_tx_announce(struct pubd *d, struct pubd_group *g)
 {
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_HEARTBEAT};
-	uint8_t buf[PUBD_CTL_HB_TOKEN_LEN];
-	struct pubd_tx_dgram dg = {.hdr = buf, .hdr_len = PUBD_WIRE_HDR_LEN};
-	uint64_t token = engine_repair_token(g);
+	uint8_t buf[PUBD_CTL_HB_LEN];
+	struct pubd_tx_dgram dg = {.hdr = buf};
+	uint64_t now = pubd_now_ns();
 
 	if (g->raw || !g->up)
 		return;
@@ -557,9 +562,10 @@ void pubd_tx_announce(struct pubd *d, struct pubd_group *g)
 	h.source_id = d->source_id;
 	h.msg_seq = g->sent_seq;
 	pubd_wire_encode(&h, buf);
-	/* On a repair group, the token a NAK must echo (wire_ctl.h). */
-	if (token)
-		dg.hdr_len = (uint32_t)pubd_ctl_hb_put_token(buf, token);
+	/* On a repair group, the token a NAK must echo (wire_ctl.h); on
+	 * every group, how long ago its stream began. */
+	dg.hdr_len = (uint32_t)pubd_ctl_hb_put(buf, engine_repair_token(g),
+					       g->stream_began_ns ? (now - g->stream_began_ns) / 1000 : 0);
 	if (d->fops->send(d->fabric, g->slot, &dg, 1) == 1)
 		d->counters[PUBD_CTR_TX_HEARTBEATS]++;
 }

@@ -5,7 +5,8 @@
  * Input: two config bytes, then records of
  *   u8 clock advance (microseconds), u16 length (big-endian), length bytes
  * (a short last record takes what is left). Each record goes through
- * pubd_wire_decode; good ones are pushed into a reasm with small limits.
+ * pubd_wire_decode; good ones are pushed into a reasm with small limits
+ * (a heartbeat's age, when it has one, picks its push flags).
  * Source and group ids are folded into 3 x 2 streams and most sequence
  * numbers into a small window, so datagrams collide with each other.
  *
@@ -26,6 +27,7 @@
 #include <string.h>
 
 #include "reasm.h"
+#include "wire_ctl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -182,6 +184,18 @@ static bool config_from(uint8_t conf, uint8_t sizes, struct pubd_reasm_config *c
 	return checkable;
 }
 
+/* A heartbeat's flags as the daemon could set them: the low two bits of
+ * the age it carries (wire_ctl.h) choose NEW_FROM_ZERO and BEGAN_SINCE, so
+ * streams are rebased to 0 at any point of their life. */
+static unsigned hb_flags(const struct pubd_wire_hdr *h, const uint8_t *dg, size_t len)
+{
+	uint64_t age;
+
+	if (!(h->flags & PUBD_WIRE_F_HEARTBEAT) || !pubd_ctl_hb_age_us(dg, len, &age))
+		return 0;
+	return (age & 1 ? PUBD_REASM_NEW_FROM_ZERO : 0) | (age & 2 ? PUBD_REASM_BEGAN_SINCE : 0);
+}
+
 /* One datagram (bytes of the input) to reassembly, logged for the checks
  * when it is a data datagram. -1 when out of memory. */
 static int push_one(struct pubd_reasm *r, struct fctx *c, uint64_t now, const uint8_t *bytes, size_t len)
@@ -231,7 +245,7 @@ static int push_one(struct pubd_reasm *r, struct fctx *c, uint64_t now, const ui
 							    .h = h,
 							    .payload = bytes + (size_t)(pl - dg),
 							    .len = pll};
-		pubd_reasm_push(r, now, &h, pl, pll);
+		pubd_reasm_push_flags(r, now, &h, pl, pll, hb_flags(&h, dg, len));
 	}
 	free(dg);
 	return 0;

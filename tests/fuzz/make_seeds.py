@@ -49,6 +49,11 @@ def heartbeat(grp, src, next_seq):
     return hdr(grp, src, next_seq, 0, 0, 0, 0, flags=HB)
 
 
+def heartbeat_aged(grp, src, next_seq, age_us):
+    """A heartbeat with the extension wire_ctl.h gives it: a token (0, none) and the stream's age."""
+    return hdr(grp, src, next_seq, 0, 0, 0, 0, flags=HB, hdr_len=64) + struct.pack(">QQ", 0, age_us)
+
+
 def records(conf, dgrams, max_msg=3):
     """fuzz_reasm input: config bytes, then (clock advance in us, datagram) pairs."""
     out = bytes([conf, max_msg])
@@ -93,6 +98,12 @@ def reasm_seeds():
                                          (1, frags(0, 0, (1 << 63) | (1 << 40), 5, 40)[0])]),
         # A message over max_message_size (256 B here), counted once.
         "too_large": records(0x7F, [(1, d) for d in frags(0, 0, 0, 600, 300)] + [(1, a[0])], max_msg=0),
+        # A stream first heard at 1 (a fragment), rebased to 0 by a heartbeat
+        # whose age picks BEGAN_SINCE (fuzz_reasm.c); then 0 arrives late.
+        "rebase": records(0x7F, [(1, b[0]), (1, heartbeat_aged(0, 0, 2, 2)), (1, b[1]), (1, b[2])] +
+                          [(1, d) for d in a] + [(200, heartbeat_aged(0, 0, 2, 3))]),
+        # Delivered past the lost start already: the start is a gap at once.
+        "rebase_delivered": records(0x7F, [(1, d) for d in b] + [(1, heartbeat_aged(0, 0, 2, 2)), (1, a[0])]),
         # Tight budget and inflight limits, streams forgotten (top bit).
         "pressure": records(0x88, [(0, a[0]), (0, b[0]), (0, c[0]), (0, frags(0, 1, 0, 100, 40)[1]),
                                    (0, a[1]), (250, b[1])]),

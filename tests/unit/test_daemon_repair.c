@@ -21,6 +21,7 @@
 
 #include "proto.h"
 #include "test_daemon_harness.h"
+#include "tx.h"
 #include "wire.h"
 #include "wire_ctl.h"
 
@@ -77,8 +78,10 @@ static void drain(struct hd *a)
 }
 
 /* Move a's multicast datagrams into b, dropping every datagram of the
- * messages lost[0..nlost); returns datagrams dropped. */
-static unsigned move_with_loss(struct hd *a, struct hd *b, const uint64_t *lost, unsigned nlost)
+ * messages lost[0..nlost), and with start_too the heartbeat that
+ * announced the stream's start (seq 0, before message 0); returns
+ * datagrams dropped. */
+static unsigned move_losing(struct hd *a, struct hd *b, const uint64_t *lost, unsigned nlost, bool start_too)
 {
 	struct pubd_group *gb = hd_group(b, "r");
 	unsigned dropped = 0, k;
@@ -94,6 +97,7 @@ static unsigned move_with_loss(struct hd *a, struct hd *b, const uint64_t *lost,
 		assert_int_equal(pubd_wire_decode(r->data, r->len, &h, &p, &plen), 0);
 		for (k = 0; k < nlost; k++)
 			drop |= !(h.flags & PUBD_WIRE_F_HEARTBEAT) && h.msg_seq == lost[k];
+		drop |= start_too && (h.flags & PUBD_WIRE_F_HEARTBEAT) && h.msg_seq == 0;
 		if (drop) {
 			dropped++;
 			continue;
@@ -102,6 +106,11 @@ static unsigned move_with_loss(struct hd *a, struct hd *b, const uint64_t *lost,
 	}
 	pubd_fake_sent_clear(a->fk);
 	return dropped;
+}
+
+static unsigned move_with_loss(struct hd *a, struct hd *b, const uint64_t *lost, unsigned nlost)
+{
+	return move_losing(a, b, lost, nlost, false);
 }
 
 /* A NAK to a from a receiver with this source id at this fake peer address. */
@@ -355,6 +364,89 @@ static void test_end_to_end_random_loss(void **state)
 	free(got);
 }
 
+/*
+ * A source's first message lost on its way to a receiver that had listened
+ * for a little while (over a heartbeat period, under the grace after which
+ * a new stream counts from 0 anyway), and with it the heartbeat announcing
+ * the stream's start: the heartbeat the source sends after its first
+ * message says the stream began since, so the receiver asks for message 0
+ * and gets it, in order. When the stream began long before the
+ * receiver listened (began_long_ago), message 0 was never the receiver's:
+ * nothing is asked for or counted. Without the heartbeat's age, message 0
+ * was neither delivered nor counted.
+ */
+static void first_message_lost(bool began_long_ago)
+{
+	static struct hd a, b;
+	const uint64_t N = 20, lost[] = {0};
+	struct pubd_group *ga, *gb;
+	struct hc pub, sub;
+	uint8_t got[20] = {0};
+	struct inorder v = {.got = got, .n = N};
+	uint64_t dl, want = began_long_ago ? N - 1 : N;
+
+	assert_int_equal(hd_start(&a, NULL, body("{window: 4MiB, max_age_ms: 10000}")), 0);
+	assert_int_equal(hd_start(&b, NULL, body("{nak_backoff_ms: 1, nak_interval_ms: 20}")), 0);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	ga = hd_group(&a, "r");
+	gb = hd_group(&b, "r");
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && !gb->listening)
+		hd_turn(&b, 1);
+	assert_true(gb->listening);
+	/* b has listened two heartbeat periods (of a second here, for a test
+	 * that takes far less): past the slack for a heartbeat's transit,
+	 * within the grace of five after which any new stream counts from 0. */
+	b.d.cfg.heartbeat_ms = 1000;
+	gb->listen_since_ns = gb->up_since_ns = pubd_now_ns() - 2000 * MS;
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	publish(&pub, 0, 1);
+	drain(&a);
+	if (began_long_ago) {
+		/* Message 0 and the heartbeat after it went ten seconds ago, long
+		 * before b listened; the next heartbeat says how long ago. */
+		pubd_fake_sent_clear(a.fk);
+		ga->stream_began_ns -= 10000 * MS;
+		pubd_tx_announce(&a.d, ga);
+	}
+	publish(&pub, 1, N);
+	drain(&a);
+	assert_int_equal(move_losing(&a, &b, lost, 1, true), began_long_ago ? 0 : 2);
+
+	while (!hd_past(dl) && pubd_drops_msg_total(&gb->drops) + v.delivered < want) {
+		hd_turn(&b, 1);
+		pubd_fake_transfer(b.fk, a.fk, NULL, NULL);
+		hd_turn(&a, 1);
+		pubd_fake_transfer(a.fk, b.fk, NULL, NULL);
+		take_in_order(&sub, &v);
+	}
+	assert_int_equal(v.delivered, want);
+	assert_int_equal(got[0], !began_long_ago);
+	assert_int_equal(pubd_drops_msg_total(&gb->drops), 0);
+	assert_int_equal(gb->repaired, !began_long_ago);
+	if (began_long_ago)
+		assert_int_equal(ga->naks_received, 0);
+	hc_close(&pub);
+	hc_close(&sub);
+	hd_stop(&a);
+	hd_stop(&b);
+}
+
+static void test_first_message_lost_is_asked_for(void **state)
+{
+	(void)state;
+	first_message_lost(false);
+}
+
+static void test_first_message_before_listening_is_not_ours(void **state)
+{
+	(void)state;
+	first_message_lost(true);
+}
+
 /* A window too small for the loss: the lost messages have left it by the
  * time they are asked for; the source answers GONE and the receiver counts
  * exactly those as unrecovered, the rest delivered in order. */
@@ -513,6 +605,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_two_askers_get_multicast, hd_teardown),
 		cmocka_unit_test_teardown(test_end_to_end_random_loss, hd_teardown),
 		cmocka_unit_test_teardown(test_window_too_small_counts_unrecovered, hd_teardown),
+		cmocka_unit_test_teardown(test_first_message_lost_is_asked_for, hd_teardown),
+		cmocka_unit_test_teardown(test_first_message_before_listening_is_not_ours, hd_teardown),
 		cmocka_unit_test_teardown(test_plain_group_keeps_its_timeout, hd_teardown),
 	};
 

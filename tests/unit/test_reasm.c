@@ -128,6 +128,89 @@ static void reasm_from_zero_heartbeat_counts_unheard_messages(void **state)
 	pubd_reasm_destroy(r);
 }
 
+/* A stream first heard at seq 2 (a fragment: nothing delivered yet); its
+ * heartbeat then says it began after we listened: 0 and 1 were meant for
+ * us. They are missing (a late one is welcome, the other a gap at its
+ * deadline); a second such heartbeat changes nothing. Without the rebase
+ * 0 is stale and 1 never counted. */
+static void reasm_began_since_heartbeat_rebases_a_stream_heard_late(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	struct pubd_reasm_stream_info s;
+
+	push_frag(r, 0, SRC_A, GRP_X, 2, 3000, 1024, 0);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 2);
+	push_flags = PUBD_REASM_BEGAN_SINCE;
+	push_hb(r, MS, SRC_A, GRP_X, 3);
+	s = stream_info(r, SRC_A, GRP_X);
+	assert_int_equal(s.baseline, 0);
+	assert_int_equal(s.missing, 2);
+	push_hb(r, 2 * MS, SRC_A, GRP_X, 3);
+	push_flags = 0;
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).missing, 2);
+	push_msg(r, 3 * MS, SRC_A, GRP_X, 0, 10);
+	push_frag(r, 3 * MS, SRC_A, GRP_X, 2, 3000, 1024, 1);
+	push_frag(r, 3 * MS, SRC_A, GRP_X, 2, 3000, 1024, 2);
+	push_frag(r, 3 * MS, SRC_A, GRP_X, 2, 3000, 1024, 3);
+	pubd_reasm_expire(r, 10000 * MS);
+	assert_int_equal(sink.delivered, 2);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 1);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], 0);
+	assert_int_equal(sink.msg_drops, 1);
+	pubd_reasm_destroy(r);
+}
+
+/* Delivered past its lost first messages already: waiting for them would
+ * break the stream's order, so they are gaps at once. */
+static void reasm_began_since_after_a_delivery_counts_the_first_as_gaps(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+
+	push_msg(r, 0, SRC_A, GRP_X, 3, 10);
+	push_flags = PUBD_REASM_BEGAN_SINCE;
+	push_hb(r, MS, SRC_A, GRP_X, 4);
+	push_flags = 0;
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 3);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 0);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).missing, 0);
+	push_msg(r, 2 * MS, SRC_A, GRP_X, 1, 10); /* counted once: stale now */
+	pubd_reasm_expire(r, 10000 * MS);
+	assert_int_equal(sink.delivered, 1);
+	assert_int_equal(sink.msg_drops, 3);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], 1);
+	pubd_reasm_destroy(r);
+}
+
+/* A stream whose baseline is settled (from zero, or one heard from 0) is
+ * never rebased; nor a plain heartbeat (no BEGAN_SINCE) rebases one; nor
+ * one heard first further in than a new stream's window (a heartbeat
+ * forged on the group's multicast counts no more than a forged new stream
+ * could). */
+static void reasm_began_since_leaves_settled_streams_alone(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+
+	push_msg(r, 0, SRC_C, GRP_X, 70000, 10);
+	push_flags = PUBD_REASM_BEGAN_SINCE;
+	push_hb(r, MS, SRC_C, GRP_X, 70001);
+	push_flags = 0;
+	assert_int_equal(stream_info(r, SRC_C, GRP_X).baseline, 70000);
+
+	push_msg(r, 0, SRC_A, GRP_X, 5, 10);
+	push_hb(r, MS, SRC_A, GRP_X, 6);
+	assert_int_equal(stream_info(r, SRC_A, GRP_X).baseline, 5);
+	push_msg(r, 0, SRC_B, GRP_X, 0, 10);
+	push_msg(r, 0, SRC_B, GRP_X, 1, 10);
+	push_flags = PUBD_REASM_BEGAN_SINCE;
+	push_hb(r, MS, SRC_B, GRP_X, 2);
+	push_flags = 0;
+	assert_int_equal(stream_info(r, SRC_B, GRP_X).baseline, 0);
+	pubd_reasm_expire(r, 10000 * MS);
+	assert_int_equal(sink.delivered, 4);
+	assert_int_equal(sink.msg_drops, 0);
+	pubd_reasm_destroy(r);
+}
+
 static void reasm_from_zero_leaves_known_streams_alone(void **state)
 {
 	struct pubd_reasm *r = make(NULL);
@@ -518,6 +601,9 @@ int main(void)
 		cmocka_unit_test(reasm_new_stream_from_zero_counts_lost_first_messages),
 		cmocka_unit_test(reasm_from_zero_heartbeat_counts_unheard_messages),
 		cmocka_unit_test(reasm_from_zero_leaves_known_streams_alone),
+		cmocka_unit_test(reasm_began_since_heartbeat_rebases_a_stream_heard_late),
+		cmocka_unit_test(reasm_began_since_after_a_delivery_counts_the_first_as_gaps),
+		cmocka_unit_test(reasm_began_since_leaves_settled_streams_alone),
 		cmocka_unit_test(reasm_counts_gap_when_range_deadline_passes),
 		cmocka_unit_test(reasm_accepts_late_message_in_missing_range),
 		cmocka_unit_test(reasm_times_out_incomplete_message),

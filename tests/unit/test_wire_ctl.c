@@ -141,22 +141,37 @@ static void ctl_encode_refuses_what_decode_would(void **state)
 	assert_int_equal(pubd_ctl_encode(&c, body, PUBD_CTL_FIXED_LEN - 1), 0);
 }
 
-/* The token survives the round trip, and a heartbeat header carries one. */
+/* The token survives the round trip, and a heartbeat header carries one,
+ * and its stream's age; a pubd sending the token alone (56 bytes) says no
+ * age. */
 static void ctl_token_roundtrips_in_nak_and_heartbeat(void **state)
 {
 	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = 1, .stream = 1, .first_seq = 5, .token = 0xfeedull}, out;
-	uint8_t hb[PUBD_CTL_HB_TOKEN_LEN] = {0};
+	uint8_t hb[PUBD_CTL_HB_LEN] = {0};
 	size_t len = pubd_ctl_encode(&c, body, sizeof(body));
+	uint64_t age = 0;
 
 	(void)state;
 	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
 	assert_int_equal(out.token, 0xfeedull);
 	hb[7] = 48; /* hdr_len 48: no extension, no token */
 	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb)), 0);
-	assert_int_equal(pubd_ctl_hb_put_token(hb, 0x0102030405060708ull), PUBD_CTL_HB_TOKEN_LEN);
-	assert_int_equal(hb[7], PUBD_CTL_HB_TOKEN_LEN);
+	assert_false(pubd_ctl_hb_age_us(hb, sizeof(hb), &age));
+	assert_int_equal(pubd_ctl_hb_put(hb, 0x0102030405060708ull, 0x1112131415161718ull), PUBD_CTL_HB_LEN);
+	assert_int_equal(hb[7], PUBD_CTL_HB_LEN);
 	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb)), 0x0102030405060708ull);
-	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb) - 1), 0); /* cut short */
+	assert_true(pubd_ctl_hb_age_us(hb, sizeof(hb), &age));
+	assert_int_equal(age, 0x1112131415161718ull);
+	assert_false(pubd_ctl_hb_age_us(hb, sizeof(hb) - 1, &age)); /* cut short */
+	assert_int_equal(pubd_ctl_hb_token(hb, PUBD_CTL_HB_TOKEN_LEN - 1), 0);
+	hb[7] = PUBD_CTL_HB_TOKEN_LEN; /* an older pubd: the token, no age */
+	assert_int_equal(pubd_ctl_hb_token(hb, PUBD_CTL_HB_TOKEN_LEN), 0x0102030405060708ull);
+	assert_false(pubd_ctl_hb_age_us(hb, sizeof(hb), &age));
+	/* No token (a group without repair), an age all the same. */
+	assert_int_equal(pubd_ctl_hb_put(hb, 0, 5), PUBD_CTL_HB_LEN);
+	assert_int_equal(pubd_ctl_hb_token(hb, sizeof(hb)), 0);
+	assert_true(pubd_ctl_hb_age_us(hb, sizeof(hb), &age));
+	assert_int_equal(age, 5);
 }
 
 /* A STATUS: a window of any u32 (none at all included), a serial in
