@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
+# shellcheck disable=SC2016 # it_holds conditions are single-quoted: evaluated on each try
 #
 # The cases of the hostile tier, one function case_NAME each (run.sh finds
 # them by that name; case.sh runs one with the integration library's setup
@@ -149,7 +150,7 @@ case_d5_fd_limit() {
 	it_bg idle - "$HC" idle -s "$(it_sock d)" -n 200 --ready "$IT_WORK/idle.ready"
 	hc=$IT_BG_PID
 	it_wait "200 connections open" 60 h_ready idle || return
-	it_wait "pubd has run out of fds" 10 test "$(h_fds "$H_PID")" -ge 60
+	it_wait "pubd has run out of fds" 10 it_holds '[ "$(h_fds "$H_PID")" -ge 60 ]'
 	c0=$(h_cpu "$H_PID")
 	l0=$(wc -l <"$IT_WORK/d.log")
 	sleep 2 # the span over which CPU time and log lines are measured
@@ -305,8 +306,11 @@ case_c_huge_seq() {
 		$(h_groups)
 	EOF
 	local gap a=0x6875676573657100 b=0x6875676573657200 ha hb
-	ha=$(printf %016x $a)
-	hb=$(printf %016x $b)
+	# shellcheck disable=SC2034 # both read by it_holds
+	{
+		ha=$(printf %016x $a)
+		hb=$(printf %016x $b)
+	}
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq 0 --count 20 >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $b --seq 0 --count 20 >/dev/null
 	it_wait "the streams' first 20" 20 it_group_is d h received 40
@@ -314,8 +318,8 @@ case_c_huge_seq() {
 	h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $b --seq $((1 << 62)) --count 1 >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq 20 --count 20 >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $b --seq 20 --count 20 >/dev/null
-	it_wait "nothing left missing in stream a" 20 test "$(h_stream_missing "$ha")" = 0
-	it_wait "nothing left missing in stream b" 20 test "$(h_stream_missing "$hb")" = 0
+	it_wait "nothing left missing in stream a" 20 it_holds '[ "$(h_stream_missing "$ha")" = 0 ]'
+	it_wait "nothing left missing in stream b" 20 it_holds '[ "$(h_stream_missing "$hb")" = 0 ]'
 	gap=$(it_q d drops '[.drops[] | select(.scope == "group" and .reason == "seq_gap") | .count] | add // 0')
 	h_fig "forged seq 2^62 (a datagram in one stream, a heartbeat in the other) at 20: seq_gap $gap, group received $(it_group_val d h received) (80 real)"
 	it_check "seq_gap is not pushed to an absurd value ($gap < 1000)" test "$gap" -lt 1000
@@ -329,7 +333,7 @@ case_c_forged_batches() {
 		  reassembly_timeout_ms: 200
 		$(h_groups)
 	EOF
-	local src=0x6261746368000000 hs r0 r1 c0 c1 mal0 mal got missing ms t0
+	local src=0x6261746368000000 hs r0 r1 c0 c1 mal0 mal got ms t0
 	hs=$(printf %016x $src)
 	it_bg deaf - "$HC" deaf -s "$(it_sock d)" -g h
 	it_wait "a subscriber that never reads" 20 it_subscribers_at_least d h 1
@@ -345,13 +349,12 @@ case_c_forged_batches() {
 	it_check "pubd answers during and after the flood" it_ctl d status
 	h_settled d rx_taken >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode batch --source $src --per 1024 --seq $((400 * 1024)) --count 1 >/dev/null
-	it_wait "the last batch is accounted for" 20 test "$(h_stream_missing "$hs")" = 0
+	it_wait "the last batch is accounted for" 20 it_holds '[ "$(h_stream_missing "$hs")" = 0 ]'
 	h_settled d rx_taken >/dev/null
 	r1=$(h_rss "$H_PID")
 	c1=$(h_cpu "$H_PID")
 	mal=$(( $(it_counter d rx_malformed) - mal0 ))
 	got=$(it_q d sources "[.sources[] | select(.source == \"$hs\") | .delivered + .dropped] | add // 0")
-	missing=$(h_stream_missing "$hs")
 	h_fig "500 malformed batches: rx_malformed +$mal; 401 batches of 1024 empty messages ($ms ms to send 400): stream delivered + dropped $got of $((401 * 1024)); pubd CPU $(( (c1 - c0) * 10 )) ms, RSS ${r0} -> ${r1} KiB (+$((r1 - r0)))"
 	it_eq "every malformed batch is counted malformed" "$mal" 500
 	it_eq "every forged message is delivered or counted" "$got" $((401 * 1024))
@@ -370,14 +373,14 @@ case_c_unicast() {
 	# One datagram by the group's path after them: once it is in, the
 	# unicast ones (sent before) have been seen too.
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x6d756c7469 --count 1 >/dev/null
-	it_wait "the multicast datagram" 20 test "$(it_group_val d h received)" -ge 1
+	it_wait "the multicast datagram" 20 it_holds '[ "$(it_group_val d h received)" -ge 1 ]'
 	rx=$(it_group_val d h received)
 	h_fig "10 unicast + 1 multicast datagram with valid headers: group received $rx, rx_unjoined $(it_counter d rx_unjoined)"
 	it_eq "only the datagram by the group's path is taken" "$rx" 1
 	# A header naming h, sent to the address of another joined group (h2).
 	h_forge --dst 239.77.0.2 --group h --mode seq --source 0x6f74686572 --count 10 >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x6d756c7469 --seq 1 --count 1 >/dev/null
-	it_wait "the second multicast datagram" 20 test "$(it_group_val d h received)" -ge 2
+	it_wait "the second multicast datagram" 20 it_holds '[ "$(it_group_val d h received)" -ge 2 ]'
 	rx=$(it_group_val d h received)
 	h_fig "then 10 datagrams for h on h2's address + 1 on h's: group h received $rx in all, h2 received $(it_group_val d h2 received)"
 	it_eq "a datagram for h on another group's address is not taken" "$rx" 2

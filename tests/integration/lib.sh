@@ -96,6 +96,12 @@ it_wait() {
 	return 0
 }
 
+# A condition for it_wait, in one string evaluated afresh on every try:
+# it_wait DESC SECS it_holds '[ "$(it_group_val h r received)" -ge 2 ]'
+# ("test "$(...)"" among it_wait's own words is expanded once, before the
+# first try, and then waits out its whole time).
+it_holds() { eval "$1"; }
+
 it_require() {
 	local t
 	[ "$(id -u)" = 0 ] || it_die "needs root (network namespaces, nftables)"

@@ -52,14 +52,15 @@ ip netns exec "$ns3" nft add table inet loss || it_die "nft table"
 ip netns exec "$ns3" nft add chain inet loss in '{ type filter hook input priority 0; }'
 ip netns exec "$ns3" nft add rule inet loss in ip daddr != 239.78.1.3 udp dport "${IT_PORT:-7470}" \
 	numgen random mod 100 '<' "$LOSS" counter drop || it_die "nft rule"
-# lc: the worst start of a stream: its start heartbeat (the first 56-byte
-# datagram: UDP header + pubd header, no payload) and its first message (the
-# first longer datagram) are both lost. h3 has listened on lc for seconds
-# by then, so it must still count message 0 as lost.
+# lc: the worst start of a stream: its start heartbeat (the first 72-byte
+# datagram: UDP header + pubd header with its token and age, no payload) and
+# its first message (the first other datagram) are both lost. h3 has
+# listened on lc for seconds by then, so it must still count message 0 as
+# lost.
 ip netns exec "$ns3" nft add rule inet loss in ip daddr 239.78.1.3 udp dport "${IT_PORT:-7470}" \
-	udp length 56 numgen inc mod 1000000000 '<' 1 counter drop || it_die "nft rule"
+	udp length 72 numgen inc mod 1000000000 '<' 1 counter drop || it_die "nft rule"
 ip netns exec "$ns3" nft add rule inet loss in ip daddr 239.78.1.3 udp dport "${IT_PORT:-7470}" \
-	udp length != 56 numgen inc mod 1000000000 '<' 1 counter drop || it_die "nft rule"
+	udp length != 72 numgen inc mod 1000000000 '<' 1 counter drop || it_die "nft rule"
 
 src() { it_q "$1" status '.status[0].source_id'; }
 # Read through indirection (SRC_$host).

@@ -1,11 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016 # it_holds conditions are single-quoted: evaluated on each try
 #
 # Loss repair with three receivers and a dead one, on the udp fabric: h1
 # publishes on repair group r; h2, h3 and h4 each lose 5% of the group's
 # datagrams by their own nftables numgen rule (so each misses different
-# ones). Round 1: all three get every message, intact, in order. Round 2:
-# h4's pubd is stopped (SIGSTOP) while h2 and h3 go on: they still get
+# ones); h3 also the stream's start (its first heartbeat and message).
+# Round 1: all three get every message, intact, in order. Round 2: h4's
+# pubd is stopped (SIGSTOP) while h2 and h3 go on: they still get
 # everything; h1's repair work over the round stays within repair.rate.
 # Then h4 resumes: its backlog's gaps have aged out of h1's window (max_age_ms 1000), so they
 # are answered GONE and counted unrecovered, exactly: delivered +
@@ -36,6 +38,18 @@ for h in h2 h3 h4; do
 	ns=$(it_ns "$h")
 	ip netns exec "$ns" nft add table inet loss || it_die "nft table"
 	ip netns exec "$ns" nft add chain inet loss in '{ type filter hook input priority 0; }' || it_die "nft chain"
+	if [ "$h" = h3 ]; then
+		# h3 also loses the stream's start: the heartbeat announcing it
+		# (the first 72-byte datagram: UDP header, pubd header with token
+		# and age) and the first other datagram (message 0, at least),
+		# having listened for less than the grace after which any new
+		# stream counts from 0: the heartbeat after message 0 says the
+		# stream began since h3 listened, so h3 asks for it.
+		ip netns exec "$ns" nft add rule inet loss in udp dport "${IT_PORT:-7470}" ip daddr 239.81.0.0/16 \
+			udp length 72 numgen inc mod 1000000000 '<' 1 counter drop || it_die "nft rule"
+		ip netns exec "$ns" nft add rule inet loss in udp dport "${IT_PORT:-7470}" ip daddr 239.81.0.0/16 \
+			udp length != 72 numgen inc mod 1000000000 '<' 1 counter drop || it_die "nft rule"
+	fi
 	ip netns exec "$ns" nft add rule inet loss in udp dport "${IT_PORT:-7470}" ip daddr 239.81.0.0/16 \
 		numgen random mod 100 '<' 5 counter drop || it_die "nft rule"
 	it_bg "sub-$h" "$ns" "$ITEST_CLIENT" sub -s "$(it_sock "$h")" -g r --log "$IT_WORK/sub-$h.log" \
@@ -54,14 +68,17 @@ src_val() { # HOST FIELD
 settled() { [ "$(src_val "$1" delivered)" ] && [ "$(($(src_val "$1" delivered) + $(src_val "$1" dropped)))" = "$2" ]; }
 sub_got() { awk '$1 == "msg"' "$IT_WORK/sub-$1.log" | wc -l; }
 in_order() { awk '$1 == "msg" { if ($4 + 0 < last) o++; last = $4 + 0 } END { print o + 0 }' "$IT_WORK/sub-$1.log"; }
-nft_dropped() { ip netns exec "$(it_ns "$1")" nft list chain inet loss in | grep -o 'counter packets [0-9]*' | awk '{print $3}'; }
+nft_dropped() { ip netns exec "$(it_ns "$1")" nft list chain inet loss in | grep -o 'counter packets [0-9]*' | awk '{ n += $3 } END { print n }'; }
+start_dropped() { ip netns exec "$(it_ns h3)" nft list chain inet loss in | grep -o 'counter packets [0-9]*' | head -n2 | awk '{print $3}' | paste -sd+; }
 repair_bytes() { it_group_val h1 r repair_bytes; }
 
 # ---- round 1: three receivers, each losing its own 5% ----
+# h3 past the heartbeat period of slack a stream's age is given (see above).
+it_wait "h3 receiving for over a heartbeat period" 10 it_holds '[ "$(it_group_val h3 r receiving_ms)" -gt 50 ]'
 publish 0
 for h in h2 h3 h4; do
 	it_wait "$h accounts for round 1" 60 settled "$h" $N || it_log "$h: $(it_ctl "$h" --json sources)"
-	it_wait "$h's subscriber read round 1" 30 test "$(sub_got "$h")" -ge $N
+	it_wait "$h's subscriber read round 1" 30 it_holds '[ "$(sub_got "$h")" -ge $N ]'
 	it_log "$h drops: $(it_ctl "$h" --json drops | jq -c "[.drops[] | select(.count > 0)]")"
 	it_log "round 1 $h: nft dropped $(nft_dropped "$h"), delivered $(src_val "$h" delivered)," \
 		"repaired $(src_val "$h" repaired), naks_sent $(src_val "$h" naks_sent)"
@@ -69,6 +86,7 @@ for h in h2 h3 h4; do
 	it_check "$h: lost and repaired some" [ "$(src_val "$h" repaired)" -gt 0 ]
 	it_eq "$h: in order" "$(in_order "$h")" 0
 done
+it_eq "h3 lost the stream's start heartbeat and first datagram" "$(start_dropped)" "1+1"
 
 # ---- round 2: h4 stopped; h2 and h3 go on ----
 kill -STOP "$(it_pid h4)"
@@ -78,7 +96,7 @@ for h in h2 h3; do
 	it_wait "$h accounts for round 2" 60 settled "$h" $((2 * N))
 	it_eq "$h: every message of both rounds" "$(src_val "$h" delivered)" $((2 * N))
 	it_eq "$h: nothing unrecovered" "$(src_val "$h" unrecovered)" 0
-	it_wait "$h's subscriber read round 2" 30 test "$(sub_got "$h")" -ge $((2 * N))
+	it_wait "$h's subscriber read round 2" 30 it_holds '[ "$(sub_got "$h")" -ge $((2 * N)) ]'
 	it_eq "$h: in order" "$(in_order "$h")" 0
 done
 b1=$(repair_bytes) t1=$(date +%s%N)
@@ -101,7 +119,7 @@ it_eq "h4: published = delivered + unrecovered" $((d4 + u4)) $((2 * N))
 it_eq "h4: every drop is unrecovered" "$x4" "$u4"
 cap=$((PEER_RATE / 10 + PEER_RATE * (t3 - t2) / 1000000000 + 65536))
 it_check "h1's repair bytes while h4 caught up within peer_rate ($cap)" [ $((b3 - b2)) -le $cap ]
-it_wait "h4's subscriber read what was delivered" 30 test "$(sub_got h4)" -ge "$d4"
+it_wait "h4's subscriber read what was delivered" 30 it_holds '[ "$(sub_got h4)" -ge "$d4" ]'
 it_eq "h4: in order" "$(in_order h4)" 0
 it_eq "h2 unaffected: nothing dropped" "$(src_val h2 dropped)" 0
 it_eq "h3 unaffected: nothing dropped" "$(src_val h3 dropped)" 0
