@@ -284,6 +284,11 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 	size_t room = d->cfg.batch && !g->raw ? batch_room(d) : 0;
 	/* Flow control: the first message the receivers cannot take yet. */
 	uint64_t seq_end = g->fcs && g->fcs->n ? g->fcs->limit : UINT64_MAX;
+	/* The group's first message goes alone, so the heartbeat after it
+	 * (message_sent) reaches receivers before any later message: one that
+	 * lost it and the start's heartbeat learns the stream is new before it
+	 * delivers past it, and asks for it (rx.c). */
+	uint64_t first_only = !g->ever_sent && it ? it->seq + 1 : UINT64_MAX;
 	struct pubd_msgbuf *lent;
 	unsigned n = 0;
 	uint32_t frag, k;
@@ -295,7 +300,9 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 			flow_wait(&d->tx, g);
 			return n;
 		}
-		if (room && (k = batch_span(it, room, seq_end, &len))) {
+		if (!it->next_frag && it->seq >= first_only)
+			return n;
+		if (room && (k = batch_span(it, room, seq_end < first_only ? seq_end : first_only, &len))) {
 			struct pubd_tx_item *after = put_batch(d, g, b, n, it, k, len);
 
 			if (!pace_take(d, g, now, &b->dg[n]))
