@@ -14,6 +14,7 @@
  * reads nothing from it but that position (checked by the writer: a
  * nonsense head means no room), and never reads the ring.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,12 +88,10 @@ void srv_dlog_close(struct pubd_client *c)
 
 static uint64_t le64_at(const uint8_t *p)
 {
-	uint64_t v = 0;
-	int i;
+	uint64_t v;
 
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
 /* One piece of o's payload, from o->written on, if the log has room. */

@@ -64,15 +64,11 @@ uint64_t pubd_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void rearm_timerfd(struct pubd_loop *l)
+/* Point the timerfd at min, the earliest deadline of all timers. */
+static void set_timerfd(struct pubd_loop *l, uint64_t min)
 {
 	struct itimerspec its = {0};
-	uint64_t min = UINT64_MAX;
-	struct pubd_loop_timer *t;
 
-	for (t = l->timers; t; t = t->next)
-		if (t->deadline < min)
-			min = t->deadline;
 	if (min == l->armed)
 		return;
 	l->armed = min;
@@ -84,6 +80,17 @@ static void rearm_timerfd(struct pubd_loop *l)
 		its.it_value.tv_nsec = (long)(min % 1000000000ull);
 	}
 	timerfd_settime(l->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void rearm_timerfd(struct pubd_loop *l)
+{
+	uint64_t min = UINT64_MAX;
+	struct pubd_loop_timer *t;
+
+	for (t = l->timers; t; t = t->next)
+		if (t->deadline < min)
+			min = t->deadline;
+	set_timerfd(l, min);
 }
 
 static void on_timerfd(void *ctx, uint32_t events)
@@ -244,10 +251,24 @@ struct pubd_loop_timer *pubd_loop_timer(struct pubd_loop *l, pubd_loop_timer_fn 
 	return t;
 }
 
+/*
+ * Timers are re-armed every loop turn, mostly to the deadline they had:
+ * only a timer that held the earliest deadline and moves later needs the
+ * scan of them all (l->armed is the earliest, except while on_timerfd runs
+ * its callbacks, which ends with a full scan).
+ */
 void pubd_loop_timer_arm(struct pubd_loop_timer *t, uint64_t deadline_ns)
 {
+	struct pubd_loop *l = t->loop;
+	uint64_t old = t->deadline;
+
+	if (deadline_ns == old)
+		return;
 	t->deadline = deadline_ns;
-	rearm_timerfd(t->loop);
+	if (deadline_ns < l->armed)
+		set_timerfd(l, deadline_ns);
+	else if (old <= l->armed)
+		rearm_timerfd(l);
 }
 
 void pubd_loop_timer_free(struct pubd_loop_timer *t)
