@@ -94,6 +94,24 @@ static uint64_t le64_at(const uint8_t *p)
 	return le64toh(v);
 }
 
+/* One record: n bytes of a message of total bytes, more to follow or not;
+ * false when the log has no room for it. */
+static bool put_record(struct srv_dlog *l, bool more, uint32_t total, uint64_t source, uint64_t seq, const char *group,
+		       uint8_t glen, const uint8_t *data, uint32_t n)
+{
+	uint8_t *b = pub_shmlog_claim(&l->w, PUB_SHMLOG_MSG, more ? PUB_SHMLOG_F_MORE : 0, total,
+				      PUB_DELIVERLOG_HEAD + glen + n);
+	uint32_t h;
+
+	if (!b)
+		return false;
+	h = pub_deliverlog_put_head(b, source, seq, group, glen);
+	memcpy(b + h, data, n);
+	pub_shmlog_commit(&l->w);
+	l->unrung = true;
+	return true;
+}
+
 /* One piece of o's payload, from o->written on, if the log has room. */
 static bool put_piece(struct srv_dlog *l, struct pubd_out *o, uint64_t source, uint64_t seq, const char *group,
 		      uint8_t glen)
@@ -101,19 +119,11 @@ static bool put_piece(struct srv_dlog *l, struct pubd_out *o, uint64_t source, u
 	uint32_t total = o->body->len, first = o->written == 0;
 	uint32_t room = pub_shmlog_max_body(&l->w) - PUB_DELIVERLOG_HEAD - (first ? glen : 0);
 	uint32_t n = total - o->written < room ? total - o->written : room;
-	bool more = o->written + n < total;
-	uint8_t *b;
-	uint32_t h;
 
-	b = pub_shmlog_claim(&l->w, PUB_SHMLOG_MSG, more ? PUB_SHMLOG_F_MORE : 0, total,
-			     PUB_DELIVERLOG_HEAD + (first ? glen : 0) + n);
-	if (!b)
+	if (!put_record(l, o->written + n < total, total, source, seq, group, first ? glen : 0,
+			o->body->data + o->written, n))
 		return false;
-	h = pub_deliverlog_put_head(b, source, seq, group, first ? glen : 0);
-	memcpy(b + h, o->body->data + o->written, n);
-	pub_shmlog_commit(&l->w);
 	o->written += n;
-	l->unrung = true;
 	return true;
 }
 
@@ -141,6 +151,33 @@ int srv_dlog_put(struct pubd_client *c, struct pubd_out *o)
 			return 0;
 		}
 	}
+}
+
+/*
+ * A delivery with nothing queued before it goes straight into the deliver
+ * log when the log has room for it in one record: what the queue would
+ * have written at the turn's flush, without queueing it (the flush still
+ * rings the reader, once a turn). Anything else goes by the queue, which
+ * keeps the order and applies the slow-subscriber policy.
+ */
+void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
+{
+	struct pubd_client *c = s->client;
+	struct srv_dlog *l = c->dlog;
+	uint8_t glen = (uint8_t)s->group->name_len;
+
+	if (!l || c->closing || c->out_delivers || l->blocked ||
+	    msg->len > pub_shmlog_max_body(&l->w) - PUB_DELIVERLOG_HEAD - glen ||
+	    !put_record(l, false, msg->len, source, seq, s->group->name, glen, msg->data, msg->len)) {
+		srv_out_deliver(srv, s, source, seq, msg);
+		return;
+	}
+	s->delivered++;
+	s->group->delivered++;
+	s->group->delivered_bytes += msg->len;
+	c->delivered++;
+	srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+	srv_mark_dirty(c);
 }
 
 void srv_dlog_wake(struct pubd_client *c)

@@ -278,7 +278,7 @@ void pubd_ipc_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q)
 		.msgs = c->out_delivers, .bytes = c->out_deliver_bytes, .taken = c->delivered, .closing = c->closing};
 }
 
-void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
+void srv_out_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
 {
 	struct pubd_client *c = s->client;
 	struct pubd_out *o, *prev;

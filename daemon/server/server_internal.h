@@ -212,6 +212,9 @@ static inline void srv_budget_give(struct pubd_ipc *srv, size_t n)
 }
 
 /* output.c: the bottom — queues, budget, replies; calls no other server file */
+/* pubd_ipc_deliver by the output queue (dlog.c writes what it can straight
+ * into a deliver log first). */
+void srv_out_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
 void srv_out_release(struct pubd_ipc *srv, struct pubd_out *o);
 void srv_mark_dirty(struct pubd_client *c);
 void srv_pause_client(struct pubd_client *c);
@@ -253,7 +256,8 @@ void srv_shm_unmap(uint8_t *map, size_t len);
  * half-made one. */
 void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map);
 
-/* dlog.c: a client's deliver log; calls output.c */
+/* dlog.c: a client's deliver log (and pubd_ipc_deliver, which writes into it
+ * straight when nothing is queued); calls output.c */
 int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3]);
 void srv_dlog_close(struct pubd_client *c);
 /* Put the delivery at the head of the output queue into the log: 1 when
