@@ -293,6 +293,59 @@ static void deliveries_go_through_the_deliver_log(void **state)
 	shm_close(&sc);
 }
 
+/* Read what the deliver log holds now, checking each record is the next
+ * sequence number; returns how many were read. */
+static unsigned read_log(struct shm_client *sc, uint64_t *next)
+{
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	unsigned n = 0;
+
+	while (pub_shmlog_next(&sc->r, &v) > 0) {
+		assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+		assert_int_equal(p.seq, *next);
+		pub_shmlog_consume(&sc->r, &v);
+		++*next;
+		n++;
+	}
+	if (pub_shmlog_release(&sc->r))
+		ring(sc->dspace);
+	return n;
+}
+
+/* With nothing queued before it, a delivery is in the log at once (no
+ * queue entry, no flush needed); once deliveries wait in the queue, a new
+ * one waits behind them even when the log has room again, so the log
+ * keeps the order. */
+static void a_delivery_goes_straight_into_the_log_unless_others_wait(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct shm_client sc;
+	uint64_t seq = 0, next = 0;
+	uint32_t code;
+	unsigned i;
+
+	shm_hello(f, &sc);
+	assert_int_equal(group_req(f, sc.fd, PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
+	deliver(f, "open", seq++, 100);
+	assert_int_equal(g->delivered, 1);
+	assert_int_equal(pubd_ipc_queued_for(g->subs[0]), 0);
+	assert_int_equal(read_log(&sc, &next), 1);
+	while (pubd_ipc_queued_for(g->subs[0]) == 0)
+		deliver(f, "open", seq++, 60000); /* until the log is full */
+	assert_true(read_log(&sc, &next) > 0);	  /* room again, no turn yet */
+	deliver(f, "open", seq++, 100);
+	assert_int_equal(pubd_ipc_queued_for(g->subs[0]), 2); /* behind the one waiting */
+	for (i = 0; i < 100 && next < seq; i++) {
+		turn(f);
+		read_log(&sc, &next);
+	}
+	assert_int_equal(next, seq);
+	assert_int_equal(g->delivered, seq);
+	shm_close(&sc);
+}
+
 /* A reply is not held behind deliveries waiting for room in a full
  * deliver log: libpub waits for a reply without reading that log. */
 static void replies_pass_a_full_deliver_log(void **state)
@@ -581,6 +634,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_message_in_pieces_is_published_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_bad_record_ends_only_its_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_delivery_goes_straight_into_the_log_unless_others_wait, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(replies_pass_a_full_deliver_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_large_message_is_published_from_its_record, setup, teardown),
