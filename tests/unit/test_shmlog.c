@@ -139,6 +139,33 @@ static void a_full_log_makes_the_writer_wait_for_the_reader(void **state)
 	assert_null(pub_shmlog_claim(&f->w, PUB_SHMLOG_MSG, 0, 0, MAXR));
 }
 
+/* The reader's position is the reader's to write, so a hostile one can
+ * write anything there: a position past the writer's, or one a whole ring
+ * or more behind it, means no room (pubd's deliveries then wait in the
+ * subscriber queue, where the slow-subscriber policy bounds them), never a
+ * write over records not yet read or outside the ring. (Room the writer
+ * saw before stays its own: a reader cannot take it back.) */
+static void a_reader_position_that_lies_gives_no_room(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t tail;
+	uint32_t n;
+
+	/* Full, so the writer looks at the reader's position again. */
+	for (n = 0; put(&f->w, n, 200); n++)
+		;
+	tail = f->w.tail;
+	atomic_store(&f->w.ctl->head, tail + 4096); /* ahead of the writer */
+	assert_false(pub_shmlog_has_room(&f->w, 200));
+	assert_null(pub_shmlog_claim(&f->w, PUB_SHMLOG_MSG, 0, 0, 200));
+	assert_int_equal(pub_shmlog_room(&f->w), 0);
+	atomic_store(&f->w.ctl->head, UINT64_MAX); /* far ahead, wrapping */
+	assert_false(pub_shmlog_has_room(&f->w, 200));
+	assert_int_equal(f->w.tail, tail);   /* nothing written meanwhile */
+	atomic_store(&f->w.ctl->head, tail); /* an honest reader that read it all */
+	assert_true(put(&f->w, n, 200));
+}
+
 /* A reader that still uses records it read (pubd lends them out) gives
  * back only the space before the first of them: never past what it read,
  * never backwards. */
@@ -378,6 +405,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(stale_bytes_of_an_earlier_pass_are_never_read_as_a_record, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(hostile_commit_words_are_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_position_that_lies_gives_no_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hostile_claim_is_not_a_partial_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_overwrite_log_laps_its_reader_and_says_so, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_and_a_reader_on_two_threads_agree, setup, teardown),
