@@ -289,6 +289,7 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 	 * lost it and the start's heartbeat learns the stream is new before it
 	 * delivers past it, and asks for it (rx.c). */
 	uint64_t first_only = !g->ever_sent && it ? it->seq + 1 : UINT64_MAX;
+	uint64_t stop = seq_end < first_only ? seq_end : first_only;
 	struct pubd_msgbuf *lent;
 	unsigned n = 0;
 	uint32_t frag, k;
@@ -296,13 +297,12 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 
 	while (it && n < TX_BATCH) {
 		/* A message started goes on whole: its receivers reassemble it. */
-		if (!it->next_frag && it->seq >= seq_end) {
-			flow_wait(&d->tx, g);
+		if (!it->next_frag && it->seq >= stop) {
+			if (it->seq >= seq_end)
+				flow_wait(&d->tx, g);
 			return n;
 		}
-		if (!it->next_frag && it->seq >= first_only)
-			return n;
-		if (room && (k = batch_span(it, room, seq_end < first_only ? seq_end : first_only, &len))) {
+		if (room && (k = batch_span(it, room, stop, &len))) {
 			struct pubd_tx_item *after = put_batch(d, g, b, n, it, k, len);
 
 			if (!pace_take(d, g, now, &b->dg[n]))
@@ -561,18 +561,18 @@ void pubd_tx_announce(struct pubd *d, struct pubd_group *g)
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_HEARTBEAT};
 	uint8_t buf[PUBD_CTL_HB_LEN];
 	struct pubd_tx_dgram dg = {.hdr = buf};
-	uint64_t now = pubd_now_ns();
+	uint64_t age_us;
 
 	if (g->raw || !g->up)
 		return;
+	age_us = g->stream_began_ns ? (pubd_now_ns() - g->stream_began_ns) / 1000 : 0;
 	h.group_id = g->id;
 	h.source_id = d->source_id;
 	h.msg_seq = g->sent_seq;
 	pubd_wire_encode(&h, buf);
 	/* On a repair group, the token a NAK must echo (wire_ctl.h); on
 	 * every group, how long ago its stream began. */
-	dg.hdr_len = (uint32_t)pubd_ctl_hb_put(buf, engine_repair_token(g),
-					       g->stream_began_ns ? (now - g->stream_began_ns) / 1000 : 0);
+	dg.hdr_len = (uint32_t)pubd_ctl_hb_put(buf, engine_repair_token(g), age_us);
 	if (d->fops->send(d->fabric, g->slot, &dg, 1) == 1)
 		d->counters[PUBD_CTR_TX_HEARTBEATS]++;
 }

@@ -112,12 +112,18 @@ static bool put_record(struct srv_dlog *l, bool more, uint32_t total, uint64_t s
 	return true;
 }
 
+/* The most payload one record carries after its head and a group name of glen bytes. */
+static uint32_t record_room(const struct srv_dlog *l, uint8_t glen)
+{
+	return pub_shmlog_max_body(&l->w) - PUB_DELIVERLOG_HEAD - glen;
+}
+
 /* One piece of o's payload, from o->written on, if the log has room. */
 static bool put_piece(struct srv_dlog *l, struct pubd_out *o, uint64_t source, uint64_t seq, const char *group,
 		      uint8_t glen)
 {
 	uint32_t total = o->body->len, first = o->written == 0;
-	uint32_t room = pub_shmlog_max_body(&l->w) - PUB_DELIVERLOG_HEAD - (first ? glen : 0);
+	uint32_t room = record_room(l, first ? glen : 0);
 	uint32_t n = total - o->written < room ? total - o->written : room;
 
 	if (!put_record(l, o->written + n < total, total, source, seq, group, first ? glen : 0,
@@ -166,17 +172,12 @@ void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source,
 	struct srv_dlog *l = c->dlog;
 	uint8_t glen = (uint8_t)s->group->name_len;
 
-	if (!l || c->closing || c->out_delivers || l->blocked ||
-	    msg->len > pub_shmlog_max_body(&l->w) - PUB_DELIVERLOG_HEAD - glen ||
+	if (!l || c->closing || c->out_delivers || l->blocked || msg->len > record_room(l, glen) ||
 	    !put_record(l, false, msg->len, source, seq, s->group->name, glen, msg->data, msg->len)) {
 		srv_out_deliver(srv, s, source, seq, msg);
 		return;
 	}
-	s->delivered++;
-	s->group->delivered++;
-	s->group->delivered_bytes += msg->len;
-	c->delivered++;
-	srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+	srv_count_delivered(c, s, msg->len);
 	srv_mark_dirty(c);
 }
 

@@ -136,6 +136,17 @@ void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_ou
 	}
 }
 
+void srv_count_delivered(struct pubd_client *c, struct pubd_sub *s, size_t len)
+{
+	if (s) {
+		s->delivered++;
+		s->group->delivered++;
+		s->group->delivered_bytes += len;
+	}
+	c->delivered++;
+	c->srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+}
+
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
 {
 	pubd_drops_add(&s->drops, r, n);

@@ -222,6 +222,9 @@ void srv_pause_for_budget(struct pubd_client *c, size_t n);
 void srv_pause_for_reply(struct pubd_client *c);
 bool srv_reply_fits(const struct pubd_client *c, size_t n);
 void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_out *o);
+/* A delivery written whole (to the socket or the deliver log) to c, for
+ * subscription s (NULL: it went away mid-write). */
+void srv_count_delivered(struct pubd_client *c, struct pubd_sub *s, size_t len);
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n);
 int srv_queue_frame(struct pubd_client *c, const void *frame, size_t len);
 void srv_reply_ok(struct pubd_client *c, uint32_t req_id);

@@ -461,17 +461,9 @@ static void out_finished(struct pubd_client *c, struct pubd_out *prev, struct pu
 	struct pubd_ipc *srv = c->srv;
 
 	srv_out_unlink(c, prev, o);
-	if (o->sub) {
-		o->sub->delivered++;
-		o->sub->group->delivered++;
-		o->sub->group->delivered_bytes += o->body ? o->body->len : 0;
-		c->delivered++;
-		srv->counters[PUBD_CTR_MSG_DELIVERED]++;
-	} else if (o->head_len) {
-		/* a delivery whose subscription went away mid-write */
-		c->delivered++;
-		srv->counters[PUBD_CTR_MSG_DELIVERED]++;
-	}
+	/* A delivery; its subscription may have gone away mid-write (sub NULL). */
+	if (o->head_len)
+		srv_count_delivered(c, o->sub, o->body ? o->body->len : 0);
 	srv_out_release(srv, o);
 }
 

@@ -287,11 +287,7 @@ static void test_lost_batch_is_repaired(void **state)
 	gb = hd_group(&b, "s");
 	dl = hd_deadline(5000);
 	while (!hd_past(dl) && v.delivered < N) {
-		hd_turn(&b, 1);
-		pubd_fake_transfer(b.fk, a.fk, NULL, NULL);
-		hd_turn(&a, 1);
-		pubd_fake_transfer(a.fk, b.fk, NULL, NULL);
-		take_in_order(&sub, &v);
+		exchange_in_order(&a, &b, &sub, &v);
 	}
 	assert_int_equal(v.delivered, N);
 	assert_int_equal(gb->repaired, c.first_batch_count); /* each message of the lost batch */

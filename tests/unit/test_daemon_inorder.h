@@ -38,4 +38,15 @@ static void take_in_order(struct hc *sub, struct inorder *v)
 	}
 }
 
+/* One round between two daemons on the fake fabric: b turns (its NAKs go
+ * to a), a turns (its repairs and multicast go to b), then sub's take. */
+static inline void exchange_in_order(struct hd *a, struct hd *b, struct hc *sub, struct inorder *v)
+{
+	hd_turn(b, 1);
+	pubd_fake_transfer(b->fk, a->fk, NULL, NULL);
+	hd_turn(a, 1);
+	pubd_fake_transfer(a->fk, b->fk, NULL, NULL);
+	take_in_order(sub, v);
+}
+
 #endif

@@ -421,11 +421,7 @@ static void first_message_lost(bool began_long_ago)
 	assert_int_equal(move_losing(&a, &b, lost, 1, true), began_long_ago ? 0 : 2);
 
 	while (!hd_past(dl) && pubd_drops_msg_total(&gb->drops) + v.delivered < want) {
-		hd_turn(&b, 1);
-		pubd_fake_transfer(b.fk, a.fk, NULL, NULL);
-		hd_turn(&a, 1);
-		pubd_fake_transfer(a.fk, b.fk, NULL, NULL);
-		take_in_order(&sub, &v);
+		exchange_in_order(&a, &b, &sub, &v);
 	}
 	assert_int_equal(v.delivered, want);
 	assert_int_equal(got[0], !began_long_ago);
@@ -490,11 +486,7 @@ static void test_window_too_small_counts_unrecovered(void **state)
 	dl = hd_deadline(10000);
 	src = pubd_source_map_get(&b.d.sources, a.d.source_id, gb->id, pubd_now_ns());
 	while (!hd_past(dl) && src->delivered + pubd_drops_msg_total(&src->drops) < N) {
-		hd_turn(&b, 1);
-		pubd_fake_transfer(b.fk, a.fk, NULL, NULL);
-		hd_turn(&a, 1);
-		pubd_fake_transfer(a.fk, b.fk, NULL, NULL);
-		take_in_order(&sub, &v);
+		exchange_in_order(&a, &b, &sub, &v);
 		src = pubd_source_map_get(&b.d.sources, a.d.source_id, gb->id, pubd_now_ns());
 	}
 	dl = hd_deadline(2000);
