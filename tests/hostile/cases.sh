@@ -326,6 +326,48 @@ case_c_huge_seq() {
 	it_check "the real streams go on after the forged jump (received >= 80)" test "$(it_group_val d h received)" -ge 80
 }
 
+# ---- class: forged heartbeat ages (wire_ctl.h): "this stream began just now" ----
+# A heartbeat's age may rebase a stream to 0 once, counting its lost start.
+# With heartbeat_ms 1000, between 1 s (the slack for a heartbeat's transit)
+# and 5 s (after which any new stream counts from 0 anyway) of receiving:
+# a forged stream heard first at 1000 and then "begun now" counts its 1000
+# lost, once, however often that is said again; the real stream, heard
+# from 0, is never rebased; an absurd age is "long ago"; the real stream
+# goes on.
+h_gaps() { it_q d drops '[.drops[] | select(.scope == "group" and .reason == "seq_gap") | .count] | add // 0'; }
+h_src_dropped() { it_q d sources "[.sources[] | select(.source == \"$1\") | .dropped] | add // 0"; }
+
+case_c_forged_heartbeat_age() {
+	h_pubd d "heartbeat_ms: 1000" <<-EOF
+		limits:
+		  reassembly_timeout_ms: 100
+		$(h_groups)
+	EOF
+	local a=0x6167656167656100 b=0x6167656167656200 c=0x6167656167656300 ha hb gap
+	ha=$(printf %016x $a)
+	hb=$(printf %016x $b)
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq 0 --count 20 >/dev/null
+	it_wait "the real stream's first 20" 20 it_group_is d h received 20
+	it_wait "receiving for over a heartbeat period" 10 it_holds '[ "$(it_group_val d h receiving_ms)" -gt 1000 ]'
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $b --seq 1000 --count 1 >/dev/null
+	it_wait "the forged stream's message" 20 it_group_is d h received 21
+	for _ in 1 2 3 4 5; do # the same announcement, five times
+		h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $b --seq 1001 --age 0 >/dev/null
+	done
+	h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $a --seq 20 --age 0 --count 3 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $c --seq 10 --age 18446744073709551615 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq 20 --count 20 >/dev/null
+	it_wait "the real stream's next 20" 20 it_group_is d h received 41
+	it_wait "the forged stream's start counted" 20 it_holds '[ "$(h_src_dropped "$hb")" -ge 1000 ]'
+	gap=$(h_gaps)
+	h_fig "forged aged heartbeats: forged stream at 1000 dropped $(h_src_dropped "$hb"), real stream dropped $(h_src_dropped "$ha"), group seq_gap $gap"
+	it_eq "the forged stream counts its start once (5 heartbeats say so)" "$(h_src_dropped "$hb")" 1000
+	it_eq "the real stream heard from 0 is not rebased: nothing dropped" "$(h_src_dropped "$ha")" 0
+	it_check "nothing else counted ($gap <= 1010: the stream 'begun' 2^64 us ago counts at most its 10)" \
+		test "$gap" -le 1010
+	it_check "pubd answers after the forged heartbeats" it_ctl d status
+}
+
 # ---- class: forged batches (wire.h BATCH): the cheapest messages a datagram can carry ----
 case_c_forged_batches() {
 	h_pubd d <<-EOF

@@ -5,13 +5,15 @@
  * multicast address, or a unicast one: the fabric's port on a host).
  *
  *   forge_dgram --dst ADDR --port P --group NAME --mode MODE [--count N]
- *               [--rate PER_S] [--source S] [--seq Q] [--per K] [--if ADDR]
+ *               [--rate PER_S] [--source S] [--seq Q] [--per K] [--if ADDR] [--age US]
  *
  * MODE:
  *   sources   N whole one-fragment messages, each from a new random source id
  *   seq       N whole messages from --source S, sequence numbers Q, Q+1, ...
  *             (--seq may be huge: a jump in a real stream)
  *   heartbeat N heartbeats from --source S announcing next sequence Q, Q+1, ...
+ *             (with --age US, the 64-byte form saying the stream began US
+ *             microseconds ago, wire_ctl.h)
  *   tiny      N first fragments (2-fragment, 2-byte messages, 1 byte each),
  *             --per K of them per source (seq 0..K-1), then a new source
  *   badfrag   N datagrams cycling through header faults: fragment count 0
@@ -184,24 +186,20 @@ static void pace_until(uint64_t due)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"dst", required_argument, NULL, 'd'},
-		{"port", required_argument, NULL, 'p'},
-		{"group", required_argument, NULL, 'g'},
-		{"mode", required_argument, NULL, 'm'},
-		{"count", required_argument, NULL, 'n'},
-		{"rate", required_argument, NULL, 'r'},
-		{"source", required_argument, NULL, 'S'},
-		{"seq", required_argument, NULL, 'Q'},
-		{"per", required_argument, NULL, 'k'},
-		{"if", required_argument, NULL, 'i'},
-		{NULL, 0, NULL, 0},
+		{"dst", required_argument, NULL, 'd'},	  {"port", required_argument, NULL, 'p'},
+		{"group", required_argument, NULL, 'g'},  {"mode", required_argument, NULL, 'm'},
+		{"count", required_argument, NULL, 'n'},  {"rate", required_argument, NULL, 'r'},
+		{"source", required_argument, NULL, 'S'}, {"seq", required_argument, NULL, 'Q'},
+		{"per", required_argument, NULL, 'k'},	  {"if", required_argument, NULL, 'i'},
+		{"age", required_argument, NULL, 'a'},	  {NULL, 0, NULL, 0},
 	};
 	const char *dst = NULL, *group = NULL, *mode = NULL, *ifaddr = "127.0.0.1";
 	uint64_t count = 1, rate = 50000, source = 0, seq = 0, per = 64, seed = 0x686f7374696c65u, i, sent = 0;
 	struct sockaddr_in to = {.sin_family = AF_INET};
 	struct in_addr mif;
 	uint8_t dgram[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN + 4 * PUBD_WIRE_BATCH_MAX];
-	uint64_t start;
+	uint64_t start, age = 0;
+	bool aged = false;
 	int c, fd, one = 1;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -236,6 +234,10 @@ int main(int argc, char **argv)
 		case 'i':
 			ifaddr = optarg;
 			break;
+		case 'a':
+			age = strtoull(optarg, NULL, 0);
+			aged = true;
+			break;
 		default:
 			return 2;
 		}
@@ -259,7 +261,7 @@ int main(int argc, char **argv)
 			.msg_len = 8,
 			.frag_count = 1,
 		};
-		size_t payload = 8;
+		size_t payload = 8, hdr_len = PUBD_WIRE_HDR_LEN;
 
 		if (forge(mode, i, &source, seq, per, &seed, &h, &payload) < 0) {
 			fprintf(stderr, "forge_dgram: unknown mode %s\n", mode);
@@ -270,6 +272,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		pubd_wire_encode(&h, dgram);
+		if (aged && (h.flags & PUBD_WIRE_F_HEARTBEAT))
+			hdr_len = pubd_ctl_hb_put(dgram, 0, age);
 		memset(dgram + PUBD_WIRE_HDR_LEN, 0x5a, payload);
 		if (h.flags & PUBD_WIRE_F_BATCH) {
 			/* Empty messages: every length 0, but the first badbatch
@@ -290,7 +294,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		if (sendto(fd, dgram, PUBD_WIRE_HDR_LEN + payload, 0, (struct sockaddr *)&to, sizeof(to)) > 0)
+		if (sendto(fd, dgram, hdr_len + payload, 0, (struct sockaddr *)&to, sizeof(to)) > 0)
 			sent++;
 		else if (errno != ENOBUFS && errno != EAGAIN)
 			perror("forge_dgram: sendto");
