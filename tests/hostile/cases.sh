@@ -731,3 +731,50 @@ case_c_publog_truncate() {
 	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" status
 }
 
+
+# A subscriber that lies in its deliver log's control page (its read
+# position ahead, at 2^64 - 1, at 0, then true with the ring scribbled;
+# pubd's own fields overwritten; the space eventfd rung after each) while a
+# publisher sends to its group: pubd stays up and bounded, the honest
+# subscriber of the same group gets every message in order, pubd writes
+# into the liar's log only where the truth left room (the rest waits in its
+# small queue and is dropped from there), and the liar's share is
+# delivered or counted, to the message.
+case_c_dlog_lies() {
+	h_pubd d <<-EOF
+		limits:
+		  deliver_log: 64KiB
+		  subscriber_queue: 256
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+	EOF
+	local out n=3000 r0 r1 pub gdeliv gsub liar_pid
+	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count $n --timeout-ms 60000 --log "$IT_WORK/sub.log"
+	it_wait "the honest subscriber" 20 it_subscribers_at_least d h 1 || return
+	it_bg liar - "$HSHM" dlog -s "$(it_sock d)" -g h --seconds 5
+	liar_pid=$IT_BG_PID
+	it_wait "the liar subscribed" 20 it_subscribers_at_least d h 2 || return
+	r0=$(h_rss "$H_PID")
+	# Paced (3 s, inside the liar's 5), so the honest subscriber keeps up
+	# on two cores busy with the liar: its share is not the question.
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count $n --size 1000 --rate 1000 >/dev/null ||
+		it_fail "publishing $n"
+	it_wait "the honest subscriber has all" 60 it_lines_at_least "$IT_WORK/sub.log" '^msg h ' $n
+	r1=$(h_rss "$H_PID")
+	it_reap "$liar_pid" 30
+	out=$(cat "$IT_WORK/liar.out" 2>/dev/null)
+	it_wait "both subscribers gone (the honest one left with its count)" 20 it_group_is d h subscribers 0
+	pub=$(h_settled d published)
+	h_settled d dropped >/dev/null
+	gdeliv=$(it_group_val d h delivered)
+	gsub=$(it_q d drops '[.drops[] | select(.scope == "group-subscribers" and .name == "h") | .count] | add // 0')
+	h_fig "$out; published $pub; group h delivered $gdeliv + subscriber drops $gsub = $((gdeliv + gsub)) of 2 x $pub; honest got $(it_lines "$IT_WORK/sub.log" '^msg h '); pubd RSS ${r0} -> ${r1} KiB"
+	it_check "pubd is running" kill -0 "$H_PID"
+	it_eq "the honest subscriber got every message" "$(it_lines "$IT_WORK/sub.log" '^msg h ')" $n
+	it_eq "every message published" "$pub" $n
+	it_eq "both subscribers' shares delivered or counted" $((gdeliv + gsub)) $((2 * pub))
+	it_check "the lies gave no room: the liar's queue overflowed ($gsub dropped)" test "$gsub" -gt 0
+	it_check "pubd's memory grew by less than 64 MiB (+$((r1 - r0)) KiB)" test $((r1 - r0)) -lt 65536
+	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" pub h "after the liar"
+}

@@ -13,6 +13,9 @@
  *                                          commit (pubd publishes such a
  *                                          message from its record), then
  *                                          the process gone at once
+ *   hostile_shm dlog     -s SOCK -g G --seconds S  subscribed to G, its
+ *                                          deliver log's control page lied
+ *                                          in for S seconds (see mode_dlog)
  *
  * Each prints one line saying what it did and what pubd answered.
  */
@@ -197,6 +200,95 @@ static int mode_rewrite(struct shm *s, const char *group, unsigned n)
 	_exit(0); /* gone with whatever pubd still holds of its log */
 }
 
+/* Subscribe to group on the socket (the answer is not waited for). */
+static void subscribe(const struct shm *s, const char *group)
+{
+	uint8_t f[300];
+	long n = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_SUBSCRIBE, 1, group, strlen(group));
+
+	if (n <= 0 || write(s->sock, f, (size_t)n) != n)
+		die("subscribe");
+}
+
+/* Drain an eventfd that may not have been written (non-blocking, as pubd made it). */
+static void drain(int fd)
+{
+	uint64_t v;
+
+	(void)!read(fd, &v, sizeof(v));
+}
+
+/*
+ * The deliver log is the client's to read, and its control page the
+ * client's to write: whatever pubd finds there is a lie. Subscribed to
+ * group, for `seconds`, a lie a turn: its read position ahead of what pubd
+ * wrote, at 2^64 - 1, at 0 (behind a ring that has wrapped); pubd's own
+ * fields (magic, capacity, tail, claim) and both flags overwritten; one turn
+ * in 1024 the truth (all consumed) with the ring scribbled over; the space
+ * eventfd rung after each. pubd must neither write outside the ring nor trust a word of
+ * it, and the subscription costs pubd no more than its bounded queue.
+ */
+static int mode_dlog(struct shm *s, const char *group, double seconds)
+{
+	struct timespec t0, t, pause = {.tv_nsec = 100000};
+	unsigned long long turns = 0;
+	struct pub_shmlog_ctl *ctl;
+	uint64_t one = 1, tail;
+	uint32_t cap;
+	uint8_t *map;
+	size_t len;
+
+	subscribe(s, group);
+	map = mmap(NULL, PUB_SHMLOG_CTL_LEN, PROT_READ, MAP_SHARED, s->fds[3], 0);
+	if (map == MAP_FAILED)
+		die("mmap deliver log");
+	cap = ((struct pub_shmlog_ctl *)map)->capacity;
+	munmap(map, PUB_SHMLOG_CTL_LEN);
+	len = pub_shmlog_map_len(cap);
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fds[3], 0);
+	if (map == MAP_FAILED)
+		die("mmap deliver log");
+	ctl = (struct pub_shmlog_ctl *)map;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		tail = atomic_load(&ctl->tail);
+		/* True one turn in 1024 (about every 100 ms): room now and
+		 * then, but mostly lies. */
+		switch (turns % 1024 == 1023 ? 3 : turns % 4 == 3 ? 4 : turns % 4) {
+		case 0:
+			atomic_store(&ctl->head, tail + (uint64_t)cap * 4 + 16);
+			break;
+		case 1:
+			atomic_store(&ctl->head, UINT64_MAX);
+			break;
+		case 2:
+			atomic_store(&ctl->head, 0);
+			break;
+		case 3:
+			atomic_store(&ctl->head, tail);
+			memset(map + PUB_SHMLOG_CTL_LEN, 0xa5, cap);
+			break;
+		default:
+			ctl->magic = 0;
+			ctl->capacity = UINT32_MAX;
+			ctl->max_record = UINT32_MAX;
+			atomic_store(&ctl->tail, UINT64_MAX - tail);
+			atomic_store(&ctl->claim, tail * 7);
+			atomic_store(&ctl->writer_waiting, UINT32_MAX);
+			atomic_store(&ctl->reader_sleeping, 1);
+			break;
+		}
+		(void)!write(s->fds[5], &one, sizeof(one));
+		drain(s->fds[4]);
+		turns++;
+		nanosleep(&pause, NULL); /* pace the lies, so pubd writes between them */
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+	printf("dlog: subscribed to %s, lied in the deliver log's control page %llu times in %.1f s\n", group, turns,
+	       seconds);
+	return 0;
+}
+
 static int mode_doorbell(struct shm *s, double seconds)
 {
 	struct timespec t0, t;
@@ -256,8 +348,10 @@ int main(int argc, char **argv)
 		return mode_truncate(&s);
 	if (!strcmp(argv[1], "rewrite"))
 		return mode_rewrite(&s, group, n);
+	if (!strcmp(argv[1], "dlog"))
+		return mode_dlog(&s, group, seconds);
 usage:
-	fprintf(stderr,
-		"usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite -s SOCK [-g G] [-n N] [--seconds S]\n");
+	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog -s SOCK [-g G] [-n N] "
+			"[--seconds S]\n");
 	return 2;
 }
