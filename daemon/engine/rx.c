@@ -24,6 +24,48 @@ static struct pubd_source_stats *source_stats(struct pubd *d, uint64_t source, u
 	return s;
 }
 
+static struct pubd_msgbuf *copy_out(const uint8_t *data, size_t len)
+{
+	struct pubd_msgbuf *m = pubd_msgbuf_alloc(len);
+
+	if (m)
+		memcpy(m->data, data, len);
+	return m;
+}
+
+/* No memory for a subscriber's copy: counted as its queue overflowing. */
+static void overflow_all(struct pubd *d, struct pubd_group *g)
+{
+	unsigned i;
+
+	for (i = 0; i < g->nsubs; i++)
+		pubd_ipc_sub_dropped(&d->ipc, g->subs[i], PUB_DROP_SUB_OVERFLOW, 1);
+}
+
+/*
+ * A message still in the fabric's receive buffer, to every subscriber of
+ * g: straight into the deliver logs of those with nothing queued (no
+ * buffer of pubd's between), and copied into one buffer, once, for the
+ * rest (their queues keep it after the receive buffer goes back).
+ */
+static void fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, const uint8_t *data,
+			     size_t len)
+{
+	struct pubd_msgbuf *m = NULL;
+	unsigned i;
+
+	for (i = 0; i < g->nsubs; i++) {
+		if (pubd_ipc_deliver_now(&d->ipc, g->subs[i], source, seq, data, len))
+			continue;
+		if (!m && !(m = copy_out(data, len))) {
+			pubd_ipc_sub_dropped(&d->ipc, g->subs[i], PUB_DROP_SUB_OVERFLOW, 1);
+			continue;
+		}
+		pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
+	}
+	pubd_msgbuf_put(m);
+}
+
 static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq, const uint8_t *data, size_t len,
 			  struct pubd_msgbuf *owned)
 {
@@ -42,21 +84,16 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 	}
 	g->received++;
 	g->received_bytes += len;
-	if (g->nsubs) {
+	if (g->nsubs && !owned && !engine_repairs(d, g)) {
+		fan_out_borrowed(d, g, source, seq, data, len);
+		engine_flow_delivered(d, g, source, seq);
+	} else if (g->nsubs) {
 		/* A single-datagram message still points into the receive
-		 * buffer, which goes back to the fabric: copy it once here. */
-		if (!owned) {
-			owned = pubd_msgbuf_alloc(len);
-			if (!owned) {
-				unsigned i;
-
-				for (i = 0; i < g->nsubs; i++) {
-					pubd_drops_add(&g->subs[i]->drops, PUB_DROP_SUB_OVERFLOW, 1);
-					pubd_drops_add(&g->sub_drops, PUB_DROP_SUB_OVERFLOW, 1);
-				}
-				return;
-			}
-			memcpy(owned->data, data, len);
+		 * buffer, which goes back to the fabric: copy it once here,
+		 * as a repair group's order may keep it. */
+		if (!owned && !(owned = copy_out(data, len))) {
+			overflow_all(d, g);
+			return;
 		}
 		if (!engine_repairs(d, g) || !engine_order_hold(d, source, group_id, seq, owned)) {
 			engine_fan_out(d, g, source, seq, owned);
@@ -110,22 +147,13 @@ void engine_arm_reasm_timer(struct pubd *d)
 
 static void rx_raw(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *dg)
 {
-	struct pubd_msgbuf *m;
-
 	g->received++;
 	g->received_bytes += dg->len;
 	d->counters[PUBD_CTR_MSG_RECEIVED]++;
-	if (!g->nsubs) {
-		g->raw_rx_seq++;
-		return;
-	}
-	m = pubd_msgbuf_alloc(dg->len);
-	if (!m)
-		return;
-	memcpy(m->data, dg->data, dg->len);
 	/* Raw datagrams carry no source or sequence: source 0, our own count. */
-	engine_fan_out(d, g, 0, g->raw_rx_seq++, m);
-	pubd_msgbuf_put(m);
+	if (g->nsubs)
+		fan_out_borrowed(d, g, 0, g->raw_rx_seq, dg->data, dg->len);
+	g->raw_rx_seq++;
 }
 
 /*

@@ -166,19 +166,26 @@ int srv_dlog_put(struct pubd_client *c, struct pubd_out *o)
  * rings the reader, once a turn). Anything else goes by the queue, which
  * keeps the order and applies the slow-subscriber policy.
  */
-void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
+bool pubd_ipc_deliver_now(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, const uint8_t *data,
+			  size_t len)
 {
 	struct pubd_client *c = s->client;
 	struct srv_dlog *l = c->dlog;
 	uint8_t glen = (uint8_t)s->group->name_len;
 
-	if (!l || c->closing || c->out_delivers || l->blocked || msg->len > record_room(l, glen) ||
-	    !put_record(l, false, msg->len, source, seq, s->group->name, glen, msg->data, msg->len)) {
-		srv_out_deliver(srv, s, source, seq, msg);
-		return;
-	}
-	srv_count_delivered(c, s, msg->len);
+	(void)srv;
+	if (!l || c->closing || c->out_delivers || l->blocked || len > record_room(l, glen) ||
+	    !put_record(l, false, (uint32_t)len, source, seq, s->group->name, glen, data, (uint32_t)len))
+		return false;
+	srv_count_delivered(c, s, len);
 	srv_mark_dirty(c);
+	return true;
+}
+
+void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
+{
+	if (!pubd_ipc_deliver_now(srv, s, source, seq, msg->data, msg->len))
+		srv_out_deliver(srv, s, source, seq, msg);
 }
 
 void srv_dlog_wake(struct pubd_client *c)

@@ -150,6 +150,17 @@ static inline void pubd_ipc_settle(struct pubd_ipc *srv)
  * the engine back; a subscriber disconnected as slow loses its
  * subscriptions on the next pubd_ipc_flush_all. */
 void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
+/* The same when it can be done at once without keeping the message: s's
+ * subscriber has nothing queued and its deliver log has room for it in one
+ * record. Returns false having done nothing otherwise; the caller then
+ * calls pubd_ipc_deliver with the message in a buffer. So a message still
+ * in a receive buffer is copied into one only for those that need it. */
+bool pubd_ipc_deliver_now(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, const uint8_t *data,
+			  size_t len);
+/* n messages meant for s were dropped before they reached its queue (the
+ * engine had no memory to keep them): counted as the server counts its own
+ * (subscriber, client, group's subscribers, the dropped counter). */
+void pubd_ipc_sub_dropped(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n);
 /* Would a message of len bytes fit s's queue now (no slow-subscriber
  * policy needed)? True for a subscriber being closed (its deliveries are
  * counted as sub_disconnect at once). */

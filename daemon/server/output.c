@@ -155,6 +155,11 @@ void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_
 	srv->counters[PUBD_CTR_MSG_DROPPED] += n;
 }
 
+void pubd_ipc_sub_dropped(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
+{
+	srv_count_sub_drop(srv, s, r, n);
+}
+
 int srv_queue_frame(struct pubd_client *c, const void *frame, size_t len)
 {
 	struct pubd_out *o;
