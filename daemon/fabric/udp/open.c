@@ -252,7 +252,6 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->rx_dirty = RX_BATCH; /* every header needs its first setup */
 	f->fd = -1;
 	f->sfd = -1;
 	f->loop = loop;
