@@ -118,10 +118,6 @@ struct srv_dlog {
 	bool unrung;  /* records committed since the last look at the reader */
 };
 
-/* The largest record of a deliver log (a publish log's: a quarter of it):
- * pieces this large cost one copy each, like a socket read of that size. */
-#define SRV_SHM_MAX_RECORD (64u * 1024)
-
 /* One queued output frame. */
 struct pubd_out {
 	struct pubd_out *next;

@@ -56,10 +56,10 @@ static void close_eventfds(struct srv_shm *s)
 
 int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_shm *s)
 {
-	/* A publish log's records are lent, not copied (publog.c): a message
-	 * up to a quarter of the log goes in one. */
-	uint32_t max_record =
-		kind == PUB_SHM_PUBLISH_LOG || cap / 4 < SRV_SHM_MAX_RECORD ? cap / 4 : SRV_SHM_MAX_RECORD;
+	/* A message up to a quarter of the log goes in one record: a publish
+	 * log's records are lent, not copied (publog.c), and a deliver log's
+	 * are read where they lie (libpub gathers only what is larger). */
+	uint32_t max_record = cap / 4;
 	size_t len = pub_shmlog_map_len(cap);
 	int fd, err;
 

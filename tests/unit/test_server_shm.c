@@ -293,6 +293,44 @@ static void deliveries_go_through_the_deliver_log(void **state)
 	shm_close(&sc);
 }
 
+/* A message up to a quarter of the deliver log is one record (the reader
+ * returns it where it lies); a larger one comes in pieces that add up. */
+static void a_message_of_a_quarter_of_the_log_is_one_record(void **state)
+{
+	struct fixture *f = *state;
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	struct shm_client sc;
+	uint32_t code, one, more, have = 0, pieces = 0;
+
+	shm_hello(f, &sc);
+	one = sc.r.cap / 4 - 64;
+	more = sc.r.cap / 4 + 64;
+	assert_int_equal(group_req(f, sc.fd, PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
+	deliver(f, "open", 0, one);
+	deliver(f, "open", 1, more);
+	turn(f);
+	assert_int_equal(pub_shmlog_next(&sc.r, &v), 1);
+	assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+	assert_int_equal(p.seq, 0);
+	assert_false(p.more);
+	assert_int_equal(p.len, one);
+	assert_int_equal(p.total, one);
+	pub_shmlog_consume(&sc.r, &v);
+	do {
+		assert_int_equal(pub_shmlog_next(&sc.r, &v), 1);
+		assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+		assert_int_equal(p.seq, 1);
+		assert_int_equal(p.total, more);
+		have += p.len;
+		pieces++;
+		pub_shmlog_consume(&sc.r, &v);
+	} while (p.more);
+	assert_int_equal(have, more);
+	assert_int_equal(pieces, 2);
+	shm_close(&sc);
+}
+
 /* Read what the deliver log holds now, checking each record is the next
  * sequence number; returns how many were read. */
 static unsigned read_log(struct shm_client *sc, uint64_t *next)
@@ -637,6 +675,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_delivery_goes_straight_into_the_log_unless_others_wait, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_message_of_a_quarter_of_the_log_is_one_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(replies_pass_a_full_deliver_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_large_message_is_published_from_its_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_held_message_is_copied_when_the_turn_ends, setup, teardown),
