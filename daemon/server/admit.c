@@ -62,12 +62,20 @@ struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, con
 				(unsigned)c->uid, g->name);
 		return NULL;
 	}
+	return srv_publish_size_ok(c, req_id, g, plen) ? g : NULL;
+}
+
+/* The size checks alone, for a group already admitted by name and ACL. */
+bool srv_publish_size_ok(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, size_t plen)
+{
+	struct pubd_ipc *srv = c->srv;
+
 	if (plen > srv->cfg->max_message_size) {
 		srv_publish_refused(c, &g->drops, PUB_DROP_TOO_LARGE);
 		srv_reply_error(c, req_id, PUB_ERR_TOO_LARGE,
 				"message of %zu bytes exceeds limits.max_message_size (%llu)", plen,
 				(unsigned long long)srv->cfg->max_message_size);
-		return NULL;
+		return false;
 	}
 	if (g->raw && plen > srv->mtu) {
 		srv_publish_refused(c, &g->drops, PUB_DROP_MTU_EXCEEDED);
@@ -75,9 +83,9 @@ struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, con
 				"message of %zu bytes exceeds the fabric MTU (%u) of raw group '%s' (raw groups cannot "
 				"fragment)",
 				plen, srv->mtu, g->name);
-		return NULL;
+		return false;
 	}
-	return g;
+	return true;
 }
 
 void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m)

@@ -96,6 +96,8 @@ struct pubd_ipc {
 	unsigned ngone;	  /* hung-up clients whose input is still being drained */
 	unsigned ndeferred;	     /* clients with unsub_deferred set */
 	unsigned nlog_more;	     /* clients whose publish log has records waiting for a read */
+	uint64_t admit_gen;	     /* moves whenever a group goes or its ACLs may have changed: what a publish
+				      * log remembers of its last admission holds only within one value */
 	bool polling;		     /* set by the engine: the loop turns without sleeping (busy_poll, lingering),
 				      * so a publish log is read every turn, not slept on */
 	struct srv_publog *lending;  /* publish logs with messages lent from their records */

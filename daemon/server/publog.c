@@ -282,6 +282,30 @@ static void count_gone(struct pubd_client *c, uint64_t n)
 	c->srv->counters[PUBD_CTR_MSG_DROPPED] += n;
 }
 
+/*
+ * srv_publish_admit for a record, remembering the group it admitted: the
+ * records of one log mostly go to one group, and within one admission
+ * generation (no group gone, no ACL reloaded since) the same name is the
+ * same group with the same answer from its ACL. The size checks are made
+ * every time.
+ */
+static struct pubd_group *admit(struct pubd_client *c, struct srv_publog *l, const struct pub_publog_piece *p)
+{
+	struct pubd_group *g;
+
+	if (l->admit_g && l->admit_gen == c->srv->admit_gen && l->admit_glen == p->glen &&
+	    memcmp(l->admit_name, p->group, p->glen) == 0)
+		return srv_publish_size_ok(c, p->req_id, l->admit_g, p->total) ? l->admit_g : NULL;
+	g = srv_publish_admit(c, p->req_id, p->group, p->glen, p->total);
+	if (g) {
+		l->admit_g = g;
+		l->admit_gen = c->srv->admit_gen;
+		l->admit_glen = p->glen;
+		memcpy(l->admit_name, p->group, p->glen);
+	}
+	return g;
+}
+
 /* A message's first (or only) piece. Returns 1 when taken, 0 to wait for
  * the client budget, -1 when the log is broken. */
 static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct pub_publog_piece *p)
@@ -290,7 +314,7 @@ static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct
 	struct pubd_group *g;
 	struct pubd_msgbuf *m;
 
-	g = srv_publish_admit(c, p->req_id, p->group, p->glen, p->total);
+	g = admit(c, l, p);
 	if (!g) {
 		l->skip = p->more; /* refused and counted; its other pieces are read and dropped */
 		l->part_total = p->total;

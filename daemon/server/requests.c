@@ -71,6 +71,7 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
 	struct pubd_client *c;
 	unsigned idx;
 
+	srv->admit_gen++; /* no publish log may name g from memory now */
 	for (c = srv->clients; c; c = c->next) {
 		struct pubd_pubstat *p;
 		unsigned i;
@@ -110,6 +111,7 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 	struct pubd_client *c;
 	unsigned i;
 
+	srv->admit_gen++; /* every admission is made afresh under the new ACLs */
 	for (c = srv->clients; c; c = c->next) {
 		if (c->closing || c->gone)
 			continue;

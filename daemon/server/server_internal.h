@@ -103,6 +103,13 @@ struct srv_publog {
 	bool orphan; /* its client is gone; freed when the last loan returns */
 	struct pubd_ipc *srv;
 	uint32_t client_id;
+	/* The last group a whole message was admitted to (srv_publish_admit
+	 * in full), and the admission generation then: the next message to
+	 * the same name within that generation skips the lookup and the ACL. */
+	struct pubd_group *admit_g;
+	uint64_t admit_gen;
+	uint8_t admit_glen;
+	char admit_name[255];
 	uint64_t cur_pos; /* the record being taken */
 	bool more;	  /* records may wait: read from pubd_ipc_flush_all */
 	bool broken;	  /* the client wrote what no libpub writes: why says what */
@@ -237,6 +244,7 @@ void srv_drop_output(struct pubd_client *c);
 /* admit.c: publish admission; calls output.c */
 bool srv_client_may(const struct pubd_client *c, const struct pubd_acl *acl);
 void srv_publish_refused(struct pubd_client *c, struct pubd_drops *scope, enum pub_drop_reason why);
+bool srv_publish_size_ok(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, size_t plen);
 struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
 				     size_t plen);
 void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m);

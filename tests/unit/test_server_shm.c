@@ -171,6 +171,35 @@ static void the_publish_log_carries_messages_checked(void **state)
 	shm_close(&sc);
 }
 
+/* The publish log remembers the group its last message was admitted to,
+ * and forgets it when ACLs are reloaded: a client whose publish ACL no
+ * longer allows the group is told, and its next record is refused. */
+static void a_reloaded_acl_reaches_the_next_record(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *open = pubd_groups_by_name(&f->groups, "open", 4);
+	const struct pubd_group *closed = pubd_groups_by_name(&f->groups, "closed", 6);
+	struct shm_client sc;
+	uint32_t code;
+
+	shm_hello(f, &sc);
+	put_piece(&sc, 5, "open", 100, 100, false);
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_OK);
+	put_piece(&sc, 6, "open", 100, 100, false);
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_OK);
+	assert_int_equal(f->calls.publish, 2);
+	/* A reload gives open the publish ACL of closed (publish: []). */
+	open->cfg = closed->cfg;
+	pubd_ipc_acl_changed(&f->srv, open);
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_ERROR); /* publishing to open ended */
+	assert_int_equal(code, PUB_ERR_ACL);
+	put_piece(&sc, 7, "open", 100, 100, false);
+	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_ERROR);
+	assert_int_equal(code, PUB_ERR_ACL);
+	assert_int_equal(f->calls.publish, 2);
+	shm_close(&sc);
+}
+
 static void a_message_in_pieces_is_published_whole(void **state)
 {
 	struct fixture *f = *state;
@@ -670,6 +699,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(the_publish_log_carries_messages_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_message_in_pieces_is_published_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reloaded_acl_reaches_the_next_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_bad_record_ends_only_its_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_delivery_goes_straight_into_the_log_unless_others_wait, setup,
