@@ -42,6 +42,12 @@ for d in a b; do
 	it_eq "$d received 5 from the fabric (the neighbour's)" "$(it_group_val "$d" r1 received)" 5
 	it_check "$d counted its own 5 looped back as rx_self" \
 		test "$(it_counter "$d" rx_self)" -ge 5
+	# They came cut to nothing by the socket filter: the fabric read
+	# the neighbour's 5 x 100 bytes and none of its own.
+	it_eq "$d's socket filter is on" \
+		"$(it_q "$d" status '.fabric[] | select(.key == "self_filter") | .value' | cut -d' ' -f1)" on
+	it_eq "$d read 500 bytes from the fabric, none of them its own" \
+		"$(it_q "$d" status '.fabric[] | select(.key == "rx_bytes") | .value')" 500
 	it_eq "$d's subscriber got indices 0..9 once each, intact" \
 		"$(awk '$1 == "msg" && $7 == "OK" { print $6 }' "$IT_WORK/sub-$d.log" | sort -n | uniq | tr '\n' ' ')" \
 		"0 1 2 3 4 5 6 7 8 9 "

@@ -279,6 +279,7 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 		err = collect_self_addrs(f);
 	if (err)
 		goto fail;
+	udp_self_filter_attach(f);
 	err = choose_mtu(f, cfg);
 	if (err)
 		goto fail;

@@ -19,6 +19,9 @@ void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	pubd_fabric_row(tb, "groups_joined", "%u", f->nmembers);
 	pubd_fabric_row(tb, "gso", "%s, %" PRIu64 " sends of %" PRIu64 " datagrams", f->gso_off ? "off" : "on",
 			f->gso_sends, f->gso_datagrams);
+	pubd_fabric_row(tb, "self_filter", "%s",
+			f->self_filter ? "on (our own looped-back datagrams are cut to nothing in the kernel)"
+				       : "off (our own looped-back datagrams are read whole and discarded)");
 	pubd_fabric_counter_rows(tb, f->cnt, pubd_fabric_counter_names, 0, PUBD_FC__COUNT);
 	pubd_fabric_row(tb, "rx_kernel_drops", "%" PRIu32, f->rx_kernel_drops);
 }

@@ -94,6 +94,8 @@ struct slot {
 };
 
 #define MAX_SELF_ADDRS 16
+/* Instructions of the filter for our own datagrams, at most (selffilter.c). */
+#define UDP_SELF_FILTER_MAX 256
 
 struct pubd_fabric {
 	int fd;		 /* receives: bound to the group port every daemon shares */
@@ -123,6 +125,7 @@ struct pubd_fabric {
 	 * them and from sport is one we sent. */
 	struct in6_addr self_addrs[MAX_SELF_ADDRS];
 	unsigned nself_addrs;
+	bool self_filter; /* our own datagrams come cut to nothing (selffilter.c) */
 	uint16_t port;
 	uint32_t mtu;
 	int rcvbuf, sndbuf; /* as the kernel reports them */
@@ -181,6 +184,9 @@ int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, uns
 int udp_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d, unsigned n);
 /* Read what arrived on the send socket: unicast to us (loss repair). */
 void udp_drain_send_socket(struct pubd_fabric *f);
+
+/* selffilter.c: our own datagrams cut to nothing on the group socket (logged and left when refused) */
+void udp_self_filter_attach(struct pubd_fabric *f);
 
 /* status.c */
 void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb);
