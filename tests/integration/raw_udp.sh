@@ -54,4 +54,35 @@ for d in a b; do
 done
 it_pubd_stop a
 it_pubd_stop b
+
+# A host whose lo has another interface beside it with a global address:
+# Linux sends lo's multicast from that address (127.0.0.1 has host scope),
+# as on a machine's own root namespace. The daemon still knows its own
+# datagrams (its send port, and any of the host's addresses): a raw publish
+# is delivered to the local subscriber once, not again off the wire, and
+# the filter cuts the looped copies to nothing.
+it_host_lo h2
+ns2=$(it_ns h2)
+ip -n "$ns2" link add v0 type veth peer name v1 || it_die "veth in $ns2"
+ip -n "$ns2" addr add 192.0.2.99/24 dev v0
+ip -n "$ns2" link set v0 up
+ip -n "$ns2" link set v1 up
+it_conf_write c - <<-EOF
+	groups:
+	  - name: r1
+	    address: 239.81.3.1
+	    raw: true
+EOF
+it_pubd_start c "$ns2" || it_die "pubd c did not start"
+it_bg sub-c "$ns2" "$ITEST_CLIENT" sub -s "$(it_sock c)" -g r1 --count 5 --timeout-ms 60000 --log "$IT_WORK/sub-c.log"
+it_wait "subscriber on c" 20 it_subscribers_at_least c r1 1 || it_die "no subscriber on c"
+ip netns exec "$ns2" "$ITEST_CLIENT" pub -s "$(it_sock c)" -g r1 --count 5 --size 100 --start 0 ||
+	it_fail "publish 0..4 on c"
+it_wait "c's own 5 looped back" 30 it_holds '[ "$(it_counter c rx_self)" -ge 5 ]' ||
+	it_fail "c's rx_self: $(it_counter c rx_self)"
+it_eq "c took none of its own 5 for a neighbour's (received)" "$(it_group_val c r1 received)" 0
+it_eq "c delivered each of its 5 once" "$(it_group_val c r1 delivered)" 5
+it_eq "c read none of their bytes (cut by the filter)" \
+	"$(it_q c status '.fabric[] | select(.key == "rx_bytes") | .value')" 0
+it_pubd_stop c
 it_finish

@@ -4,7 +4,8 @@
  * selffilter.c), run here by a small classic-BPF interpreter of the
  * instructions it uses, on IPv4 and IPv6 datagrams: ours (our send port
  * and one of our addresses) are cut to the UDP header, all others pass
- * whole. The kernel's side is in the integration tier (raw_udp.sh).
+ * whole; room for the 32 addresses pubd keeps. The kernel's side is in the
+ * integration tier (raw_udp.sh).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -114,10 +115,10 @@ static unsigned self_addrs(struct in6_addr *a)
 
 static void ours_are_cut_and_the_rest_pass_whole(void **state)
 {
-	struct sock_filter p[256];
+	struct sock_filter p[UDP_SELF_FILTER_MAX];
 	struct in6_addr a[8];
 	unsigned na = self_addrs(a);
-	int n = udp_self_filter_build(p, 256, SPORT, a, na, KEEP);
+	int n = udp_self_filter_build(p, UDP_SELF_FILTER_MAX, SPORT, a, na, KEEP);
 	struct dgram d;
 
 	(void)state;
@@ -149,23 +150,23 @@ static void ours_are_cut_and_the_rest_pass_whole(void **state)
 
 static void every_address_fits_and_a_short_buffer_is_refused(void **state)
 {
-	struct sock_filter p[256];
-	struct in6_addr a[16];
+	struct sock_filter p[UDP_SELF_FILTER_MAX];
+	struct in6_addr a[32];
 	char text[64];
 	unsigned i;
 	int n;
 
 	(void)state;
-	for (i = 0; i < 16; i++) {
+	for (i = 0; i < 32; i++) {
 		if (i % 2)
 			snprintf(text, sizeof(text), "fd00::%x", i + 1);
 		else
 			snprintf(text, sizeof(text), "::ffff:10.0.0.%u", i + 1);
 		assert_int_equal(inet_pton(AF_INET6, text, &a[i]), 1);
 	}
-	n = udp_self_filter_build(p, 256, SPORT, a, 16, KEEP);
-	assert_true(n > 0 && n <= 256);
-	for (i = 0; i < 16; i++) {
+	n = udp_self_filter_build(p, UDP_SELF_FILTER_MAX, SPORT, a, 32, KEEP);
+	assert_true(n > 0 && n <= UDP_SELF_FILTER_MAX);
+	for (i = 0; i < 32; i++) {
 		struct dgram d;
 
 		if (i % 2) {
@@ -177,7 +178,7 @@ static void every_address_fits_and_a_short_buffer_is_refused(void **state)
 		}
 		assert_int_equal(run(p, n, &d), KEEP);
 	}
-	assert_int_equal(udp_self_filter_build(p, (unsigned)n - 1, SPORT, a, 16, KEEP), -ENOSPC);
+	assert_int_equal(udp_self_filter_build(p, (unsigned)n - 1, SPORT, a, 32, KEEP), -ENOSPC);
 }
 
 int main(void)

@@ -161,25 +161,17 @@ static int choose_mtu(struct pubd_fabric *f, const struct pubd_config *cfg)
 	return 0;
 }
 
-/* The addresses a datagram we send to a group can carry as its source: the
- * interface's (the multicast interface chooses the source), or none at all:
- * on lo, whose 127.0.0.1 has host scope, Linux sends multicast from
- * 0.0.0.0, which only a local sender can be. */
-static int collect_self_addrs(struct pubd_fabric *f)
+/* Add the addresses of ifa_list on interface name (or, with others, on
+ * every other interface) to f->self_addrs, while there is room. */
+static void add_self_addrs(struct pubd_fabric *f, const struct ifaddrs *ifa_list, bool others)
 {
-	struct ifaddrs *ifa_list = NULL, *ifa;
+	const struct ifaddrs *ifa;
 
-	if (getifaddrs(&ifa_list) < 0)
-		return -errno;
-	static const struct in_addr any4 = {.s_addr = INADDR_ANY};
-
-	f->self_addrs[0] = in6addr_any;
-	udp_map_v4(&f->self_addrs[1], &any4);
-	f->nself_addrs = 2;
 	for (ifa = ifa_list; ifa && f->nself_addrs < MAX_SELF_ADDRS; ifa = ifa->ifa_next) {
 		struct in6_addr *a = &f->self_addrs[f->nself_addrs];
+		bool mine = !strcmp(ifa->ifa_name, f->ifname);
 
-		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, f->ifname))
+		if (!ifa->ifa_addr || mine == others)
 			continue;
 		if (ifa->ifa_addr->sa_family == AF_INET) {
 			udp_map_v4(a, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr);
@@ -189,6 +181,28 @@ static int collect_self_addrs(struct pubd_fabric *f)
 			f->nself_addrs++;
 		}
 	}
+}
+
+/* The addresses a datagram we send to a group can carry as its source: the
+ * interface's (the multicast interface chooses the source), none at all
+ * (on lo, whose 127.0.0.1 has host scope, Linux may send multicast from
+ * 0.0.0.0, which only a local sender can be), or, where the host has one,
+ * another interface's global address (what Linux picks on lo when there
+ * is one). The send port is ours alone on this host, on every address, so
+ * any of the host's addresses with it is us: the interface's first, then
+ * the others' while there is room. */
+static int collect_self_addrs(struct pubd_fabric *f)
+{
+	struct ifaddrs *ifa_list = NULL;
+	static const struct in_addr any4 = {.s_addr = INADDR_ANY};
+
+	if (getifaddrs(&ifa_list) < 0)
+		return -errno;
+	f->self_addrs[0] = in6addr_any;
+	udp_map_v4(&f->self_addrs[1], &any4);
+	f->nself_addrs = 2;
+	add_self_addrs(f, ifa_list, false);
+	add_self_addrs(f, ifa_list, true);
 	freeifaddrs(ifa_list);
 	return 0;
 }

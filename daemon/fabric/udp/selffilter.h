@@ -10,6 +10,9 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
+/* Instructions of the program, at most: room for 32 addresses (MAX_SELF_ADDRS). */
+#define UDP_SELF_FILTER_MAX 512
+
 /*
  * A classic BPF program for a UDP socket: a datagram from source port
  * sport and a source address among addrs (IPv4 ones v4-mapped, as

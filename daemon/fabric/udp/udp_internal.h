@@ -93,9 +93,7 @@ struct slot {
 	struct sockaddr_storage group; /* port 0: what the membership names */
 };
 
-#define MAX_SELF_ADDRS 16
-/* Instructions of the filter for our own datagrams, at most (selffilter.c). */
-#define UDP_SELF_FILTER_MAX 256
+#define MAX_SELF_ADDRS 32
 
 struct pubd_fabric {
 	int fd;		 /* receives: bound to the group port every daemon shares */
@@ -121,8 +119,8 @@ struct pubd_fabric {
 	uint32_t if_mtu;
 	char *address;		 /* fabric.address as configured, NULL when unset */
 	struct in_addr if_addr4; /* the configured IPv4 address, or 0 */
-	/* The interface's addresses (IPv4 as v4-mapped): a datagram from one of
-	 * them and from sport is one we sent. */
+	/* The host's addresses, the interface's first (IPv4 as v4-mapped): a
+	 * datagram from one of them and from sport is one we sent. */
 	struct in6_addr self_addrs[MAX_SELF_ADDRS];
 	unsigned nself_addrs;
 	bool self_filter; /* our own datagrams come cut to nothing (selffilter.c) */
