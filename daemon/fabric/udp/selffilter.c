@@ -68,8 +68,7 @@ int udp_self_filter_build(struct sock_filter *out, unsigned cap, uint16_t sport,
 		emit(&p, BPF_LD | BPF_B | BPF_ABS, 0, 0, NET(0)); /* the IP version */
 		emit(&p, BPF_ALU | BPF_RSH | BPF_K, 0, 0, 4);
 		emit(&p, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 4);
-		/* IPv4: the source against the v4-mapped addresses. */
-		emit(&p, BPF_JMP | BPF_JA, 0, 0, 0); /* patched below: to the IPv4 block */
+		emit(&p, BPF_JMP | BPF_JA, 0, 0, 0); /* IPv4: patched below, to its block */
 		{
 			unsigned v4_start, ja_v4 = p.n - 1;
 
@@ -85,8 +84,9 @@ int udp_self_filter_build(struct sock_filter *out, unsigned cap, uint16_t sport,
 			}
 			jump(&p, pass);
 			v4_start = p.n;
-			if (pass_no)
+			if (pass_no && ja_v4 < cap)
 				out[ja_v4].k = v4_start - ja_v4 - 1;
+			/* IPv4: the source against the v4-mapped addresses. */
 			emit(&p, BPF_LD | BPF_W | BPF_ABS, 0, 0, NET(12));
 			for (i = 0; i < naddrs; i++) {
 				if (!IN6_IS_ADDR_V4MAPPED(&addrs[i]))
@@ -111,8 +111,12 @@ void udp_self_filter_attach(struct pubd_fabric *f)
 	int n = udp_self_filter_build(ins, UDP_SELF_FILTER_MAX, f->sport, f->self_addrs, f->nself_addrs,
 				      (uint32_t)sizeof(struct udphdr));
 
-	if (n < 0)
+	if (n < 0) {
+		log_info("fabric udp: no socket filter for our own datagrams (%u addresses): they are read whole "
+			 "and discarded",
+			 f->nself_addrs);
 		return;
+	}
 	prog = (struct sock_fprog){.len = (unsigned short)n, .filter = ins};
 	if (setsockopt(f->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0) {
 		log_info("fabric udp: no socket filter for our own datagrams (%s): they are read whole and discarded",
