@@ -293,15 +293,14 @@ static struct pubd_group *admit(struct pubd_client *c, struct srv_publog *l, con
 {
 	struct pubd_group *g;
 
-	if (l->admit_g && l->admit_gen == c->srv->admit_gen && l->admit_glen == p->glen &&
-	    memcmp(l->admit_name, p->group, p->glen) == 0)
-		return srv_publish_size_ok(c, p->req_id, l->admit_g, p->total) ? l->admit_g : NULL;
+	/* Within the generation the group is still there: its own name is the one to compare. */
+	g = l->admit_gen == c->srv->admit_gen ? l->admit_g : NULL;
+	if (g && g->name_len == p->glen && memcmp(g->name, p->group, p->glen) == 0)
+		return srv_publish_size_ok(c, p->req_id, g, p->total) ? g : NULL;
 	g = srv_publish_admit(c, p->req_id, p->group, p->glen, p->total);
 	if (g) {
 		l->admit_g = g;
 		l->admit_gen = c->srv->admit_gen;
-		l->admit_glen = p->glen;
-		memcpy(l->admit_name, p->group, p->glen);
 	}
 	return g;
 }

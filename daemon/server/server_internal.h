@@ -108,8 +108,6 @@ struct srv_publog {
 	 * the same name within that generation skips the lookup and the ACL. */
 	struct pubd_group *admit_g;
 	uint64_t admit_gen;
-	uint8_t admit_glen;
-	char admit_name[255];
 	uint64_t cur_pos; /* the record being taken */
 	bool more;	  /* records may wait: read from pubd_ipc_flush_all */
 	bool broken;	  /* the client wrote what no libpub writes: why says what */

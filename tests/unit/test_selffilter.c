@@ -80,26 +80,26 @@ static uint32_t run(const struct sock_filter *p, int n, const struct dgram *d)
 	return 0;
 }
 
-static struct dgram v4(const char *src, uint16_t sport)
+/* A datagram of family (AF_INET or AF_INET6) from src and sport. */
+static struct dgram from(int family, const char *src, uint16_t sport)
 {
 	struct dgram d = {0};
 
-	d.net[0] = 0x45;
-	assert_int_equal(inet_pton(AF_INET, src, d.net + 12), 1);
+	d.net[0] = family == AF_INET ? 0x45 : 0x60;
+	assert_int_equal(inet_pton(family, src, d.net + (family == AF_INET ? 12 : 8)), 1);
 	d.udp[0] = (uint8_t)(sport >> 8);
 	d.udp[1] = (uint8_t)sport;
 	return d;
 }
 
+static struct dgram v4(const char *src, uint16_t sport)
+{
+	return from(AF_INET, src, sport);
+}
+
 static struct dgram v6(const char *src, uint16_t sport)
 {
-	struct dgram d = {0};
-
-	d.net[0] = 0x60;
-	assert_int_equal(inet_pton(AF_INET6, src, d.net + 8), 1);
-	d.udp[0] = (uint8_t)(sport >> 8);
-	d.udp[1] = (uint8_t)sport;
-	return d;
+	return from(AF_INET6, src, sport);
 }
 
 /* As collect_self_addrs makes them: ::, ::ffff:0.0.0.0, then the interface's. */

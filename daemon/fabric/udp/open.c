@@ -304,9 +304,19 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 		err = -ENOMEM;
 		goto fail;
 	}
+	/* The receive headers point at their buffers once; rx.c resets only
+	 * what recvmmsg writes back (rx_dirty, 0 here: calloc). */
 	for (i = 0; i < RX_BATCH; i++) {
+		struct msghdr *mh = &f->rx_msgs[i].msg_hdr;
+
 		f->rx_iov[i].iov_base = f->rxbuf + (size_t)i * f->rxbuf_size;
 		f->rx_iov[i].iov_len = f->rxbuf_size;
+		mh->msg_name = &f->rx_src[i];
+		mh->msg_namelen = sizeof(f->rx_src[i]);
+		mh->msg_iov = &f->rx_iov[i];
+		mh->msg_iovlen = 1;
+		mh->msg_control = f->rx_cmsg[i].buf;
+		mh->msg_controllen = sizeof(f->rx_cmsg[i].buf);
 	}
 
 	f->up_timer = pubd_loop_timer(loop, udp_on_up_timer, f);

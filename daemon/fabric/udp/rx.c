@@ -108,19 +108,6 @@ static int rx_batch(struct pubd_fabric *f, int fd)
 	unsigned i, n_out = 0;
 	int n;
 
-	if (!f->rx_set_up) {
-		for (i = 0; i < RX_BATCH; i++) {
-			struct msghdr *mh = &f->rx_msgs[i].msg_hdr;
-
-			memset(mh, 0, sizeof(*mh));
-			mh->msg_name = &f->rx_src[i];
-			mh->msg_iov = &f->rx_iov[i];
-			mh->msg_iovlen = 1;
-			mh->msg_control = f->rx_cmsg[i].buf;
-		}
-		f->rx_set_up = true;
-		f->rx_dirty = RX_BATCH;
-	}
 	/* recvmmsg writes back, in the headers it filled, only the lengths
 	 * of the address and the control data and the flags: reset those. */
 	for (i = 0; i < f->rx_dirty; i++) {

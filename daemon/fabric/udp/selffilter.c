@@ -111,16 +111,14 @@ void udp_self_filter_attach(struct pubd_fabric *f)
 	int n = udp_self_filter_build(ins, UDP_SELF_FILTER_MAX, f->sport, f->self_addrs, f->nself_addrs,
 				      (uint32_t)sizeof(struct udphdr));
 
-	if (n < 0) {
-		log_info("fabric udp: no socket filter for our own datagrams (%u addresses): they are read whole "
-			 "and discarded",
-			 f->nself_addrs);
-		return;
+	if (n >= 0) {
+		prog = (struct sock_fprog){.len = (unsigned short)n, .filter = ins};
+		n = setsockopt(f->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ? -errno : n;
 	}
-	prog = (struct sock_fprog){.len = (unsigned short)n, .filter = ins};
-	if (setsockopt(f->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0) {
-		log_info("fabric udp: no socket filter for our own datagrams (%s): they are read whole and discarded",
-			 strerror(errno));
+	if (n < 0) {
+		log_info("fabric udp: no socket filter for our own datagrams (%s, %u addresses): they are read "
+			 "whole and discarded",
+			 strerror(-n), f->nself_addrs);
 		return;
 	}
 	f->self_filter = true;

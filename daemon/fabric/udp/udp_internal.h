@@ -140,7 +140,6 @@ struct pubd_fabric {
 	size_t rxbuf_size;
 	struct mmsghdr rx_msgs[RX_BATCH];
 	unsigned rx_dirty; /* headers [0, rx_dirty) were written by the kernel: reset them */
-	bool rx_set_up;	   /* the headers point at their buffers */
 	struct iovec rx_iov[RX_BATCH];
 	struct sockaddr_storage rx_src[RX_BATCH];
 	union {
