@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Opening the udp fabric: fabric.address to an interface, its MTU and
- * flags, the sockets, the addresses our datagrams leave from; closing it;
- * the ops table.
+ * flags, the sockets (the addresses our datagrams leave from: selfaddr.c);
+ * closing it; the ops table.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -161,52 +161,6 @@ static int choose_mtu(struct pubd_fabric *f, const struct pubd_config *cfg)
 	return 0;
 }
 
-/* Add the addresses of ifa_list on interface name (or, with others, on
- * every other interface) to f->self_addrs, while there is room. */
-static void add_self_addrs(struct pubd_fabric *f, const struct ifaddrs *ifa_list, bool others)
-{
-	const struct ifaddrs *ifa;
-
-	for (ifa = ifa_list; ifa && f->nself_addrs < MAX_SELF_ADDRS; ifa = ifa->ifa_next) {
-		struct in6_addr *a = &f->self_addrs[f->nself_addrs];
-		bool mine = !strcmp(ifa->ifa_name, f->ifname);
-
-		if (!ifa->ifa_addr || mine == others)
-			continue;
-		if (ifa->ifa_addr->sa_family == AF_INET) {
-			udp_map_v4(a, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr);
-			f->nself_addrs++;
-		} else if (ifa->ifa_addr->sa_family == AF_INET6) {
-			*a = ((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
-			f->nself_addrs++;
-		}
-	}
-}
-
-/* The addresses a datagram we send to a group can carry as its source: the
- * interface's (the multicast interface chooses the source), none at all
- * (on lo, whose 127.0.0.1 has host scope, Linux may send multicast from
- * 0.0.0.0, which only a local sender can be), or, where the host has one,
- * another interface's global address (what Linux picks on lo when there
- * is one). The send port is ours alone on this host, on every address, so
- * any of the host's addresses with it is us: the interface's first, then
- * the others' while there is room. */
-static int collect_self_addrs(struct pubd_fabric *f)
-{
-	struct ifaddrs *ifa_list = NULL;
-	static const struct in_addr any4 = {.s_addr = INADDR_ANY};
-
-	if (getifaddrs(&ifa_list) < 0)
-		return -errno;
-	f->self_addrs[0] = in6addr_any;
-	udp_map_v4(&f->self_addrs[1], &any4);
-	f->nself_addrs = 2;
-	add_self_addrs(f, ifa_list, false);
-	add_self_addrs(f, ifa_list, true);
-	freeifaddrs(ifa_list);
-	return 0;
-}
-
 static void udp_close(struct pubd_fabric *f)
 {
 	unsigned i;
@@ -225,6 +179,7 @@ static void udp_close(struct pubd_fabric *f)
 		pubd_loop_timer_free(f->up_timer);
 		f->up_timer = NULL;
 	}
+	udp_self_addrs_unwatch(f);
 	/* Leave explicitly: closing the socket would too, but a leave that
 	 * fails is worth a log line. */
 	for (i = 0; i < f->nmembers; i++) {
@@ -268,6 +223,7 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 		return -ENOMEM;
 	f->fd = -1;
 	f->sfd = -1;
+	f->nlfd = -1;
 	f->loop = loop;
 	f->ev = ev;
 	f->ctx = ctx;
@@ -290,10 +246,11 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 	if (!err)
 		err = udp_setup_send_socket(f);
 	if (!err)
-		err = collect_self_addrs(f);
+		err = udp_self_addrs_collect(f);
 	if (err)
 		goto fail;
 	udp_self_filter_attach(f);
+	udp_self_addrs_watch(f);
 	err = choose_mtu(f, cfg);
 	if (err)
 		goto fail;

@@ -22,6 +22,8 @@ void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	pubd_fabric_row(tb, "self_filter", "%s",
 			f->self_filter ? "on (our own looped-back datagrams are cut to nothing in the kernel)"
 				       : "off (our own looped-back datagrams are read whole and discarded)");
+	pubd_fabric_row(tb, "self_addrs", "%u (%s; changed %" PRIu64 " times since start)", f->nself_addrs,
+			f->nlwatch ? "kept current" : "as at start", f->self_addr_changes);
 	pubd_fabric_counter_rows(tb, f->cnt, pubd_fabric_counter_names, 0, PUBD_FC__COUNT);
 	pubd_fabric_row(tb, "rx_kernel_drops", "%" PRIu32, f->rx_kernel_drops);
 }

@@ -124,6 +124,9 @@ struct pubd_fabric {
 	struct in6_addr self_addrs[MAX_SELF_ADDRS];
 	unsigned nself_addrs;
 	bool self_filter; /* our own datagrams come cut to nothing (selffilter.c) */
+	int nlfd;	  /* NETLINK_ROUTE: the host's addresses changed (selfaddr.c) */
+	struct pubd_loop_watch *nlwatch;
+	uint64_t self_addr_changes; /* times the list changed after open */
 	uint16_t port;
 	uint32_t mtu;
 	int rcvbuf, sndbuf; /* as the kernel reports them */
@@ -181,6 +184,12 @@ int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, uns
 int udp_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d, unsigned n);
 /* Read what arrived on the send socket: unicast to us (loss repair). */
 void udp_drain_send_socket(struct pubd_fabric *f);
+
+/* selfaddr.c: the host's addresses, collected at open and kept current */
+int udp_self_addrs_collect(struct pubd_fabric *f);
+/* Watch for addresses added and removed (logged and left when it cannot). */
+void udp_self_addrs_watch(struct pubd_fabric *f);
+void udp_self_addrs_unwatch(struct pubd_fabric *f);
 
 /* selffilter.c: our own datagrams cut to nothing on the group socket (logged and left when refused) */
 void udp_self_filter_attach(struct pubd_fabric *f);
