@@ -582,6 +582,28 @@ case_c_many_subscribes() {
 	it_check "pubd still answers a query" it_ctl d status >/dev/null
 }
 
+# ---- class: a client that passes descriptors with every frame ----
+# pubd never takes a client's descriptors: it reads its clients' sockets
+# without a control buffer, so the kernel closes whatever came with the
+# bytes. A client that attaches 240 (a 1 MiB memfd among them) to its HELLO
+# and each of 1,000 PUBLISHes leaves pubd's descriptor table and memory as
+# they were, and its messages are published.
+case_c_fd_passing() {
+	h_pubd d < <(h_groups)
+	local f0 f1 r0 r1 out pub
+	f0=$(h_fds "$H_PID")
+	r0=$(h_rss "$H_PID")
+	out=$("$HC" fdpass -s "$(it_sock d)" -g h -n 1000) || it_fail "fdpass: $out"
+	pub=$(h_settled d published)
+	f1=$(h_fds "$H_PID")
+	r1=$(h_rss "$H_PID")
+	h_fig "$out; pubd fds $f0 -> $f1, RSS ${r0} -> ${r1} KiB; published $pub"
+	it_eq "pubd holds no descriptor a client passed" "$f1" "$f0"
+	it_check "pubd's memory did not grow by the memfds (+$((r1 - r0)) KiB < 8 MiB)" test $((r1 - r0)) -lt 8192
+	it_eq "every message that came with descriptors is published" "$pub" 1000
+	it_check "pubd still answers a query" it_ctl d status >/dev/null
+}
+
 # ---- class: a client that never reads its large query replies ----
 case_c_query_noread() {
 	h_pubd d < <(h_groups)

@@ -32,6 +32,11 @@
  *               (255-byte names), never reading; holds.
  *   queries     -n N --kind K: HELLO, then N QUERYs of kind K, never reading;
  *               holds.
+ *   fdpass      -g G -n N: HELLO and N PUBLISHes to G (req_id 0, 64 bytes),
+ *               every frame sent with FDPASS_NFDS descriptors attached
+ *               (SCM_RIGHTS: a 1 MiB memfd and a pipe's ends, over and over),
+ *               the last with a req_id, whose answer it waits for; prints
+ *               frames and descriptors sent and the answer.
  *
  * Common: --ready FILE is created once the attack is in place; holding means
  * waiting until stdin reaches EOF or --hold-ms passes (default: forever,
@@ -48,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -541,6 +547,76 @@ static int mode_pubclose(const struct opts *o)
 	return i == n ? 0 : 1;
 }
 
+/* Descriptors attached to each frame (the kernel takes at most 253). */
+#define FDPASS_NFDS 240
+
+/* One frame, sent whole with fds attached to its first byte. */
+static int send_with_fds(int fd, const uint8_t *f, size_t len, const int *fds, unsigned nfds)
+{
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CMSG_SPACE(FDPASS_NFDS * sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = (void *)f, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = CMSG_SPACE(nfds * sizeof(int))};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	memset(u.buf, 0, sizeof(u.buf));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != 1)
+		return -errno;
+	return send_until(fd, f + 1, len - 1, now_ms() + 10000);
+}
+
+static int mode_fdpass(const struct opts *o)
+{
+	const char *g = o->group ? o->group : "h";
+	long n = o->n > 0 ? o->n : 1000, i;
+	int fd = sock_connect(o->sock, false), fds[FDPASS_NFDS], pipefd[2], memfd = memfd_create("fdpass", 0);
+	uint8_t f[PUB_PROTO_MAX_HEAD + 64] = {0}, hello[600], type;
+	const uint8_t *body;
+	uint32_t len;
+	struct rx r;
+	long h;
+	int err;
+
+	if (fd < 0 || memfd < 0 || ftruncate(memfd, 1 << 20) < 0 || pipe(pipefd) < 0 || rx_init(&r, 1 << 16) < 0) {
+		fprintf(stderr, "fdpass: setup: %s\n", strerror(errno));
+		return 2;
+	}
+	for (unsigned k = 0; k < FDPASS_NFDS; k++)
+		fds[k] = k % 3 == 0 ? memfd : pipefd[k % 3 - 1];
+	h = pub_proto_enc_hello(hello, sizeof(hello), 0, "fdpass", 6);
+	if (h <= 0 || send_with_fds(fd, hello, (size_t)h, fds, FDPASS_NFDS) < 0 ||
+	    rx_frame(&r, fd, now_ms() + 5000, &type, &body, &len) != 1 || type != PUB_FRAME_WELCOME) {
+		fprintf(stderr, "fdpass: no session\n");
+		return 2;
+	}
+	for (i = 0; i < n; i++) {
+		h = publish_head(f, PUB_PROTO_MAX_HEAD, i == n - 1 ? 1 : 0, g, 64);
+		memcpy(f + h, &i, sizeof(i));
+		err = h > 0 ? send_with_fds(fd, f, (size_t)h + 64, fds, FDPASS_NFDS) : -EINVAL;
+		if (err < 0) {
+			fprintf(stderr, "fdpass: frame %ld: %s\n", i, strerror(-err));
+			return 1;
+		}
+	}
+	do
+		err = rx_frame(&r, fd, now_ms() + 10000, &type, &body, &len);
+	while (err == 1 && type != PUB_FRAME_OK && type != PUB_FRAME_ERROR);
+	printf("fdpass: %ld frames with %d descriptors each (%ld in all); the last one's answer: %s\n", n + 1,
+	       FDPASS_NFDS, (n + 1) * FDPASS_NFDS, err == 1 ? (type == PUB_FRAME_OK ? "OK" : "ERROR") : "none");
+	close(fd);
+	free(r.buf);
+	return err == 1 && type == PUB_FRAME_OK ? 0 : 1;
+}
+
 static int mode_name(const struct opts *o)
 {
 	const char *name = o->name ? o->name : "x\n<2>forged";
@@ -614,9 +690,9 @@ static const struct {
 	const char *name;
 	int (*run)(const struct opts *o);
 } modes[] = {
-	{"bigpub", mode_bigpub},     {"idle", mode_idle}, {"flood", mode_flood}, {"unsub", mode_unsub},
-	{"pubclose", mode_pubclose}, {"deaf", mode_deaf}, {"name", mode_name},	 {"subscribes", mode_subscribes},
-	{"queries", mode_queries},
+	{"bigpub", mode_bigpub},     {"idle", mode_idle},     {"flood", mode_flood}, {"unsub", mode_unsub},
+	{"pubclose", mode_pubclose}, {"deaf", mode_deaf},     {"name", mode_name},   {"subscribes", mode_subscribes},
+	{"queries", mode_queries},   {"fdpass", mode_fdpass},
 };
 
 int main(int argc, char **argv)
