@@ -12,6 +12,14 @@
  *         group bytes
  *         the piece's payload bytes
  * A message's pieces follow each other in the log with nothing between.
+ *
+ * A group log is a deliver log of one group that pubd writes once for all
+ * of that group's local subscribers on it, mapped read-only by each
+ * (F_SEAL_FUTURE_WRITE): the same records, and PUB_SHMLOG_END when pubd
+ * moves its readers off it (they find the group's next messages in their
+ * own deliver logs). A reader cannot write the log, so it publishes how
+ * far it has read in a slot of its own deliver log's control page: pubd
+ * writes no record over what a reader still may read.
  */
 #ifndef PUB_DELIVERLOG_FORMAT_H
 #define PUB_DELIVERLOG_FORMAT_H
@@ -22,6 +30,16 @@
 #include "shmlog.h"
 
 #define PUB_DELIVERLOG_HEAD 17u
+
+/* The reader's slots in a deliver log's control page: one u64 per group
+ * log it reads, the position it has consumed up to (release store). */
+#define PUB_DELIVERLOG_SLOTS_OFF 1024u
+#define PUB_DELIVERLOG_NSLOTS	 ((PUB_SHMLOG_CTL_LEN - PUB_DELIVERLOG_SLOTS_OFF) / 8u)
+
+static inline _Atomic uint64_t *pub_deliverlog_slot(void *dlog_map, uint32_t slot)
+{
+	return (_Atomic uint64_t *)((uint8_t *)dlog_map + PUB_DELIVERLOG_SLOTS_OFF) + slot;
+}
 
 struct pub_deliverlog_piece {
 	uint64_t source, seq;

@@ -126,6 +126,13 @@ int pub_proto_dec_shm(const uint8_t *body, size_t len, struct pub_msg_shm *m)
 	m->flags = rd_u32(&c);
 	if (m->flags)
 		return -PUB_ERR_PROTO;
+	if (m->kind == PUB_SHM_GROUP_LOG) {
+		m->slot = rd_u32(&c);
+		m->start = rd_u64(&c);
+		rd_name8(&c, &m->group);
+		if (!c.bad && m->group.len == 0)
+			return -PUB_ERR_PROTO;
+	}
 	return finish(&c);
 }
 
@@ -363,6 +370,11 @@ long pub_proto_enc_shm(void *out, size_t cap, const struct pub_msg_shm *m)
 	wr_u32(&w, m->capacity);
 	wr_u32(&w, m->max_record);
 	wr_u32(&w, m->flags);
+	if (m->kind == PUB_SHM_GROUP_LOG) {
+		wr_u32(&w, m->slot);
+		wr_u64(&w, m->start);
+		wr_name8(&w, m->group.ptr, m->group.len);
+	}
 	return enc_end(&w, hdr, PUB_FRAME_SHM, 0);
 }
 

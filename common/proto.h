@@ -47,7 +47,10 @@ enum pub_frame_type {
 				    *       writer rings it for a sleeping reader) and its space eventfd
 				    *       (the reader rings it for a writer waiting for room). Right
 				    *       after WELCOME: the publish log's, then the deliver log's, in
-				    *       one write, the fds of both in order. */
+				    *       one write, the fds of both in order. Kind GROUP_LOG adds
+				    *       u32 slot, u64 start, name8 group and carries one fd (the
+				    *       memfd, sealed read-only); it comes before the OK of the
+				    *       SUBSCRIBE it serves. */
 	PUB_FRAME__MAX
 };
 
@@ -129,6 +132,7 @@ size_t pub_proto_put_hdr(void *out, uint8_t type, uint32_t body_len);
 /* SHM kinds */
 #define PUB_SHM_PUBLISH_LOG 1 /* the client writes, pubd reads */
 #define PUB_SHM_DELIVER_LOG 2 /* pubd writes the client's deliveries, the client reads */
+#define PUB_SHM_GROUP_LOG   3 /* pubd writes a group's messages once, its subscribers read (read-only) */
 
 struct pub_msg_hello {
 	uint16_t version;
@@ -172,6 +176,11 @@ struct pub_msg_shm {
 	uint32_t capacity;
 	uint32_t max_record;
 	uint32_t flags;
+	/* PUB_SHM_GROUP_LOG only: the reader's slot in its deliver log's
+	 * control page, the position it starts at, and the group. */
+	uint32_t slot;
+	uint64_t start;
+	struct pub_str group;
 };
 
 struct pub_msg_ok {

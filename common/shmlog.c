@@ -85,6 +85,8 @@ static uint64_t bytes_needed(const struct pub_shmlog_writer *w, uint32_t len, ui
 
 static bool room_for(struct pub_shmlog_writer *w, uint64_t need)
 {
+	/* The END record's room, kept back from everything else. */
+	need += w->reserve;
 	uint64_t used;
 
 	if (w->overwrite)
@@ -96,6 +98,18 @@ static bool room_for(struct pub_shmlog_writer *w, uint64_t need)
 	used = w->tail - w->head_seen;
 	/* A head past our tail is nonsense from a broken reader: no room. */
 	return used <= w->cap && need <= w->cap - used;
+}
+
+/* An END record takes the room the others leave it. */
+static bool room_for_end(struct pub_shmlog_writer *w, uint64_t need)
+{
+	uint32_t reserve = w->reserve;
+	bool ok;
+
+	w->reserve = 0;
+	ok = room_for(w, need);
+	w->reserve = reserve;
+	return ok;
 }
 
 uint64_t pub_shmlog_room(struct pub_shmlog_writer *w)
@@ -154,7 +168,7 @@ void *pub_shmlog_claim(struct pub_shmlog_writer *w, uint16_t type, uint16_t flag
 	if (w->open || PUB_SHMLOG_HDR_LEN + (uint64_t)len > w->max_record)
 		return NULL;
 	need = bytes_needed(w, len, &pad);
-	if (!room_for(w, need))
+	if (type == PUB_SHMLOG_END ? !room_for_end(w, need) : !room_for(w, need))
 		return NULL;
 	announce(w, w->tail + need);
 	if (pad)
@@ -238,6 +252,8 @@ static long check_commit(const struct pub_shmlog_reader *r, uint64_t c, uint32_t
 		return -EPROTO;
 	if (type == PUB_SHMLOG_PAD)
 		return len == r->cap - off ? (long)len : -EPROTO;
+	if (type == PUB_SHMLOG_END)
+		return len == PUB_SHMLOG_HDR_LEN ? (long)len : -EPROTO;
 	if (type != PUB_SHMLOG_MSG || len < PUB_SHMLOG_HDR_LEN || len > r->max_record || len > r->cap - off)
 		return -EPROTO;
 	return len;

@@ -55,6 +55,7 @@
 enum pub_shmlog_type {
 	PUB_SHMLOG_PAD = 1, /* fills the ring's tail end; no body meaning */
 	PUB_SHMLOG_MSG = 2, /* a message, or a piece of one (PUB_SHMLOG_F_MORE) */
+	PUB_SHMLOG_END = 3, /* no body: the readers attached so far read no further (group logs) */
 };
 
 /* Record flags. */
@@ -135,6 +136,7 @@ struct pub_shmlog_writer {
 	uint64_t tail;		     /* ours: the next record's position */
 	uint64_t head_seen;	     /* the reader's head when last loaded (single-reader logs) */
 	bool overwrite;		     /* readers may be lapped: never wait for room */
+	uint32_t reserve;	     /* bytes kept back for an END record (0: none) */
 	struct pub_shmlog_rec *open; /* claimed, not committed */
 	uint32_t open_len;
 };
@@ -153,6 +155,8 @@ int pub_shmlog_writer_init(struct pub_shmlog_writer *w, void *map, size_t map_le
  * max_record), padding the ring's end first when the record would cross
  * it. Returns the body to fill, or NULL when the reader has not made room
  * yet (never for an overwrite log). Commit or abandon before the next claim.
+ * Records other than PUB_SHMLOG_END leave w->reserve bytes free, so an END
+ * (len 0) always finds room after them.
  */
 void *pub_shmlog_claim(struct pub_shmlog_writer *w, uint16_t type, uint16_t flags, uint32_t aux, uint32_t len);
 
@@ -217,7 +221,7 @@ int pub_shmlog_reader_init(struct pub_shmlog_reader *r, void *map, size_t map_le
 			   uint64_t start);
 
 /*
- * The next message record, skipping padding. Returns 1 with *v filled, 0
+ * The next message (or END) record, skipping padding. Returns 1 with *v filled, 0
  * when nothing new is committed, -EPROTO when the ring holds what no honest
  * writer writes there (a bad length, type or lap): the writer is broken or
  * hostile, and the log must not be read further. Does not move past the

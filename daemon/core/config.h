@@ -128,6 +128,9 @@ struct pubd_config {
 	uint64_t publish_log;
 	/* Bytes of a client's deliver log, likewise. */
 	uint64_t deliver_log;
+	/* Bytes of a group's group log, which pubd writes once for all its
+	 * local subscribers on shared memory; 0: none (each gets a copy). */
+	uint64_t group_log;
 	/* Bytes of sent messages kept for repair, all repair groups together. */
 	uint64_t repair_budget;
 

@@ -44,6 +44,11 @@ void cfg_check_across(struct parse *p)
 	/* Reassembly drops a message larger than the whole budget. */
 	check_order(p, "limits.max_message_size", c->max_message_size, "limits.reassembly_budget", c->reassembly_budget,
 		    false, "; such a message could never be reassembled");
+	/* 0 turns group logs off; anything else is a log of 64 KiB or more. */
+	if (c->group_log && c->group_log < 64 * 1024 && !seen_of(p, "limits.group_log")->bad)
+		report(p, seen_of(p, "limits.group_log")->mark,
+		       "limits.group_log: expected 0 (off), or a size from 64 KiB to 1 GiB, got %llu",
+		       (unsigned long long)c->group_log);
 	cfg_check_group_names(p);
 	cfg_check_group_scopes(p);
 }

@@ -24,6 +24,7 @@ struct pubd_group;
 struct pubd_tx_item;
 struct pubd_fc_source;
 struct pubd_fc_rx;
+struct srv_glog;
 
 /* One client's subscription to one group. */
 struct pubd_sub {
@@ -42,6 +43,15 @@ struct pubd_sub {
 	uint64_t fc_taken;
 	uint64_t fc_idle_since_ns;
 	bool fc_stuck;
+	/* its group's group log (server/glog.c): the one it was given, NULL
+	 * for none; whether its deliveries go there now (else it reads up to
+	 * glog_until, the log's END, then its own deliver log); its slot in
+	 * its deliver log's control page, and how far it said it has read */
+	struct srv_glog *glog;
+	bool glog_live;
+	uint32_t glog_slot;
+	uint64_t glog_released;
+	uint64_t glog_until;
 };
 
 struct pubd_group {
@@ -62,6 +72,11 @@ struct pubd_group {
 
 	struct pubd_sub **subs;
 	unsigned nsubs, subs_cap;
+	/* the group log its shared-memory subscribers read (server/glog.c),
+	 * and how many of them do now */
+	struct srv_glog *glog;
+	unsigned glog_live;
+	uint64_t glog_ends; /* times its readers were moved off a group log */
 
 	/* transmit side */
 	uint64_t next_seq; /* sequence number of the next message published here */

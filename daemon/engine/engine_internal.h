@@ -23,10 +23,14 @@ static inline void engine_fan_out(struct pubd *d, struct pubd_group *g, uint64_t
 {
 	unsigned i;
 
-	/* A delivery never changes g->subs: a subscriber disconnected as slow
-	 * keeps its entry until the server's next flush (pubd_ipc_deliver). */
+	/* Once for every reader of its group log, then to each other
+	 * subscriber. A delivery never changes g->subs: a subscriber
+	 * disconnected as slow keeps its entry until the server's next flush
+	 * (pubd_ipc_deliver). */
+	pubd_ipc_group_log_put(&d->ipc, g, source, seq, m->data, m->len, m);
 	for (i = 0; i < g->nsubs; i++)
-		pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
+		if (!g->subs[i]->glog_live)
+			pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
 }
 
 /* rx.c */

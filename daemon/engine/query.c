@@ -172,6 +172,12 @@ static const char *const group_cols[] = {
 	"statuses_received:u",
 	"statuses_ignored:u",
 	"statuses_sent:u",
+	/* its group log (limits.group_log): ring bytes (0: none), readers
+	 * now, messages waiting for room, times its readers were moved off */
+	"group_log:u",
+	"group_log_readers:u",
+	"group_log_waiting:u",
+	"group_log_ends:u",
 };
 
 /* Send-only or full member: the fabric's own word where its joins have a
@@ -188,6 +194,8 @@ static const char *group_join_state(const struct pubd *d, const struct pubd_grou
 
 static void group_row(struct pubd *d, struct pub_table_builder *b, const struct pubd_group *g)
 {
+	struct pubd_group_log_info gl;
+
 	pub_table_str(b, g->name);
 	pub_table_str(b, g->cfg->address_text);
 	pub_table_u64(b, g->raw);
@@ -236,6 +244,21 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->statuses_received);
 	pub_table_u64(b, g->statuses_ignored);
 	pub_table_u64(b, g->statuses_sent);
+	pubd_ipc_group_log_info(g, &gl);
+	pub_table_u64(b, gl.capacity);
+	pub_table_u64(b, gl.readers);
+	pub_table_u64(b, gl.waiting);
+	pub_table_u64(b, gl.ends);
+}
+
+/* How a subscription's messages reach it. */
+static const char *sub_path(const struct pubd_sub *s, const struct pubd_client_info *ci)
+{
+	if (s->glog_live)
+		return "group_log";
+	if (s->glog && s->glog_until)
+		return "deliver_log (group log ended)";
+	return ci->deliver_log ? "deliver_log" : "socket";
 }
 
 static const char *const status_cols[] = {
@@ -466,8 +489,8 @@ static void sources_table(struct pubd *d, struct reply *r, const struct pubd_gro
 static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len, char *err, size_t errcap)
 {
 	struct pub_table_builder *b = r->b;
-	static const char *const sub_cols[] = {"client:u",    "name:s",	  "pid:u",    "uid:u",
-					       "delivered:u", "queued:u", "dropped:u"};
+	static const char *const sub_cols[] = {"client:u",    "name:s",	  "pid:u",     "uid:u",
+					       "delivered:u", "queued:u", "dropped:u", "path:s"};
 	static const char *const pub_cols[] = {"client:u", "name:s", "pid:u", "uid:u", "published:u", "bytes:u"};
 	struct pubd_group *g = pubd_groups_by_name(&d->groups, arg, len);
 	struct pubd_client_info ci;
@@ -496,6 +519,7 @@ static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len,
 		pub_table_u64(b, s->delivered);
 		pub_table_u64(b, pubd_ipc_queued_for(s));
 		pub_table_u64(b, pubd_drops_msg_total(&s->drops));
+		pub_table_str(b, sub_path(s, &ci));
 	}
 	pub_table_end(b);
 

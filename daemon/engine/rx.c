@@ -54,7 +54,10 @@ static void fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t sour
 	struct pubd_msgbuf *m = NULL;
 	unsigned i;
 
+	pubd_ipc_group_log_put(&d->ipc, g, source, seq, data, len, NULL);
 	for (i = 0; i < g->nsubs; i++) {
+		if (g->subs[i]->glog_live)
+			continue;
 		if (pubd_ipc_deliver_now(&d->ipc, g->subs[i], source, seq, data, len))
 			continue;
 		if (!m && !(m = copy_out(data, len))) {

@@ -285,6 +285,11 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 {
 	struct pubd_client *c, *next;
 
+	/* A group log's readers ring when they read and pubd waits; one that
+	 * did not is looked at here too. */
+	if (srv->glogs_waiting)
+		srv_glog_flush_all(srv);
+
 	for (c = srv->clients; c; c = next) {
 		next = c->next;
 		if (c->closing && now_ns >= c->close_deadline_ns) {
@@ -349,10 +354,14 @@ void pubd_ipc_shutdown(struct pubd_ipc *srv)
 
 void pubd_ipc_close(struct pubd_ipc *srv)
 {
+	struct pubd_group *g;
 	struct pubd_out *o;
+	unsigned i;
 
 	while (srv->clients)
 		srv_client_close(srv->clients);
+	if (srv->groups)
+		pubd_groups_foreach(srv->groups, g, i) srv_glog_group_removed(srv, g);
 	if (srv->listen_watch)
 		pubd_loop_unwatch(srv->listen_watch);
 	srv->listen_watch = NULL;

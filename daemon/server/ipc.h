@@ -94,18 +94,19 @@ struct pubd_ipc {
 	struct pubd_client *dirty;
 	unsigned npaused; /* clients not being read (back-pressure): the loop looks for them only when there are some */
 	unsigned ngone;	  /* hung-up clients whose input is still being drained */
-	unsigned ndeferred;	     /* clients with unsub_deferred set */
-	unsigned nlog_more;	     /* clients whose publish log has records waiting for a read */
-	uint64_t admit_gen;	     /* moves whenever a group goes or its ACLs may have changed: what a publish
-				      * log remembers of its last admission holds only within one value */
-	bool polling;		     /* set by the engine: the loop turns without sleeping (busy_poll, lingering),
-				      * so a publish log is read every turn, not slept on */
-	struct srv_publog *lending;  /* publish logs with messages lent from their records */
-	size_t charged;		     /* bytes held for clients, against limits.client_buffer_budget */
-	size_t uncharged;	     /* replies outside it: at most one REPLY_FREE_MAX per client */
-	int reserve_fd;		     /* closed to accept and refuse a connection when out of fds */
-	bool listen_paused;	     /* accept kept failing: resumed by pubd_ipc_tick */
-	uint64_t accept_fail_logged; /* accept errors and refusals already logged */
+	unsigned ndeferred;		/* clients with unsub_deferred set */
+	unsigned nlog_more;		/* clients whose publish log has records waiting for a read */
+	uint64_t admit_gen;		/* moves whenever a group goes or its ACLs may have changed: what a publish
+					 * log remembers of its last admission holds only within one value */
+	bool polling;			/* set by the engine: the loop turns without sleeping (busy_poll, lingering),
+					 * so a publish log is read every turn, not slept on */
+	struct srv_publog *lending;	/* publish logs with messages lent from their records */
+	struct srv_glog *glogs_waiting; /* group logs with messages waiting for room */
+	size_t charged;			/* bytes held for clients, against limits.client_buffer_budget */
+	size_t uncharged;		/* replies outside it: at most one REPLY_FREE_MAX per client */
+	int reserve_fd;			/* closed to accept and refuse a connection when out of fds */
+	bool listen_paused;		/* accept kept failing: resumed by pubd_ipc_tick */
+	uint64_t accept_fail_logged;	/* accept errors and refusals already logged */
 	uint64_t refused_logged;
 	uint64_t last_accept_log_ns;
 	struct pubd_out *free_outs;
@@ -159,6 +160,29 @@ void pubd_ipc_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source,
  * in a receive buffer is copied into one only for those that need it. */
 bool pubd_ipc_deliver_now(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, uint64_t seq, const uint8_t *data,
 			  size_t len);
+/*
+ * A message of g to its group log's readers (server/glog.c): written once
+ * into the log (or kept until it has room), and counted delivered to each.
+ * The fan-out then passes over every subscription with glog_live set.
+ * msg: the message in a buffer, or NULL (data is copied if it must wait).
+ */
+void srv_glog_put(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, uint64_t seq, const uint8_t *data,
+		  size_t len, struct pubd_msgbuf *msg);
+static inline void pubd_ipc_group_log_put(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, uint64_t seq,
+					  const uint8_t *data, size_t len, struct pubd_msgbuf *msg)
+{
+	if (g->glog_live) /* on every message: nothing to do without readers */
+		srv_glog_put(srv, g, source, seq, data, len, msg);
+}
+/* A group's group log as `pubctl group` shows it (all 0: it has none). */
+struct pubd_group_log_info {
+	uint32_t capacity;
+	uint32_t readers;  /* subscriptions reading it now */
+	uint32_t draining; /* moved off it, still reading up to its END */
+	uint32_t waiting;  /* messages waiting for room */
+	uint64_t ends;	   /* times its readers were moved off it */
+};
+void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_info *info);
 /* n messages meant for s were dropped before they reached its queue (the
  * engine had no memory to keep them): counted as the server counts its own
  * (subscriber, client, group's subscribers, the dropped counter). */

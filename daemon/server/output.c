@@ -396,7 +396,9 @@ int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int
 	n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
-	/* A fresh connection's socket has room for a few hundred bytes: a
-	 * short write here means something is badly wrong with the peer. */
-	return (size_t)n == len ? 0 : -EPIPE;
+	/* The fds went with the first byte: the rest of the frame, if the
+	 * socket took only part of it, is queued like any reply. */
+	if ((size_t)n < len && srv_queue_frame(c, (const uint8_t *)frame + n, len - (size_t)n) < 0)
+		return -EPIPE;
+	return 0;
 }

@@ -62,6 +62,7 @@ void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
 		srv_reply_ok(c, s->reply_req_id);
 	c->subs[idx] = c->subs[--c->nsubs];
 	g = s->group;
+	srv_glog_leave(srv, s);
 	pubd_group_sub_remove(g, s);
 	srv->ops->subscribers_changed(srv->ctx, g); /* the last one gone: stop receiving */
 }
@@ -88,6 +89,7 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
 			}
 		}
 	}
+	srv_glog_group_removed(srv, g);
 }
 
 void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g)
@@ -112,6 +114,8 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 	unsigned i;
 
 	srv->admit_gen++; /* every admission is made afresh under the new ACLs */
+	/* A new group log first, if those who had the old one may differ. */
+	srv_glog_acl_changed(srv, g);
 	for (c = srv->clients; c; c = c->next) {
 		if (c->closing || c->gone)
 			continue;
@@ -316,6 +320,8 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		return true;
 	}
 	c->subs[c->nsubs++] = s;
+	/* Before the answer: the client maps the log as it reads it. */
+	srv_glog_attach(c, s);
 	if (err > 0) {
 		/* The fabric is becoming a full member: answered when it is
 		 * (pubd_ipc_group_listening), so what follows the reply comes. */

@@ -6,6 +6,7 @@
 #ifndef PUBD_SERVER_INTERNAL_H
 #define PUBD_SERVER_INTERNAL_H
 
+#include "deliverlog_format.h"
 #include "ipc.h"
 #include "proto.h"
 #include "shmlog.h"
@@ -190,6 +191,8 @@ struct pubd_client {
 
 	struct srv_publog *log; /* NULL: it publishes through its socket */
 	struct srv_dlog *dlog;	/* NULL: its deliveries go through its socket */
+	/* Its deliver log's slots in use, one per group log it reads (glog.c). */
+	uint64_t glog_slots[(PUB_DELIVERLOG_NSLOTS + 63) / 64];
 };
 
 /* The client buffer budget (limits.client_buffer_budget): on every read
@@ -270,6 +273,18 @@ void srv_dlog_close(struct pubd_client *c);
 int srv_dlog_put(struct pubd_client *c, struct pubd_out *o);
 /* Ring the client when records came and it sleeps. */
 void srv_dlog_wake(struct pubd_client *c);
+
+/* glog.c: a group's group log; calls output.c (and pubd_ipc_deliver, for
+ * the readers it moves off the log) */
+/* Give the new subscription s the group's log, if it can have it (a
+ * shared-memory client whose output queue is empty): an SHM frame, sent
+ * before the SUBSCRIBE's OK. Otherwise its deliveries are copied as before. */
+void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s);
+void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s);
+/* Write what waits for room; end logs whose readers fell too far behind. */
+void srv_glog_flush_all(struct pubd_ipc *srv);
+void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);
+void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
 
 /* publog.c: a client's publish log; calls admit.c and output.c */
 /* Make the log at HELLO: the SHM frame to send and its fds (the memfd is

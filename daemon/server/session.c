@@ -606,6 +606,8 @@ int pubd_ipc_flush_all(struct pubd_ipc *srv)
 
 	if (srv->ndeferred)
 		run_deferred(srv);
+	if (srv->glogs_waiting)
+		srv_glog_flush_all(srv);
 	/* Resume publishers whose transmit backlog drained or whose budget
 	 * came free, and drain clients that hung up (a walk only while there
 	 * are some: this runs every loop iteration). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The shared memory pubd hands its clients (publish and deliver logs): a
+ * The shared memory pubd hands its clients (publish, deliver and group logs): a
  * memfd sealed at its size, so a client cannot shrink it under pubd (a
  * read or write of pubd's beyond the new end would be a SIGBUS), mapped
  * and formatted here, with the two eventfds each log's sleep/wake
@@ -24,13 +24,16 @@ uint32_t srv_shm_capacity(uint64_t configured)
 	return p;
 }
 
-static int make_memfd(size_t len)
+/* A memfd of len bytes that nobody can resize; seal_now: nor seal further
+ * (a group log adds F_SEAL_FUTURE_WRITE once pubd has mapped it). */
+static int make_memfd(size_t len, bool seal_now)
 {
 	int fd = memfd_create("pubd-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+	if (ftruncate(fd, (off_t)len) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | (seal_now ? F_SEAL_SEAL : 0)) < 0) {
 		int err = -errno;
 
 		close(fd);
@@ -67,11 +70,17 @@ int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_
 	s->map = NULL;
 	s->map_len = len;
 	s->doorbell_fd = s->space_fd = -1;
-	fd = make_memfd(len);
+	fd = make_memfd(len, kind != PUB_SHM_GROUP_LOG);
 	if (fd < 0)
 		return fd;
 	s->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (s->map == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	/* A group log's readers map it read-only and cannot make it writable:
+	 * from here on no new mapping may write (pubd's own still does). */
+	if (kind == PUB_SHM_GROUP_LOG && fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
 		err = -errno;
 		goto fail;
 	}

@@ -69,7 +69,8 @@ static int rx_room(struct pub_client *c, size_t need)
 
 /* Read what the socket has: >0 bytes, -EAGAIN, -ECONNRESET at EOF, or -errno. */
 /* recv() that also takes the fds pubd sends with a frame (SCM_RIGHTS: only
- * its SHM frame, during the handshake, has any). Others are closed at once. */
+ * its SHM frames have any, at the handshake and with a group log). Others
+ * are closed at once. */
 static ssize_t recv_with_fds(struct pub_client *c)
 {
 	union {
@@ -91,7 +92,7 @@ static ssize_t recv_with_fds(struct pub_client *c)
 		k = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 		for (i = 0; i < k; i++) {
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (c->want_shm && !c->up && c->nrx_fds < 8)
+			if (c->want_shm && c->nrx_fds < 8)
 				c->rx_fds[c->nrx_fds++] = fd;
 			else
 				close(fd);

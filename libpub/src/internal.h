@@ -39,6 +39,17 @@ struct pub_queued {
 	uint8_t data[];
 };
 
+/* A group log being read (shmgroup.c). */
+struct pub_glog {
+	char group[PUB_GROUP_MAX + 1];
+	size_t glen;
+	void *map; /* read-only */
+	size_t map_len;
+	struct pub_shmlog_reader r;
+	_Atomic uint64_t *slot; /* ours, in the deliver log's control page */
+	struct pub_glog *next_dead;
+};
+
 /* What a caller is waiting for while frames are processed. */
 struct pub_waiter {
 	uint32_t req_id;  /* OK / ERROR / TABLE with this id; 0: none */
@@ -122,6 +133,14 @@ struct pub_client {
 	uint32_t dhave, dtotal;
 	uint64_t dsource, dseq;
 	bool dpart;
+
+	/* Group logs (shmgroup.c): one per subscribed group pubd gave one. */
+	struct pub_glog **glogs;
+	size_t nglogs, glog_cap, glog_rr;
+	struct pub_glog *glog_held;  /* the caller's message lies in it */
+	struct pub_glog *glog_part;  /* the message in pieces (dpart) comes from it */
+	struct pub_glog *glogs_dead; /* removed while held: unmapped at the next pub_recv */
+	bool glog_turn;		     /* which of group logs and deliver log is looked at first */
 
 	/* An open pub_claim (claim.c): in the publish log, or in claim_buf. */
 	bool claim_open;
@@ -235,9 +254,23 @@ void dlog_detach(struct pub_client *c);
 void dlog_release(struct pub_client *c);
 int dlog_next(struct pub_client *c, struct pub_message *m);
 bool dlog_sleep(struct pub_client *c);
+struct pub_deliverlog_piece;
+int dlog_gather(struct pub_client *c, const struct pub_deliverlog_piece *p, struct pub_message *m);
 /* Busy poll: spin a while on the log; true when a record came. */
 bool dlog_spin(struct pub_client *c);
 void dlog_awake(struct pub_client *c);
+
+/* shmgroup.c */
+int glog_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd);
+void glog_detach(struct pub_client *c, const char *group);
+void glog_detach_all(struct pub_client *c);
+void glog_release(struct pub_client *c);
+int glog_next(struct pub_client *c, struct pub_message *m);
+/* A deliver-log message of group is next: 1 with a message of its group
+ * log that comes before it, 0 when there is none (or the log just ended). */
+int glog_before(struct pub_client *c, const char *group, uint8_t glen, struct pub_message *m);
+/* A record waits in some group log. */
+bool glog_any(struct pub_client *c);
 
 /* query.c: turn a validated TABLE into the public struct and call cb. */
 int pub_table_deliver(struct pub_table_reader *r, pub_table_cb cb, void *cb_arg);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -56,6 +57,22 @@ static void async_error(struct pub_client *c, const struct pub_msg_error *e)
 	set_pending(c, err, msg);
 }
 
+/* A group log, before the OK of the SUBSCRIBE it serves: its memfd is the
+ * first fd waiting. */
+static int group_log_frame(struct pub_client *c, const struct pub_msg_shm *m)
+{
+	int fd, r;
+
+	if (!c->nrx_fds)
+		return set_err(c, -PUB_EPROTO, "pubd's group log frame came without its memfd");
+	fd = c->rx_fds[0];
+	memmove(c->rx_fds, c->rx_fds + 1, (c->nrx_fds - 1) * sizeof(int));
+	c->nrx_fds--;
+	r = glog_attach(c, m, fd);
+	close(fd); /* the mapping stays */
+	return r;
+}
+
 /* The logs pubd made for this connection, right after WELCOME: the publish
  * log's SHM frame (fds 0-2 of the ones that came with them), then the
  * deliver log's (fds 3-5). The handshake ends with the last announced. */
@@ -65,7 +82,11 @@ static int shm_frame(struct pub_client *c, const uint8_t *body, size_t len, stru
 	int r = -PUB_EPROTO;
 	unsigned base;
 
-	if (!w || !w->welcome || !(c->expect_shm || c->expect_dlog) || pub_proto_dec_shm(body, len, &m) < 0)
+	if (pub_proto_dec_shm(body, len, &m) < 0)
+		goto fail;
+	if (m.kind == PUB_SHM_GROUP_LOG)
+		return group_log_frame(c, &m);
+	if (!w || !w->welcome || !(c->expect_shm || c->expect_dlog))
 		goto fail;
 	base = c->expect_shm ? 0 : 3;
 	if (c->nrx_fds < base + 3 || m.kind != (c->expect_shm ? PUB_SHM_PUBLISH_LOG : PUB_SHM_DELIVER_LOG))

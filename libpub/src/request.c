@@ -153,8 +153,10 @@ int pub_unsubscribe(pub_client_t *c, const char *group)
 		return 0;
 	}
 	r = group_request(c, PUB_FRAME_UNSUBSCRIBE, "unsubscribe", group);
-	if (r == 0 || r == -PUB_ESTATE || r == -PUB_ENOGROUP)
+	if (r == 0 || r == -PUB_ESTATE || r == -PUB_ENOGROUP) {
 		sub_remove(c, group);
+		glog_detach(c, group);
+	}
 	readiness_update(c);
 	return r;
 }

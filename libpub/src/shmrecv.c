@@ -6,7 +6,7 @@
  * log: its space is given back to pubd only at the next pub_recv, so the
  * pointer stays valid until then. A message in pieces is put together in
  * the handle. pubd rings the doorbell (in pub_fd's epoll set) only after
- * the reader said it sleeps.
+ * the reader said it sleeps. Group logs (shmgroup.c) are read beside it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +20,7 @@
 
 void dlog_detach(struct pub_client *c)
 {
+	glog_detach_all(c); /* their slots are in the deliver log */
 	if (c->dlog_map) {
 		munmap(c->dlog_map, c->dlog_map_len);
 		epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->dlog_doorbell, NULL);
@@ -75,7 +76,7 @@ void dlog_release(struct pub_client *c)
 }
 
 /* A piece of a message too large for one record: gathered in c->dbuf. */
-static int gather(struct pub_client *c, const struct pub_deliverlog_piece *p, struct pub_message *m)
+int dlog_gather(struct pub_client *c, const struct pub_deliverlog_piece *p, struct pub_message *m)
 {
 	if (p->first) {
 		if (p->total > c->info.max_message)
@@ -111,21 +112,22 @@ static int gather(struct pub_client *c, const struct pub_deliverlog_piece *p, st
 	return 1;
 }
 
-int dlog_next(struct pub_client *c, struct pub_message *m)
+static int own_next(struct pub_client *c, struct pub_message *m)
 {
 	struct pub_deliverlog_piece p;
 	struct pub_shmlog_view v;
 	int r;
 
-	if (!c->dlog_map)
-		return 0;
-	dlog_release(c);
 	for (;;) {
 		r = pub_shmlog_next(&c->dlog, &v);
 		if (r <= 0)
 			return r < 0 ? set_err(c, -PUB_EPROTO, "deliver log: a record pubd does not write") : 0;
-		if (pub_deliverlog_decode(&v, &p) < 0)
+		if (v.type != PUB_SHMLOG_MSG || pub_deliverlog_decode(&v, &p) < 0)
 			return set_err(c, -PUB_EPROTO, "deliver log: a malformed record");
+		/* A group whose group log is still attached: what that log
+		 * holds came first. */
+		if (p.first && c->nglogs && (r = glog_before(c, p.group, p.glen, m)) != 0)
+			return r;
 		pub_shmlog_consume(&c->dlog, &v);
 		if (p.first && !p.more && !c->dpart) {
 			/* Returned where it lies: given back at the next call. */
@@ -136,11 +138,33 @@ int dlog_next(struct pub_client *c, struct pub_message *m)
 			c->dlog_holding = true;
 			return 1;
 		}
-		r = gather(c, &p, m);
+		r = dlog_gather(c, &p, m);
 		give_back(c);
 		if (r)
 			return r;
 	}
+}
+
+int dlog_next(struct pub_client *c, struct pub_message *m)
+{
+	int r;
+
+	if (!c->dlog_map)
+		return 0;
+	dlog_release(c);
+	glog_release(c);
+	/* A message in pieces is read to its end from the log it is in. */
+	if (c->dpart)
+		return c->glog_part ? glog_next(c, m) : own_next(c, m);
+	if (!c->nglogs)
+		return own_next(c, m);
+	/* Turn and turn about, so that neither keeps the other waiting. */
+	if (c->glog_turn ^= 1) {
+		r = glog_next(c, m);
+		return r ? r : own_next(c, m);
+	}
+	r = own_next(c, m);
+	return r ? r : glog_next(c, m);
 }
 
 bool dlog_sleep(struct pub_client *c)
@@ -150,7 +174,11 @@ bool dlog_sleep(struct pub_client *c)
 	if (!c->dlog_map)
 		return true;
 	(void)!read(c->dlog_doorbell, &v, sizeof(v)); /* an old ring is not news */
-	return pub_shmlog_reader_sleep(&c->dlog);
+	/* The flag covers the group logs too: pubd rings the deliver log's
+	 * doorbell after writing either. Set before their last look. */
+	if (!pub_shmlog_reader_sleep(&c->dlog))
+		return false;
+	return !glog_any(c);
 }
 
 bool dlog_spin(struct pub_client *c)
@@ -160,7 +188,7 @@ bool dlog_spin(struct pub_client *c)
 
 	for (i = 0; i < DLOG_SPINS; i++) {
 		rec = (const struct pub_shmlog_rec *)(c->dlog.ring + (c->dlog.pos & (c->dlog.cap - 1)));
-		if (atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire))
+		if (atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire) || glog_any(c))
 			return true;
 		pub_shmlog_cpu_relax();
 	}

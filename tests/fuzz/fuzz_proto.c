@@ -36,6 +36,7 @@ static void all_decoders(const uint8_t *body, size_t len)
 	struct pub_msg_ok o;
 	struct pub_msg_error e;
 	struct pub_msg_query q;
+	struct pub_msg_shm shm;
 	struct pub_table_reader r;
 	struct pub_table_cell c;
 	uint8_t type;
@@ -63,6 +64,12 @@ static void all_decoders(const uint8_t *body, size_t len)
 		check_str(e.text, body, len);
 	if (pub_proto_dec_query(body, len, &q) == 0)
 		check_str(q.arg, body, len);
+	/* A group log's SHM frame names its group (never empty); the others none. */
+	if (pub_proto_dec_shm(body, len, &shm) == 0) {
+		check_str(shm.group, body, len);
+		if ((shm.kind == PUB_SHM_GROUP_LOG) != (shm.group.len != 0))
+			abort();
+	}
 	if (pub_proto_dec_table(body, len, &r) == 0) {
 		check_str(r.name, body, len);
 		for (unsigned i = 0; i < r.ncols; i++) {

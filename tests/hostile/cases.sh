@@ -800,3 +800,48 @@ case_c_dlog_lies() {
 	it_check "pubd's memory grew by less than 64 MiB (+$((r1 - r0)) KiB)" test $((r1 - r0)) -lt 65536
 	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" pub h "after the liar"
 }
+
+# ---- class: a subscriber that lies about how far it has read its group log ----
+# The group log is pubd's to write and its readers' to read: each says how
+# far it has read in a slot of its own deliver log. The liar first tries to
+# make the log writable, then says it has read past pubd's tail, 2^64 - 1,
+# 0, the middle of a record, and now and then the truth. The honest reader
+# (libpub, which checks every payload) gets every message intact, and the
+# liar's share is delivered or counted, to the message.
+case_c_glog_lies() {
+	h_pubd d <<-EOF
+		limits:
+		  group_log: 256KiB
+		  subscriber_queue: 256
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+	EOF
+	local out n=3000 r0 r1 pub gdeliv gsub liar_pid
+	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count $n --timeout-ms 60000 --log "$IT_WORK/sub.log"
+	it_wait "the honest subscriber" 20 it_subscribers_at_least d h 1 || return
+	it_bg liar - "$HSHM" glog -s "$(it_sock d)" -g h --seconds 5
+	liar_pid=$IT_BG_PID
+	it_wait "the liar subscribed" 20 it_subscribers_at_least d h 2 || return
+	r0=$(h_rss "$H_PID")
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count $n --size 1000 --rate 1000 >/dev/null ||
+		it_fail "publishing $n"
+	it_wait "the honest subscriber has all" 60 it_lines_at_least "$IT_WORK/sub.log" '^msg h ' $n
+	r1=$(h_rss "$H_PID")
+	it_reap "$liar_pid" 30
+	out=$(cat "$IT_WORK/liar.out" 2>/dev/null)
+	it_wait "both subscribers gone" 20 it_group_is d h subscribers 0
+	pub=$(h_settled d published)
+	h_settled d dropped >/dev/null
+	gdeliv=$(it_group_val d h delivered)
+	gsub=$(it_q d drops '[.drops[] | select(.scope == "group-subscribers" and .name == "h") | .count] | add // 0')
+	h_fig "$out; published $pub; group h delivered $gdeliv + subscriber drops $gsub = $((gdeliv + gsub)) of 2 x $pub; group log ends $(it_group_val d h group_log_ends); honest got $(it_lines "$IT_WORK/sub.log" '^msg h ') ($(grep -vc ' OK$' "$IT_WORK/sub.log") damaged); pubd RSS ${r0} -> ${r1} KiB"
+	it_check "pubd is running" kill -0 "$H_PID"
+	it_check "the liar could not make the group log writable" grep -q "stayed read-only" <<<"$out"
+	it_eq "the honest subscriber got every message" "$(it_lines "$IT_WORK/sub.log" '^msg h ')" $n
+	it_eq "none of them damaged" "$(grep -c '^msg h .* OK$' "$IT_WORK/sub.log")" $n
+	it_eq "every message published" "$pub" $n
+	it_eq "both subscribers' shares delivered or counted" $((gdeliv + gsub)) $((2 * pub))
+	it_check "pubd's memory grew by less than 64 MiB (+$((r1 - r0)) KiB)" test $((r1 - r0)) -lt 65536
+	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" pub h "after the liar"
+}

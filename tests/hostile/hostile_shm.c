@@ -16,6 +16,10 @@
  *   hostile_shm dlog     -s SOCK -g G --seconds S  subscribed to G, its
  *                                          deliver log's control page lied
  *                                          in for S seconds (see mode_dlog)
+ *   hostile_shm glog     -s SOCK -g G --seconds S  subscribed to G, given
+ *                                          its group log: tries to map it
+ *                                          writable, then lies in its slot
+ *                                          for S seconds (see mode_glog)
  *
  * Each prints one line saying what it did and what pubd answered.
  */
@@ -289,6 +293,113 @@ static int mode_dlog(struct shm *s, const char *group, double seconds)
 	return 0;
 }
 
+/* The group log's SHM frame (and its memfd) that comes before the OK. */
+static int group_log_fd(const struct shm *s, struct pub_msg_shm *m)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	static uint8_t buf[4096];
+	size_t have = 0;
+	int fd = -1;
+
+	for (;;) {
+		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
+		const uint8_t *body;
+		uint32_t len;
+		uint8_t type;
+		ssize_t n = recvmsg(s->sock, &mh, 0);
+
+		if (n <= 0)
+			die("no group log");
+		if (CMSG_FIRSTHDR(&mh))
+			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
+		have += (size_t)n;
+		while (pub_proto_frame_peek(buf, have, sizeof(buf), &type, &len, &body, NULL) == 1) {
+			if (type == PUB_FRAME_SHM && pub_proto_dec_shm(body, len, m) == 0 &&
+			    m->kind == PUB_SHM_GROUP_LOG)
+				return fd;
+			if (type == PUB_FRAME_OK) {
+				errno = ENOENT;
+				die("subscribed without a group log");
+			}
+			memmove(buf, buf + PUB_PROTO_HDR_LEN + len, have - PUB_PROTO_HDR_LEN - len);
+			have -= PUB_PROTO_HDR_LEN + len;
+		}
+	}
+}
+
+/*
+ * A group log is pubd's to write and every reader's to read: this reader
+ * first tries to make it writable (a mapping that writes, mprotect, a
+ * write), then lies in its slot for `seconds`, where it says how far it has
+ * read: ahead of what pubd wrote, 2^64 - 1, 0, a position inside a record;
+ * one turn in 1024 the truth (pubd's tail). pubd must neither write over
+ * what an honest reader has not read nor count anything twice or not at all.
+ */
+static int mode_glog(struct shm *s, const char *group, double seconds)
+{
+	struct timespec t0, t, pause = {.tv_nsec = 100000};
+	unsigned long long turns = 0;
+	const struct pub_shmlog_ctl *gctl;
+	_Atomic uint64_t *slot;
+	struct pub_msg_shm m;
+	uint8_t *dmap, *gmap, *w;
+	uint64_t one = 1, tail;
+	size_t glen;
+	int fd, writable = 0;
+
+	subscribe(s, group);
+	fd = group_log_fd(s, &m);
+	glen = pub_shmlog_map_len(m.capacity);
+	w = mmap(NULL, glen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	writable += w != MAP_FAILED;
+	gmap = mmap(NULL, glen, PROT_READ, MAP_SHARED, fd, 0);
+	if (gmap == MAP_FAILED)
+		die("mmap group log");
+	writable += mprotect(gmap, glen, PROT_READ | PROT_WRITE) == 0;
+	writable += write(fd, "x", 1) == 1;
+	gctl = (const struct pub_shmlog_ctl *)gmap;
+	dmap = mmap(NULL, PUB_SHMLOG_CTL_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, s->fds[3], 0);
+	if (dmap == MAP_FAILED || m.slot >= (PUB_SHMLOG_CTL_LEN - 1024) / 8)
+		die("slot");
+	slot = (_Atomic uint64_t *)(dmap + 1024) + m.slot;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		tail = atomic_load(&gctl->tail);
+		switch (turns % 1024 == 1023 ? 4 : turns % 4) {
+		case 0:
+			atomic_store(slot, tail + (uint64_t)m.capacity * 4 + 16);
+			break;
+		case 1:
+			atomic_store(slot, UINT64_MAX);
+			break;
+		case 2:
+			atomic_store(slot, 0);
+			break;
+		case 3:
+			atomic_store(slot, tail - 8);
+			break;
+		default:
+			atomic_store(slot, tail);
+			break;
+		}
+		(void)!write(s->fds[5], &one, sizeof(one));
+		drain(s->fds[4]);
+		turns++;
+		nanosleep(&pause, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+	printf("glog: subscribed to %s, %s; lied in its slot %llu times in %.1f s\n", group,
+	       writable ? "MADE THE GROUP LOG WRITABLE"
+			: "the group log stayed read-only (mmap, mprotect, write refused)",
+	       turns, seconds);
+	return 0;
+}
+
 static int mode_doorbell(struct shm *s, double seconds)
 {
 	struct timespec t0, t;
@@ -350,8 +461,10 @@ int main(int argc, char **argv)
 		return mode_rewrite(&s, group, n);
 	if (!strcmp(argv[1], "dlog"))
 		return mode_dlog(&s, group, seconds);
+	if (!strcmp(argv[1], "glog"))
+		return mode_glog(&s, group, seconds);
 usage:
-	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog -s SOCK [-g G] [-n N] "
+	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog -s SOCK [-g G] [-n N] "
 			"[--seconds S]\n");
 	return 2;
 }

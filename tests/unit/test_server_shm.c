@@ -694,25 +694,276 @@ static void a_polled_log_is_read_without_a_ring(void **state)
 	shm_close(&sc);
 }
 
+/* ---- group logs ---- */
+
+/* The deliver-log tests above see each subscriber's own log: no group logs. */
+static int setup_own_logs(void **state)
+{
+	int r = setup(state);
+
+	((struct fixture *)*state)->cfg.group_log = 0;
+	return r;
+}
+
+struct glog_reader {
+	uint8_t *map;
+	size_t len;
+	uint32_t slot;
+	struct pub_shmlog_reader r;
+};
+
+/* SUBSCRIBE with the group log's SHM frame (and its memfd) before the OK;
+ * the log mapped read-only, as libpub maps it. */
+static void subscribe_glog(struct fixture *f, struct shm_client *sc, const char *group, struct glog_reader *gr)
+{
+	uint8_t frame[300], buf[1024], type;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	struct pub_msg_shm m;
+	const uint8_t *body;
+	size_t have = 0, off;
+	uint32_t len;
+	int fd = -1, tries;
+
+	send_frame(sc->fd, frame,
+		   pub_proto_enc_group_req(frame, sizeof(frame), PUB_FRAME_SUBSCRIBE, 7, group, strlen(group)));
+	for (tries = 0; tries < 400; tries++) {
+		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
+		ssize_t n;
+
+		turn(f);
+		n = recvmsg(sc->fd, &mh, MSG_DONTWAIT);
+		if (n <= 0)
+			continue;
+		have += (size_t)n;
+		if (CMSG_FIRSTHDR(&mh))
+			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
+		if (pub_proto_frame_peek(buf, have, 4096, &type, &len, &body, NULL) == 1 && type == PUB_FRAME_SHM &&
+		    have >= PUB_PROTO_HDR_LEN + len + PUB_PROTO_HDR_LEN + 4)
+			break;
+	}
+	assert_int_equal(pub_proto_frame_peek(buf, have, 4096, &type, &len, &body, NULL), 1);
+	assert_int_equal(type, PUB_FRAME_SHM);
+	assert_int_equal(pub_proto_dec_shm(body, len, &m), 0);
+	assert_int_equal(m.kind, PUB_SHM_GROUP_LOG);
+	assert_memory_equal(m.group.ptr, group, strlen(group));
+	off = PUB_PROTO_HDR_LEN + len;
+	assert_int_equal(pub_proto_frame_peek(buf + off, have - off, 4096, &type, &len, &body, NULL), 1);
+	assert_int_equal(type, PUB_FRAME_OK);
+	assert_true(fd >= 0);
+	gr->len = pub_shmlog_map_len(m.capacity);
+	gr->slot = m.slot;
+	/* Read-only for the reader: no mapping of it can write, now or later. */
+	assert_true(mmap(NULL, gr->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
+	assert_int_equal(errno, EPERM);
+	gr->map = mmap(NULL, gr->len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(gr->map != MAP_FAILED);
+	assert_int_equal(mprotect(gr->map, gr->len, PROT_READ | PROT_WRITE), -1);
+	assert_int_equal(write(fd, "x", 1), -1);
+	close(fd);
+	assert_int_equal(pub_shmlog_reader_init(&gr->r, gr->map, gr->len, m.capacity, m.max_record, m.start), 0);
+}
+
+/* What the engine does with a message of g (engine_fan_out). */
+static void fan_out(struct fixture *f, struct pubd_group *g, uint64_t seq, size_t len)
+{
+	struct pubd_msgbuf *m = pubd_msgbuf_alloc(len);
+	unsigned i;
+
+	assert_non_null(m);
+	memset(m->data, (int)(seq & 0xff), len);
+	pubd_ipc_group_log_put(&f->srv, g, 0xabc, seq, m->data, m->len, m);
+	for (i = 0; i < g->nsubs; i++)
+		if (!g->subs[i]->glog_live)
+			pubd_ipc_deliver(&f->srv, g->subs[i], 0xabc, seq, m);
+	pubd_msgbuf_put(m);
+}
+
+/* Read a group log's messages in order from *next on; stops at nothing
+ * new or at END (*ended). Publishes the position in the reader's slot. */
+static unsigned read_glog(struct shm_client *sc, struct glog_reader *gr, uint64_t *next, bool *ended)
+{
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	unsigned n = 0;
+
+	*ended = false;
+	while (pub_shmlog_next(&gr->r, &v) > 0) {
+		pub_shmlog_consume(&gr->r, &v);
+		if (v.type == PUB_SHMLOG_END) {
+			*ended = true;
+			break;
+		}
+		assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+		assert_int_equal(p.seq, *next);
+		assert_int_equal(p.data[0], (uint8_t)*next);
+		++*next;
+		n++;
+	}
+	atomic_store(pub_deliverlog_slot(sc->dmap, gr->slot), gr->r.pos);
+	if (atomic_load(&gr->r.ctl->writer_waiting))
+		ring(sc->dspace);
+	return n;
+}
+
+/* Two subscribers on shared memory read one group log: each message is
+ * written there once (not into their deliver logs), counted delivered to
+ * both, and neither can write to it. */
+static void a_group_log_is_written_once_for_all_its_readers(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct shm_client a, b;
+	struct glog_reader ga, gb;
+	struct pub_shmlog_view v;
+	uint64_t na = 0, nb = 0, seq;
+	bool ended;
+
+	shm_hello(f, &a);
+	shm_hello(f, &b);
+	subscribe_glog(f, &a, "open", &ga);
+	subscribe_glog(f, &b, "open", &gb);
+	assert_int_equal(g->glog_live, 2);
+	for (seq = 0; seq < 50; seq++)
+		fan_out(f, g, seq, 1000);
+	assert_int_equal(g->delivered, 100);
+	/* The same bytes for both: one memfd. */
+	assert_int_equal(pub_shmlog_next(&ga.r, &v), 1);
+	assert_int_equal(pub_shmlog_next(&gb.r, &v), 1);
+	assert_int_equal(read_glog(&a, &ga, &na, &ended), 50);
+	assert_false(ended);
+	assert_int_equal(read_glog(&b, &gb, &nb, &ended), 50);
+	/* Their own deliver logs stayed empty. */
+	assert_int_equal(pub_shmlog_next(&a.r, &v), 0);
+	assert_int_equal(pub_shmlog_next(&b.r, &v), 0);
+	assert_int_equal(pubd_ipc_queued_for(g->subs[0]) + pubd_ipc_queued_for(g->subs[1]), 0);
+	munmap(ga.map, ga.len);
+	munmap(gb.map, gb.len);
+	shm_close(&a);
+	shm_close(&b);
+}
+
+/* A reader that stops reading holds the log: pubd writes nothing over what
+ * it has not read (it reads all it was given, intact), messages wait a
+ * subscriber queue's worth, then both readers are moved off the log (END)
+ * to their own deliver logs: the one that reads gets every message, the
+ * other its policy's share, and the accounts add up. */
+static void a_slow_reader_moves_every_reader_off_the_group_log(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct shm_client a, b;
+	struct glog_reader ga, gb;
+	uint64_t na = 0, nb = 0, seq, total = 0;
+	bool ended_a = false, ended_b = false;
+	unsigned i;
+
+	f->cfg.subscriber_queue = 16;
+	shm_hello(f, &a);
+	shm_hello(f, &b);
+	subscribe_glog(f, &a, "open", &ga);
+	subscribe_glog(f, &b, "open", &gb);
+	/* 60 KB each: the 4 MiB log holds about 70; then 16 wait; then END. */
+	for (seq = 0; seq < 200 && !ended_a; seq++) {
+		fan_out(f, g, seq, 60000);
+		turn(f);
+		read_glog(&a, &ga, &na, &ended_a);
+	}
+	total = seq;
+	assert_true(ended_a);
+	assert_int_equal(g->glog_live, 0);
+	/* b never read: all it was given is there, in order, then END. */
+	read_glog(&b, &gb, &nb, &ended_b);
+	assert_true(ended_b);
+	assert_true(nb >= 10); /* the 1 MiB log held that many of 60 KB */
+	/* The rest comes by the deliver logs, each from where its log ended. */
+	for (; seq < total + 20; seq++)
+		fan_out(f, g, seq, 100);
+	total = seq;
+	for (i = 0; i < 200 && na < total; i++) {
+		turn(f);
+		read_log(&a, &na);
+	}
+	assert_int_equal(na, total);
+	for (i = 0; i < 200 && pubd_ipc_queued_for(g->subs[1]); i++) {
+		turn(f);
+		read_log(&b, &nb);
+	}
+	/* Every message delivered to each, or counted as dropped for b. */
+	assert_int_equal(g->delivered + pubd_drops_msg_total(&g->sub_drops), 2 * total);
+	assert_int_equal(g->subs[0]->delivered, total);
+	munmap(ga.map, ga.len);
+	munmap(gb.map, gb.len);
+	shm_close(&a);
+	shm_close(&b);
+}
+
+/* A subscribe ACL that changes retires the log: those who had it read to
+ * its END, and a later subscriber gets a new memfd, never written to by
+ * the old one (a mapping cannot be taken back). */
+static void a_changed_subscribe_acl_retires_the_group_log(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct pubd_acl_entry e = {.kind = PUBD_ACL_UID, .id = getuid()};
+	const struct pubd_group_config *gc = g->cfg;
+	struct pubd_group_config changed = *gc;
+	struct shm_client a, b;
+	struct glog_reader ga, gb;
+	uint64_t na = 0, nb = 5, seq;
+	bool ended;
+
+	shm_hello(f, &a);
+	subscribe_glog(f, &a, "open", &ga);
+	for (seq = 0; seq < 5; seq++)
+		fan_out(f, g, seq, 100);
+	changed.subscribe = (struct pubd_acl){.entries = &e, .n = 1, .present = true};
+	g->cfg = &changed;
+	pubd_ipc_acl_changed(&f->srv, g);
+	assert_int_equal(read_glog(&a, &ga, &na, &ended), 5);
+	assert_true(ended);
+	shm_hello(f, &b);
+	subscribe_glog(f, &b, "open", &gb);
+	for (; seq < 10; seq++)
+		fan_out(f, g, seq, 100);
+	assert_int_equal(read_glog(&b, &gb, &nb, &ended), 5);
+	/* The old log saw none of it. */
+	assert_int_equal(read_glog(&a, &ga, &na, &ended), 0);
+	g->cfg = gc;
+	munmap(ga.map, ga.len);
+	munmap(gb.map, gb.len);
+	shm_close(&a);
+	shm_close(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(the_publish_log_carries_messages_checked, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_message_in_pieces_is_published_whole, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_reloaded_acl_reaches_the_next_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_bad_record_ends_only_its_client, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_delivery_goes_straight_into_the_log_unless_others_wait, setup,
+		cmocka_unit_test_setup_teardown(the_publish_log_carries_messages_checked, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_message_in_pieces_is_published_whole, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_reloaded_acl_reaches_the_next_record, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_bad_record_ends_only_its_client, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_delivery_goes_straight_into_the_log_unless_others_wait,
+						setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_message_of_a_quarter_of_the_log_is_one_record, setup_own_logs,
 						teardown),
-		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_message_of_a_quarter_of_the_log_is_one_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(replies_pass_a_full_deliver_log, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_large_message_is_published_from_its_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_held_message_is_copied_when_the_turn_ends, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_client_gone_leaves_its_held_messages_whole, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_pinned_message_waits_for_its_send, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_client_gone_keeps_its_log_for_a_pinned_send, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_polled_log_is_read_without_a_ring, setup, teardown),
+		cmocka_unit_test_setup_teardown(replies_pass_a_full_deliver_log, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_large_message_is_published_from_its_record, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_held_message_is_copied_when_the_turn_ends, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_client_gone_leaves_its_held_messages_whole, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_pinned_message_waits_for_its_send, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_client_gone_keeps_its_log_for_a_pinned_send, setup_own_logs,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_polled_log_is_read_without_a_ring, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_group_log_is_written_once_for_all_its_readers, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_slow_reader_moves_every_reader_off_the_group_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_changed_subscribe_acl_retires_the_group_log, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

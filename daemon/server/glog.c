@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A group log: the shared-memory ring pubd writes each message of a group
+ * into once, for all of the group's local subscribers that read it, instead
+ * of a copy into each one's deliver log (common/deliverlog_format.h). The
+ * memfd is sealed with F_SEAL_FUTURE_WRITE once pubd has mapped it, so a
+ * subscriber maps it read-only and cannot make it writable.
+ *
+ * Readers. A subscriber on shared memory gets the log at SUBSCRIBE (an SHM
+ * frame, before the OK), with a slot in its own deliver log's control page
+ * where it publishes how far it has read. pubd writes nothing over what a
+ * reader still may read: the log's head is the least of its readers' slots
+ * (untrusted: a value behind what pubd saw before, past the log's tail, or
+ * not on a record boundary is ignored). A delivery counts as delivered when
+ * it is in the log, as it does in a deliver log.
+ *
+ * Slow readers. A message the ring has no room for waits in the log's
+ * queue, bounded like a subscriber's (limits.subscriber_queue and
+ * subscriber_queue_bytes); readers ring their deliver log's space eventfd
+ * after reading when pubd said it waits. Past the bound pubd ends the log
+ * for every reader at once (an END record): each reads what it still has
+ * there, then finds the group's messages in its own deliver log, where the
+ * waiting ones go first and the slow-subscriber policy applies as before.
+ * No reader can be passed over alone: the ring between it and the others
+ * is what it still reads. Until every reader the END ended has read up to
+ * it (or left), the log takes no new reader, so it is never written over
+ * what one of them may still read.
+ *
+ * Access. A mapping cannot be taken back: a client given the memfd reads
+ * whatever is written there later, subscribed or not. So when ACLs change
+ * the group log is ended and retired (pubd unmaps it and closes its fd)
+ * and a new one made for later subscribers; a client denied by the new
+ * ACL never gets it.
+ *
+ * Memory: a group's log is kept while the group lives (a reader that left
+ * may still map it, so freeing and remaking it would let a client pin any
+ * number of them), charged to limits.client_buffer_budget.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "deliverlog_format.h"
+#include "log.h"
+#include "server_internal.h"
+
+/* Bytes kept back for the END record: its header and the commit word after it. */
+#define GLOG_END_RESERVE (2 * PUB_SHMLOG_HDR_LEN)
+
+struct glog_wait {
+	struct pubd_msgbuf *m;
+	uint64_t source, seq;
+};
+
+struct srv_glog {
+	struct pubd_group *g;
+	struct srv_shm shm;
+	int memfd;
+	struct pub_shmlog_writer w;
+	unsigned readers;  /* subscriptions given it (reading, or still to read up to its END) */
+	unsigned draining; /* ...of those, ended and not yet read up to the END */
+	/* Messages waiting for room, oldest first (a ring of wq_cap). */
+	struct glog_wait *wq;
+	unsigned wq_head, wq_n, wq_cap;
+	size_t wq_bytes;
+	uint32_t wq_written; /* of the oldest, written in pieces so far */
+	bool must_end;	     /* the queue passed its bound: end at the next flush */
+	bool waiting;	     /* the control page says so: readers ring after reading */
+	bool on_list;	     /* on srv->glogs_waiting */
+	struct srv_glog *next_waiting;
+	/* The subscribe ACL it was made under: another one retires it. */
+	struct pubd_acl acl;
+};
+
+/* ---- the log ---- */
+
+static void glog_free(struct pubd_ipc *srv, struct srv_glog *gl)
+{
+	unsigned i;
+
+	for (i = 0; i < gl->wq_n; i++)
+		pubd_msgbuf_put(gl->wq[(gl->wq_head + i) % gl->wq_cap].m);
+	free(gl->wq);
+	free(gl->acl.entries);
+	srv_shm_close(srv, &gl->shm, false);
+	if (gl->memfd >= 0)
+		close(gl->memfd);
+	free(gl);
+}
+
+static struct srv_glog *glog_make(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	uint32_t cap = srv_shm_capacity(srv->cfg->group_log);
+	size_t charge = pub_shmlog_map_len(cap);
+	struct srv_glog *gl;
+
+	if (!srv_budget_take(srv, charge)) {
+		srv->counters[PUBD_CTR_BUDGET_WAITS]++;
+		return NULL;
+	}
+	gl = calloc(1, sizeof(*gl));
+	if (!gl) {
+		srv_budget_give(srv, charge);
+		return NULL;
+	}
+	gl->g = g;
+	gl->shm.charged = charge;
+	gl->acl = g->cfg->subscribe;
+	gl->acl.entries = NULL;
+	if (gl->acl.n && !(gl->acl.entries = malloc(gl->acl.n * sizeof(*gl->acl.entries)))) {
+		glog_free(srv, gl);
+		return NULL;
+	}
+	if (gl->acl.n)
+		memcpy(gl->acl.entries, g->cfg->subscribe.entries, gl->acl.n * sizeof(*gl->acl.entries));
+	/* Sealed read-only for everyone but this mapping (shm.c). */
+	gl->memfd = srv_shm_make(NULL, cap, PUB_SHM_GROUP_LOG, &gl->shm);
+	if (gl->memfd < 0 || pub_shmlog_writer_init(&gl->w, gl->shm.map, gl->shm.map_len, false) < 0) {
+		log_warn("group %s: cannot make its group log: %s", g->name,
+			 strerror(gl->memfd < 0 ? -gl->memfd : EPROTO));
+		glog_free(srv, gl);
+		return NULL;
+	}
+	gl->w.reserve = GLOG_END_RESERVE;
+	return gl;
+}
+
+/* ---- readers ---- */
+
+static _Atomic uint64_t *slot_of(const struct pubd_sub *s)
+{
+	return pub_deliverlog_slot(s->client->dlog->shm.map, s->glog_slot);
+}
+
+/* What s says it has read, if it makes sense; a draining reader that
+ * reached the END is done with the log. */
+static void look_at_reader(struct srv_glog *gl, struct pubd_sub *s)
+{
+	uint64_t v;
+
+	if (!s->client->dlog)
+		return;
+	v = atomic_load_explicit(slot_of(s), memory_order_acquire);
+	if (v > s->glog_released && v <= gl->w.tail && v % PUB_SHMLOG_ALIGN == 0)
+		s->glog_released = v;
+	if (!s->glog_live && s->glog_until && s->glog_released >= s->glog_until) {
+		s->glog_until = 0;
+		gl->draining--;
+	}
+}
+
+/* The log's head: the least position a reader may still read. */
+static void refresh_head(struct srv_glog *gl)
+{
+	struct pubd_group *g = gl->g;
+	uint64_t head = gl->w.tail;
+	unsigned i;
+
+	for (i = 0; i < g->nsubs; i++) {
+		struct pubd_sub *s = g->subs[i];
+
+		if (s->glog != gl)
+			continue;
+		look_at_reader(gl, s);
+		if ((s->glog_live || s->glog_until) && s->glog_released < head)
+			head = s->glog_released;
+	}
+	atomic_store_explicit(&gl->w.ctl->head, head, memory_order_release);
+	gl->w.head_seen = head;
+}
+
+static void slot_take(struct pubd_client *c, uint32_t *slot)
+{
+	uint32_t i;
+
+	for (i = 0; i < PUB_DELIVERLOG_NSLOTS; i++) {
+		if (!(c->glog_slots[i / 64] & (UINT64_C(1) << (i % 64)))) {
+			c->glog_slots[i / 64] |= UINT64_C(1) << (i % 64);
+			*slot = i;
+			return;
+		}
+	}
+	*slot = UINT32_MAX;
+}
+
+static void slot_give(struct pubd_client *c, uint32_t slot)
+{
+	c->glog_slots[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
+}
+
+void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
+{
+	struct pubd_ipc *srv = c->srv;
+	struct pubd_group *g = s->group;
+	struct srv_glog *gl = g->glog;
+	struct pub_msg_shm m;
+	uint8_t frame[64 + PUB_PROTO_NAME_MAX];
+	uint32_t slot;
+	long n;
+	int err;
+
+	/* Only a shared-memory subscriber the socket can take the memfd for
+	 * at once, and a log that has no one behind on it. */
+	if (!srv->cfg->group_log || !c->dlog || c->out_head || c->closing || c->gone)
+		return;
+	if (gl && (gl->wq_n || gl->draining || gl->must_end))
+		return;
+	slot_take(c, &slot);
+	if (slot == UINT32_MAX)
+		return;
+	if (!gl && !(gl = g->glog = glog_make(srv, g))) {
+		slot_give(c, slot);
+		return;
+	}
+	m = (struct pub_msg_shm){.kind = PUB_SHM_GROUP_LOG,
+				 .capacity = gl->w.cap,
+				 .max_record = gl->w.max_record,
+				 .slot = slot,
+				 .start = gl->w.tail,
+				 .group = {g->name, g->name_len}};
+	n = pub_proto_enc_shm(frame, sizeof(frame), &m);
+	/* Its slot says "nothing read" before the client can see the log. */
+	atomic_store_explicit(pub_deliverlog_slot(c->dlog->shm.map, slot), gl->w.tail, memory_order_release);
+	err = n > 0 ? srv_send_fds(c, frame, (size_t)n, &gl->memfd, 1) : -EINVAL;
+	if (err < 0) {
+		log_debug("client %u: group log of %s not handed over (%s): its deliveries are copied", c->id, g->name,
+			  strerror(-err));
+		slot_give(c, slot);
+		return;
+	}
+	s->glog = gl;
+	s->glog_slot = slot;
+	s->glog_released = gl->w.tail;
+	s->glog_live = true;
+	s->glog_until = 0;
+	gl->readers++;
+	g->glog_live++;
+}
+
+/* s stops reading the log (unsubscribed, or its client closing). */
+void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
+{
+	struct srv_glog *gl = s->glog;
+
+	if (!gl)
+		return;
+	/* What waits for the log never reaches it now. */
+	if (s->glog_live && gl->wq_n)
+		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, gl->wq_n);
+	if (s->glog_live)
+		s->group->glog_live--;
+	if (!s->glog_live && s->glog_until)
+		gl->draining--;
+	slot_give(s->client, s->glog_slot);
+	s->glog = NULL;
+	s->glog_live = false;
+	s->glog_until = 0;
+	gl->readers--;
+	/* A retired log goes with its last reader; the group's stays. */
+	if (!gl->g && !gl->readers)
+		glog_free(srv, gl);
+}
+
+/* ---- writing ---- */
+
+/* Records came: each reader is rung at the turn's flush if it sleeps (a
+ * piece too: the reader's room for the next one may be what it waits for).
+ * count: a whole message of len bytes, delivered to each. */
+static void wake_readers(struct srv_glog *gl, bool count, size_t len)
+{
+	struct pubd_group *g = gl->g;
+	unsigned i;
+
+	for (i = 0; i < g->nsubs; i++) {
+		struct pubd_sub *s = g->subs[i];
+
+		if (!s->glog_live || s->glog != gl)
+			continue;
+		if (count)
+			srv_count_delivered(s->client, s, len);
+		if (s->client->dlog) {
+			s->client->dlog->unrung = true;
+			srv_mark_dirty(s->client);
+		}
+	}
+}
+
+/* One record of a message's bytes [from, from + n) of total. */
+static bool put_record(struct srv_glog *gl, uint64_t source, uint64_t seq, const uint8_t *data, uint32_t from,
+		       uint32_t n, uint32_t total)
+{
+	struct pubd_group *g = gl->g;
+	uint8_t glen = from ? 0 : (uint8_t)g->name_len;
+	uint32_t body = PUB_DELIVERLOG_HEAD + glen + n;
+	uint8_t *b = pub_shmlog_claim(&gl->w, PUB_SHMLOG_MSG, from + n < total ? PUB_SHMLOG_F_MORE : 0, total, body);
+
+	if (!b) {
+		refresh_head(gl);
+		b = pub_shmlog_claim(&gl->w, PUB_SHMLOG_MSG, from + n < total ? PUB_SHMLOG_F_MORE : 0, total, body);
+		if (!b)
+			return false;
+	}
+	memcpy(b + pub_deliverlog_put_head(b, source, seq, g->name, glen), data + from, n);
+	pub_shmlog_commit(&gl->w);
+	return true;
+}
+
+/* The payload one record carries after its head (and, first, the group's name). */
+static uint32_t record_room(const struct srv_glog *gl, bool first)
+{
+	return pub_shmlog_max_body(&gl->w) - PUB_DELIVERLOG_HEAD - (first ? (uint32_t)gl->g->name_len : 0);
+}
+
+/* Write the oldest waiting message's next pieces; true when it is all in. */
+static bool write_waiting_head(struct srv_glog *gl)
+{
+	struct glog_wait *x = &gl->wq[gl->wq_head];
+	uint32_t total = (uint32_t)x->m->len;
+
+	while (gl->wq_written < total || (total == 0 && gl->wq_written == 0)) {
+		uint32_t room = record_room(gl, gl->wq_written == 0);
+		uint32_t n = total - gl->wq_written < room ? total - gl->wq_written : room;
+
+		if (!put_record(gl, x->source, x->seq, x->m->data, gl->wq_written, n, total))
+			return false;
+		gl->wq_written += n;
+		if (gl->wq_written < total)
+			wake_readers(gl, false, 0);
+		if (total == 0)
+			break;
+	}
+	return true;
+}
+
+static void wait_unlink(struct pubd_ipc *srv, struct srv_glog *gl)
+{
+	struct srv_glog **p;
+
+	for (p = &srv->glogs_waiting; *p; p = &(*p)->next_waiting) {
+		if (*p == gl) {
+			*p = gl->next_waiting;
+			break;
+		}
+	}
+	gl->on_list = false;
+}
+
+static void set_waiting(struct srv_glog *gl, bool on)
+{
+	gl->waiting = on;
+	atomic_store_explicit(&gl->w.ctl->writer_waiting, on, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Write what waits, oldest first, while there is room. */
+static void write_waiting(struct pubd_ipc *srv, struct srv_glog *gl)
+{
+	while (gl->wq_n) {
+		struct glog_wait *x = &gl->wq[gl->wq_head];
+
+		if (!write_waiting_head(gl)) {
+			if (gl->waiting)
+				return;
+			/* Say we wait, then look once more (a reader that read
+			 * meanwhile may not have seen us say so). */
+			set_waiting(gl, true);
+			continue;
+		}
+		wake_readers(gl, true, x->m->len);
+		gl->wq_bytes -= x->m->len;
+		pubd_msgbuf_put(x->m);
+		gl->wq_head = (gl->wq_head + 1) % gl->wq_cap;
+		gl->wq_n--;
+		gl->wq_written = 0;
+	}
+	if (gl->waiting)
+		set_waiting(gl, false);
+	if (gl->on_list)
+		wait_unlink(srv, gl);
+}
+
+static bool enqueue(struct pubd_ipc *srv, struct srv_glog *gl, uint64_t source, uint64_t seq, struct pubd_msgbuf *m)
+{
+	unsigned cap = srv->cfg->subscriber_queue;
+
+	if (gl->wq_n == gl->wq_cap) {
+		unsigned ncap = gl->wq_cap ? gl->wq_cap * 2 : 16;
+		struct glog_wait *q = malloc(ncap * sizeof(*q));
+		unsigned i;
+
+		if (!q)
+			return false;
+		for (i = 0; i < gl->wq_n; i++)
+			q[i] = gl->wq[(gl->wq_head + i) % gl->wq_cap];
+		free(gl->wq);
+		gl->wq = q;
+		gl->wq_cap = ncap;
+		gl->wq_head = 0;
+	}
+	gl->wq[(gl->wq_head + gl->wq_n) % gl->wq_cap] = (struct glog_wait){pubd_msgbuf_get(m), source, seq};
+	gl->wq_n++;
+	gl->wq_bytes += m->len;
+	if (!gl->on_list) {
+		gl->on_list = true;
+		gl->next_waiting = srv->glogs_waiting;
+		srv->glogs_waiting = gl;
+	}
+	if (gl->wq_n > cap || gl->wq_bytes > srv->cfg->subscriber_queue_bytes)
+		gl->must_end = true;
+	return true;
+}
+
+void srv_glog_put(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, uint64_t seq, const uint8_t *data,
+		  size_t len, struct pubd_msgbuf *msg)
+{
+	struct srv_glog *gl = g->glog;
+	struct pubd_msgbuf *m = msg;
+	unsigned i;
+
+	if (!gl->wq_n && len <= record_room(gl, true) &&
+	    put_record(gl, source, seq, data, 0, (uint32_t)len, (uint32_t)len)) {
+		wake_readers(gl, true, len);
+		return;
+	}
+	if (!m && (m = pubd_msgbuf_alloc(len)))
+		memcpy(m->data, data, len);
+	if (m && enqueue(srv, gl, source, seq, m)) {
+		if (!msg)
+			pubd_msgbuf_put(m);
+		return;
+	}
+	if (m && !msg)
+		pubd_msgbuf_put(m);
+	/* No memory to keep it: lost for every reader, and counted so. */
+	for (i = 0; i < g->nsubs; i++)
+		if (g->subs[i]->glog_live)
+			srv_count_sub_drop(srv, g->subs[i], PUB_DROP_SUB_OVERFLOW, 1);
+}
+
+/* ---- ending ---- */
+
+/* Move every reader off the log: an END record, then what waited goes to
+ * each reader's own deliveries, oldest first. */
+static void glog_end(struct pubd_ipc *srv, struct srv_glog *gl, const char *why)
+{
+	struct pubd_group *g = gl->g;
+	uint64_t end;
+	unsigned i, k;
+
+	if (!g->glog_live && !gl->wq_n) {
+		gl->must_end = false;
+		return;
+	}
+	/* The reserve keeps room for it whatever the readers hold. */
+	if (!pub_shmlog_claim(&gl->w, PUB_SHMLOG_END, 0, 0, 0))
+		log_err("group %s: no room for its group log's END record (a bug)", g->name);
+	pub_shmlog_commit(&gl->w);
+	end = gl->w.tail;
+	g->glog_ends++;
+	log_notice("group %s: %s: its %u group log readers read on from their own deliver logs (%u messages "
+		   "waiting)",
+		   g->name, why, g->glog_live, gl->wq_n);
+	for (i = 0; i < g->nsubs; i++) {
+		struct pubd_sub *s = g->subs[i];
+
+		if (!s->glog_live || s->glog != gl)
+			continue;
+		s->glog_live = false;
+		g->glog_live--;
+		s->glog_until = end;
+		gl->draining++;
+		if (s->client->dlog) {
+			s->client->dlog->unrung = true;
+			srv_mark_dirty(s->client);
+		}
+		for (k = 0; k < gl->wq_n; k++) {
+			struct glog_wait *x = &gl->wq[(gl->wq_head + k) % gl->wq_cap];
+
+			pubd_ipc_deliver(srv, s, x->source, x->seq, x->m);
+		}
+	}
+	for (k = 0; k < gl->wq_n; k++)
+		pubd_msgbuf_put(gl->wq[(gl->wq_head + k) % gl->wq_cap].m);
+	gl->wq_n = 0;
+	gl->wq_bytes = 0;
+	gl->wq_written = 0;
+	gl->must_end = false;
+	if (gl->waiting)
+		set_waiting(gl, false);
+	if (gl->on_list)
+		wait_unlink(srv, gl);
+	/* Those ended look at their slots again as they read. */
+	refresh_head(gl);
+}
+
+void srv_glog_flush_all(struct pubd_ipc *srv)
+{
+	struct srv_glog *gl, *next;
+
+	for (gl = srv->glogs_waiting; gl; gl = next) {
+		next = gl->next_waiting;
+		if (gl->must_end)
+			glog_end(srv, gl, "readers fell a subscriber queue behind on its group log");
+		else
+			write_waiting(srv, gl);
+	}
+}
+
+/* End the group's log and retire it: nobody is given it again, nothing is
+ * written to it again; it goes with its last reader. */
+static void glog_retire(struct pubd_ipc *srv, struct pubd_group *g, const char *why)
+{
+	struct srv_glog *gl = g->glog;
+
+	if (!gl)
+		return;
+	glog_end(srv, gl, why);
+	g->glog = NULL;
+	gl->g = NULL;
+	if (gl->on_list)
+		wait_unlink(srv, gl);
+	/* Nothing is written to it again: the mapping and the fd can go,
+	 * and so can its charge (the readers' mappings are theirs). */
+	srv_shm_close(srv, &gl->shm, false);
+	close(gl->memfd);
+	gl->memfd = -1;
+	if (!gl->readers)
+		glog_free(srv, gl);
+}
+
+static bool same_acl(const struct pubd_acl *a, const struct pubd_acl *b)
+{
+	return a->present == b->present && a->n == b->n &&
+	       (!a->n || !memcmp(a->entries, b->entries, a->n * sizeof(*a->entries)));
+}
+
+void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	if (g->glog && !same_acl(&g->glog->acl, &g->cfg->subscribe))
+		glog_retire(srv, g, "its subscribe ACL changed: a new group log for readers the ACL allows");
+}
+
+void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	glog_retire(srv, g, "the group is gone");
+}
+
+void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_info *info)
+{
+	const struct srv_glog *gl = g->glog;
+
+	*info = (struct pubd_group_log_info){.ends = g->glog_ends};
+	if (!gl)
+		return;
+	info->capacity = gl->w.cap;
+	info->readers = g->glog_live;
+	info->draining = gl->draining;
+	info->waiting = gl->wq_n;
+}

@@ -1,0 +1,126 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Group logs (limits.group_log): a group's messages written once by pubd
+# for all of its local subscribers on shared memory, read by libpub where
+# they lie.
+#  1. Four libpub subscribers read one group log (`pubctl group`: path
+#     group_log, group_log_readers 4) beside one on the socket (pubctl sub,
+#     path socket); all five get every message, byte-identical.
+#  2. A reader stopped (SIGSTOP) next to two that read: pubd writes nothing
+#     over what it has not read, so once the log is full and a subscriber
+#     queue's worth waits, every reader is moved off the log (END) to its
+#     own deliver log. The two get every message intact; the stopped one,
+#     let go, gets the log's messages intact and in order, then what its
+#     policy (drop-oldest) left, counted: delivered + dropped = 3 x published.
+#  3. A reload that changes the subscribe ACL retires the log (a mapping
+#     cannot be taken back); the subscribers read on.
+# With PUBD_TRANSPORT=socket (the tier's second run) libpub asks for no
+# shared memory: every subscriber's path is socket and no log is made.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+it_setup group_log
+
+N=2000
+SIZE=1000
+it_host_lo h1
+ns=$(it_ns h1)
+write_conf() { # SUBSCRIBE_ACL
+	it_conf_write h1 - <<-EOF
+		limits:
+		  group_log: 256KiB
+		  subscriber_queue: 64
+		groups:
+		  - name: gl
+		    address: 239.81.7.1
+		    $1
+	EOF
+}
+write_conf ""
+it_pubd_start h1 "$ns" || it_die "pubd did not start"
+sock=$(it_sock h1)
+"$ITEST_CLIENT" gen --count "$N" --size "$SIZE" >"$IT_WORK/expected.bin" || it_die "gen"
+want_sha=$(sha256sum <"$IT_WORK/expected.bin" | cut -d' ' -f1)
+shm=1
+[ "${PUBD_TRANSPORT:-}" = socket ] && shm=0
+
+paths() { it_q h1 group gl '[.subscribers[].path] | sort | join(",")'; }
+
+# ---- 1. four readers of one log, one on the socket ----
+for i in 1 2 3 4; do
+	it_bg "sub$i" "$ns" "$ITEST_CLIENT" sub -s "$sock" -g gl --count "$N" --timeout-ms 60000 --log "$IT_WORK/sub$i.log"
+done
+it_bg sock-sub "$ns" env PUBD_TRANSPORT=socket "$PUBCTL" -s "$sock" sub gl --count "$N" --timeout 60 \
+	--output "$IT_WORK/sock.bin"
+sock_pid=$IT_BG_PID
+it_wait "five subscribers" 20 it_subscribers_at_least h1 gl 5 || it_die "subscribers"
+if [ $shm = 1 ]; then
+	it_eq "four read the group log, pubctl reads its socket" "$(paths)" \
+		"group_log,group_log,group_log,group_log,socket"
+	it_eq "the group log has 4 readers" "$(it_group_val h1 gl group_log_readers)" 4
+	it_eq "its size is limits.group_log" "$(it_group_val h1 gl group_log)" 262144
+else
+	it_eq "socket transport: every subscriber on its socket" "$(paths)" "socket,socket,socket,socket,socket"
+fi
+ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g gl --count "$N" --size "$SIZE" --rate 4000 ||
+	it_fail "publish $N"
+for i in 1 2 3 4; do
+	it_wait "sub$i has $N" 60 it_lines_at_least "$IT_WORK/sub$i.log" '^msg gl ' "$N"
+	it_eq "sub$i: all $N intact" "$(grep -c '^msg gl .* OK$' "$IT_WORK/sub$i.log")" "$N"
+done
+it_reap "$sock_pid" 60
+it_eq "the socket subscriber's bytes" "$(sha256sum <"$IT_WORK/sock.bin" | cut -d' ' -f1)" "$want_sha"
+it_wait "first round's subscribers gone" 20 it_group_is h1 gl subscribers 0
+it_eq "round 1: delivered 5 x $N" "$(it_group_val h1 gl delivered)" $((5 * N))
+
+# ---- 2. a stopped reader between two that read ----
+N2=3000
+for i in a b; do
+	it_bg "fast-$i" "$ns" "$ITEST_CLIENT" sub -s "$sock" -g gl --count "$N2" --timeout-ms 60000 \
+		--log "$IT_WORK/fast-$i.log"
+done
+it_bg slow "$ns" "$ITEST_CLIENT" sub -s "$sock" -g gl --timeout-ms 8000 --log "$IT_WORK/slow.log"
+slow_pid=$IT_BG_PID
+it_wait "three subscribers" 20 it_subscribers_at_least h1 gl 3 || it_die "subscribers"
+kill -STOP "$slow_pid"
+ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g gl --count "$N2" --size "$SIZE" --rate 4000 \
+	--start 0 || it_fail "publish $N2"
+for i in a b; do
+	it_wait "fast-$i has $N2" 60 it_lines_at_least "$IT_WORK/fast-$i.log" '^msg gl ' "$N2"
+	it_eq "fast-$i: all $N2 intact" "$(grep -c '^msg gl .* OK$' "$IT_WORK/fast-$i.log")" "$N2"
+done
+if [ $shm = 1 ]; then
+	it_check "the stopped reader moved every reader off the log ($(it_group_val h1 gl group_log_ends) ends)" \
+		test "$(it_group_val h1 gl group_log_ends)" -ge 1
+	it_wait "the two that read are done" 20 it_group_is h1 gl subscribers 1
+	it_eq "the stopped one reads up to the END, then its own deliver log" "$(paths)" \
+		"deliver_log (group log ended)"
+fi
+kill -CONT "$slow_pid"
+it_reap "$slow_pid" 30 # its timeout: 8 s without a message
+got=$(it_lines "$IT_WORK/slow.log" '^msg gl ')
+it_check "the stopped reader got what the log held for it, at least ($got)" test "$got" -ge 200
+it_eq "the stopped reader's messages are intact" "$(grep -c '^msg gl .* OK$' "$IT_WORK/slow.log")" "$got"
+it_check "...and in order ($got)" awk '$1 == "msg" { if ($6 <= last && NR > 1) exit 1; last = $6 }' \
+	"$IT_WORK/slow.log"
+it_wait "second round's subscribers gone" 20 it_group_is h1 gl subscribers 0
+deliv=$(it_group_val h1 gl delivered)
+subdrop=$(it_q h1 drops '[.drops[] | select(.scope == "group-subscribers" and .name == "gl") | .count] | add // 0')
+it_log "round 2: the stopped reader got $got of $N2; group delivered $deliv, subscriber drops $subdrop"
+it_eq "round 2: delivered + dropped = 3 x $N2 (after round 1's 5 x $N)" $((deliv - 5 * N + subdrop)) $((3 * N2))
+
+# ---- 3. a changed subscribe ACL retires the log ----
+if [ $shm = 1 ]; then
+	it_bg acl-sub "$ns" "$ITEST_CLIENT" sub -s "$sock" -g gl --count 10 --timeout-ms 30000 --log "$IT_WORK/acl.log"
+	it_wait "a subscriber" 20 it_subscribers_at_least h1 gl 1 || it_die "subscriber"
+	ends=$(it_group_val h1 gl group_log_ends)
+	write_conf "subscribe: [\"user:root\"]"
+	kill -HUP "$(it_pid h1)"
+	it_wait "the log retired at the reload" 20 it_holds \
+		'[ "$(it_group_val h1 gl group_log_ends)" -gt "$ends" ]' || it_fail "no END at the ACL change"
+	ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g gl --count 10 --size 100 --start 0 || it_fail "publish"
+	it_wait "the subscriber reads on" 20 it_lines_at_least "$IT_WORK/acl.log" '^msg gl ' 10 &&
+		it_pass "a changed subscribe ACL retired the log ($(it_group_val h1 gl group_log_ends) ends); the subscriber read on"
+fi
+it_pubd_stop h1
+it_finish
