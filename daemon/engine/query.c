@@ -295,6 +295,7 @@ static const char *const status_cols[] = {
 	"shm:s",
 	"publish_log:u",
 	"deliver_log:u",
+	"group_log:u",
 	"client_buffered:u",
 	"client_buffer_budget:u",
 };
@@ -343,6 +344,7 @@ static void status_row(struct pubd *d, struct pub_table_builder *b)
 	pub_table_str(b, d->cfg.shm ? "on" : "off");
 	pub_table_u64(b, d->cfg.publish_log);
 	pub_table_u64(b, d->cfg.deliver_log);
+	pub_table_u64(b, d->cfg.group_log);
 	pub_table_u64(b, d->ipc.charged);
 	pub_table_u64(b, d->cfg.client_buffer_budget);
 }

@@ -28,6 +28,7 @@ static void client_free(struct pub_client *c)
 	struct pub_queued *q, *next;
 
 	conn_close(c);
+	shm_release_dead(c);
 	if (c->epfd >= 0)
 		close(c->epfd);
 	if (c->timerfd >= 0)

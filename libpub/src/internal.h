@@ -124,6 +124,8 @@ struct pub_client {
 	void *dlog_map; /* NULL: deliveries come through the socket */
 	size_t dlog_map_len;
 	struct pub_shmlog_reader dlog;
+	void *dlog_dead_map; /* a detached log the caller's message still lies in */
+	size_t dlog_dead_len;
 	int dlog_doorbell; /* pubd rings it when we said we sleep; in epfd */
 	int dlog_space;	   /* we ring it when pubd said it waits for room */
 	bool dlog_holding; /* the caller's message lies in the log: give it back at the next call */
@@ -251,6 +253,8 @@ int shm_publish(struct pub_client *c, uint32_t req_id, const char *group, size_t
 /* shmrecv.c */
 int dlog_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3]);
 void dlog_detach(struct pub_client *c);
+/* The logs the connection's end left mapped for the caller's message go. */
+void shm_release_dead(struct pub_client *c);
 void dlog_release(struct pub_client *c);
 int dlog_next(struct pub_client *c, struct pub_message *m);
 bool dlog_sleep(struct pub_client *c);
@@ -264,6 +268,8 @@ void dlog_awake(struct pub_client *c);
 int glog_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd);
 void glog_detach(struct pub_client *c, const char *group);
 void glog_detach_all(struct pub_client *c);
+/* Unmap the logs removed while the caller's message lay in one. */
+void glog_free_dead(struct pub_client *c);
 void glog_release(struct pub_client *c);
 int glog_next(struct pub_client *c, struct pub_message *m);
 /* A deliver-log message of group is next: 1 with a message of its group

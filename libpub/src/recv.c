@@ -270,6 +270,7 @@ int wait_for(struct pub_client *c, struct pub_waiter *w, uint64_t deadline)
 /* Release what the caller's previous message pointed into. */
 static void recv_release(struct pub_client *c)
 {
+	shm_release_dead(c);
 	free(c->held_buf);
 	c->held_buf = NULL;
 	c->holding = false;

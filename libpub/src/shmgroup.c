@@ -114,20 +114,24 @@ void glog_detach(struct pub_client *c, const char *group)
 
 void glog_detach_all(struct pub_client *c)
 {
-	struct pub_glog *gl;
-
+	/* One the caller's message lies in stays mapped until its next pub_recv. */
 	while (c->nglogs)
 		glog_remove(c, c->nglogs - 1);
+	free(c->glogs);
+	c->glogs = NULL;
+	c->nglogs = c->glog_cap = 0;
+}
+
+void glog_free_dead(struct pub_client *c)
+{
+	struct pub_glog *gl;
+
 	while ((gl = c->glogs_dead)) {
 		c->glogs_dead = gl->next_dead;
 		if (c->glog_held == gl)
 			c->glog_held = NULL;
 		glog_free(gl);
 	}
-	c->glog_held = NULL;
-	free(c->glogs);
-	c->glogs = NULL;
-	c->nglogs = c->glog_cap = 0;
 }
 
 /* Say how far we have read; ring pubd if it waits for room. */
@@ -143,17 +147,10 @@ static void publish_pos(struct pub_client *c, struct pub_glog *gl)
 
 void glog_release(struct pub_client *c)
 {
-	struct pub_glog *gl = c->glog_held, *d;
-
+	glog_free_dead(c); /* forgets one held there: its slot may be gone */
+	if (c->glog_held)
+		publish_pos(c, c->glog_held);
 	c->glog_held = NULL;
-	while ((d = c->glogs_dead)) {
-		c->glogs_dead = d->next_dead;
-		glog_free(d);
-		if (d == gl)
-			gl = NULL;
-	}
-	if (gl)
-		publish_pos(c, gl);
 }
 
 /*

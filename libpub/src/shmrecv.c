@@ -22,7 +22,15 @@ void dlog_detach(struct pub_client *c)
 {
 	glog_detach_all(c); /* their slots are in the deliver log */
 	if (c->dlog_map) {
-		munmap(c->dlog_map, c->dlog_map_len);
+		/* The caller's message may lie in it: valid until its next
+		 * pub_recv, whatever became of the connection meanwhile (one
+		 * message: an older dead log holds it only if this one does not). */
+		if (c->dlog_holding && !c->dlog_dead_map) {
+			c->dlog_dead_map = c->dlog_map;
+			c->dlog_dead_len = c->dlog_map_len;
+		} else {
+			munmap(c->dlog_map, c->dlog_map_len);
+		}
 		epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->dlog_doorbell, NULL);
 	}
 	if (c->dlog_doorbell >= 0)
@@ -56,6 +64,14 @@ int dlog_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds
 	c->dlog_doorbell = fds[1];
 	c->dlog_space = fds[2];
 	return 0;
+}
+
+void shm_release_dead(struct pub_client *c)
+{
+	if (c->dlog_dead_map)
+		munmap(c->dlog_dead_map, c->dlog_dead_len);
+	c->dlog_dead_map = NULL;
+	glog_free_dead(c);
 }
 
 /* Give pubd back what was read; ring it if it waits for room. */

@@ -16,7 +16,13 @@
  *       --hold: after subscribing, read nothing until a line arrives on stdin;
  *       a number on that line replaces --count. --rate: take at most R
  *       messages a second (a subscriber slower than its publisher). Exits 0
- *       when --count messages arrived, 3 on timeout.
+ *       when --count messages arrived, 3 on timeout. --hold-last: after the
+ *       last message, log "holding", keep it (no further pub_recv) and
+ *       query pubd's status (again whenever pub_fd is readable, or 100 ms
+ *       passed) until libpub reports the
+ *       connection lost, then check the held message's bytes again: "held
+ *       OK|BAD" (they stay valid until the next pub_recv, whatever became
+ *       of the connection).
  *   itest_client pub -s SOCK -g GROUP --count N --size B [--start I] [--rate R] [--more]
  *       Publish N messages of B >= 8 bytes with indices I.. (the index, then a
  *       pattern of it); the last one with PUB_SYNC, so exit 0 means pubd took
@@ -63,7 +69,7 @@ struct opts {
 	const char *log, *dir, *ready, *mode;
 	uint64_t count, size, start, rate;
 	long timeout_ms;
-	bool hold, more;
+	bool hold, more, hold_last;
 };
 
 static uint64_t now_ns(void)
@@ -154,6 +160,34 @@ static void pace(uint64_t t0, uint64_t i, uint64_t rate)
 		;
 }
 
+static int count_table(const struct pub_table *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	return 0;
+}
+
+/* --hold-last: the last message outlives its connection until the next pub_recv. */
+static int hold_across_loss(pub_client_t *c, const struct pub_message *m, const char *group, FILE *log)
+{
+	struct pollfd p = {.fd = pub_fd(c), .events = POLLIN};
+	uint64_t deadline = now_ms() + 60000;
+	int64_t idx;
+	int err = 0;
+
+	fprintf(log, "holding\n");
+	fflush(log);
+	(void)group;
+	while (err == 0 && now_ms() < deadline) {
+		poll(&p, 1, 100); /* readable when the socket ends */
+		err = pub_query(c, PUB_Q_STATUS, NULL, count_table, NULL);
+	}
+	fprintf(log, "query after the loss: %s\n", pub_strerror(err));
+	fprintf(log, "held %s\n", check_payload(m->data, m->len, &idx) ? "OK" : "BAD");
+	fflush(log);
+	return err ? 0 : 1;
+}
+
 static int cmd_sub(const struct opts *o)
 {
 	pub_client_t *c = NULL;
@@ -241,7 +275,7 @@ static int cmd_sub(const struct opts *o)
 		}
 		got++;
 	}
-	rc = 0;
+	rc = o->hold_last && got ? hold_across_loss(c, &m, o->groups[0], log) : 0;
 out:
 	pub_close(c);
 	if (log != stdout)
@@ -475,13 +509,21 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"socket", required_argument, NULL, 's'}, {"group", required_argument, NULL, 'g'},
-		{"log", required_argument, NULL, 'l'},	  {"dir", required_argument, NULL, 'd'},
-		{"count", required_argument, NULL, 'n'},  {"size", required_argument, NULL, 'b'},
-		{"start", required_argument, NULL, 'i'},  {"timeout-ms", required_argument, NULL, 't'},
-		{"ready", required_argument, NULL, 'r'},  {"hold", no_argument, NULL, 'H'},
-		{"mode", required_argument, NULL, 'm'},	  {"rate", required_argument, NULL, 'R'},
-		{"more", no_argument, NULL, 'M'},	  {NULL, 0, NULL, 0},
+		{"socket", required_argument, NULL, 's'},
+		{"group", required_argument, NULL, 'g'},
+		{"log", required_argument, NULL, 'l'},
+		{"dir", required_argument, NULL, 'd'},
+		{"count", required_argument, NULL, 'n'},
+		{"size", required_argument, NULL, 'b'},
+		{"start", required_argument, NULL, 'i'},
+		{"timeout-ms", required_argument, NULL, 't'},
+		{"ready", required_argument, NULL, 'r'},
+		{"hold", no_argument, NULL, 'H'},
+		{"mode", required_argument, NULL, 'm'},
+		{"rate", required_argument, NULL, 'R'},
+		{"more", no_argument, NULL, 'M'},
+		{"hold-last", no_argument, NULL, 'L'},
+		{NULL, 0, NULL, 0},
 	};
 	struct opts o = {0};
 	const char *cmd;
@@ -536,6 +578,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			o.more = true;
+			break;
+		case 'L':
+			o.hold_last = true;
 			break;
 		default:
 			usage();

@@ -40,4 +40,19 @@ it_eq "messages 0..9 in order, intact" \
 	"$(awk '$1 == "msg" {printf "%s%s", sep, $6; sep = ","} $1 == "msg" && $7 != "OK" {printf "BAD"}' "$IT_WORK/client.log")" \
 	"0,1,2,3,4,5,6,7,8,9"
 it_check "libpub reported the reconnect" it_lines_at_least "$IT_WORK/client.log" '^reconnected' 1
+
+# The message pub_recv returned stays valid until the next pub_recv, even
+# when the connection ends meanwhile: libpub keeps the log it lies in (its
+# deliver log, or its group's group log) mapped until then.
+it_bg holder "$ns" "$ITEST_CLIENT" sub -s "$sock" -g r1 --count 1 --hold-last --timeout-ms 60000 \
+	--log "$IT_WORK/holder.log"
+holder_pid=$IT_BG_PID
+it_wait "the holder subscribed" 20 it_subscribers_at_least h1 r1 1 || it_die "no holder"
+"$ITEST_CLIENT" pub -s "$sock" -g r1 --count 1 --size 4000 --start 20 || it_fail "publish 20"
+it_wait "the holder holds message 20" 20 it_lines_at_least "$IT_WORK/holder.log" '^holding' 1
+kill -KILL "$(it_pid h1)"
+it_reap "$holder_pid" 30
+it_eq "the holder saw the connection go and exited" "$IT_STATUS" 0
+it_check "the held message was intact after it ($(grep '^held\|^query' "$IT_WORK/holder.log" | tr '\n' ' '))" \
+	grep -q '^held OK' "$IT_WORK/holder.log"
 it_finish
