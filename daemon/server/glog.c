@@ -34,7 +34,10 @@
  *
  * Memory: a group's log is kept while the group lives (a reader that left
  * may still map it, so freeing and remaking it would let a client pin any
- * number of them), charged to limits.client_buffer_budget.
+ * number of them): one per group at most, limits.group_log bytes each. It is
+ * the operator's to size, like the repair window, and not charged to
+ * limits.client_buffer_budget, which a few groups' logs would otherwise
+ * take from every client's own logs for good.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -93,20 +96,11 @@ static void glog_free(struct pubd_ipc *srv, struct srv_glog *gl)
 static struct srv_glog *glog_make(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	uint32_t cap = srv_shm_capacity(srv->cfg->group_log);
-	size_t charge = pub_shmlog_map_len(cap);
-	struct srv_glog *gl;
+	struct srv_glog *gl = calloc(1, sizeof(*gl));
 
-	if (!srv_budget_take(srv, charge)) {
-		srv->counters[PUBD_CTR_BUDGET_WAITS]++;
+	if (!gl)
 		return NULL;
-	}
-	gl = calloc(1, sizeof(*gl));
-	if (!gl) {
-		srv_budget_give(srv, charge);
-		return NULL;
-	}
 	gl->g = g;
-	gl->shm.charged = charge;
 	gl->acl = g->cfg->subscribe;
 	gl->acl.entries = NULL;
 	if (gl->acl.n && !(gl->acl.entries = malloc(gl->acl.n * sizeof(*gl->acl.entries)))) {
@@ -521,8 +515,8 @@ static void glog_retire(struct pubd_ipc *srv, struct pubd_group *g, const char *
 	gl->g = NULL;
 	if (gl->on_list)
 		wait_unlink(srv, gl);
-	/* Nothing is written to it again: the mapping and the fd can go,
-	 * and so can its charge (the readers' mappings are theirs). */
+	/* Nothing is written to it again: the mapping and the fd can go
+	 * (the readers' mappings are theirs). */
 	srv_shm_close(srv, &gl->shm, false);
 	close(gl->memfd);
 	gl->memfd = -1;
