@@ -100,6 +100,7 @@ static struct srv_glog *glog_make(struct pubd_ipc *srv, struct pubd_group *g)
 
 	if (!gl)
 		return NULL;
+	gl->memfd = gl->shm.doorbell_fd = gl->shm.space_fd = -1; /* nothing to close yet */
 	gl->g = g;
 	gl->acl = g->cfg->subscribe;
 	gl->acl.entries = NULL;
