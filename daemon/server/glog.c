@@ -24,7 +24,11 @@
  * No reader can be passed over alone: the ring between it and the others
  * is what it still reads. Until every reader the END ended has read up to
  * it (or left), the log takes no new reader, so it is never written over
- * what one of them may still read.
+ * what one of them may still read. After that, once a second, it is given
+ * back to each subscription on shared memory that has read all of its own
+ * deliver log and has nothing queued (nothing of the group can then come
+ * after the log's messages): a reader that caught up returns to the log,
+ * one that stays behind stays on its own queue.
  *
  * Access. A mapping cannot be taken back: a client given the memfd reads
  * whatever is written there later, subscribed or not. So when ACLs change
@@ -434,6 +438,48 @@ void srv_glog_put(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, u
 			srv_count_sub_drop(srv, g->subs[i], PUB_DROP_SUB_OVERFLOW, 1);
 }
 
+/* ---- flow control: a reader's backlog ---- */
+
+/* How far s has read, as its slot says now (checked, not kept). */
+static uint64_t released_now(const struct srv_glog *gl, const struct pubd_sub *s)
+{
+	uint64_t v;
+
+	if (!s->client->dlog)
+		return s->glog_released;
+	v = atomic_load_explicit(slot_of(s), memory_order_acquire);
+	return v > s->glog_released && v <= gl->w.tail && v % PUB_SHMLOG_ALIGN == 0 ? v : s->glog_released;
+}
+
+/* A group log reader's backlog is what waits for the log (shared by its
+ * readers, and bounded like a subscriber queue) and what it has not read
+ * there; what it has taken, how far it has read. So flow control holds a
+ * source back for a reader that is behind, and sees one that stopped. */
+void pubd_ipc_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q)
+{
+	const struct srv_glog *gl = s->glog;
+	uint64_t released;
+
+	srv_out_sub_queue(s, q);
+	if (!s->glog_live)
+		return;
+	released = released_now(gl, s);
+	q->msgs += gl->wq_n + (released < gl->w.tail);
+	q->bytes += gl->wq_bytes + (gl->w.tail - released);
+	q->taken = released;
+}
+
+bool pubd_ipc_sub_has_room(const struct pubd_sub *s, size_t len)
+{
+	const struct srv_glog *gl = s->glog;
+	const struct pubd_config *cfg = s->client->srv->cfg;
+
+	if (!s->glog_live)
+		return srv_out_sub_has_room(s, len);
+	return s->client->closing ||
+	       (gl->wq_n < cfg->subscriber_queue && gl->wq_bytes + len <= cfg->subscriber_queue_bytes);
+}
+
 /* ---- ending ---- */
 
 /* Move every reader off the log: an END record, then what waited goes to
@@ -531,6 +577,52 @@ static bool same_acl(const struct pubd_acl *a, const struct pubd_acl *b)
 	       (!a->n || !memcmp(a->entries, b->entries, a->n * sizeof(*a->entries)));
 }
 
+/* Has s's client read everything pubd put in its deliver log, with nothing
+ * queued behind? (Its head is its own word: a lie costs it its order.) */
+static bool caught_up(const struct pubd_sub *s)
+{
+	const struct pubd_client *c = s->client;
+
+	return c->dlog && !c->out_head && !c->dlog->blocked &&
+	       atomic_load_explicit(&c->dlog->w.ctl->head, memory_order_acquire) == c->dlog->w.tail;
+}
+
+/* Give the group's log back to the subscriptions that caught up. */
+static void reoffer(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	struct srv_glog *gl = g->glog;
+	unsigned i;
+
+	for (i = 0; i < g->nsubs && !gl->draining && !gl->wq_n; i++) {
+		struct pubd_sub *s = g->subs[i];
+
+		if (s->glog_live || s->glog_until || !caught_up(s))
+			continue;
+		srv_glog_leave(srv, s); /* an ended log, or a retired one */
+		srv_glog_attach(s->client, s);
+		if (s->glog_live)
+			g->glog_returns++;
+	}
+}
+
+void srv_glog_tick(struct pubd_ipc *srv)
+{
+	struct pubd_group *g;
+	unsigned i;
+
+	pubd_groups_foreach(srv->groups, g, i)
+	{
+		struct srv_glog *gl = g->glog;
+
+		if (!gl || g->glog_live == g->nsubs)
+			continue;
+		if (gl->draining)
+			refresh_head(gl); /* what the ended readers have read since */
+		if (!gl->draining && !gl->wq_n && !gl->must_end)
+			reoffer(srv, g);
+	}
+}
+
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	if (g->glog && !same_acl(&g->glog->acl, &g->cfg->subscribe))
@@ -546,7 +638,7 @@ void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_i
 {
 	const struct srv_glog *gl = g->glog;
 
-	*info = (struct pubd_group_log_info){.ends = g->glog_ends};
+	*info = (struct pubd_group_log_info){.ends = g->glog_ends, .returns = g->glog_returns};
 	if (!gl)
 		return;
 	info->capacity = gl->w.cap;

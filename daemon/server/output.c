@@ -281,12 +281,12 @@ static void begin_close_deferred(struct pubd_client *c)
 	srv_mark_dirty(c);
 }
 
-bool pubd_ipc_sub_has_room(const struct pubd_sub *s, size_t len)
+bool srv_out_sub_has_room(const struct pubd_sub *s, size_t len)
 {
 	return s->client->closing || !subscriber_queue_full(s->client, len);
 }
 
-void pubd_ipc_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q)
+void srv_out_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q)
 {
 	const struct pubd_client *c = s->client;
 

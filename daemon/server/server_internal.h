@@ -230,6 +230,10 @@ void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_ou
  * subscription s (NULL: it went away mid-write). */
 void srv_count_delivered(struct pubd_client *c, struct pubd_sub *s, size_t len);
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n);
+/* pubd_ipc_sub_has_room and pubd_ipc_sub_queue for a subscription on its
+ * own queue (glog.c answers for one on a group log). */
+bool srv_out_sub_has_room(const struct pubd_sub *s, size_t len);
+void srv_out_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q);
 int srv_queue_frame(struct pubd_client *c, const void *frame, size_t len);
 void srv_reply_ok(struct pubd_client *c, uint32_t req_id);
 /* Queue an ERROR reply (text formatted as printf). */
@@ -284,6 +288,8 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s);
 /* Write what waits for room; end logs whose readers fell too far behind. */
 void srv_glog_flush_all(struct pubd_ipc *srv);
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);
+/* Once a second: the group logs given back to subscriptions that caught up. */
+void srv_glog_tick(struct pubd_ipc *srv);
 void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
 
 /* publog.c: a client's publish log; calls admit.c and output.c */

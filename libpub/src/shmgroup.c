@@ -165,6 +165,9 @@ static int glog_read(struct pub_client *c, struct pub_glog *gl, struct pub_messa
 	int r;
 
 	*ended = false;
+	/* Another log's message in pieces is being put together: it ends first. */
+	if (c->dpart && c->glog_part != gl)
+		return 0;
 	for (;;) {
 		r = pub_shmlog_next(&gl->r, &v);
 		if (r <= 0)
@@ -217,6 +220,8 @@ int glog_next(struct pub_client *c, struct pub_message *m)
 			c->glog_rr++;
 			return r;
 		}
+		if (c->dpart)
+			return 0; /* gl began a message in pieces: nothing else until it ends */
 	}
 	return 0;
 }

@@ -141,8 +141,9 @@ static int own_next(struct pub_client *c, struct pub_message *m)
 		if (v.type != PUB_SHMLOG_MSG || pub_deliverlog_decode(&v, &p) < 0)
 			return set_err(c, -PUB_EPROTO, "deliver log: a malformed record");
 		/* A group whose group log is still attached: what that log
-		 * holds came first. */
-		if (p.first && c->nglogs && (r = glog_before(c, p.group, p.glen, m)) != 0)
+		 * holds came first (and a message begun there in pieces is
+		 * read to its end before anything else). */
+		if (p.first && c->nglogs && ((r = glog_before(c, p.group, p.glen, m)) != 0 || c->dpart))
 			return r;
 		pub_shmlog_consume(&c->dlog, &v);
 		if (p.first && !p.more && !c->dpart) {
@@ -174,13 +175,14 @@ int dlog_next(struct pub_client *c, struct pub_message *m)
 		return c->glog_part ? glog_next(c, m) : own_next(c, m);
 	if (!c->nglogs)
 		return own_next(c, m);
-	/* Turn and turn about, so that neither keeps the other waiting. */
+	/* Turn and turn about, so that neither keeps the other waiting; one
+	 * that began a message in pieces keeps the turn until it ends. */
 	if (c->glog_turn ^= 1) {
 		r = glog_next(c, m);
-		return r ? r : own_next(c, m);
+		return r || c->dpart ? r : own_next(c, m);
 	}
 	r = own_next(c, m);
-	return r ? r : glog_next(c, m);
+	return r || c->dpart ? r : glog_next(c, m);
 }
 
 bool dlog_sleep(struct pub_client *c)

@@ -13,8 +13,13 @@
 #     own deliver log. The two get every message intact; the stopped one,
 #     let go, gets the log's messages intact and in order, then what its
 #     policy (drop-oldest) left, counted: delivered + dropped = 3 x published.
+#     Once it has read up to the END, the two that kept up get the log back
+#     (group_log_returns) and read the next messages there.
 #  3. A reload that changes the subscribe ACL retires the log (a mapping
 #     cannot be taken back); the subscribers read on.
+#  4. One subscriber of two groups whose messages (1 MiB, larger than a
+#     quarter of a log: in pieces) come at once: each arrives whole, its
+#     pieces never mixed with the other group's.
 # With PUBD_TRANSPORT=socket (the tier's second run) libpub asks for no
 # shared memory: every subscriber's path is socket and no log is made.
 # shellcheck source=tests/integration/lib.sh
@@ -34,6 +39,10 @@ write_conf() { # SUBSCRIBE_ACL
 		  - name: gl
 		    address: 239.81.7.1
 		    $1
+		  - name: p1
+		    address: 239.81.7.2
+		  - name: p2
+		    address: 239.81.7.3
 	EOF
 }
 write_conf ""
@@ -75,11 +84,12 @@ it_eq "round 1: delivered 5 x $N" "$(it_group_val h1 gl delivered)" $((5 * N))
 
 # ---- 2. a stopped reader between two that read ----
 N2=3000
+N3=10
 for i in a b; do
-	it_bg "fast-$i" "$ns" "$ITEST_CLIENT" sub -s "$sock" -g gl --count "$N2" --timeout-ms 60000 \
+	it_bg "fast-$i" "$ns" "$ITEST_CLIENT" sub -s "$sock" -g gl --count $((N2 + N3)) --timeout-ms 60000 \
 		--log "$IT_WORK/fast-$i.log"
 done
-it_bg slow "$ns" "$ITEST_CLIENT" sub -s "$sock" -g gl --timeout-ms 8000 --log "$IT_WORK/slow.log"
+it_bg slow "$ns" "$ITEST_CLIENT" sub -s "$sock" -g gl --timeout-ms 60000 --log "$IT_WORK/slow.log"
 slow_pid=$IT_BG_PID
 it_wait "three subscribers" 20 it_subscribers_at_least h1 gl 3 || it_die "subscribers"
 kill -STOP "$slow_pid"
@@ -92,12 +102,22 @@ done
 if [ $shm = 1 ]; then
 	it_check "the stopped reader moved every reader off the log ($(it_group_val h1 gl group_log_ends) ends)" \
 		test "$(it_group_val h1 gl group_log_ends)" -ge 1
-	it_wait "the two that read are done" 20 it_group_is h1 gl subscribers 1
-	it_eq "the stopped one reads up to the END, then its own deliver log" "$(paths)" \
-		"deliver_log (group log ended)"
+	it_eq "the stopped one holds every reader off the log until it has read to the END" \
+		"$(it_group_val h1 gl group_log_readers) $(paths | grep -o 'ended' | wc -l)" "0 1"
 fi
 kill -CONT "$slow_pid"
-it_reap "$slow_pid" 30 # its timeout: 8 s without a message
+if [ $shm = 1 ]; then
+	it_wait "the two that kept up got the log back" 20 it_holds \
+		'[ "$(it_group_val h1 gl group_log_returns)" -ge 2 ]' || it_fail "paths: $(paths)"
+fi
+ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g gl --count $N3 --size "$SIZE" --start $N2 ||
+	it_fail "publish $N3 more"
+for i in a b; do
+	it_wait "fast-$i has $((N2 + N3))" 30 it_lines_at_least "$IT_WORK/fast-$i.log" '^msg gl ' $((N2 + N3))
+done
+# Done with the slow one: what it has not taken is counted as it goes.
+kill -TERM "$slow_pid"
+it_reap "$slow_pid" 10
 got=$(it_lines "$IT_WORK/slow.log" '^msg gl ')
 [ $shm = 1 ] && it_check "the stopped reader got what the group log held for it, at least ($got)" test "$got" -ge 200
 it_eq "the stopped reader's messages are intact" "$(grep -c '^msg gl .* OK$' "$IT_WORK/slow.log")" "$got"
@@ -107,7 +127,8 @@ it_wait "second round's subscribers gone" 20 it_group_is h1 gl subscribers 0
 deliv=$(it_group_val h1 gl delivered)
 subdrop=$(it_q h1 drops '[.drops[] | select(.scope == "group-subscribers" and .name == "gl") | .count] | add // 0')
 it_log "round 2: the stopped reader got $got of $N2; group delivered $deliv, subscriber drops $subdrop"
-it_eq "round 2: delivered + dropped = 3 x $N2 (after round 1's 5 x $N)" $((deliv - 5 * N + subdrop)) $((3 * N2))
+it_eq "round 2: delivered + dropped = 3 x $((N2 + N3)) (after round 1's 5 x $N)" $((deliv - 5 * N + subdrop)) \
+	$((3 * (N2 + N3)))
 
 # ---- 3. a changed subscribe ACL retires the log ----
 if [ $shm = 1 ]; then
@@ -122,5 +143,16 @@ if [ $shm = 1 ]; then
 	it_wait "the subscriber reads on" 20 it_lines_at_least "$IT_WORK/acl.log" '^msg gl ' 10 &&
 		it_pass "a changed subscribe ACL retired the log ($(it_group_val h1 gl group_log_ends) ends); the subscriber read on"
 fi
+
+# ---- 4. two groups' messages in pieces, at once, to one subscriber ----
+it_bg two "$ns" "$ITEST_CLIENT" sub -s "$sock" -g p1 -g p2 --count 40 --timeout-ms 60000 --log "$IT_WORK/two.log"
+it_wait "the subscriber of two groups" 20 it_subscribers_at_least h1 p2 1 || it_die "subscriber"
+[ $shm = 1 ] && it_eq "it reads both groups' logs" "$(it_group_val h1 p1 group_log_readers)$(it_group_val h1 p2 group_log_readers)" 11
+for g in p1 p2; do
+	it_bg "pub-$g" "$ns" "$ITEST_CLIENT" pub -s "$sock" -g $g --count 20 --size $((1024 * 1024)) --start 0
+done
+it_wait "40 messages of 1 MiB" 60 it_lines_at_least "$IT_WORK/two.log" '^msg p' 40 ||
+	it_fail "two.log: $(grep -v '^msg' "$IT_WORK/two.log" | head -3)"
+it_eq "all 40 whole and intact" "$(grep -c '^msg p[12] .* 1048576 .* OK$' "$IT_WORK/two.log")" 40
 it_pubd_stop h1
 it_finish
