@@ -31,10 +31,11 @@
  * one that stays behind stays on its own queue.
  *
  * Access. A mapping cannot be taken back: a client given the memfd reads
- * whatever is written there later, subscribed or not. So when ACLs change
- * the group log is ended and retired (pubd unmaps it and closes its fd)
- * and a new one made for later subscribers; a client denied by the new
- * ACL never gets it.
+ * whatever is written there later, subscribed or not. So when the
+ * subscribe ACL changes the group log is ended and retired (pubd unmaps it
+ * and closes its fd) and a new one made; its readers that the new ACL
+ * allows get that one once they have read to the old one's END and caught
+ * up, and a client denied by it never does.
  *
  * Memory: a group's log is kept while the group lives (a reader that left
  * may still map it, so freeing and remaking it would let a client pin any
@@ -590,12 +591,18 @@ static bool caught_up(const struct pubd_sub *s)
 /* Give the group's log back to the subscriptions that caught up. */
 static void reoffer(struct pubd_ipc *srv, struct pubd_group *g)
 {
-	struct srv_glog *gl = g->glog;
 	unsigned i;
 
-	for (i = 0; i < g->nsubs && !gl->draining && !gl->wq_n; i++) {
+	for (i = 0; i < g->nsubs; i++) {
 		struct pubd_sub *s = g->subs[i];
+		struct srv_glog *gl = g->glog;
 
+		if (gl && (gl->draining || gl->wq_n || gl->must_end))
+			return;
+		/* One still reading a retired log (an ACL changed) up to its
+		 * END: has it got there? */
+		if (s->glog_until && s->glog != gl)
+			look_at_reader(s->glog, s);
 		if (s->glog_live || s->glog_until || !caught_up(s))
 			continue;
 		srv_glog_leave(srv, s); /* an ended log, or a retired one */
@@ -610,16 +617,17 @@ void srv_glog_tick(struct pubd_ipc *srv)
 	struct pubd_group *g;
 	unsigned i;
 
+	if (!srv->cfg->group_log)
+		return;
 	pubd_groups_foreach(srv->groups, g, i)
 	{
 		struct srv_glog *gl = g->glog;
 
-		if (!gl || g->glog_live == g->nsubs)
+		if (g->glog_live == g->nsubs)
 			continue;
-		if (gl->draining)
+		if (gl && gl->draining)
 			refresh_head(gl); /* what the ended readers have read since */
-		if (!gl->draining && !gl->wq_n && !gl->must_end)
-			reoffer(srv, g);
+		reoffer(srv, g);
 	}
 }
 

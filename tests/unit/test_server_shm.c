@@ -995,8 +995,17 @@ static void a_changed_subscribe_acl_retires_the_group_log(void **state)
 	for (; seq < 10; seq++)
 		fan_out(f, g, seq, 100);
 	assert_int_equal(read_glog(&b, &gb, &nb, &ended), 5);
-	/* The old log saw none of it. */
+	/* The old log saw none of it. a, its own deliver log read, gets the
+	 * new log at the next tick (it passed the old one's END). */
 	assert_int_equal(read_glog(&a, &ga, &na, &ended), 0);
+	assert_int_equal(read_log(&a, &na), 5);
+	munmap(ga.map, ga.len);
+	pubd_ipc_tick(&f->srv, 0);
+	assert_true(given_back(f, &a, &ga));
+	assert_int_equal(g->glog_live, 2);
+	for (; seq < 13; seq++)
+		fan_out(f, g, seq, 100);
+	assert_int_equal(read_glog(&a, &ga, &na, &ended), 3);
 	g->cfg = gc;
 	munmap(ga.map, ga.len);
 	munmap(gb.map, gb.len);
