@@ -19,7 +19,9 @@
  * moves its readers off it (they find the group's next messages in their
  * own deliver logs). A reader cannot write the log, so it publishes how
  * far it has read in a slot of its own deliver log's control page: pubd
- * writes no record over what a reader still may read.
+ * writes no record over what a reader still may read. When pubd closes a
+ * client it sets `closed` in that client's deliver log first: from then on
+ * the client's group logs are written over, and it reads them no more.
  */
 #ifndef PUB_DELIVERLOG_FORMAT_H
 #define PUB_DELIVERLOG_FORMAT_H

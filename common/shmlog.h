@@ -86,7 +86,8 @@ struct pub_shmlog_ctl {
 					  * written and the commit word after it (tail + 8 when idle) */
 	_Atomic uint64_t latest;	 /* start of the last committed message record */
 	_Atomic uint32_t writer_waiting; /* the writer found no room and sleeps (single-reader logs) */
-	uint8_t pad1_[36];
+	_Atomic uint32_t closed;	 /* the writer is done with this reader (pubd closed the client) */
+	uint8_t pad1_[32];
 
 	/* Reader's line (single-reader logs). */
 	_Atomic uint64_t head;		  /* position the reader has consumed up to */

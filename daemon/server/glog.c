@@ -24,18 +24,16 @@
  * No reader can be passed over alone: the ring between it and the others
  * is what it still reads. Until every reader the END ended has read up to
  * it (or left), the log takes no new reader, so it is never written over
- * what one of them may still read. After that, once a second, it is given
- * back to each subscription on shared memory that has read all of its own
- * deliver log and has nothing queued (nothing of the group can then come
- * after the log's messages): a reader that caught up returns to the log,
- * one that stays behind stays on its own queue.
+ * what one of them may still read. Those moved off stay on their own
+ * deliver logs for the rest of their subscription (giving the log back
+ * would need a mark in their deliver log: the SHM frame comes on the
+ * socket, which libpub reads after its logs).
  *
  * Access. A mapping cannot be taken back: a client given the memfd reads
  * whatever is written there later, subscribed or not. So when the
  * subscribe ACL changes the group log is ended and retired (pubd unmaps it
- * and closes its fd) and a new one made; its readers that the new ACL
- * allows get that one once they have read to the old one's END and caught
- * up, and a client denied by it never does.
+ * and closes its fd) and a new one made for later subscribers; a client
+ * denied by the new ACL never gets it.
  *
  * Memory: a group's log is kept while the group lives (a reader that left
  * may still map it, so freeing and remaking it would let a client pin any
@@ -578,59 +576,6 @@ static bool same_acl(const struct pubd_acl *a, const struct pubd_acl *b)
 	       (!a->n || !memcmp(a->entries, b->entries, a->n * sizeof(*a->entries)));
 }
 
-/* Has s's client read everything pubd put in its deliver log, with nothing
- * queued behind? (Its head is its own word: a lie costs it its order.) */
-static bool caught_up(const struct pubd_sub *s)
-{
-	const struct pubd_client *c = s->client;
-
-	return c->dlog && !c->out_head && !c->dlog->blocked &&
-	       atomic_load_explicit(&c->dlog->w.ctl->head, memory_order_acquire) == c->dlog->w.tail;
-}
-
-/* Give the group's log back to the subscriptions that caught up. */
-static void reoffer(struct pubd_ipc *srv, struct pubd_group *g)
-{
-	unsigned i;
-
-	for (i = 0; i < g->nsubs; i++) {
-		struct pubd_sub *s = g->subs[i];
-		struct srv_glog *gl = g->glog;
-
-		if (gl && (gl->draining || gl->wq_n || gl->must_end))
-			return;
-		/* One still reading a retired log (an ACL changed) up to its
-		 * END: has it got there? */
-		if (s->glog_until && s->glog != gl)
-			look_at_reader(s->glog, s);
-		if (s->glog_live || s->glog_until || !caught_up(s))
-			continue;
-		srv_glog_leave(srv, s); /* an ended log, or a retired one */
-		srv_glog_attach(s->client, s);
-		if (s->glog_live)
-			g->glog_returns++;
-	}
-}
-
-void srv_glog_tick(struct pubd_ipc *srv)
-{
-	struct pubd_group *g;
-	unsigned i;
-
-	if (!srv->cfg->group_log)
-		return;
-	pubd_groups_foreach(srv->groups, g, i)
-	{
-		struct srv_glog *gl = g->glog;
-
-		if (g->glog_live == g->nsubs)
-			continue;
-		if (gl && gl->draining)
-			refresh_head(gl); /* what the ended readers have read since */
-		reoffer(srv, g);
-	}
-}
-
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	if (g->glog && !same_acl(&g->glog->acl, &g->cfg->subscribe))
@@ -646,7 +591,7 @@ void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_i
 {
 	const struct srv_glog *gl = g->glog;
 
-	*info = (struct pubd_group_log_info){.ends = g->glog_ends, .returns = g->glog_returns};
+	*info = (struct pubd_group_log_info){.ends = g->glog_ends};
 	if (!gl)
 		return;
 	info->capacity = gl->w.cap;

@@ -288,8 +288,6 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s);
 /* Write what waits for room; end logs whose readers fell too far behind. */
 void srv_glog_flush_all(struct pubd_ipc *srv);
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);
-/* Once a second: the group logs given back to subscriptions that caught up. */
-void srv_glog_tick(struct pubd_ipc *srv);
 void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
 
 /* publog.c: a client's publish log; calls admit.c and output.c */

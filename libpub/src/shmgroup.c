@@ -153,6 +153,12 @@ void glog_release(struct pub_client *c)
 	c->glog_held = NULL;
 }
 
+/* pubd said, in the deliver log, that it closed the connection. */
+static bool dropped(const struct pub_client *c)
+{
+	return atomic_load_explicit(&c->dlog.ctl->closed, memory_order_acquire) != 0;
+}
+
 /*
  * The next message of gl: 1 (in *m), 0 for none yet, or an error. An END
  * removes gl (its group goes on in the deliver log): 0, with *ended set.
@@ -169,11 +175,16 @@ static int glog_read(struct pub_client *c, struct pub_glog *gl, struct pub_messa
 	if (c->dpart && c->glog_part != gl)
 		return 0;
 	for (;;) {
+		/* pubd closed this connection: it writes the group logs on for
+		 * others, over what we have not read. The socket says why. */
+		if (dropped(c))
+			return 0;
 		r = pub_shmlog_next(&gl->r, &v);
 		if (r <= 0)
-			return r < 0 ? set_err(c, -PUB_EPROTO, "group log of '%s': a record pubd does not write",
-					       gl->group)
-				     : 0;
+			return r < 0 && !dropped(c)
+				       ? set_err(c, -PUB_EPROTO, "group log of '%s': a record pubd does not write",
+						 gl->group)
+				       : 0;
 		pub_shmlog_consume(&gl->r, &v);
 		if (v.type == PUB_SHMLOG_END) {
 			publish_pos(c, gl);
