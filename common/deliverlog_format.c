@@ -8,13 +8,14 @@ int pub_deliverlog_decode(const struct pub_shmlog_view *v, struct pub_deliverlog
 {
 	uint32_t rest;
 
-	if (v->len < PUB_DELIVERLOG_HEAD || (v->flags & ~PUB_SHMLOG_F_MORE))
+	if (v->len < PUB_DELIVERLOG_HEAD || (v->flags & ~(PUB_SHMLOG_F_MORE | PUB_DELIVERLOG_F_MOVE)))
 		return -EPROTO;
 	memcpy(&p->source, v->body, 8);
 	memcpy(&p->seq, v->body + 8, 8);
 	p->glen = v->body[16];
 	p->first = p->glen != 0;
 	p->more = (v->flags & PUB_SHMLOG_F_MORE) != 0;
+	p->move = (v->flags & PUB_DELIVERLOG_F_MOVE) != 0;
 	p->total = v->aux;
 	rest = v->len - PUB_DELIVERLOG_HEAD;
 	if (p->glen > rest)
@@ -24,6 +25,8 @@ int pub_deliverlog_decode(const struct pub_shmlog_view *v, struct pub_deliverlog
 	p->len = rest - p->glen;
 	if (p->first && (p->more ? p->len >= p->total : p->len != p->total))
 		return -EPROTO;
+	if (p->move && (!p->first || p->more || p->len))
+		return -EPROTO; /* a mark names its group and carries nothing */
 	return 0;
 }
 

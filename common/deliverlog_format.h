@@ -19,7 +19,11 @@
  * moves its readers off it (they find the group's next messages in their
  * own deliver logs). A reader cannot write the log, so it publishes how
  * far it has read in a slot of its own deliver log's control page: pubd
- * writes no record over what a reader still may read. When pubd closes a
+ * writes no record over what a reader still may read. A reader moved off
+ * a group log (END) may be given it back later: the SHM frame then says
+ * PUB_SHM_F_AFTER_MARK, and a record of the group with PUB_DELIVERLOG_F_MOVE
+ * (no payload) in its deliver log marks where the group goes on in the
+ * group log; the reader reads that log only from the mark on. When pubd closes a
  * client it sets `closed` in that client's deliver log first: from then on
  * the client's group logs are written over, and it reads them no more.
  */
@@ -43,9 +47,13 @@ static inline _Atomic uint64_t *pub_deliverlog_slot(void *dlog_map, uint32_t slo
 	return (_Atomic uint64_t *)((uint8_t *)dlog_map + PUB_DELIVERLOG_SLOTS_OFF) + slot;
 }
 
+/* A deliver log record's flag: the group moves to its group log here. */
+#define PUB_DELIVERLOG_F_MOVE 0x2
+
 struct pub_deliverlog_piece {
 	uint64_t source, seq;
 	bool first, more;
+	bool move; /* PUB_DELIVERLOG_F_MOVE: no message, the group's mark */
 	uint8_t glen;
 	const char *group; /* in the log */
 	const uint8_t *data;

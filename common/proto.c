@@ -124,7 +124,7 @@ int pub_proto_dec_shm(const uint8_t *body, size_t len, struct pub_msg_shm *m)
 	m->capacity = rd_u32(&c);
 	m->max_record = rd_u32(&c);
 	m->flags = rd_u32(&c);
-	if (m->flags)
+	if (m->flags & ~(m->kind == PUB_SHM_GROUP_LOG ? PUB_SHM_F_AFTER_MARK : 0u))
 		return -PUB_ERR_PROTO;
 	if (m->kind == PUB_SHM_GROUP_LOG) {
 		m->slot = rd_u32(&c);

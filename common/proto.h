@@ -133,6 +133,9 @@ size_t pub_proto_put_hdr(void *out, uint8_t type, uint32_t body_len);
 #define PUB_SHM_PUBLISH_LOG 1 /* the client writes, pubd reads */
 #define PUB_SHM_DELIVER_LOG 2 /* pubd writes the client's deliveries, the client reads */
 #define PUB_SHM_GROUP_LOG   3 /* pubd writes a group's messages once, its subscribers read (read-only) */
+/* SHM frame flags (GROUP_LOG only): read it from the group's mark in the
+ * deliver log on (given back after an END), not at once. */
+#define PUB_SHM_F_AFTER_MARK 0x1
 
 struct pub_msg_hello {
 	uint16_t version;

@@ -76,7 +76,8 @@ struct pubd_group {
 	 * and how many of them do now */
 	struct srv_glog *glog;
 	unsigned glog_live;
-	uint64_t glog_ends; /* times its readers were moved off a group log */
+	uint64_t glog_ends;    /* times its readers were moved off a group log */
+	uint64_t glog_returns; /* subscriptions given it back after */
 
 	/* transmit side */
 	uint64_t next_seq; /* sequence number of the next message published here */

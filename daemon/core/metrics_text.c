@@ -160,6 +160,8 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		 "messages waiting for room in the group log (a reader is behind)"},
 		{"group_log_ends", "pubd_group_log_ends_total", PROM_COUNTER,
 		 "times the group log's readers were all moved off it to their own deliver logs"},
+		{"group_log_returns", "pubd_group_log_returns_total", PROM_COUNTER,
+		 "subscriptions given the group log back after an end"},
 		{"joined", "pubd_group_joined", PROM_GAUGE, "1 when the fabric joined the group"},
 		{"receiving", "pubd_group_receiving", PROM_GAUGE,
 		 "1 while the group's traffic is taken from the fabric"},

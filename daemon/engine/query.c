@@ -178,6 +178,7 @@ static const char *const group_cols[] = {
 	"group_log_readers:u",
 	"group_log_waiting:u",
 	"group_log_ends:u",
+	"group_log_returns:u",
 };
 
 /* Send-only or full member: the fabric's own word where its joins have a
@@ -249,6 +250,7 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, gl.readers);
 	pub_table_u64(b, gl.waiting);
 	pub_table_u64(b, gl.ends);
+	pub_table_u64(b, gl.returns);
 }
 
 /* How a subscription's messages reach it. */

@@ -115,6 +115,25 @@ static bool put_record(struct srv_dlog *l, bool more, uint32_t total, uint64_t s
 	return true;
 }
 
+bool srv_dlog_mark(struct pubd_client *c, const char *group, uint8_t glen, bool dry_run)
+{
+	struct srv_dlog *l = c->dlog;
+	uint8_t *b;
+
+	if (!l || l->blocked || !pub_shmlog_has_room(&l->w, PUB_DELIVERLOG_HEAD + glen))
+		return false;
+	if (dry_run)
+		return true;
+	b = pub_shmlog_claim(&l->w, PUB_SHMLOG_MSG, PUB_DELIVERLOG_F_MOVE, 0, PUB_DELIVERLOG_HEAD + glen);
+	if (!b)
+		return false;
+	pub_deliverlog_put_head(b, 0, 0, group, glen);
+	pub_shmlog_commit(&l->w);
+	l->unrung = true;
+	srv_mark_dirty(c);
+	return true;
+}
+
 /* The most payload one record carries after its head and a group name of glen bytes. */
 static uint32_t record_room(const struct srv_dlog *l, uint8_t glen)
 {

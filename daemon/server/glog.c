@@ -24,16 +24,17 @@
  * No reader can be passed over alone: the ring between it and the others
  * is what it still reads. Until every reader the END ended has read up to
  * it (or left), the log takes no new reader, so it is never written over
- * what one of them may still read. Those moved off stay on their own
- * deliver logs for the rest of their subscription (giving the log back
- * would need a mark in their deliver log: the SHM frame comes on the
- * socket, which libpub reads after its logs).
+ * what one of them may still read. Then, once a second, each of them with
+ * nothing queued gets it back: an SHM frame that says "from the mark on",
+ * and a mark of the group in its deliver log, behind what that log still
+ * holds of the group (libpub reads the log only from the mark on: the frame
+ * comes on the socket, which it reads after its logs).
  *
  * Access. A mapping cannot be taken back: a client given the memfd reads
  * whatever is written there later, subscribed or not. So when the
  * subscribe ACL changes the group log is ended and retired (pubd unmaps it
- * and closes its fd) and a new one made for later subscribers; a client
- * denied by the new ACL never gets it.
+ * and closes its fd) and a new one made; its readers get that one back as
+ * above, and a client denied by the new ACL never gets it.
  *
  * Memory: a group's log is kept while the group lives (a reader that left
  * may still map it, so freeing and remaking it would let a client pin any
@@ -188,7 +189,9 @@ static void slot_give(struct pubd_client *c, uint32_t slot)
 	c->glog_slots[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
 }
 
-void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
+/* Give s the group's log: at SUBSCRIBE (read at once), or back after an
+ * END (after_mark: read from the group's mark in its deliver log on). */
+static void give(struct pubd_client *c, struct pubd_sub *s, bool after_mark)
 {
 	struct pubd_ipc *srv = c->srv;
 	struct pubd_group *g = s->group;
@@ -205,6 +208,8 @@ void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
 		return;
 	if (gl && (gl->wq_n || gl->draining || gl->must_end))
 		return;
+	if (after_mark && !srv_dlog_mark(c, g->name, (uint8_t)g->name_len, true))
+		return;
 	slot_take(c, &slot);
 	if (slot == UINT32_MAX)
 		return;
@@ -213,6 +218,7 @@ void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
 		return;
 	}
 	m = (struct pub_msg_shm){.kind = PUB_SHM_GROUP_LOG,
+				 .flags = after_mark ? PUB_SHM_F_AFTER_MARK : 0,
 				 .capacity = gl->w.cap,
 				 .max_record = gl->w.max_record,
 				 .slot = slot,
@@ -228,6 +234,10 @@ void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
 		slot_give(c, slot);
 		return;
 	}
+	/* Behind what the deliver log holds of the group (nothing more of it
+	 * is queued: the output queue is empty); room was checked above. */
+	if (after_mark)
+		srv_dlog_mark(c, g->name, (uint8_t)g->name_len, false);
 	s->glog = gl;
 	s->glog_slot = slot;
 	s->glog_released = gl->w.tail;
@@ -235,6 +245,11 @@ void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
 	s->glog_until = 0;
 	gl->readers++;
 	g->glog_live++;
+}
+
+void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
+{
+	give(c, s, false);
 }
 
 /* s stops reading the log (unsubscribed, or its client closing). */
@@ -570,6 +585,48 @@ static void glog_retire(struct pubd_ipc *srv, struct pubd_group *g, const char *
 		glog_free(srv, gl);
 }
 
+/* Give the group's log back to the subscriptions an END moved off, once
+ * they have read up to it (a retired log's too). */
+static void give_back(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	unsigned i;
+
+	for (i = 0; i < g->nsubs; i++) {
+		struct pubd_sub *s = g->subs[i];
+		struct srv_glog *gl = g->glog;
+
+		if (gl && (gl->draining || gl->wq_n || gl->must_end))
+			return;
+		bool had = s->glog != NULL;
+
+		if (s->glog_until && s->glog != gl)
+			look_at_reader(s->glog, s); /* a retired log: read to its END yet? */
+		if (s->glog_live || s->glog_until)
+			continue;
+		srv_glog_leave(srv, s);
+		give(s->client, s, true); /* also one that could not have it at SUBSCRIBE */
+		if (s->glog_live && had)
+			g->glog_returns++;
+	}
+}
+
+void srv_glog_tick(struct pubd_ipc *srv)
+{
+	struct pubd_group *g;
+	unsigned i;
+
+	if (!srv->cfg->group_log)
+		return;
+	pubd_groups_foreach(srv->groups, g, i)
+	{
+		if (g->glog_live == g->nsubs)
+			continue;
+		if (g->glog && g->glog->draining)
+			refresh_head(g->glog); /* what the ended readers have read since */
+		give_back(srv, g);
+	}
+}
+
 static bool same_acl(const struct pubd_acl *a, const struct pubd_acl *b)
 {
 	return a->present == b->present && a->n == b->n &&
@@ -591,7 +648,7 @@ void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_i
 {
 	const struct srv_glog *gl = g->glog;
 
-	*info = (struct pubd_group_log_info){.ends = g->glog_ends};
+	*info = (struct pubd_group_log_info){.ends = g->glog_ends, .returns = g->glog_returns};
 	if (!gl)
 		return;
 	info->capacity = gl->w.cap;

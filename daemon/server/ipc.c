@@ -286,9 +286,12 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 	struct pubd_client *c, *next;
 
 	/* A group log's readers ring when they read and pubd waits; one that
-	 * did not is looked at here too. */
+	 * did not is looked at here too. Readers an END moved off get their
+	 * group's log back. */
 	if (srv->glogs_waiting)
 		srv_glog_flush_all(srv);
+	if (srv->groups)
+		srv_glog_tick(srv);
 
 	for (c = srv->clients; c; c = next) {
 		next = c->next;

@@ -181,6 +181,7 @@ struct pubd_group_log_info {
 	uint32_t draining; /* moved off it, still reading up to its END */
 	uint32_t waiting;  /* messages waiting for room */
 	uint64_t ends;	   /* times its readers were moved off it */
+	uint64_t returns;  /* subscriptions given it back after */
 };
 void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_info *info);
 /* n messages meant for s were dropped before they reached its queue (the

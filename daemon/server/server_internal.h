@@ -277,6 +277,10 @@ void srv_dlog_close(struct pubd_client *c);
 int srv_dlog_put(struct pubd_client *c, struct pubd_out *o);
 /* Ring the client when records came and it sleeps. */
 void srv_dlog_wake(struct pubd_client *c);
+/* The group's mark (PUB_DELIVERLOG_F_MOVE): from here its messages are in
+ * its group log. False when the log has no room for it now (or is blocked);
+ * dry_run: only whether it would be written. */
+bool srv_dlog_mark(struct pubd_client *c, const char *group, uint8_t glen, bool dry_run);
 
 /* glog.c: a group's group log; calls output.c (and pubd_ipc_deliver, for
  * the readers it moves off the log) */
@@ -288,6 +292,8 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s);
 /* Write what waits for room; end logs whose readers fell too far behind. */
 void srv_glog_flush_all(struct pubd_ipc *srv);
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);
+/* Once a second: the group logs given back to readers an END moved off. */
+void srv_glog_tick(struct pubd_ipc *srv);
 void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
 
 /* publog.c: a client's publish log; calls admit.c and output.c */

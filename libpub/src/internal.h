@@ -47,6 +47,7 @@ struct pub_glog {
 	size_t map_len;
 	struct pub_shmlog_reader r;
 	_Atomic uint64_t *slot; /* ours, in the deliver log's control page */
+	bool after_mark;	/* given back: read from the group's mark in the deliver log on */
 	struct pub_glog *next_dead;
 };
 
@@ -277,6 +278,10 @@ int glog_next(struct pub_client *c, struct pub_message *m);
 int glog_before(struct pub_client *c, const char *group, uint8_t glen, struct pub_message *m);
 /* A record waits in some group log. */
 bool glog_any(struct pub_client *c);
+/* The deliver log's mark of group: its group log is read from here on
+ * (its SHM frame, sent before the mark, is read from the socket if it has
+ * not been yet). 0, or an error. */
+int glog_mark(struct pub_client *c, const char *group, uint8_t glen);
 
 /* query.c: turn a validated TABLE into the public struct and call cb. */
 int pub_table_deliver(struct pub_table_reader *r, pub_table_cb cb, void *cb_arg);

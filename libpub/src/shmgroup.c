@@ -15,6 +15,7 @@
  * until that log has nothing more before it (shmrecv.c asks glog_before).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -96,6 +97,7 @@ int glog_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 	}
 	memcpy(gl->group, m->group.ptr, m->group.len);
 	gl->glen = m->group.len;
+	gl->after_mark = (m->flags & PUB_SHM_F_AFTER_MARK) != 0;
 	gl->slot = pub_deliverlog_slot(c->dlog_map, m->slot);
 	/* A log of the same group from before (resubscribed) is done with. */
 	if (glog_find(c, gl->group, gl->glen, &i))
@@ -171,8 +173,9 @@ static int glog_read(struct pub_client *c, struct pub_glog *gl, struct pub_messa
 	int r;
 
 	*ended = false;
-	/* Another log's message in pieces is being put together: it ends first. */
-	if (c->dpart && c->glog_part != gl)
+	/* Another log's message in pieces is being put together: it ends
+	 * first. A log given back is read from its mark on. */
+	if ((c->dpart && c->glog_part != gl) || gl->after_mark)
 		return 0;
 	for (;;) {
 		/* pubd closed this connection: it writes the group logs on for
@@ -251,8 +254,38 @@ bool glog_any(struct pub_client *c)
 		const struct pub_shmlog_reader *r = &c->glogs[i]->r;
 		const struct pub_shmlog_rec *rec = (const struct pub_shmlog_rec *)(r->ring + (r->pos & (r->cap - 1)));
 
-		if (atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire))
+		if (!c->glogs[i]->after_mark &&
+		    atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire))
 			return true;
 	}
 	return false;
+}
+
+int glog_mark(struct pub_client *c, const char *group, uint8_t glen)
+{
+	uint64_t deadline = now_ns() + 5000000000ull;
+	struct pub_glog *gl;
+	int r;
+
+	/* pubd sent the frame before it wrote the mark: it is on the socket. */
+	while (!(gl = glog_find(c, group, glen, NULL)) || !gl->after_mark) {
+		r = process(c, NULL, NULL);
+		if (r < 0)
+			return r;
+		if ((gl = glog_find(c, group, glen, NULL)) && gl->after_mark)
+			break;
+		r = rx_read(c);
+		if (r == -EAGAIN) {
+			struct pollfd p = {.fd = c->sock, .events = POLLIN};
+
+			if (now_ns() >= deadline)
+				return set_err(c, -PUB_EPROTO, "deliver log: a mark of '%.*s' without its group log",
+					       (int)glen, group);
+			poll(&p, 1, 100);
+		} else if (r < 0) {
+			return r;
+		}
+	}
+	gl->after_mark = false;
+	return 0;
 }

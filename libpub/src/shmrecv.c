@@ -140,6 +140,19 @@ static int own_next(struct pub_client *c, struct pub_message *m)
 			return r < 0 ? set_err(c, -PUB_EPROTO, "deliver log: a record pubd does not write") : 0;
 		if (v.type != PUB_SHMLOG_MSG || pub_deliverlog_decode(&v, &p) < 0)
 			return set_err(c, -PUB_EPROTO, "deliver log: a malformed record");
+		if (p.move) {
+			/* The group goes on in its group log from here (its name
+			 * copied before the record's room is given back). */
+			char group[PUB_GROUP_MAX + 1];
+
+			memcpy(group, p.group, p.glen);
+			pub_shmlog_consume(&c->dlog, &v);
+			give_back(c);
+			r = glog_mark(c, group, p.glen);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		/* A group whose group log is still attached: what that log
 		 * holds came first (and a message begun there in pieces is
 		 * read to its end before anything else). */

@@ -13,7 +13,9 @@
 #     own deliver log. The two get every message intact; the stopped one,
 #     let go, gets the log's messages intact and in order, then what its
 #     policy (drop-oldest) left, counted: delivered + dropped = 3 x published.
-#     The next messages reach all three by their own deliver logs.
+#     Once it has read up to the END, each reader that has nothing queued
+#     gets the log back, from a mark in its deliver log on (so nothing comes
+#     out of order), and reads the next messages there.
 #  3. A reload that changes the subscribe ACL retires the log (a mapping
 #     cannot be taken back); the subscribers read on.
 #  4. One subscriber of two groups whose messages (1 MiB, larger than a
@@ -105,10 +107,16 @@ if [ $shm = 1 ]; then
 		"$(it_group_val h1 gl group_log_readers) $(paths | grep -o 'ended' | wc -l | awk '{print ($1 >= 1)}')" "0 1"
 fi
 kill -CONT "$slow_pid"
+if [ $shm = 1 ]; then
+	it_wait "the two that kept up got the log back" 20 it_holds \
+		'[ "$(it_group_val h1 gl group_log_returns)" -ge 2 ]' || it_fail "paths: $(paths)"
+fi
 ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g gl --count $N3 --size "$SIZE" --start $N2 ||
 	it_fail "publish $N3 more"
 for i in a b; do
 	it_wait "fast-$i has $((N2 + N3))" 30 it_lines_at_least "$IT_WORK/fast-$i.log" '^msg gl ' $((N2 + N3))
+	it_eq "fast-$i: 0 .. $((N2 + N3 - 1)) in order, intact" \
+		"$(awk '$1 == "msg" && $7 == "OK" && $6 == n { n++ } END { print n }' "$IT_WORK/fast-$i.log")" $((N2 + N3))
 done
 # Done with the slow one: what it has not taken is counted as it goes.
 kill -TERM "$slow_pid"
