@@ -712,36 +712,54 @@ struct glog_reader {
 	struct pub_shmlog_reader r;
 };
 
+/* One turn, then what the socket has: bytes after buf[*have], and the fd
+ * that came with them, if one did. */
+static void turn_and_recv(struct fixture *f, int sock, uint8_t *buf, size_t cap, size_t *have, int *fd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	struct iovec iov = {.iov_base = buf + *have, .iov_len = cap - *have};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
+	ssize_t n;
+
+	turn(f);
+	n = recvmsg(sock, &mh, MSG_DONTWAIT);
+	if (n <= 0)
+		return;
+	*have += (size_t)n;
+	if (CMSG_FIRSTHDR(&mh))
+		memcpy(fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(*fd));
+}
+
+/* The group log of an SHM frame, mapped read-only as libpub maps it. */
+static void map_glog(struct glog_reader *gr, const struct pub_msg_shm *m, int fd)
+{
+	gr->len = pub_shmlog_map_len(m->capacity);
+	gr->slot = m->slot;
+	gr->map = mmap(NULL, gr->len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(gr->map != MAP_FAILED);
+	close(fd);
+	assert_int_equal(pub_shmlog_reader_init(&gr->r, gr->map, gr->len, m->capacity, m->max_record, m->start), 0);
+}
+
 /* SUBSCRIBE with the group log's SHM frame (and its memfd) before the OK;
  * the log mapped read-only, as libpub maps it. */
 static void subscribe_glog(struct fixture *f, struct shm_client *sc, const char *group, struct glog_reader *gr)
 {
 	uint8_t frame[300], buf[1024], type;
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * 8)];
-	} ctl;
 	struct pub_msg_shm m;
 	const uint8_t *body;
 	size_t have = 0, off;
 	uint32_t len;
 	int fd = -1, tries;
+	void *w;
 
 	send_frame(sc->fd, frame,
 		   pub_proto_enc_group_req(frame, sizeof(frame), PUB_FRAME_SUBSCRIBE, 7, group, strlen(group)));
 	for (tries = 0; tries < 400; tries++) {
-		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
-		struct msghdr mh = {
-			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
-		ssize_t n;
-
-		turn(f);
-		n = recvmsg(sc->fd, &mh, MSG_DONTWAIT);
-		if (n <= 0)
-			continue;
-		have += (size_t)n;
-		if (CMSG_FIRSTHDR(&mh))
-			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
+		turn_and_recv(f, sc->fd, buf, sizeof(buf), &have, &fd);
 		if (pub_proto_frame_peek(buf, have, 4096, &type, &len, &body, NULL) == 1 && type == PUB_FRAME_SHM &&
 		    have >= PUB_PROTO_HDR_LEN + len + PUB_PROTO_HDR_LEN + 4)
 			break;
@@ -750,32 +768,25 @@ static void subscribe_glog(struct fixture *f, struct shm_client *sc, const char 
 	assert_int_equal(type, PUB_FRAME_SHM);
 	assert_int_equal(pub_proto_dec_shm(body, len, &m), 0);
 	assert_int_equal(m.kind, PUB_SHM_GROUP_LOG);
+	assert_int_equal(m.flags, 0);
 	assert_memory_equal(m.group.ptr, group, strlen(group));
 	off = PUB_PROTO_HDR_LEN + len;
 	assert_int_equal(pub_proto_frame_peek(buf + off, have - off, 4096, &type, &len, &body, NULL), 1);
 	assert_int_equal(type, PUB_FRAME_OK);
 	assert_true(fd >= 0);
-	gr->len = pub_shmlog_map_len(m.capacity);
-	gr->slot = m.slot;
 	/* Read-only for the reader: no mapping of it can write, now or later. */
-	assert_true(mmap(NULL, gr->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
+	w = mmap(NULL, pub_shmlog_map_len(m.capacity), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(w == MAP_FAILED);
 	assert_int_equal(errno, EPERM);
-	gr->map = mmap(NULL, gr->len, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(gr->map != MAP_FAILED);
-	assert_int_equal(mprotect(gr->map, gr->len, PROT_READ | PROT_WRITE), -1);
 	assert_int_equal(write(fd, "x", 1), -1);
-	close(fd);
-	assert_int_equal(pub_shmlog_reader_init(&gr->r, gr->map, gr->len, m.capacity, m.max_record, m.start), 0);
+	map_glog(gr, &m, fd);
+	assert_int_equal(mprotect(gr->map, gr->len, PROT_READ | PROT_WRITE), -1);
 }
 
 /* A group log given back (no SUBSCRIBE): its SHM frame, which says to read
  * it from the mark on, read from the socket (turning), mapped read-only. */
 static void given_back(struct fixture *f, struct shm_client *sc, struct glog_reader *gr)
 {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * 8)];
-	} ctl;
 	uint8_t buf[1024], type = 0;
 	struct pub_msg_shm m;
 	const uint8_t *body = NULL;
@@ -784,31 +795,14 @@ static void given_back(struct fixture *f, struct shm_client *sc, struct glog_rea
 	int fd = -1, tries;
 
 	for (tries = 0; tries < 20 && (fd < 0 || pub_proto_frame_peek(buf, have, 4096, &type, &len, &body, NULL) != 1);
-	     tries++) {
-		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
-		struct msghdr mh = {
-			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
-		ssize_t n;
-
-		turn(f);
-		n = recvmsg(sc->fd, &mh, MSG_DONTWAIT);
-		if (n <= 0)
-			continue;
-		have += (size_t)n;
-		if (CMSG_FIRSTHDR(&mh))
-			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
-	}
+	     tries++)
+		turn_and_recv(f, sc->fd, buf, sizeof(buf), &have, &fd);
 	assert_true(fd >= 0);
 	assert_int_equal(type, PUB_FRAME_SHM);
 	assert_int_equal(pub_proto_dec_shm(body, len, &m), 0);
 	assert_int_equal(m.kind, PUB_SHM_GROUP_LOG);
 	assert_int_equal(m.flags, PUB_SHM_F_AFTER_MARK);
-	gr->len = pub_shmlog_map_len(m.capacity);
-	gr->slot = m.slot;
-	gr->map = mmap(NULL, gr->len, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(gr->map != MAP_FAILED);
-	close(fd);
-	assert_int_equal(pub_shmlog_reader_init(&gr->r, gr->map, gr->len, m.capacity, m.max_record, m.start), 0);
+	map_glog(gr, &m, fd);
 }
 
 /* Is the next record in sc's deliver log group's mark (read past it)? */
