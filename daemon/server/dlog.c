@@ -82,9 +82,7 @@ void srv_dlog_close(struct pubd_client *c)
 {
 	if (!c->dlog)
 		return;
-	/* Before its subscriptions let go of their group logs (which are
-	 * written on after): the client reads none of them from here on. */
-	atomic_store_explicit(&c->dlog->w.ctl->closed, 1, memory_order_release);
+	srv_said_closed(c);
 	dlog_free(c->srv, c->dlog);
 	c->dlog = NULL;
 }

@@ -274,6 +274,7 @@ static void begin_close_deferred(struct pubd_client *c)
 {
 	if (c->closing)
 		return;
+	srv_said_closed(c);
 	c->closing = true;
 	c->close_deadline_ns = pubd_now_ns() + CLOSE_GRACE_NS;
 	c->unsub_deferred = true;

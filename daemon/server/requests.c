@@ -470,6 +470,7 @@ void srv_begin_close(struct pubd_client *c)
 {
 	if (c->closing)
 		return;
+	srv_said_closed(c);
 	while (c->nsubs)
 		srv_client_unsubscribe(c, c->nsubs - 1);
 	c->closing = true;

@@ -195,6 +195,15 @@ struct pubd_client {
 	uint64_t glog_slots[(PUB_DELIVERLOG_NSLOTS + 63) / 64];
 };
 
+/* pubd is done with c (closing it): said in its deliver log, before its
+ * subscriptions let go of their group logs, which are then written on over
+ * what c left. libpub reads none of its group logs after that. */
+static inline void srv_said_closed(struct pubd_client *c)
+{
+	if (c->dlog)
+		atomic_store_explicit(&c->dlog->w.ctl->closed, 1, memory_order_release);
+}
+
 /* The client buffer budget (limits.client_buffer_budget): on every read
  * and reply, so inline. */
 static inline bool srv_budget_fits(const struct pubd_ipc *srv, size_t n)
