@@ -677,6 +677,34 @@ case_c_slow_subscriber() {
 	it_check "pubd still answers a query" it_ctl d status >/dev/null
 }
 
+# h_liar_run MODE: an honest libpub subscriber and hostile_shm MODE (a
+# liar, for 5 s) on group h of daemon d, 3,000 messages of 1,000 bytes
+# published at 1,000/s (inside the liar's 5 s, so the honest subscriber keeps
+# up on two cores busy with the liar: its share is not the question). Sets
+# out (what the liar said), pub, gdeliv, gsub (group h's subscriber drops),
+# r0 and r1 (pubd's RSS before and after, KiB), n.
+h_liar_run() {
+	local mode=$1 liar_pid
+	n=3000
+	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count "$n" --timeout-ms 60000 --log "$IT_WORK/sub.log"
+	it_wait "the honest subscriber" 20 it_subscribers_at_least d h 1 || return 1
+	it_bg liar - "$HSHM" "$mode" -s "$(it_sock d)" -g h --seconds 5
+	liar_pid=$IT_BG_PID
+	it_wait "the liar subscribed" 20 it_subscribers_at_least d h 2 || return 1
+	r0=$(h_rss "$H_PID")
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count "$n" --size 1000 --rate 1000 >/dev/null ||
+		it_fail "publishing $n"
+	it_wait "the honest subscriber has all" 60 it_lines_at_least "$IT_WORK/sub.log" '^msg h ' "$n"
+	r1=$(h_rss "$H_PID")
+	it_reap "$liar_pid" 30
+	out=$(cat "$IT_WORK/liar.out" 2>/dev/null)
+	it_wait "both subscribers gone (the honest one left with its count)" 20 it_group_is d h subscribers 0
+	pub=$(h_settled d published)
+	h_settled d dropped >/dev/null
+	gdeliv=$(it_group_val d h delivered)
+	gsub=$(it_q d drops '[.drops[] | select(.scope == "group-subscribers" and .name == "h") | .count] | add // 0')
+}
+
 # ---- class: a client's shared-memory logs are hostile input ----
 # A record no libpub writes ends that client (a protocol error), nobody else.
 case_c_publog_garbage() {
@@ -771,30 +799,12 @@ case_c_dlog_lies() {
 		  - name: h
 		    address: $H_GROUP_ADDR
 	EOF
-	local out n=3000 r0 r1 pub gdeliv gsub liar_pid
-	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count $n --timeout-ms 60000 --log "$IT_WORK/sub.log"
-	it_wait "the honest subscriber" 20 it_subscribers_at_least d h 1 || return
-	it_bg liar - "$HSHM" dlog -s "$(it_sock d)" -g h --seconds 5
-	liar_pid=$IT_BG_PID
-	it_wait "the liar subscribed" 20 it_subscribers_at_least d h 2 || return
-	r0=$(h_rss "$H_PID")
-	# Paced (3 s, inside the liar's 5), so the honest subscriber keeps up
-	# on two cores busy with the liar: its share is not the question.
-	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count $n --size 1000 --rate 1000 >/dev/null ||
-		it_fail "publishing $n"
-	it_wait "the honest subscriber has all" 60 it_lines_at_least "$IT_WORK/sub.log" '^msg h ' $n
-	r1=$(h_rss "$H_PID")
-	it_reap "$liar_pid" 30
-	out=$(cat "$IT_WORK/liar.out" 2>/dev/null)
-	it_wait "both subscribers gone (the honest one left with its count)" 20 it_group_is d h subscribers 0
-	pub=$(h_settled d published)
-	h_settled d dropped >/dev/null
-	gdeliv=$(it_group_val d h delivered)
-	gsub=$(it_q d drops '[.drops[] | select(.scope == "group-subscribers" and .name == "h") | .count] | add // 0')
+	local out n pub gdeliv gsub r0 r1
+	h_liar_run dlog || return
 	h_fig "$out; published $pub; group h delivered $gdeliv + subscriber drops $gsub = $((gdeliv + gsub)) of 2 x $pub; honest got $(it_lines "$IT_WORK/sub.log" '^msg h '); pubd RSS ${r0} -> ${r1} KiB"
 	it_check "pubd is running" kill -0 "$H_PID"
-	it_eq "the honest subscriber got every message" "$(it_lines "$IT_WORK/sub.log" '^msg h ')" $n
-	it_eq "every message published" "$pub" $n
+	it_eq "the honest subscriber got every message" "$(it_lines "$IT_WORK/sub.log" '^msg h ')" "$n"
+	it_eq "every message published" "$pub" "$n"
 	it_eq "both subscribers' shares delivered or counted" $((gdeliv + gsub)) $((2 * pub))
 	it_check "the lies gave no room: the liar's queue overflowed ($gsub dropped)" test "$gsub" -gt 0
 	it_check "pubd's memory grew by less than 64 MiB (+$((r1 - r0)) KiB)" test $((r1 - r0)) -lt 65536
@@ -817,30 +827,14 @@ case_c_glog_lies() {
 		  - name: h
 		    address: $H_GROUP_ADDR
 	EOF
-	local out n=3000 r0 r1 pub gdeliv gsub liar_pid
-	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count $n --timeout-ms 60000 --log "$IT_WORK/sub.log"
-	it_wait "the honest subscriber" 20 it_subscribers_at_least d h 1 || return
-	it_bg liar - "$HSHM" glog -s "$(it_sock d)" -g h --seconds 5
-	liar_pid=$IT_BG_PID
-	it_wait "the liar subscribed" 20 it_subscribers_at_least d h 2 || return
-	r0=$(h_rss "$H_PID")
-	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count $n --size 1000 --rate 1000 >/dev/null ||
-		it_fail "publishing $n"
-	it_wait "the honest subscriber has all" 60 it_lines_at_least "$IT_WORK/sub.log" '^msg h ' $n
-	r1=$(h_rss "$H_PID")
-	it_reap "$liar_pid" 30
-	out=$(cat "$IT_WORK/liar.out" 2>/dev/null)
-	it_wait "both subscribers gone" 20 it_group_is d h subscribers 0
-	pub=$(h_settled d published)
-	h_settled d dropped >/dev/null
-	gdeliv=$(it_group_val d h delivered)
-	gsub=$(it_q d drops '[.drops[] | select(.scope == "group-subscribers" and .name == "h") | .count] | add // 0')
+	local out n pub gdeliv gsub r0 r1
+	h_liar_run glog || return
 	h_fig "$out; published $pub; group h delivered $gdeliv + subscriber drops $gsub = $((gdeliv + gsub)) of 2 x $pub; group log ends $(it_group_val d h group_log_ends); honest got $(it_lines "$IT_WORK/sub.log" '^msg h ') ($(grep -vc ' OK$' "$IT_WORK/sub.log") damaged); pubd RSS ${r0} -> ${r1} KiB"
 	it_check "pubd is running" kill -0 "$H_PID"
 	it_check "the liar could not make the group log writable" grep -q "stayed read-only" <<<"$out"
-	it_eq "the honest subscriber got every message" "$(it_lines "$IT_WORK/sub.log" '^msg h ')" $n
-	it_eq "none of them damaged" "$(grep -c '^msg h .* OK$' "$IT_WORK/sub.log")" $n
-	it_eq "every message published" "$pub" $n
+	it_eq "the honest subscriber got every message" "$(it_lines "$IT_WORK/sub.log" '^msg h ')" "$n"
+	it_eq "none of them damaged" "$(grep -c '^msg h .* OK$' "$IT_WORK/sub.log")" "$n"
+	it_eq "every message published" "$pub" "$n"
 	it_eq "both subscribers' shares delivered or counted" $((gdeliv + gsub)) $((2 * pub))
 	it_check "pubd's memory grew by less than 64 MiB (+$((r1 - r0)) KiB)" test $((r1 - r0)) -lt 65536
 	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" pub h "after the liar"
