@@ -15,7 +15,9 @@
  * measure the scheduler). Prints p50/p99/p99.9 and the ratios of pubd's
  * p50 to the pair's and to the busy ring's, and a JSON line per row.
  *
- *   bench_locallat [--quick] [--count N] [--rounds N]
+ *   bench_locallat [--quick] [--count N] [--rounds N] [--only CASE] [--placement pinned|unpinned]
+ *
+ * --only runs one case (and the pair, the ratios' base), e.g. under perf.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -44,6 +46,10 @@ struct result {
 };
 
 static unsigned count = 100000, warmup = 5000, rounds = 3;
+/* --only: one case (and the pair, the ratios' base), e.g. to profile it. */
+static const char *only;
+/* --placement: pinned or unpinned alone. */
+static const char *placement;
 static double *rtt;
 
 static void pin(pid_t pid)
@@ -339,6 +345,14 @@ static const struct kase kases[] = {
 };
 #define NKASES (sizeof(kases) / sizeof(kases[0]))
 
+static void measure_none(struct result *best, bool pinned)
+{
+	unsigned i;
+
+	for (i = 0; i < NKASES; i++)
+		best[i] = (struct result){.kase = kases[i].name, .placement = pinned ? "pinned" : "unpinned", .p50 = -1};
+}
+
 /* Best (lowest p50) of the rounds, rounds of the cases alternating. */
 static void measure(bool pinned, struct result *best)
 {
@@ -356,6 +370,8 @@ static void measure(bool pinned, struct result *best)
 		for (i = 0; i < NKASES; i++) {
 			if (pinned && kases[i].busy)
 				continue; /* two spinners on one CPU measure the scheduler */
+			if (only && i && strcmp(kases[i].name, only))
+				continue;
 			round_of(&kases[i], pinned, &r);
 			if (best[i].p50 < 0 || r.p50 < best[i].p50) {
 				best[i].p50 = r.p50;
@@ -406,8 +422,13 @@ int main(int argc, char **argv)
 			count = (unsigned)strtoul(argv[++i], NULL, 0);
 		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
 			rounds = (unsigned)strtoul(argv[++i], NULL, 0);
+		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			only = argv[++i];
+		} else if (!strcmp(argv[i], "--placement") && i + 1 < argc) {
+			placement = argv[++i];
 		} else {
-			fprintf(stderr, "usage: bench_locallat [--quick] [--count N] [--rounds N]\n");
+			fprintf(stderr, "usage: bench_locallat [--quick] [--count N] [--rounds N] [--only CASE] "
+					"[--placement pinned|unpinned]\n");
 			return 2;
 		}
 	}
@@ -417,8 +438,22 @@ int main(int argc, char **argv)
 	if (!rtt)
 		return 2;
 	signal(SIGPIPE, SIG_IGN);
-	measure(true, pinned);
-	measure(false, unpinned);
+	for (i = 0; only && i < (int)NKASES && strcmp(kases[i].name, only); i++)
+		;
+	if ((only && i == (int)NKASES) ||
+	    (placement && strcmp(placement, "pinned") && strcmp(placement, "unpinned"))) {
+		fprintf(stderr, "bench_locallat: no case \"%s\" or placement \"%s\"\n", only ? only : "",
+			placement ? placement : "");
+		return 2;
+	}
+	if (!placement || !strcmp(placement, "pinned"))
+		measure(true, pinned);
+	else
+		measure_none(pinned, true);
+	if (!placement || !strcmp(placement, "unpinned"))
+		measure(false, unpinned);
+	else
+		measure_none(unpinned, false);
 	printf("Local latency, 64 B ping-pong, one-way (round trip / 2) in µs; best of %u rounds of %u\n", rounds,
 	       count);
 	printf("%-9s %-14s %9s %9s %9s %11s %11s\n", "placement", "case", "p50", "p99", "p99.9", "vs pair",
