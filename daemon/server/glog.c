@@ -133,17 +133,24 @@ static _Atomic uint64_t *slot_of(const struct pubd_sub *s)
 	return pub_deliverlog_slot(s->client->dlog->shm.map, s->glog_slot);
 }
 
-/* What s says it has read, if it makes sense; a draining reader that
- * reached the END is done with the log. */
-static void look_at_reader(struct srv_glog *gl, struct pubd_sub *s)
+/* How far a reader says it has read: its slot, unless the value is behind
+ * what it said before, past the tail, or off a record boundary (a lie or
+ * a torn write: ignored). */
+static uint64_t released_now(const struct srv_glog *gl, const struct pubd_sub *s)
 {
 	uint64_t v;
 
 	if (!s->client->dlog)
-		return;
+		return s->glog_released;
 	v = atomic_load_explicit(slot_of(s), memory_order_acquire);
-	if (v > s->glog_released && v <= gl->w.tail && v % PUB_SHMLOG_ALIGN == 0)
-		s->glog_released = v;
+	return v > s->glog_released && v <= gl->w.tail && v % PUB_SHMLOG_ALIGN == 0 ? v : s->glog_released;
+}
+
+/* What s says it has read, if it makes sense; a draining reader that
+ * reached the END is done with the log. */
+static void look_at_reader(struct srv_glog *gl, struct pubd_sub *s)
+{
+	s->glog_released = released_now(gl, s);
 	if (!s->glog_live && s->glog_until && s->glog_released >= s->glog_until) {
 		s->glog_until = 0;
 		gl->draining--;
@@ -455,16 +462,6 @@ void srv_glog_put(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, u
 /* ---- flow control: a reader's backlog ---- */
 
 /* How far s has read, as its slot says now (checked, not kept). */
-static uint64_t released_now(const struct srv_glog *gl, const struct pubd_sub *s)
-{
-	uint64_t v;
-
-	if (!s->client->dlog)
-		return s->glog_released;
-	v = atomic_load_explicit(slot_of(s), memory_order_acquire);
-	return v > s->glog_released && v <= gl->w.tail && v % PUB_SHMLOG_ALIGN == 0 ? v : s->glog_released;
-}
-
 /* A group log reader's backlog is what waits for the log (shared by its
  * readers, and bounded like a subscriber queue) and what it has not read
  * there; what it has taken, how far it has read. So flow control holds a

@@ -3,8 +3,9 @@
  * The shared memory pubd hands its clients (publish, deliver and group logs): a
  * memfd sealed at its size, so a client cannot shrink it under pubd (a
  * read or write of pubd's beyond the new end would be a SIGBUS), mapped
- * and formatted here, with the two eventfds each log's sleep/wake
- * handshake rings.
+ * and formatted here, with the two eventfds each client log's sleep/wake
+ * handshake rings (a group log has none: its readers sleep on their
+ * deliver logs' doorbells, and ring their space eventfds).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -87,6 +88,8 @@ int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_
 	err = pub_shmlog_format(s->map, len, cap, max_record, kind);
 	if (err < 0)
 		goto fail;
+	if (kind == PUB_SHM_GROUP_LOG)
+		return fd;
 	s->doorbell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->space_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->doorbell_fd < 0 || s->space_fd < 0) {
