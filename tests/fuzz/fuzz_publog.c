@@ -12,6 +12,11 @@
  *   COMMIT  u64                    a raw commit word at the writer's tail
  *   CTL     u8 which, u64          the control page's claim, head, tail or
  *                                  reader_sleeping, as the client may set them
+ *   SLOT    u8 s, u64              group log reader slot s % 4 in the deliver
+ *                                  log's control page (how far the client
+ *                                  says it has read a group log): any value,
+ *                                  true or not (pubd's head must not follow
+ *                                  a lie back, past the tail or into a record)
  *   RING                           the doorbell
  *   TURN    u8                     u8 % 8 + 1 loop turns
  *   READ                           the client reads its socket and its
@@ -58,7 +63,7 @@ static const char config[] = "limits:\n  max_message_size: 256KiB\n  publish_log
 			     "  - name: b\n    address: 239.79.1.2\n    publish: [uid:54321]\n"
 			     "  - name: c\n    address: 239.79.1.3\n";
 
-enum op { O_RAW, O_RECORD, O_COMMIT, O_CTL, O_RING, O_TURN, O_READ, O_HANGUP, O_CLAIM, O_COMPLETE, O__COUNT };
+enum op { O_RAW, O_RECORD, O_COMMIT, O_CTL, O_RING, O_TURN, O_READ, O_HANGUP, O_CLAIM, O_COMPLETE, O_SLOT, O__COUNT };
 
 static struct hd H;
 static bool started;
@@ -256,6 +261,15 @@ static void op_ctl(struct run *r)
 	}
 }
 
+static void op_slot(struct run *r)
+{
+	uint8_t slot = arg(r, 0) % 4;
+	uint64_t v = arg64(r, 1);
+
+	take(r, 9);
+	atomic_store_explicit(pub_deliverlog_slot(r->cl.dmap, slot), v, memory_order_release);
+}
+
 /* What pubd sent: the socket drained, the deliver log read and given back. */
 static void op_read(struct run *r)
 {
@@ -311,6 +325,9 @@ static void play(struct run *r, uint8_t op)
 	case O_COMPLETE:
 		pubd_fake_complete(H.fk, arg(r, 0) % 8 + 1);
 		take(r, 1);
+		break;
+	case O_SLOT:
+		op_slot(r);
 		break;
 	}
 }
