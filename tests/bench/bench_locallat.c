@@ -350,7 +350,8 @@ static void measure_none(struct result *best, bool pinned)
 	unsigned i;
 
 	for (i = 0; i < NKASES; i++)
-		best[i] = (struct result){.kase = kases[i].name, .placement = pinned ? "pinned" : "unpinned", .p50 = -1};
+		best[i] =
+			(struct result){.kase = kases[i].name, .placement = pinned ? "pinned" : "unpinned", .p50 = -1};
 }
 
 /* Best (lowest p50) of the rounds, rounds of the cases alternating. */
@@ -440,8 +441,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	for (i = 0; only && i < (int)NKASES && strcmp(kases[i].name, only); i++)
 		;
-	if ((only && i == (int)NKASES) ||
-	    (placement && strcmp(placement, "pinned") && strcmp(placement, "unpinned"))) {
+	if ((only && i == (int)NKASES) || (placement && strcmp(placement, "pinned") && strcmp(placement, "unpinned"))) {
 		fprintf(stderr, "bench_locallat: no case \"%s\" or placement \"%s\"\n", only ? only : "",
 			placement ? placement : "");
 		return 2;
