@@ -41,7 +41,11 @@
  * number of them): one per group at most, limits.group_log bytes each. It is
  * the operator's to size, like the repair window, and not charged to
  * limits.client_buffer_budget, which a few groups' logs would otherwise
- * take from every client's own logs for good.
+ * take from every client's own logs for good. What waits for room in a log
+ * is held for its readers: it counts against each reader's subscriber queue
+ * (limits.subscriber_queue and subscriber_queue_bytes, with what the client
+ * has queued of its own and waits in its other group logs), so one reader
+ * of many groups makes pubd hold one queue's worth, not one per group.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -267,8 +271,13 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 	if (!gl)
 		return;
 	/* What waits for the log never reaches it now. */
-	if (s->glog_live && gl->wq_n)
+	if (s->glog_live && gl->wq_n) {
 		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, gl->wq_n);
+		s->client->glog_wait_msgs -=
+			gl->wq_n < s->client->glog_wait_msgs ? gl->wq_n : s->client->glog_wait_msgs;
+		s->client->glog_wait_bytes -=
+			gl->wq_bytes < s->client->glog_wait_bytes ? gl->wq_bytes : s->client->glog_wait_bytes;
+	}
 	if (s->glog_live)
 		s->group->glog_live--;
 	if (!s->glog_live && s->glog_until)
@@ -281,6 +290,45 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 	/* A retired log goes with its last reader; the group's stays. */
 	if (!gl->g && !gl->readers)
 		glog_free(srv, gl);
+}
+
+/* What waits in gl, added to (or taken from) each of its readers' counts. */
+static void readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t bytes)
+{
+	struct pubd_group *g = gl->g;
+	unsigned i;
+
+	for (i = 0; g && i < g->nsubs; i++) {
+		struct pubd_client *c = g->subs[i]->client;
+
+		if (!g->subs[i]->glog_live || g->subs[i]->glog != gl)
+			continue;
+		if (sign > 0) {
+			c->glog_wait_msgs += msgs;
+			c->glog_wait_bytes += bytes;
+		} else {
+			c->glog_wait_msgs -= msgs < c->glog_wait_msgs ? msgs : c->glog_wait_msgs;
+			c->glog_wait_bytes -= bytes < c->glog_wait_bytes ? bytes : c->glog_wait_bytes;
+		}
+	}
+}
+
+/* Has a reader of gl more held for it than a subscriber queue? */
+static bool a_reader_is_full(const struct pubd_ipc *srv, const struct srv_glog *gl)
+{
+	const struct pubd_group *g = gl->g;
+	unsigned i;
+
+	for (i = 0; i < g->nsubs; i++) {
+		const struct pubd_client *c = g->subs[i]->client;
+
+		if (!g->subs[i]->glog_live || g->subs[i]->glog != gl)
+			continue;
+		if (c->out_delivers + c->glog_wait_msgs > srv->cfg->subscriber_queue ||
+		    c->out_deliver_bytes + c->glog_wait_bytes > srv->cfg->subscriber_queue_bytes)
+			return true;
+	}
+	return false;
 }
 
 /* ---- writing ---- */
@@ -389,6 +437,7 @@ static void write_waiting(struct pubd_ipc *srv, struct srv_glog *gl)
 			continue;
 		}
 		wake_readers(gl, true, x->m->len);
+		readers_wait(gl, -1, 1, x->m->len);
 		gl->wq_bytes -= x->m->len;
 		pubd_msgbuf_put(x->m);
 		gl->wq_head = (gl->wq_head + 1) % gl->wq_cap;
@@ -422,12 +471,13 @@ static bool enqueue(struct pubd_ipc *srv, struct srv_glog *gl, uint64_t source, 
 	gl->wq[(gl->wq_head + gl->wq_n) % gl->wq_cap] = (struct glog_wait){pubd_msgbuf_get(m), source, seq};
 	gl->wq_n++;
 	gl->wq_bytes += m->len;
+	readers_wait(gl, 1, 1, m->len);
 	if (!gl->on_list) {
 		gl->on_list = true;
 		gl->next_waiting = srv->glogs_waiting;
 		srv->glogs_waiting = gl;
 	}
-	if (gl->wq_n > cap || gl->wq_bytes > srv->cfg->subscriber_queue_bytes)
+	if (gl->wq_n > cap || gl->wq_bytes > srv->cfg->subscriber_queue_bytes || a_reader_is_full(srv, gl))
 		gl->must_end = true;
 	return true;
 }
@@ -461,7 +511,6 @@ void srv_glog_put(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, u
 
 /* ---- flow control: a reader's backlog ---- */
 
-/* How far s has read, as its slot says now (checked, not kept). */
 /* A group log reader's backlog is what waits for the log (shared by its
  * readers, and bounded like a subscriber queue) and what it has not read
  * there; what it has taken, how far it has read. So flow control holds a
@@ -511,6 +560,7 @@ static void glog_end(struct pubd_ipc *srv, struct srv_glog *gl, const char *why)
 	pub_shmlog_commit(&gl->w);
 	end = gl->w.tail;
 	g->glog_ends++;
+	readers_wait(gl, -1, gl->wq_n, gl->wq_bytes);
 	log_notice("group %s: %s: its %u group log readers read on from their own deliver logs (%u messages "
 		   "waiting)",
 		   g->name, why, g->glog_live, gl->wq_n);

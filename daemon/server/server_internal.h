@@ -171,8 +171,13 @@ struct pubd_client {
 	struct pubd_out *out_head, *out_tail;
 	uint32_t out_delivers;	  /* queued DELIVER frames (the subscriber queue) */
 	size_t out_deliver_bytes; /* their payload bytes (limits.subscriber_queue_bytes) */
-	size_t out_ctrl_bytes;	  /* queued reply bytes */
-	bool dirty;		  /* on the flush list */
+	/* What waits in the group logs it reads (glog.c): counted against the
+	 * same subscriber queue, so that a reader of many groups makes pubd
+	 * hold one queue's worth for it, not one per group. */
+	uint32_t glog_wait_msgs;
+	size_t glog_wait_bytes;
+	size_t out_ctrl_bytes; /* queued reply bytes */
+	bool dirty;	       /* on the flush list */
 	struct pubd_client *next_dirty;
 
 	uint32_t tx_pending; /* its messages waiting in transmit queues */

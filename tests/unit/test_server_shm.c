@@ -1013,6 +1013,56 @@ static void a_changed_subscribe_acl_retires_the_group_log(void **state)
 	shm_close(&b);
 }
 
+/* What waits in group logs counts against each reader's subscriber queue:
+ * one reader of two groups that never reads makes pubd hold one queue's
+ * worth for it, not one per group. Past it the log ends, its reader goes
+ * on from its own deliver log, and every message is delivered, dropped by
+ * the policy or still queued. */
+static void a_reader_of_two_group_logs_is_held_one_queue(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g[2] = {pubd_groups_by_name(&f->groups, "open", 4),
+				   pubd_groups_by_name(&f->groups, "closed", 6)};
+	const unsigned queue = 40, published = 100;
+	const size_t len = 60000;
+	struct glog_reader gr[2];
+	struct pubd_group_log_info info;
+	struct shm_client a;
+	uint64_t next[2] = {0, 0};
+	unsigned i, k, waiting, most = 0;
+	bool ended;
+
+	f->cfg.subscriber_queue = queue;
+	shm_hello(f, &a);
+	subscribe_glog(f, &a, "open", &gr[0]);
+	subscribe_glog(f, &a, "closed", &gr[1]);
+	for (i = 0; i < published; i++) {
+		for (k = 0; k < 2; k++)
+			fan_out(f, g[k], i, len);
+		turn(f);
+		for (waiting = 0, k = 0; k < 2; k++) {
+			pubd_ipc_group_log_info(g[k], &info);
+			waiting += info.waiting;
+		}
+		most = waiting > most ? waiting : most;
+	}
+	/* Without the per-client count: up to a queue (and one) in each. */
+	assert_true(most <= queue + 2);
+	for (k = 0; k < 2; k++) {
+		assert_int_equal(g[k]->glog_ends, 1);
+		assert_int_equal(g[k]->glog_live, 0);
+		/* The log holds what it was given, whole and in order, then END. */
+		read_glog(&a, &gr[k], &next[k], &ended);
+		assert_true(ended);
+		assert_true(next[k] >= 10);
+		assert_int_equal(g[k]->delivered + pubd_drops_msg_total(&g[k]->sub_drops) +
+					 pubd_ipc_queued_for(g[k]->subs[0]),
+				 published);
+		munmap(gr[k].map, gr[k].len);
+	}
+	shm_close(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1037,6 +1087,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_group_log_is_written_once_for_all_its_readers, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_slow_reader_moves_every_reader_off_the_group_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_changed_subscribe_acl_retires_the_group_log, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_of_two_group_logs_is_held_one_queue, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
