@@ -677,6 +677,46 @@ case_c_slow_subscriber() {
 	it_check "pubd still answers a query" it_ctl d status >/dev/null
 }
 
+# A reader of twelve groups that takes each group log and never reads,
+# while 64 KiB messages flood every group: what waits for it in the group
+# logs counts against its one subscriber queue (1,024 messages, 64 MiB), so
+# the logs after the first end for it and it goes on from its own deliver
+# log, where the same queue bounds what waits. Without that count each
+# group held a queue's worth (here 485 x 64 KiB a group: 360 MiB).
+case_c_glog_hoard() {
+	local i groups="" list="" r0 r1 pub deliv dropped ends=0
+	for i in $(seq 1 12); do
+		groups+="  - name: h$i"$'\n'"    address: 239.77.1.$i"$'\n'
+		list+="${list:+,}h$i"
+	done
+	h_pubd d <<-EOF
+		groups:
+		$groups
+	EOF
+	it_bg hoard - "$HSHM" hoard -s "$(it_sock d)" -g "$list" --seconds 120
+	it_wait "the hoarder subscribed to all 12" 20 it_subscribers_at_least d h12 1 || return
+	r0=$(h_rss "$H_PID")
+	for i in $(seq 1 12); do
+		"$ITEST_CLIENT" pub -s "$(it_sock d)" -g "h$i" --count 500 --size 65536 >/dev/null ||
+			it_fail "publishing 500 x 64 KiB to h$i"
+	done
+	r1=$(h_rss "$H_PID")
+	for i in $(seq 1 12); do
+		ends=$((ends + $(it_group_val d "h$i" group_log_ends)))
+	done
+	pub=$(it_counter d published)
+	deliv=$(it_counter d delivered)
+	dropped=$(it_counter d dropped)
+	h_fig "$(cat "$IT_WORK/hoard.out" 2>/dev/null); 12 x 500 x 64 KiB published ($pub): pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0))); group log ends $ends; delivered $deliv, dropped $dropped"
+	it_eq "every message published" "$pub" 6000
+	it_check "its group logs ended once its queue was held ($ends)" test "$ends" -ge 1
+	it_check "what pubd holds for it is about two subscriber queues (+$((r1 - r0)) KiB < 192 MiB; 360 MiB without the count)" \
+		test $((r1 - r0)) -lt 196608
+	it_check "what the hoarder could not take is counted (dropped $dropped > 0)" test "${dropped:-0}" -gt 0
+	it_check "pubd still answers a query" it_ctl d status >/dev/null
+	it_check "the hoarder is still connected" it_subscribers_at_least d h12 1
+}
+
 # h_liar_run MODE: an honest libpub subscriber and hostile_shm MODE (a
 # liar, for 5 s) on group h of daemon d, 3,000 messages of 1,000 bytes
 # published at 1,000/s (inside the liar's 5 s, so the honest subscriber keeps

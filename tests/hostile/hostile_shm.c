@@ -20,6 +20,9 @@
  *                                          its group log: tries to map it
  *                                          writable, then lies in its slot
  *                                          for S seconds (see mode_glog)
+ *   hostile_shm hoard    -s SOCK -g G1,G2,... --seconds S  subscribed to
+ *                                          every G, takes each group log
+ *                                          and reads nothing for S seconds
  *
  * Each prints one line saying what it did and what pubd answered.
  */
@@ -424,6 +427,58 @@ static int mode_truncate(struct shm *s)
 	return r == 0 ? 1 : 0;
 }
 
+/*
+ * A reader of many groups that never reads: subscribed (on shared memory)
+ * to every group in the comma-separated list, it takes each group log and
+ * sits on it for `seconds`, reading neither its logs nor its socket. What
+ * waits for it in the group logs must stay within the client budget.
+ */
+static int mode_hoard(struct shm *s, const char *groups, double seconds)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	static uint8_t buf[1 << 16];
+	char list[1024], *g, *save = NULL;
+	struct timespec pause;
+	unsigned n = 0, logs = 0;
+	size_t have = 0, off;
+	struct pollfd p = {.fd = s->sock, .events = POLLIN};
+
+	snprintf(list, sizeof(list), "%s", groups);
+	for (g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save), n++)
+		subscribe(s, g);
+	/* Each group log's SHM frame (its fd with it), then the OK; only
+	 * what HELLO and SUBSCRIBE answer comes on the socket. */
+	while (logs < n && poll(&p, 1, 5000) == 1) {
+		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
+		const uint8_t *body;
+		struct pub_msg_shm m;
+		uint32_t len;
+		uint8_t type;
+		ssize_t r = recvmsg(s->sock, &mh, 0);
+
+		if (r <= 0)
+			die("subscribing");
+		have += (size_t)r;
+		for (off = 0; pub_proto_frame_peek(buf + off, have - off, sizeof(buf), &type, &len, &body, NULL) == 1;
+		     off += PUB_PROTO_HDR_LEN + len)
+			logs += type == PUB_FRAME_SHM && pub_proto_dec_shm(body, len, &m) == 0 &&
+				m.kind == PUB_SHM_GROUP_LOG;
+		memmove(buf, buf + off, have - off);
+		have -= off;
+	}
+	printf("hoard: subscribed to %u groups, given %u group logs; reads nothing for %.1f s\n", n, logs, seconds);
+	fflush(stdout);
+	pause.tv_sec = (time_t)seconds;
+	pause.tv_nsec = (long)((seconds - (double)pause.tv_sec) * 1e9);
+	nanosleep(&pause, NULL);
+	return logs == n ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h";
@@ -463,8 +518,12 @@ int main(int argc, char **argv)
 		return mode_dlog(&s, group, seconds);
 	if (!strcmp(argv[1], "glog"))
 		return mode_glog(&s, group, seconds);
+	if (!strcmp(argv[1], "hoard"))
+		return mode_hoard(&s, group, seconds);
 usage:
-	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog -s SOCK [-g G] [-n N] "
-			"[--seconds S]\n");
+	fprintf(stderr,
+		"usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard -s SOCK [-g G[,G...]] "
+		"[-n N] "
+		"[--seconds S]\n");
 	return 2;
 }
