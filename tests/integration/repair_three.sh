@@ -31,8 +31,12 @@ for h in h1 h2 h3 h4; do
 		  reassembly_timeout_ms: 2000
 		  reassembly_budget: 256MiB
 		  reassembly_inflight: 4096 # partial messages wait for repair (as in repair.sh)
+		# A gap is asked for nak_retries times, nak_interval_ms apart: the
+		# default 8 x 50 ms left 0.1-0.2 s over that ~0.3 s, and a late
+		# turn on two busy cores cost CI a few messages as unrecovered
+		# (repairs then came "stale"). 20 leave a second.
 		groups:
-		  - {name: r, address: 239.81.1.1, repair: {window: 16MiB, max_age_ms: 1000, rate: $RATE, peer_rate: $PEER_RATE, nak_interval_ms: 50}}
+		  - {name: r, address: 239.81.1.1, repair: {window: 16MiB, max_age_ms: 1000, rate: $RATE, peer_rate: $PEER_RATE, nak_interval_ms: 50, nak_retries: 20}}
 	EOF
 	it_pubd_start "$h" "$(it_ns "$h")" || it_die "pubd $h did not start"
 done
