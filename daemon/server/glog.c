@@ -263,6 +263,13 @@ void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
 	give(c, s, false);
 }
 
+/* What waits for c in its group logs, less msgs and bytes. */
+static void wait_less(struct pubd_client *c, uint32_t msgs, size_t bytes)
+{
+	c->glog_wait_msgs -= msgs < c->glog_wait_msgs ? msgs : c->glog_wait_msgs;
+	c->glog_wait_bytes -= bytes < c->glog_wait_bytes ? bytes : c->glog_wait_bytes;
+}
+
 /* s stops reading the log (unsubscribed, or its client closing). */
 void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 {
@@ -273,10 +280,7 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 	/* What waits for the log never reaches it now. */
 	if (s->glog_live && gl->wq_n) {
 		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, gl->wq_n);
-		s->client->glog_wait_msgs -=
-			gl->wq_n < s->client->glog_wait_msgs ? gl->wq_n : s->client->glog_wait_msgs;
-		s->client->glog_wait_bytes -=
-			gl->wq_bytes < s->client->glog_wait_bytes ? gl->wq_bytes : s->client->glog_wait_bytes;
+		wait_less(s->client, gl->wq_n, gl->wq_bytes);
 	}
 	if (s->glog_live)
 		s->group->glog_live--;
@@ -307,8 +311,7 @@ static void readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t by
 			c->glog_wait_msgs += msgs;
 			c->glog_wait_bytes += bytes;
 		} else {
-			c->glog_wait_msgs -= msgs < c->glog_wait_msgs ? msgs : c->glog_wait_msgs;
-			c->glog_wait_bytes -= bytes < c->glog_wait_bytes ? bytes : c->glog_wait_bytes;
+			wait_less(c, msgs, bytes);
 		}
 	}
 }
