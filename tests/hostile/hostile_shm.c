@@ -428,48 +428,71 @@ static int mode_truncate(struct shm *s)
 }
 
 /*
- * A reader of many groups that never reads: subscribed (on shared memory)
- * to every group in the comma-separated list, it takes each group log and
- * sits on it for `seconds`, reading neither its logs nor its socket. What
- * waits for it in the group logs must stay within the client budget.
+ * Read the socket up to the next OK (the answer to a SUBSCRIBE); returns the
+ * group logs handed over before it (SHM frames with an fd), or -1.
  */
-static int mode_hoard(struct shm *s, const char *groups, double seconds)
+static int await_ok(const struct shm *s)
 {
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int) * 8)];
 	} ctl;
 	static uint8_t buf[1 << 16];
-	char list[1024], *g, *save = NULL;
-	struct timespec pause;
-	unsigned n = 0, logs = 0;
-	size_t have = 0, off;
+	static size_t have;
 	struct pollfd p = {.fd = s->sock, .events = POLLIN};
+	int logs = 0;
 
-	snprintf(list, sizeof(list), "%s", groups);
-	for (g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save), n++)
-		subscribe(s, g);
-	/* Each group log's SHM frame (its fd with it), then the OK; only
-	 * what HELLO and SUBSCRIBE answer comes on the socket. */
-	while (logs < n && poll(&p, 1, 5000) == 1) {
-		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
-		struct msghdr mh = {
-			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
+	for (;;) {
 		const uint8_t *body;
 		struct pub_msg_shm m;
 		uint32_t len;
 		uint8_t type;
+		size_t off = 0;
+		bool ok = false;
+
+		while (!ok && pub_proto_frame_peek(buf + off, have - off, sizeof(buf), &type, &len, &body, NULL) == 1) {
+			logs += type == PUB_FRAME_SHM && pub_proto_dec_shm(body, len, &m) == 0 &&
+				m.kind == PUB_SHM_GROUP_LOG;
+			ok = type == PUB_FRAME_OK;
+			off += PUB_PROTO_HDR_LEN + len;
+		}
+		memmove(buf, buf + off, have - off);
+		have -= off;
+		if (ok)
+			return logs;
+		if (poll(&p, 1, 5000) != 1)
+			return -1;
+		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
 		ssize_t r = recvmsg(s->sock, &mh, 0);
 
 		if (r <= 0)
-			die("subscribing");
+			return -1;
 		have += (size_t)r;
-		for (off = 0; pub_proto_frame_peek(buf + off, have - off, sizeof(buf), &type, &len, &body, NULL) == 1;
-		     off += PUB_PROTO_HDR_LEN + len)
-			logs += type == PUB_FRAME_SHM && pub_proto_dec_shm(body, len, &m) == 0 &&
-				m.kind == PUB_SHM_GROUP_LOG;
-		memmove(buf, buf + off, have - off);
-		have -= off;
+	}
+}
+
+/*
+ * A reader of many groups that never reads: subscribed (on shared memory)
+ * to every group in the comma-separated list, one after the other, it
+ * takes each group log and sits on it for `seconds`, reading neither its
+ * logs nor its socket. What waits for it in the group logs must stay within
+ * one subscriber queue.
+ */
+static int mode_hoard(struct shm *s, const char *groups, double seconds)
+{
+	char list[1024], *g, *save = NULL;
+	struct timespec pause;
+	unsigned n = 0, logs = 0;
+	int k;
+
+	snprintf(list, sizeof(list), "%s", groups);
+	for (g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save), n++) {
+		subscribe(s, g);
+		if ((k = await_ok(s)) < 0)
+			die("subscribing");
+		logs += (unsigned)k;
 	}
 	printf("hoard: subscribed to %u groups, given %u group logs; reads nothing for %.1f s\n", n, logs, seconds);
 	fflush(stdout);
