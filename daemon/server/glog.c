@@ -296,10 +296,13 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 		glog_free(srv, gl);
 }
 
-/* What waits in gl, added to (or taken from) each of its readers' counts. */
-static void readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t bytes)
+/* What waits in gl, added to (or taken from) each of its readers' counts.
+ * Returns whether a reader has more held for it than a subscriber queue:
+ * its own queue and what waits for it in all its group logs. */
+static bool readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t bytes)
 {
 	struct pubd_group *g = gl->g;
+	bool full = false;
 	unsigned i;
 
 	for (i = 0; g && i < g->nsubs; i++) {
@@ -307,31 +310,18 @@ static void readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t by
 
 		if (!g->subs[i]->glog_live || g->subs[i]->glog != gl)
 			continue;
-		if (sign > 0) {
-			c->glog_wait_msgs += msgs;
-			c->glog_wait_bytes += bytes;
-		} else {
+		if (sign < 0) {
 			wait_less(c, msgs, bytes);
-		}
-	}
-}
-
-/* Has a reader of gl more held for it than a subscriber queue? */
-static bool a_reader_is_full(const struct pubd_ipc *srv, const struct srv_glog *gl)
-{
-	const struct pubd_group *g = gl->g;
-	unsigned i;
-
-	for (i = 0; i < g->nsubs; i++) {
-		const struct pubd_client *c = g->subs[i]->client;
-
-		if (!g->subs[i]->glog_live || g->subs[i]->glog != gl)
 			continue;
-		if (c->out_delivers + c->glog_wait_msgs > srv->cfg->subscriber_queue ||
-		    c->out_deliver_bytes + c->glog_wait_bytes > srv->cfg->subscriber_queue_bytes)
-			return true;
+		}
+		c->glog_wait_msgs += msgs;
+		c->glog_wait_bytes += bytes;
+		const struct pubd_config *cfg = c->srv->cfg;
+
+		full |= c->out_delivers + c->glog_wait_msgs > cfg->subscriber_queue ||
+			c->out_deliver_bytes + c->glog_wait_bytes > cfg->subscriber_queue_bytes;
 	}
-	return false;
+	return full;
 }
 
 /* ---- writing ---- */
@@ -456,6 +446,7 @@ static void write_waiting(struct pubd_ipc *srv, struct srv_glog *gl)
 static bool enqueue(struct pubd_ipc *srv, struct srv_glog *gl, uint64_t source, uint64_t seq, struct pubd_msgbuf *m)
 {
 	unsigned cap = srv->cfg->subscriber_queue;
+	bool full;
 
 	if (gl->wq_n == gl->wq_cap) {
 		unsigned ncap = gl->wq_cap ? gl->wq_cap * 2 : 16;
@@ -474,13 +465,13 @@ static bool enqueue(struct pubd_ipc *srv, struct srv_glog *gl, uint64_t source, 
 	gl->wq[(gl->wq_head + gl->wq_n) % gl->wq_cap] = (struct glog_wait){pubd_msgbuf_get(m), source, seq};
 	gl->wq_n++;
 	gl->wq_bytes += m->len;
-	readers_wait(gl, 1, 1, m->len);
+	full = readers_wait(gl, 1, 1, m->len);
 	if (!gl->on_list) {
 		gl->on_list = true;
 		gl->next_waiting = srv->glogs_waiting;
 		srv->glogs_waiting = gl;
 	}
-	if (gl->wq_n > cap || gl->wq_bytes > srv->cfg->subscriber_queue_bytes || a_reader_is_full(srv, gl))
+	if (gl->wq_n > cap || gl->wq_bytes > srv->cfg->subscriber_queue_bytes || full)
 		gl->must_end = true;
 	return true;
 }

@@ -297,42 +297,74 @@ static int mode_dlog(struct shm *s, const char *group, double seconds)
 }
 
 /* The group log's SHM frame (and its memfd) that comes before the OK. */
-static int group_log_fd(const struct shm *s, struct pub_msg_shm *m)
+/*
+ * Read the socket up to the next OK (the answer to a SUBSCRIBE); returns the
+ * group logs handed over before it (SHM frames with an fd), or -1. The last
+ * one's frame and fd go to *m and *fd when not NULL.
+ */
+static int await_ok(const struct shm *s, struct pub_msg_shm *m, int *fd)
 {
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int) * 8)];
 	} ctl;
-	static uint8_t buf[4096];
-	size_t have = 0;
-	int fd = -1;
+	static uint8_t buf[1 << 16];
+	static size_t have;
+	struct pollfd p = {.fd = s->sock, .events = POLLIN};
+	struct pub_msg_shm shm;
+	int logs = 0, got = -1;
 
 	for (;;) {
-		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
-		struct msghdr mh = {
-			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
 		const uint8_t *body;
 		uint32_t len;
 		uint8_t type;
-		ssize_t n = recvmsg(s->sock, &mh, 0);
+		size_t off = 0;
+		bool ok = false;
 
-		if (n <= 0)
-			die("no group log");
-		if (CMSG_FIRSTHDR(&mh))
-			memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
-		have += (size_t)n;
-		while (pub_proto_frame_peek(buf, have, sizeof(buf), &type, &len, &body, NULL) == 1) {
-			if (type == PUB_FRAME_SHM && pub_proto_dec_shm(body, len, m) == 0 &&
-			    m->kind == PUB_SHM_GROUP_LOG)
-				return fd;
-			if (type == PUB_FRAME_OK) {
-				errno = ENOENT;
-				die("subscribed without a group log");
+		while (!ok && pub_proto_frame_peek(buf + off, have - off, sizeof(buf), &type, &len, &body, NULL) == 1) {
+			if (type == PUB_FRAME_SHM && pub_proto_dec_shm(body, len, &shm) == 0 &&
+			    shm.kind == PUB_SHM_GROUP_LOG) {
+				logs++;
+				if (m)
+					*m = shm;
+				if (fd)
+					*fd = got;
 			}
-			memmove(buf, buf + PUB_PROTO_HDR_LEN + len, have - PUB_PROTO_HDR_LEN - len);
-			have -= PUB_PROTO_HDR_LEN + len;
+			ok = type == PUB_FRAME_OK;
+			off += PUB_PROTO_HDR_LEN + len;
 		}
+		memmove(buf, buf + off, have - off);
+		have -= off;
+		if (ok)
+			return logs;
+		if (poll(&p, 1, 5000) != 1)
+			return -1;
+		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
+		ssize_t r = recvmsg(s->sock, &mh, 0);
+
+		if (r <= 0)
+			return -1;
+		/* An fd comes with the first byte of the SHM frame it belongs to. */
+		if (CMSG_FIRSTHDR(&mh))
+			memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(got));
+		have += (size_t)r;
 	}
+}
+
+/* The group log a SUBSCRIBE was answered with: its frame in *m, its fd. */
+static int group_log_fd(const struct shm *s, struct pub_msg_shm *m)
+{
+	int fd = -1, logs = await_ok(s, m, &fd);
+
+	if (logs < 0)
+		die("no group log");
+	if (!logs || fd < 0) {
+		errno = ENOENT;
+		die("subscribed without a group log");
+	}
+	return fd;
 }
 
 /*
@@ -428,52 +460,6 @@ static int mode_truncate(struct shm *s)
 }
 
 /*
- * Read the socket up to the next OK (the answer to a SUBSCRIBE); returns the
- * group logs handed over before it (SHM frames with an fd), or -1.
- */
-static int await_ok(const struct shm *s)
-{
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * 8)];
-	} ctl;
-	static uint8_t buf[1 << 16];
-	static size_t have;
-	struct pollfd p = {.fd = s->sock, .events = POLLIN};
-	int logs = 0;
-
-	for (;;) {
-		const uint8_t *body;
-		struct pub_msg_shm m;
-		uint32_t len;
-		uint8_t type;
-		size_t off = 0;
-		bool ok = false;
-
-		while (!ok && pub_proto_frame_peek(buf + off, have - off, sizeof(buf), &type, &len, &body, NULL) == 1) {
-			logs += type == PUB_FRAME_SHM && pub_proto_dec_shm(body, len, &m) == 0 &&
-				m.kind == PUB_SHM_GROUP_LOG;
-			ok = type == PUB_FRAME_OK;
-			off += PUB_PROTO_HDR_LEN + len;
-		}
-		memmove(buf, buf + off, have - off);
-		have -= off;
-		if (ok)
-			return logs;
-		if (poll(&p, 1, 5000) != 1)
-			return -1;
-		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
-		struct msghdr mh = {
-			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
-		ssize_t r = recvmsg(s->sock, &mh, 0);
-
-		if (r <= 0)
-			return -1;
-		have += (size_t)r;
-	}
-}
-
-/*
  * A reader of many groups that never reads: subscribed (on shared memory)
  * to every group in the comma-separated list, one after the other, it
  * takes each group log and sits on it for `seconds`, reading neither its
@@ -490,7 +476,7 @@ static int mode_hoard(struct shm *s, const char *groups, double seconds)
 	snprintf(list, sizeof(list), "%s", groups);
 	for (g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save), n++) {
 		subscribe(s, g);
-		if ((k = await_ok(s)) < 0)
+		if ((k = await_ok(s, NULL, NULL)) < 0)
 			die("subscribing");
 		logs += (unsigned)k;
 	}
