@@ -67,11 +67,15 @@ struct pubd_repair_config {
 	uint32_t receiver_timeout_ms; /* source: a receiver silent this long no longer holds it back */
 };
 
+/* groups.scope: on the fabric (the default), or on this host only. */
+enum pubd_group_scope { PUBD_SCOPE_FABRIC = 0, PUBD_SCOPE_HOST = 1 };
+
 struct pubd_group_config {
 	char *name;
-	struct sockaddr_storage address; /* IPv4 or IPv6 multicast; port 0 */
+	int scope;			 /* enum pubd_group_scope */
+	struct sockaddr_storage address; /* IPv4 or IPv6 multicast; port 0 (none on a host group) */
 	socklen_t address_len;
-	char *address_text;
+	char *address_text; /* "host" on a host group */
 	bool raw;
 	uint64_t rate; /* bytes per second the publishing daemon sends at most; 0: unpaced */
 	struct pubd_repair_config repair;

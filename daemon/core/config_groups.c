@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The groups section: a list of groups, each a mapping of the group keys
- * (name and address required), and the check that no name is given twice.
+ * (name required; address required unless the group's scope is host), and
+ * the check that no name is given twice.
  */
 #include <netinet/in.h>
 #include <stdio.h>
@@ -9,6 +10,42 @@
 #include <string.h>
 
 #include "config_internal.h"
+
+/*
+ * A fabric group needs its multicast address. A host group has none: its
+ * messages go to this daemon's own subscribers and never to the fabric, so
+ * the keys about sending there (address, raw, rate, repair) are refused
+ * rather than silently ignored.
+ */
+static void check_scope(struct parse *p, const yaml_node_t *gn, const char *prefix, struct pubd_group_config *g,
+			const struct seen *seen)
+{
+	static const char *const fabric_only[] = {"address", "raw", "rate", "repair"};
+	const struct key *addr = cfg_find_key(S_GROUP, "groups", "address");
+	const struct seen *scope = &seen[cfg_find_key(S_GROUP, "groups", "scope") - config_keys];
+	size_t i;
+
+	if (scope->bad)
+		return; /* said already; which keys it needs is not known */
+	if (g->scope != PUBD_SCOPE_HOST) {
+		if (!seen[addr - config_keys].given)
+			report(p, gn->start_mark, "%s: missing key \"address\" (expected %s, or scope: host)", prefix,
+			       addr->expect);
+		return;
+	}
+	for (i = 0; i < sizeof(fabric_only) / sizeof(fabric_only[0]); i++) {
+		const struct seen *at = &seen[cfg_find_key(S_GROUP, "groups", fabric_only[i]) - config_keys];
+
+		if (at->given)
+			report(p, at->mark,
+			       "%s.%s: a group of scope host has no %s (its messages never leave this host); "
+			       "expected the key left out, or scope: fabric",
+			       prefix, fabric_only[i], fabric_only[i]);
+	}
+	/* What logs and pubctl show where a fabric group's address goes. */
+	if (!g->address_text && !(g->address_text = strdup("host")))
+		p->oom = p->stop = true;
+}
 
 static void walk_group(struct parse *p, const yaml_node_t *gn, size_t index, struct pubd_group_config *g)
 {
@@ -27,6 +64,7 @@ static void walk_group(struct parse *p, const yaml_node_t *gn, size_t index, str
 		if (config_keys[i].scope == S_GROUP && config_keys[i].required && !seen[i].given)
 			report(p, gn->start_mark, "%s: missing key \"%s\" (expected %s)", prefix,
 			       config_keys[i].path + strlen("groups."), config_keys[i].expect);
+	check_scope(p, gn, prefix, g, seen);
 	if (g->name)
 		p->name_marks[index] = seen[cfg_find_key(S_GROUP, "groups", "name") - config_keys].mark;
 	p->addr_seen[index] = seen[cfg_find_key(S_GROUP, "groups", "address") - config_keys];
@@ -170,7 +208,7 @@ void cfg_check_group_scopes(struct parse *p)
 		const struct seen *at = &p->addr_seen[i];
 		int fam = g->address.ss_family;
 
-		if (!at->given || at->bad)
+		if (!at->given || at->bad || g->scope == PUBD_SCOPE_HOST)
 			continue;
 		if (fam == AF_INET6 && (v6_scope(&g->address) <= 1 || v6_scope(&g->address) == 0xf)) {
 			report(p, at->mark,

@@ -45,6 +45,12 @@ static const struct enum_name flow_controls[] = {
 	{NULL, 0},
 };
 
+static const struct enum_name group_scopes[] = {
+	{"fabric", PUBD_SCOPE_FABRIC},
+	{"host", PUBD_SCOPE_HOST},
+	{NULL, 0},
+};
+
 static const struct enum_name slow_policies[] = {
 	{"drop-oldest", PUBD_SLOW_DROP_OLDEST},
 	{"drop-newest", PUBD_SLOW_DROP_NEWEST},
@@ -135,8 +141,11 @@ const struct key config_keys[] = {
 
 	{"groups.name", K_GROUP_NAME, GRP(name), .min = 1, .max = 255, .required = true,
 	 .expect = "a group name of 1 to 255 bytes without control characters"},
-	{"groups.address", K_MCAST, GRP(address), .required = true,
+	/* Required of a fabric group, refused on a host one (config_groups.c). */
+	{"groups.address", K_MCAST, GRP(address),
 	 .expect = "an IPv4 multicast address (224.0.0.0/4) or an IPv6 one (ff00::/8)"},
+	{"groups.scope", K_ENUM, GRP(scope), .def = PUBD_SCOPE_FABRIC, .names = group_scopes,
+	 .expect = "fabric or host"},
 	{"groups.raw", K_BOOL, GRP(raw), .def = false, .expect = "true or false"},
 	{"groups.rate", K_RATE, GRP(rate), .def = 0, .min = 1 * KIB, .max = 1024 * GIB,
 	 .expect =

@@ -35,6 +35,7 @@ struct pubd_group *pubd_groups_add(struct pubd_groups *gs, const struct pubd_gro
 	g->addr = cfg->address;
 	g->addrlen = cfg->address_len;
 	g->raw = cfg->raw;
+	g->host = cfg->scope == PUBD_SCOPE_HOST;
 	g->mode = pubd_group_join_mode(cfg);
 	gs->v[slot] = g;
 	return g;

@@ -63,7 +63,10 @@ struct pubd_group {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	bool raw;
-	bool up;	      /* joined: the fabric can send to it */
+	/* scope host: never joined, nothing of it sent or received on the
+	 * fabric; its messages go to this daemon's subscribers only */
+	bool host;
+	bool up;	      /* joined: the fabric can send to it (a host group: always) */
 	uint64_t up_since_ns; /* when it last became joined */
 	enum pubd_join_mode mode;
 	bool listening;		  /* the fabric gives us its datagrams (pubd_group_listen_sync) */

@@ -340,7 +340,11 @@ void pubd_close(struct pubd *d)
 		pubd_ipc_shutdown(&d->ipc);
 	/* Leave groups before the fabric goes, in reverse order of setup. */
 	if (d->fabric) {
-		pubd_groups_foreach(&d->groups, g, i) d->fops->leave(d->fabric, g->slot);
+		pubd_groups_foreach(&d->groups, g, i)
+		{
+			if (!g->host)
+				d->fops->leave(d->fabric, g->slot);
+		}
 	}
 	pubd_tx_free(d);
 	/* Windows hold buffers that clients' publish logs may have lent. */

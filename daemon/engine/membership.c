@@ -115,7 +115,7 @@ bool pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group 
 	/* Before the first message of a stream, announce its start (next seq
 	 * 0): a receiver that loses the first datagrams still learns the
 	 * stream's baseline and counts them. */
-	if (!g->raw && g->next_seq == 0)
+	if (!g->raw && !g->host && g->next_seq == 0)
 		pubd_tx_announce(d, g);
 	seq = g->next_seq++; /* raw groups: a local count only, never on the wire */
 
@@ -125,6 +125,8 @@ bool pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group 
 	/* Local subscribers get it here, exactly once; the fabric's looped-back
 	 * copy is discarded by source id. */
 	engine_fan_out(d, g, d->source_id, seq, msg);
+	if (g->host)
+		return false; /* delivered, and that is all: nothing waits for the fabric */
 	err = pubd_tx_enqueue(d, g, msg, seq, origin);
 	if (err < 0) {
 		pubd_drops_add(&g->drops, err == -EMSGSIZE ? PUB_DROP_TOO_LARGE : PUB_DROP_FABRIC_ERROR, 1);
@@ -142,8 +144,16 @@ int pubd_group_join(struct pubd *d, struct pubd_group *g)
 	/* Joined idle: receiving starts with pubd_group_listen_sync, at once
 	 * under receive: always, else with the first local subscriber. */
 	enum pubd_join_mode mode = g->mode & PUBD_JOIN_RECV ? g->mode | PUBD_JOIN_IDLE : g->mode;
-	int err = d->fops->join(d->fabric, g->slot, (const struct sockaddr *)&g->addr, g->addrlen, mode);
+	int err;
 
+	if (g->host) {
+		/* Nothing to join: ready at once (READY=1 and pubctl's
+		 * joined column wait for every group to be up). */
+		g->up = true;
+		g->up_since_ns = pubd_now_ns();
+		return 0;
+	}
+	err = d->fops->join(d->fabric, g->slot, (const struct sockaddr *)&g->addr, g->addrlen, mode);
 	if (err < 0) {
 		log_err("group %s (%s): join: %s", g->name, g->cfg->address_text, strerror(-err));
 		return err;
@@ -157,6 +167,8 @@ int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
 	bool want = (g->mode & PUBD_JOIN_RECV) && (d->cfg.receive == PUBD_RECEIVE_ALWAYS || g->nsubs > 0);
 	int err;
 
+	if (g->host)
+		return 0; /* nothing to receive: its subscribers get what is published here */
 	if (want == g->listening)
 		return want && g->listen_pending;
 	err = d->fops->listen(d->fabric, g->slot, want);

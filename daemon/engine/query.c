@@ -179,6 +179,8 @@ static const char *const group_cols[] = {
 	"group_log_waiting:u",
 	"group_log_ends:u",
 	"group_log_returns:u",
+	/* fabric, or host (never on the fabric: groups.scope) */
+	"scope:s",
 };
 
 /* Send-only or full member: the fabric's own word where its joins have a
@@ -186,6 +188,8 @@ static const char *const group_cols[] = {
  * membership exactly while it listens). */
 static const char *group_join_state(const struct pubd *d, const struct pubd_group *g)
 {
+	if (g->host)
+		return "host"; /* never on the fabric */
 	if (d->fops->join_state)
 		return d->fops->join_state(d->fabric, g->slot);
 	if (!g->up)
@@ -251,6 +255,7 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, gl.waiting);
 	pub_table_u64(b, gl.ends);
 	pub_table_u64(b, gl.returns);
+	pub_table_str(b, g->host ? "host" : "fabric");
 }
 
 /* How a subscription's messages reach it. */

@@ -68,14 +68,15 @@ int engine_load_config(const char *path, struct pubd_config *cfg, char *errtext,
 static bool same_address(const struct pubd_group_config *a, const struct pubd_group *g)
 {
 	return a->address_len == g->addrlen && memcmp(&a->address, &g->addr, g->addrlen) == 0 && a->raw == g->raw &&
-	       pubd_group_join_mode(a) == g->mode;
+	       (a->scope == PUBD_SCOPE_HOST) == g->host && pubd_group_join_mode(a) == g->mode;
 }
 
 static void group_destroy(struct pubd *d, struct pubd_group *g)
 {
 	pubd_ipc_group_removed(&d->ipc, g);
 	pubd_tx_group_flush(d, g);
-	d->fops->leave(d->fabric, g->slot);
+	if (!g->host)
+		d->fops->leave(d->fabric, g->slot);
 	pubd_reasm_forget_group(d->reasm, g->id);
 	pubd_source_map_forget_group(&d->sources, g->id);
 	engine_repair_free(d, g);
@@ -107,7 +108,7 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 				pubd_tx_pace_config(d, g);
 			continue;
 		}
-		log_notice("group %s: %s", g->name, gc ? "address or mode changed, rejoining" : "removed");
+		log_notice("group %s: %s", g->name, gc ? "address, scope or mode changed: made anew" : "removed");
 		group_destroy(d, g);
 	}
 	for (k = 0; k < cfg->ngroups; k++) {
@@ -117,7 +118,8 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 		g = pubd_groups_add(&d->groups, gc);
 		if (!g)
 			return -ENOMEM;
-		log_info("group %s: %s%s", g->name, gc->address_text, g->raw ? " (raw)" : "");
+		log_info("group %s: %s%s", g->name, g->host ? "on this host only" : gc->address_text,
+			 g->raw ? " (raw)" : "");
 		pubd_tx_pace_config(d, g);
 		if (pubd_group_join(d, g) < 0)
 			err = -EIO;

@@ -563,7 +563,7 @@ void pubd_tx_announce(struct pubd *d, struct pubd_group *g)
 	struct pubd_tx_dgram dg = {.hdr = buf};
 	uint64_t age_us;
 
-	if (g->raw || !g->up)
+	if (g->raw || g->host || !g->up)
 		return;
 	age_us = g->stream_began_ns ? (pubd_now_ns() - g->stream_began_ns) / 1000 : 0;
 	h.group_id = g->id;

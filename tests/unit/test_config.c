@@ -296,9 +296,9 @@ static void config_group_repair_is_off_on_or_a_mapping(void **state)
 	one_error(G1 ", repair: {receiver_timeout_ms: 5}}\n",
 		  "t.yaml:2:65: groups[0].repair.receiver_timeout_ms: expected a duration in milliseconds from 10 to "
 		  "600000, got \"5\"");
-	one_error(G1 ", repair.window: 1MiB}\n",
-		  "t.yaml:2:35: groups[0]: unknown key \"repair.window\" (expected one of name, address, raw, rate, "
-		  "repair, publish, subscribe)");
+	one_error(G1 ", repair.window: 1MiB}\n", "t.yaml:2:35: groups[0]: unknown key \"repair.window\" (expected one "
+						 "of name, address, scope, raw, rate, "
+						 "repair, publish, subscribe)");
 }
 
 static void config_group_rate_is_off_or_bytes_per_second(void **state)
@@ -522,6 +522,37 @@ static void config_group_name_rules(void **state)
 	assert_string_equal(cfg.groups[0].name, "böse Gruppe");
 }
 
+/* scope: host needs no address and refuses the keys about sending; a
+ * group of scope fabric (the default) still needs its address. */
+static void config_group_scope_host(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("groups:\n  - name: local\n    scope: host\n  - name: wire\n    address: 239.0.0.1\n"
+			       "    scope: fabric\n"),
+			 0);
+	assert_int_equal(cfg.ngroups, 2);
+	assert_int_equal(cfg.groups[0].scope, PUBD_SCOPE_HOST);
+	assert_int_equal(cfg.groups[0].address_len, 0);
+	assert_string_equal(cfg.groups[0].address_text, "host");
+	assert_int_equal(cfg.groups[1].scope, PUBD_SCOPE_FABRIC);
+	assert_string_equal(cfg.groups[1].address_text, "239.0.0.1");
+	one_error("groups:\n  - name: a\n    scope: host\n    address: 239.0.0.1\n",
+		  "t.yaml:4:14: groups[0].address: a group of scope host has no address (its messages never leave "
+		  "this host); expected the key left out, or scope: fabric");
+	one_error("groups:\n  - name: a\n    scope: host\n    repair: on\n",
+		  "t.yaml:4:13: groups[0].repair: a group of scope host has no repair (its messages never leave "
+		  "this host); expected the key left out, or scope: fabric");
+	one_error("groups:\n  - name: a\n    raw: true\n    scope: host\n",
+		  "t.yaml:3:10: groups[0].raw: a group of scope host has no raw (its messages never leave this "
+		  "host); expected the key left out, or scope: fabric");
+	one_error("groups:\n  - name: a\n    scope: host\n    rate: 1MiB\n",
+		  "t.yaml:4:11: groups[0].rate: a group of scope host has no rate (its messages never leave this "
+		  "host); expected the key left out, or scope: fabric");
+	/* A bad scope is one error: whether an address is missing is not known. */
+	one_error("groups:\n  - name: a\n    scope: local\n",
+		  "t.yaml:3:12: groups[0].scope: expected fabric or host, got \"local\"");
+}
+
 static void config_group_needs_name_and_address(void **state)
 {
 	assert_int_equal(parse("groups:\n  - raw: true\n"), -EINVAL);
@@ -529,9 +560,10 @@ static void config_group_needs_name_and_address(void **state)
 	assert_string_equal(err(0), "t.yaml:2:5: groups[0]: missing key \"name\" (expected a group name of 1 to 255 "
 				    "bytes without control characters)");
 	assert_string_equal(err(1), "t.yaml:2:5: groups[0]: missing key \"address\" (expected an IPv4 multicast "
-				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8))");
+				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8), or scope: host)");
 	one_error("groups:\n  - name: a\n    address: 239.0.0.1\n    colour: red\n",
-		  "t.yaml:4:5: groups[0]: unknown key \"colour\" (expected one of name, address, raw, rate, repair, "
+		  "t.yaml:4:5: groups[0]: unknown key \"colour\" (expected one of name, address, scope, raw, rate, "
+		  "repair, "
 		  "publish, "
 		  "subscribe)");
 	one_error("groups:\n  - 5\n", "t.yaml:2:5: groups[0]: expected a mapping with name and address, got \"5\"");
@@ -624,6 +656,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_rejects_non_multicast_group_address, teardown),
 		cmocka_unit_test_teardown(config_group_name_rules, teardown),
 		cmocka_unit_test_teardown(config_group_needs_name_and_address, teardown),
+		cmocka_unit_test_teardown(config_group_scope_host, teardown),
 		cmocka_unit_test_teardown(config_load_reads_a_file, teardown),
 		cmocka_unit_test_teardown(config_example_file_parses, teardown),
 		cmocka_unit_test_teardown(config_key_default_is_the_tables, teardown),

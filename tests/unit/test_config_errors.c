@@ -183,7 +183,7 @@ static void config_error_count_is_capped(void **state)
 	assert_int_equal(errs.n, PUBD_CONFIG_MAX_ERRORS + 1);
 	assert_string_equal(err(100), "t.yaml: too many errors (more than 100); stopped looking");
 	assert_string_equal(err(0), "t.yaml:2:5: groups[0]: missing key \"address\" (expected an IPv4 multicast "
-				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8))");
+				    "address (224.0.0.0/4) or an IPv6 one (ff00::/8), or scope: host)");
 }
 
 /* IPv6 groups: scopes that never leave the host are refused on every

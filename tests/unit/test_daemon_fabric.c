@@ -631,6 +631,145 @@ static void test_stop_drains_transmit_queue(void **state)
 	assert_true(ms >= 1500 && ms < 4000);
 }
 
+/* Datagrams of any kind the fake recorded on slot (-1: on any), kept. */
+static uint64_t count_sent_on(struct hd *h, int slot)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < pubd_fake_sent_count(h->fk); i++)
+		n += slot < 0 || pubd_fake_sent_at(h->fk, i)->slot == slot;
+	return n;
+}
+
+/*
+ * scope: host. The group is never joined, nothing of it goes to the fabric
+ * (no start announcement, no message, no heartbeat however long it runs),
+ * and every message published reaches the daemon's own subscriber, counted
+ * as delivered; a fabric group beside it still sends. A reload that makes
+ * the fabric group a host group leaves it on the fabric and sends nothing
+ * of it from then on; one back to fabric joins it again.
+ */
+#define HOST_GROUPS(g1)                        \
+	"groups:\n"                            \
+	"  - name: g1\n" g1 "  - name: here\n" \
+	"    scope: host\n"
+static void test_host_group_stays_off_the_fabric(void **state)
+{
+	const uint64_t N = 60;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc pub, sub;
+	struct seen s = {0};
+	struct pubd_group *gh, *g1;
+	uint64_t dl, hb = 0, on_g1 = 0, on_host = 0, elsewhere;
+	uint8_t dg[PUBD_WIRE_HDR_LEN + 16];
+	struct pubd_wire_hdr w = {.version = PUBD_WIRE_VERSION, .source_id = 0x1234, .msg_len = 16, .frag_count = 1};
+	const uint8_t *body;
+	uint32_t len;
+	uint8_t type;
+	int g1_slot;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, LIMITS HOST_GROUPS("    address: 239.77.0.1\n")), 0);
+	gh = hd_group(&a, "here");
+	g1 = hd_group(&a, "g1");
+	g1_slot = g1->slot;
+	assert_true(gh->host && !g1->host);
+	/* Ready, with nothing to join (READY=1 waits for every group). */
+	assert_true(gh->up);
+	assert_true(a.d.ready);
+	s.n = N;
+	s.got = calloc(N, 1);
+	s.source = a.d.source_id;
+	assert_int_equal(hc_connect(&a, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "here", NULL), 0);
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	publish_all(&pub, "here", 0, N);
+	publish_all(&pub, "g1", 0, N);
+	/* Ten heartbeat periods and more after the last delivery. */
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && (s.delivered < N || on_g1 < N)) {
+		hd_turn(&a, 1);
+		take_delivers(&sub, &s);
+		on_host += count_sent_on(&a, gh->slot);
+		on_g1 += take_sent_msgs(&a, g1_slot, NULL);
+	}
+	for (dl = hd_deadline(150); !hd_past(dl);) {
+		hd_turn(&a, 5);
+		on_host += count_sent_on(&a, gh->slot);
+		on_g1 += take_sent_msgs(&a, g1_slot, &hb);
+	}
+	print_message("host group: %llu delivered, fabric group: %llu sent and %llu heartbeats\n",
+		      (unsigned long long)s.delivered, (unsigned long long)on_g1, (unsigned long long)hb);
+	assert_int_equal(s.delivered, N);
+	assert_int_equal(on_host, 0);
+	assert_int_equal(on_g1, N);
+	assert_true(hb > 0); /* heartbeats went out, on the fabric group only */
+	assert_false(pubd_fake_group_is_up(a.fk, gh->slot));
+	assert_false(pubd_fake_group_is_listening(a.fk, gh->slot));
+	assert_int_equal(gh->published, N);
+	assert_int_equal(gh->delivered, N);
+	assert_int_equal(gh->txq_len, 0); /* nothing waits for a fabric it is not on */
+	assert_int_equal(msg_drops(&gh->drops) + msg_drops(&gh->sub_drops), 0);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], 2 * N);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 0);
+	pubd_fake_sent_clear(a.fk);
+
+	/* From the fabric, a datagram naming the host group reaches nobody:
+	 * on the fabric group's address, or unicast as a repair. */
+	w.group_id = gh->id;
+	memset(dg + PUBD_WIRE_HDR_LEN, 'x', 16);
+	pubd_wire_encode(&w, dg);
+	pubd_fake_inject(a.fk, g1_slot, dg, sizeof(dg), false);
+	w.flags = PUBD_WIRE_F_REPAIR;
+	w.msg_seq = 1;
+	pubd_wire_encode(&w, dg);
+	pubd_fake_inject(a.fk, -1, dg, sizeof(dg), false);
+	hd_settle(&a, 20);
+	assert_int_equal(hc_next(&sub, &type, &body, &len, 100), 0);
+	assert_int_equal(gh->received, 0);
+	pubd_fake_sent_clear(a.fk); /* g1's heartbeats meanwhile */
+
+	/* g1 becomes a host group: left, and silent from then on. */
+	assert_int_equal(hd_reload(&a, NULL, LIMITS HOST_GROUPS("    scope: host\n")), 0);
+	assert_false(pubd_fake_group_is_up(a.fk, g1_slot));
+	assert_true(hd_group(&a, "g1")->host);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "g1", NULL), 0);
+	memset(s.got, 0, N);
+	s.delivered = 0;
+	publish_all(&pub, "g1", 0, N);
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && s.delivered < N) {
+		hd_turn(&a, 1);
+		take_delivers(&sub, &s);
+	}
+	for (dl = hd_deadline(100); !hd_past(dl);)
+		hd_turn(&a, 5);
+	elsewhere = count_sent_on(&a, -1);
+	assert_int_equal(s.delivered, N);
+	assert_int_equal(elsewhere, 0);
+
+	/* And back: joined again, and its messages go out. */
+	assert_int_equal(hd_reload(&a, NULL, LIMITS HOST_GROUPS("    address: 239.77.0.1\n")), 0);
+	g1 = hd_group(&a, "g1");
+	dl = hd_deadline(2000);
+	while (!hd_past(dl) && !pubd_fake_group_is_up(a.fk, g1->slot))
+		hd_turn(&a, 1);
+	assert_true(pubd_fake_group_is_up(a.fk, g1->slot));
+	publish_all(&pub, "g1", 0, 1);
+	dl = hd_deadline(2000);
+	for (on_g1 = 0; !hd_past(dl) && !on_g1;) {
+		hd_turn(&a, 1);
+		on_g1 += take_sent_msgs(&a, g1->slot, NULL);
+	}
+	assert_int_equal(on_g1, 1);
+	hc_close(&pub);
+	hc_close(&sub);
+	hd_stop(&a);
+	free(s.got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -642,6 +781,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_rx_unjoined, hd_teardown),
 		cmocka_unit_test_teardown(test_slow_subscriber_in_reassembly, hd_teardown),
 		cmocka_unit_test_teardown(test_stop_drains_transmit_queue, hd_teardown),
+		cmocka_unit_test_teardown(test_host_group_stays_off_the_fabric, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
