@@ -16,11 +16,14 @@
  * shared host hurts both sides alike.
  *
  * pubd runs with the udp fabric on loopback (a random port and group), so
- * each publish is also sent to the wire and its looped-back copy discarded,
- * as in production: local fan-out never skips the fabric.
+ * each publish to the fabric group ("pubd" rows) is also sent to the wire
+ * and its looped-back copy discarded, as in production. The "pubd host"
+ * rows publish to a group of scope host instead, which never goes to the
+ * fabric: what local fan-out costs when no other host needs the data.
  *
  *   bench_fanout [--quick] [--rounds N] [--count-small N] [--count-large N]
- *                [--only pair_1to1|pair_1to4|pubd_1to1|pubd_1to4|pubd_more_1to1|pubd_more_1to4]
+ *                [--only pair_1to1|pair_1to4|pubd_1to1|pubd_1to4|pubd_more_1to1|pubd_more_1to4|
+ *                        pubd_host_1to1|pubd_host_1to4|pubd_host_more_1to1|pubd_host_more_1to4]
  *                [--size 64|65536]
  * The pubd cases run twice: one write per message (pub_publish without
  * flags, what the pair does too), and with PUB_MORE (libpub gathers
@@ -345,27 +348,33 @@ static int run_pubd(const char *sock, pid_t pubd, const char *group, size_t size
 	return 0;
 }
 
-enum kind { PAIR_1, PAIR_4, PUBD_1, PUBD_4, MORE_1, MORE_4, NKINDS };
+enum kind { PAIR_1, PAIR_4, PUBD_1, PUBD_4, MORE_1, MORE_4, HOST_1, HOST_4, HMORE_1, HMORE_4, NKINDS };
 
 static const struct {
 	const char *label;
 	const char *json;
 	unsigned nsubs;
 	bool pubd, more;
+	const char *group; /* fan: on the fabric; here: scope host */
 } kinds[NKINDS] = {
-	[PAIR_1] = {"seqpacket pair 1->1", "pair_1to1", 1, false, false},
-	[PAIR_4] = {"seqpacket by hand 1->4", "pair_1to4", 4, false, false},
-	[PUBD_1] = {"pubd 1->1", "pubd_1to1", 1, true, false},
-	[PUBD_4] = {"pubd 1->4", "pubd_1to4", 4, true, false},
-	[MORE_1] = {"pubd 1->1 PUB_MORE", "pubd_more_1to1", 1, true, true},
-	[MORE_4] = {"pubd 1->4 PUB_MORE", "pubd_more_1to4", 4, true, true},
+	[PAIR_1] = {"seqpacket pair 1->1", "pair_1to1", 1, false, false, NULL},
+	[PAIR_4] = {"seqpacket by hand 1->4", "pair_1to4", 4, false, false, NULL},
+	[PUBD_1] = {"pubd 1->1", "pubd_1to1", 1, true, false, "fan"},
+	[PUBD_4] = {"pubd 1->4", "pubd_1to4", 4, true, false, "fan"},
+	[MORE_1] = {"pubd 1->1 PUB_MORE", "pubd_more_1to1", 1, true, true, "fan"},
+	[MORE_4] = {"pubd 1->4 PUB_MORE", "pubd_more_1to4", 4, true, true, "fan"},
+	[HOST_1] = {"pubd host 1->1", "pubd_host_1to1", 1, true, false, "here"},
+	[HOST_4] = {"pubd host 1->4", "pubd_host_1to4", 4, true, false, "here"},
+	[HMORE_1] = {"pubd host 1->1 MORE", "pubd_host_more_1to1", 1, true, true, "here"},
+	[HMORE_4] = {"pubd host 1->4 MORE", "pubd_host_more_1to4", 4, true, true, "here"},
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: bench_fanout [--quick] [--rounds N] [--count-small N] [--count-large N]\n"
-		"                    [--only pair_1to1|pair_1to4|pubd_1to1|pubd_1to4|pubd_more_1to1|pubd_more_1to4]\n"
+		"                    [--only pair_1to1|pair_1to4|pubd_1to1|pubd_1to4|pubd_more_1to1|pubd_more_1to4|\n"
+		"                            pubd_host_1to1|pubd_host_1to4|pubd_host_more_1to1|pubd_host_more_1to4]\n"
 		"                    [--size 64|65536]\n");
 }
 
@@ -430,7 +439,7 @@ int main(int argc, char **argv)
 		 "fabric:\n  type: udp\n  udp_port: %u\n"
 		 "limits:\n  max_message_size: 1MiB\n  reassembly_budget: 16MiB\n"
 		 "  subscriber_queue: %u\n  slow_subscriber: drop-oldest\n"
-		 "groups:\n  - name: fan\n    address: %s\n",
+		 "groups:\n  - name: fan\n    address: %s\n  - name: here\n    scope: host\n",
 		 bench_udp_port(), SUB_QUEUE, bench_group_addr(0, addr, sizeof(addr)));
 	if (bench_daemon_start(&d, "fanout", body, NULL, 10000) < 0)
 		return 2;
@@ -441,7 +450,7 @@ int main(int argc, char **argv)
 				if ((only && strcmp(only, kinds[k].json)) || (only_size && only_size != sizes[s]))
 					continue;
 				if (kinds[k].pubd)
-					run_pubd(d.sock, d.pid, "fan", sizes[s], counts[s], kinds[k].nsubs,
+					run_pubd(d.sock, d.pid, kinds[k].group, sizes[s], counts[s], kinds[k].nsubs,
 						 kinds[k].more, &res);
 				else
 					run_pair(sizes[s], counts[s], kinds[k].nsubs, &res);

@@ -9,7 +9,9 @@
  *               shared memory (libpub's default), over the socket
  *               (PUBD_TRANSPORT=socket), with the clients lingering in
  *               pub_recv (PUBD_RECV_LINGER_US=100), and busy-polling
- *               (fabric.busy_poll and PUBD_BUSY_POLL=1)
+ *               (fabric.busy_poll and PUBD_BUSY_POLL=1); on groups sent to the
+ *               fabric (udp on lo, as in production), and the "host" rows
+ *               on groups of scope host, which never go to the fabric
  * each pinned (every process, pubd included, on CPU 0: repeatable) and
  * unpinned. Busy-polling cases run unpinned only (two spinners on one CPU
  * measure the scheduler). Prints p50/p99/p99.9 and the ratios of pubd's
@@ -199,6 +201,7 @@ struct kase {
 	bool busy;
 	const char *transport; /* PUBD_TRANSPORT for pubd's clients */
 	const char *linger;    /* PUBD_RECV_LINGER_US for pubd's clients, or NULL */
+	bool host;	       /* ping and pong of scope host: never sent to the fabric */
 };
 
 struct peer {
@@ -244,11 +247,18 @@ static void peer_start(const struct kase *k, struct peer *p, bool pinned)
 		}
 		return;
 	}
-	snprintf(body, sizeof(body),
-		 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n"
-		 "groups:\n  - name: ping\n    address: %s\n  - name: pong\n    address: %s\n",
-		 bench_udp_port(), k->busy ? "true" : "false", bench_group_addr(1, addr[0], sizeof(addr[0])),
-		 bench_group_addr(2, addr[1], sizeof(addr[1])));
+	bench_group_addr(1, addr[0], sizeof(addr[0]));
+	bench_group_addr(2, addr[1], sizeof(addr[1]));
+	if (k->host)
+		snprintf(body, sizeof(body),
+			 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n"
+			 "groups:\n  - name: ping\n    scope: host\n  - name: pong\n    scope: host\n",
+			 bench_udp_port(), k->busy ? "true" : "false");
+	else
+		snprintf(body, sizeof(body),
+			 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n"
+			 "groups:\n  - name: ping\n    address: %s\n  - name: pong\n    address: %s\n",
+			 bench_udp_port(), k->busy ? "true" : "false", addr[0], addr[1]);
 	if (bench_daemon_start(&p->d, "lat", body, NULL, 10000) < 0)
 		exit(2);
 	if (pinned)
@@ -335,13 +345,16 @@ static void round_of(const struct kase *k, bool pinned, struct result *res)
 /* ---- the table ---- */
 
 static const struct kase kases[] = {
-	{"pair", K_PAIR, false, NULL, NULL},
-	{"ring futex", K_RING, false, NULL, NULL},
-	{"ring busy", K_RING, true, NULL, NULL},
-	{"pubd shm", K_PUBD, false, "shm", NULL},
-	{"pubd shm linger", K_PUBD, false, "shm", "100"},
-	{"pubd socket", K_PUBD, false, "socket", NULL},
-	{"pubd shm busy", K_PUBD, true, "shm", NULL},
+	{"pair", K_PAIR, false, NULL, NULL, false},
+	{"ring futex", K_RING, false, NULL, NULL, false},
+	{"ring busy", K_RING, true, NULL, NULL, false},
+	{"pubd shm", K_PUBD, false, "shm", NULL, false},
+	{"pubd shm linger", K_PUBD, false, "shm", "100", false},
+	{"pubd socket", K_PUBD, false, "socket", NULL, false},
+	{"pubd shm busy", K_PUBD, true, "shm", NULL, false},
+	{"pubd shm host", K_PUBD, false, "shm", NULL, true},
+	{"pubd socket host", K_PUBD, false, "socket", NULL, true},
+	{"pubd shm busy host", K_PUBD, true, "shm", NULL, true},
 };
 #define NKASES (sizeof(kases) / sizeof(kases[0]))
 
@@ -394,7 +407,7 @@ static void print(const struct result *res)
 	for (i = 0; i < NKASES; i++) {
 		if (res[i].p50 < 0)
 			continue;
-		printf("%-9s %-14s %9.2f %9.2f %9.2f %10.2fx", res[i].placement, res[i].kase, res[i].p50, res[i].p99,
+		printf("%-9s %-18s %9.2f %9.2f %9.2f %10.2fx", res[i].placement, res[i].kase, res[i].p50, res[i].p99,
 		       res[i].p999, bench_ratio(res[i].p50, pair));
 		if (busy > 0)
 			printf(" %10.2fx", bench_ratio(res[i].p50, busy));
@@ -456,7 +469,7 @@ int main(int argc, char **argv)
 		measure_none(unpinned, false);
 	printf("Local latency, 64 B ping-pong, one-way (round trip / 2) in µs; best of %u rounds of %u\n", rounds,
 	       count);
-	printf("%-9s %-14s %9s %9s %9s %11s %11s\n", "placement", "case", "p50", "p99", "p99.9", "vs pair",
+	printf("%-9s %-18s %9s %9s %9s %11s %11s\n", "placement", "case", "p50", "p99", "p99.9", "vs pair",
 	       "vs busy ring");
 	print(pinned);
 	print(unpinned);
