@@ -192,6 +192,11 @@ static bool srv_publish(void *ctx, struct pubd_client *origin, struct pubd_group
 	return pubd_publish(ctx, origin, g, msg);
 }
 
+static void srv_publish_local(void *ctx, struct pubd_group *g, const uint8_t *data, size_t len)
+{
+	pubd_publish_local(ctx, g, data, len);
+}
+
 static int srv_subscribers_changed(void *ctx, struct pubd_group *g)
 {
 	return pubd_group_listen_sync(ctx, g);
@@ -218,6 +223,7 @@ static int srv_reload(void *ctx, char *err, size_t errcap)
 
 static const struct pubd_ipc_ops server_ops = {
 	.publish = srv_publish,
+	.publish_local = srv_publish_local,
 	.subscribers_changed = srv_subscribers_changed,
 	.client_closed = srv_client_closed,
 	.query = srv_query,

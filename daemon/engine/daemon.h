@@ -84,6 +84,9 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap);
  * Returns true when it waits in a transmit queue owned by origin. */
 bool pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
 /* Join the fabric for a group. */
+/* A host group's message, still in the publisher's buffer: delivered to
+ * the local subscribers before it returns (no msgbuf unless one queues). */
+void pubd_publish_local(struct pubd *d, struct pubd_group *g, const uint8_t *data, size_t len);
 int pubd_group_join(struct pubd *d, struct pubd_group *g);
 /* Receive the group's traffic exactly while it should be: it may be
  * subscribed, and it has local subscribers or fabric.receive is always.

@@ -34,6 +34,12 @@ static inline void engine_fan_out(struct pubd *d, struct pubd_group *g, uint64_t
 }
 
 /* rx.c */
+/* A message still in someone else's buffer (the fabric's receive buffer, a
+ * client's publish log) to every local subscriber of g: written straight
+ * into the group log and the deliver logs of those with nothing queued,
+ * and copied once into a buffer for the rest. */
+void engine_fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, const uint8_t *data,
+			     size_t len);
 extern const struct pubd_reasm_ops engine_reasm_ops;
 void engine_arm_reasm_timer(struct pubd *d);
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n);

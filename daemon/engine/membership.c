@@ -58,7 +58,9 @@ static void on_group_state(void *ctx, int slot, bool up, int err)
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_slot(&d->groups, slot);
 
-	if (!g)
+	/* A host group was never joined: an event for its slot is a stale
+	 * one of a fabric group that had the slot before a reload. */
+	if (!g || g->host)
 		return;
 	if (up && !g->up)
 		log_info("group %s (%s): joined", g->name, g->cfg->address_text);
@@ -137,6 +139,16 @@ bool pubd_publish(struct pubd *d, struct pubd_client *origin, struct pubd_group 
 	 * one read of the clients goes out in a few batched calls, not one
 	 * system call (or doorbell) per message. */
 	return origin != NULL;
+}
+
+void pubd_publish_local(struct pubd *d, struct pubd_group *g, const uint8_t *data, size_t len)
+{
+	uint64_t seq = g->next_seq++; /* a local count: never on the wire */
+
+	g->published++;
+	g->published_bytes += len;
+	d->counters[PUBD_CTR_MSG_PUBLISHED]++;
+	engine_fan_out_borrowed(d, g, d->source_id, seq, data, len);
 }
 
 int pubd_group_join(struct pubd *d, struct pubd_group *g)

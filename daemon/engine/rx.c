@@ -48,7 +48,7 @@ static void overflow_all(struct pubd *d, struct pubd_group *g)
  * buffer of pubd's between), and copied into one buffer, once, for the
  * rest (their queues keep it after the receive buffer goes back).
  */
-static void fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, const uint8_t *data,
+void engine_fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, const uint8_t *data,
 			     size_t len)
 {
 	struct pubd_msgbuf *m = NULL;
@@ -88,7 +88,7 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 	g->received++;
 	g->received_bytes += len;
 	if (g->nsubs && !owned && !engine_repairs(d, g)) {
-		fan_out_borrowed(d, g, source, seq, data, len);
+		engine_fan_out_borrowed(d, g, source, seq, data, len);
 		engine_flow_delivered(d, g, source, seq);
 	} else if (g->nsubs) {
 		/* A single-datagram message still points into the receive
@@ -155,7 +155,7 @@ static void rx_raw(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dg
 	d->counters[PUBD_CTR_MSG_RECEIVED]++;
 	/* Raw datagrams carry no source or sequence: source 0, our own count. */
 	if (g->nsubs)
-		fan_out_borrowed(d, g, 0, g->raw_rx_seq, dg->data, dg->len);
+		engine_fan_out_borrowed(d, g, 0, g->raw_rx_seq, dg->data, dg->len);
 	g->raw_rx_seq++;
 }
 

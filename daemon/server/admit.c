@@ -88,15 +88,20 @@ bool srv_publish_size_ok(struct pubd_client *c, uint32_t req_id, struct pubd_gro
 	return true;
 }
 
-void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m)
+static void count_published(struct pubd_client *c, struct pubd_group *g, size_t len)
 {
 	struct pubd_pubstat *ps = client_pubstat(c, g);
 
 	if (ps) {
 		ps->published++;
-		ps->bytes += m->len;
+		ps->bytes += len;
 	}
 	c->published++;
+}
+
+void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m)
+{
+	count_published(c, g, m->len);
 	if (c->srv->ops->publish(c->srv->ctx, c, g, m))
 		c->tx_pending++;
 	if (req_id)
@@ -107,4 +112,13 @@ void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_grou
 		/* The transmit queue took the budget past its end: read on
 		 * once there is room for another message like this one. */
 		srv_pause_for_budget(c, m->len);
+}
+
+void srv_publish_accept_local(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, const uint8_t *data,
+			      size_t len)
+{
+	count_published(c, g, len);
+	c->srv->ops->publish_local(c->srv->ctx, g, data, len);
+	if (req_id)
+		srv_reply_ok(c, req_id);
 }

@@ -46,6 +46,9 @@ struct pubd_ipc_ops {
 	 * pubd_ipc_tx_done(origin) (back-pressure). The queue's bytes are
 	 * held against the client budget (pubd_ipc_tx_hold). */
 	bool (*publish)(void *ctx, struct pubd_client *origin, struct pubd_group *g, struct pubd_msgbuf *msg);
+	/* A host group's message (g->host), still in the caller's buffer:
+	 * to the local subscribers now, nothing kept. */
+	void (*publish_local)(void *ctx, struct pubd_group *g, const uint8_t *data, size_t len);
 	/* g's local subscribers changed (the first came or the last went).
 	 * 0, 1 when the fabric starts receiving later (the SUBSCRIBE waits for
 	 * pubd_ipc_group_listening), or -errno when it could not start (or

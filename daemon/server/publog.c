@@ -320,6 +320,13 @@ static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct
 		l->part_have = p->len;
 		return 1;
 	}
+	/* A host group's whole message goes nowhere but to the local
+	 * subscribers, now: they take it from the record, and only one that
+	 * must queue it costs a copy (no buffer, no loan). */
+	if (g->host && !p->more) {
+		srv_publish_accept_local(c, p->req_id, g, p->data, p->len);
+		return 1;
+	}
 	if (p->more && !srv_budget_take(srv, p->total)) {
 		srv_pause_for_budget(c, p->total);
 		return 0;

@@ -349,6 +349,10 @@ static bool handle_publish(struct pubd_client *c, const uint8_t *body, size_t le
 	g = srv_publish_admit(c, p.req_id, p.group.ptr, p.group.len, p.payload_len);
 	if (!g)
 		return true;
+	if (g->host) {
+		srv_publish_accept_local(c, p.req_id, g, p.payload, p.payload_len);
+		return true;
+	}
 	m = pubd_msgbuf_alloc(p.payload_len);
 	if (!m) {
 		srv_reply_error(c, p.req_id, PUB_ERR_INTERNAL, "out of memory");

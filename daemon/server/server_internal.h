@@ -267,6 +267,11 @@ bool srv_publish_size_ok(struct pubd_client *c, uint32_t req_id, struct pubd_gro
 struct pubd_group *srv_publish_admit(struct pubd_client *c, uint32_t req_id, const char *name, size_t nlen,
 				     size_t plen);
 void srv_publish_accept(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, struct pubd_msgbuf *m);
+/* A message of a host group (g->host), taken where it lies: delivered to
+ * the local subscribers before this returns (copied only for those that
+ * must queue it), and nothing of it kept. */
+void srv_publish_accept_local(struct pubd_client *c, uint32_t req_id, struct pubd_group *g, const uint8_t *data,
+			      size_t len);
 
 /* shm.c: the memfds behind the logs; calls nothing of the server */
 uint32_t srv_shm_capacity(uint64_t configured);

@@ -25,8 +25,13 @@
  * the subscriber. A's is the publish path: the client socket read, framing,
  * fragmenting, sendmmsg, and the discard of its own looped-back datagrams.
  *
- * The per-function difference of B's two profiles (callgrind_annotate) is
- * printed too: where the receive instructions go, per message.
+ * A third pair of runs, at 64 B, puts the subscriber on A too, on a group
+ * of scope host: A's figure is then the local path of one daemon (publish
+ * log read, fan-out, the write into the subscriber's log and its wakeup)
+ * with no fabric send in it.
+ *
+ * The per-function difference of the two profiles (callgrind_annotate) is
+ * printed too: where the instructions go, per message.
  *
  *   bench_rxcost [--quick] [--count-small N] [--count-large N] [--keep]
  */
@@ -117,7 +122,7 @@ static int start_pair(struct bench_daemon *a, struct bench_daemon *b, const char
 	snprintf(body, sizeof(body),
 		 "fabric:\n  type: udp\n  udp_port: %u\n  rx_linger_us: 0\n"
 		 "limits:\n  max_message_size: 1MiB\n"
-		 "groups:\n  - name: rx\n    address: %s\n",
+		 "groups:\n  - name: rx\n    address: %s\n  - name: here\n    scope: host\n",
 		 bench_udp_port() + pairs++, bench_group_addr(2, addr, sizeof(addr)));
 	if (bench_daemon_start(a, "cg-a", body, pa, 120000) < 0)
 		return -1;
@@ -129,14 +134,14 @@ static int start_pair(struct bench_daemon *a, struct bench_daemon *b, const char
 }
 
 /* One message through A and B, waiting for its delivery. Returns 1 delivered, 0 lost. */
-static int one(pub_client_t *pub, pub_client_t *sub, uint8_t *buf, size_t size, uint64_t k)
+static int one(pub_client_t *pub, pub_client_t *sub, const char *group, uint8_t *buf, size_t size, uint64_t k)
 {
 	struct pub_message m;
 	uint64_t idx;
 	int r;
 
 	memcpy(buf, &k, sizeof(k));
-	if (pub_publish(pub, "rx", buf, size, 0) < 0) {
+	if (pub_publish(pub, group, buf, size, 0) < 0) {
 		fprintf(stderr, "bench_rxcost: publish: %s\n", pub_errmsg(pub));
 		exit(2);
 	}
@@ -154,8 +159,11 @@ static int one(pub_client_t *pub, pub_client_t *sub, uint8_t *buf, size_t size, 
 	}
 }
 
-static int measure(const char *tag, size_t size, uint64_t count, unsigned idle_s, struct cost *c)
+/* local: publisher and subscriber both on A, on its host group (B idles):
+ * A's figure is then the whole local path, publish log to group log. */
+static int measure(const char *tag, size_t size, uint64_t count, unsigned idle_s, bool local, struct cost *c)
 {
+	const char *group = local ? "here" : "rx";
 	struct bench_daemon a, b;
 	pub_client_t *pub, *sub;
 	uint8_t *buf = calloc(1, size < 8 ? 8 : size);
@@ -164,14 +172,14 @@ static int measure(const char *tag, size_t size, uint64_t count, unsigned idle_s
 	memset(c, 0, sizeof(*c));
 	if (!buf || start_pair(&a, &b, tag) < 0)
 		return -1;
-	sub = bench_connect(b.sock, "bench-rxcost-sub");
+	sub = bench_connect(local ? a.sock : b.sock, "bench-rxcost-sub");
 	pub = bench_connect(a.sock, "bench-rxcost-pub");
-	if (pub_subscribe(sub, "rx") < 0) {
+	if (pub_subscribe(sub, group) < 0) {
 		fprintf(stderr, "bench_rxcost: %s\n", pub_errmsg(sub));
 		return -1;
 	}
 	for (k = 0; k < WARMUP && count; k++)
-		one(pub, sub, buf, size, k);
+		one(pub, sub, group, buf, size, k);
 	if (instr(a.pid, true) != 0 || instr(b.pid, true) != 0) {
 		fprintf(stderr, "bench_rxcost: callgrind_control --instr=on failed\n");
 		return -1;
@@ -180,7 +188,7 @@ static int measure(const char *tag, size_t size, uint64_t count, unsigned idle_s
 	if (!count)
 		bench_sleep_ms(idle_s * 1000);
 	for (k = 0; k < count; k++) {
-		if (one(pub, sub, buf, size, WARMUP + k))
+		if (one(pub, sub, group, buf, size, WARMUP + k))
 			c->delivered++;
 		else
 			c->lost++;
@@ -297,8 +305,8 @@ int main(int argc, char **argv)
 	static const size_t sizes[] = {64, 65536};
 	static const char *const names[] = {"64B", "64KiB"};
 	uint64_t counts[2] = {1000, 300};
-	struct cost idle, c1[2], c2[2];
-	double rate_a, rate_b, per_a[2], per_b[2], raw_b[2];
+	struct cost idle, c1[2], c2[2], l1, l2;
+	double rate_a, rate_b, per_a[2], per_b[2], raw_b[2], per_local;
 	char tag[32];
 	int c;
 
@@ -336,16 +344,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	if (measure("idle", 64, 0, IDLE_SECONDS, &idle) < 0)
+	if (measure("idle", 64, 0, IDLE_SECONDS, false, &idle) < 0)
 		return 2;
 	rate_a = idle.ir_a / idle.seconds;
 	rate_b = idle.ir_b / idle.seconds;
 	for (int s = 0; s < 2; s++) {
 		snprintf(tag, sizeof(tag), "%s-N", names[s]);
-		if (measure(tag, sizes[s], counts[s], 0, &c1[s]) < 0)
+		if (measure(tag, sizes[s], counts[s], 0, false, &c1[s]) < 0)
 			return 2;
 		snprintf(tag, sizeof(tag), "%s-2N", names[s]);
-		if (measure(tag, sizes[s], 2 * counts[s], 0, &c2[s]) < 0)
+		if (measure(tag, sizes[s], 2 * counts[s], 0, false, &c2[s]) < 0)
 			return 2;
 		if (c1[s].lost || c2[s].lost)
 			fprintf(stderr, "bench_rxcost: %s: %llu + %llu messages lost (each waited %d ms)\n", names[s],
@@ -361,6 +369,15 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* The local path at 64 B: one daemon takes the message from its
+	 * publisher's log and writes it for its subscriber (a host group: no
+	 * fabric send in it). */
+	if (measure("local-64B-N", 64, counts[0], 0, true, &l1) < 0 ||
+	    measure("local-64B-2N", 64, 2 * counts[0], 0, true, &l2) < 0)
+		return 2;
+	per_local = (l2.ir_a - l1.ir_a - rate_a * (l2.seconds - l1.seconds)) /
+		    ((double)l2.delivered - (double)l1.delivered);
+
 	printf("\n6. Instructions per message (callgrind; difference of %llu and %llu / %llu and %llu messages, "
 	       "idle timers subtracted)\n",
 	       (unsigned long long)counts[0], (unsigned long long)(2 * counts[0]), (unsigned long long)counts[1],
@@ -370,6 +387,7 @@ int main(int argc, char **argv)
 	for (int s = 0; s < 2; s++)
 		printf("%-8s %16.0f %16.0f %16.0f %14.3f\n", names[s], per_b[s], raw_b[s], per_a[s],
 		       per_b[s] / (double)sizes[s]);
+	printf("local path, 64 B, one daemon (publisher's log to subscriber, host group): %.0f\n", per_local);
 	for (int s = 0; s < 2; s++) {
 		printf("\nreceive path (B), %s: instructions per message by function (self)\n", names[s]);
 		top_diff(c1[s].file_b, c2[s].file_b, (double)c2[s].delivered - (double)c1[s].delivered);
@@ -378,6 +396,8 @@ int main(int argc, char **argv)
 		printf("\npublish path (A), %s: instructions per message by function (self)\n", names[s]);
 		top_diff(c1[s].file_a, c2[s].file_a, (double)c2[s].delivered - (double)c1[s].delivered);
 	}
+	printf("\nlocal path (A, host group), 64B: instructions per message by function (self)\n");
+	top_diff(l1.file_a, l2.file_a, (double)l2.delivered - (double)l1.delivered);
 	for (int s = 0; s < 2; s++) {
 		struct bench_json j;
 		char kase[32];
@@ -390,6 +410,17 @@ int main(int argc, char **argv)
 		bench_json_num(&j, "publish_path_instructions", per_a[s]);
 		bench_json_int(&j, "n", (long long)counts[s]);
 		bench_json_num(&j, "idle_ir_per_s_rx", rate_b);
+		bench_json_end(&j);
+	}
+	{
+		struct bench_json j;
+
+		bench_json_begin(&j, "rxcost", "local_64B");
+		bench_json_str(&j, "metric", "instructions_per_message");
+		bench_json_num(&j, "pubd", per_local);
+		bench_json_int(&j, "n", (long long)counts[0]);
+		bench_json_num(&j, "target", 600);
+		bench_json_str(&j, "verdict", per_local <= 600 ? "met" : "missed");
 		bench_json_end(&j);
 	}
 	if (keep) {

@@ -10,7 +10,8 @@
  * action's argument bytes (a short last record takes what is left):
  *   RAW      u16 len, bytes   write raw bytes (any frames, or none)
  *   HELLO    u8               a well-formed HELLO (u8: name length)
- *   SUB/UNSUB u8              SUBSCRIBE/UNSUBSCRIBE to group u8 % 4 (3: unknown)
+ *   SUB/UNSUB u8              SUBSCRIBE/UNSUBSCRIBE to group u8 % 5 (3: h, the
+ *                             host group; 4: unknown)
  *   PUBLISH  u8 g, u16 len    a well-formed PUBLISH (up to 32 KiB, or just too
  *                             large), req_id 0 or not
  *   BIGHEAD  u8 g, u8 n       a PUBLISH header declaring n % 64 + 1 times 16 KiB, then only
@@ -20,7 +21,8 @@
  *   CLOSE                     the client closes
  *   TURN     u8               run u8 % 8 + 1 loop turns
  *   CREDITS  u8               send credits: 255 unlimited, else u8 % 64
- *   DOWN/UP  u8               group u8 % 3 fails (multicast error) / comes back
+ *   DOWN/UP  u8               group u8 % 4 fails (multicast error) / comes back
+ *                             (for h, never joined: an event no fabric sends)
  *   MTU      u8               the fabric MTU changes to one of 256..4096
  *   RELOAD   u8               reload with config variant u8 % 3 (ACLs, queue policy)
  *   INJECT   u8 g, u8 len     a remote message for group g arrives (fan-out)
@@ -29,7 +31,8 @@
  * Checked after each input: every client gone, no subscription or paused
  * publisher left, the transmit queues empty; per group, messages published
  * = messages the fabric sent + messages dropped on the transmit path
- * (fabric_error, mtu_exceeded); and the daemon's dropped counter covers
+ * (fabric_error, mtu_exceeded), and for h, the host group, nothing sent or
+ * dropped there at all; and the daemon's dropped counter covers
  * every drop counted in a group or daemon scope. Violations abort.
  */
 #include <stdbool.h>
@@ -49,18 +52,19 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NCLIENTS	 4
-#define NGROUPS		 3
+#define NGROUPS		 4
 #define MAX_CONNECTS	 16
 #define DEFAULT_MTU	 1024
 #define FUZZ_MAX_MESSAGE (64 * 1024)
 
-static const char *const group_names[] = {"a", "b", "c", "nosuch"};
+static const char *const group_names[] = {"a", "b", "c", "h", "nosuch"};
 
 #define GROUPS(a_sub)                                                                           \
 	"groups:\n"                                                                             \
 	"  - name: a\n    address: 239.79.0.1\n" a_sub "  - name: b\n    address: 239.79.0.2\n" \
 	"    publish: [uid:54321]\n"                                                            \
-	"  - name: c\n    address: 239.79.0.3\n    subscribe: []\n"
+	"  - name: c\n    address: 239.79.0.3\n    subscribe: []\n"                             \
+	"  - name: h\n    scope: host\n"
 
 static const char *const variants[] = {
 	"limits:\n  max_message_size: 64KiB\n  subscriber_queue: 16\n" GROUPS(""),
@@ -270,7 +274,7 @@ static void act_hello(struct run *r, struct hc *cl)
 static void group_req(struct run *r, struct hc *cl, uint8_t type)
 {
 	uint8_t b0 = arg(r, 0);
-	const char *g = group_names[b0 % 4];
+	const char *g = group_names[b0 % 5];
 
 	take(r, 1);
 	send_frame(r, cl, r->frame, pub_proto_enc_group_req(r->frame, sizeof(r->frame), type, b0, g, strlen(g)));
@@ -291,7 +295,7 @@ static void act_unsub(struct run *r, struct hc *cl)
 static void act_publish(struct run *r, struct hc *cl)
 {
 	uint8_t b0 = arg(r, 0), b1 = arg(r, 1), b2 = arg(r, 2);
-	const char *g = group_names[b0 % 4];
+	const char *g = group_names[b0 % 5];
 	size_t plen = (size_t)b1 | (size_t)(b2 & 0x3f) << 8;
 	long n;
 
@@ -311,7 +315,7 @@ static void act_publish(struct run *r, struct hc *cl)
 static void act_bighead(struct run *r, struct hc *cl)
 {
 	uint8_t b0 = arg(r, 0), b1 = arg(r, 1);
-	const char *g = group_names[b0 % 4];
+	const char *g = group_names[b0 % 5];
 	long n = pub_proto_enc_publish_head(r->frame, sizeof(r->frame), 9, g, strlen(g), (size_t)(b1 % 64 + 1) * 16384);
 
 	take(r, 2);
@@ -324,7 +328,7 @@ static void act_bighead(struct run *r, struct hc *cl)
 static void act_query(struct run *r, struct hc *cl)
 {
 	uint8_t b0 = arg(r, 0), kind = b0 % 9;
-	const char *g = group_names[b0 % 4];
+	const char *g = group_names[b0 % 5];
 
 	/* The metrics text renders every table under the fuzzer's compare
 	 * tracing (two thirds of the run time when an input asked for it again
@@ -469,7 +473,12 @@ static void settle_and_check(struct run *r, const struct snap *before)
 
 		if (g->nsubs || g->txq_head || g->txq_len)
 			abort();
-		if (after.published[i] - before->published[i] != sent + after.tx_drops[i] - before->tx_drops[i]) {
+		if (g->host && (sent || after.tx_drops[i] != before->tx_drops[i] || !g->up)) {
+			fprintf(stderr, "host group %s: %llu sent, up %d\n", g->name, (unsigned long long)sent, g->up);
+			abort();
+		}
+		if (!g->host &&
+		    after.published[i] - before->published[i] != sent + after.tx_drops[i] - before->tx_drops[i]) {
 			fprintf(stderr, "group %s: published %llu, sent %llu, dropped on transmit %llu\n", g->name,
 				(unsigned long long)(after.published[i] - before->published[i]),
 				(unsigned long long)sent,

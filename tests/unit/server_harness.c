@@ -36,6 +36,16 @@ static bool op_publish(void *ctx, struct pubd_client *origin, struct pubd_group 
 	return true; /* queued for the fabric: the server counts it pending */
 }
 
+static void op_publish_local(void *ctx, struct pubd_group *g, const uint8_t *data, size_t len)
+{
+	struct calls *k = ctx;
+
+	(void)data;
+	k->publish_local++;
+	k->group = g;
+	k->len = len;
+}
+
 static int op_changed(void *ctx, struct pubd_group *g)
 {
 	struct calls *k = ctx;
@@ -78,6 +88,7 @@ static int op_reload(void *ctx, char *err, size_t errcap)
 
 static const struct pubd_ipc_ops ops = {
 	.publish = op_publish,
+	.publish_local = op_publish_local,
 	.subscribers_changed = op_changed,
 	.client_closed = op_closed,
 	.query = op_query,

@@ -20,7 +20,7 @@
 
 /* What the server asked of its engine. */
 struct calls {
-	unsigned publish, changed, closed, query, reload;
+	unsigned publish, publish_local, changed, closed, query, reload;
 	struct pubd_group *group;
 	size_t len;
 	uint32_t closed_pending;

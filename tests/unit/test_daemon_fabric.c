@@ -13,12 +13,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <signal.h>
 
 #include <cmocka.h>
 
 #include "proto.h"
+#include "server_internal.h" /* white-box: the daemon's end of a connection */
 #include "test_daemon_harness.h"
 #include "wire.h"
 
@@ -631,6 +633,23 @@ static void test_stop_drains_transmit_queue(void **state)
 	assert_true(ms >= 1500 && ms < 4000);
 }
 
+/* Publish n messages to group, each read by sub before the next goes (a
+ * subscriber that keeps up, whatever its queue's bound). */
+static void publish_read(struct hd *h, struct hc *pub, struct hc *sub, struct seen *s, const char *group, uint64_t n)
+{
+	uint64_t dl;
+
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t had = s->delivered;
+
+		publish_all(pub, group, k, k + 1);
+		for (dl = hd_deadline(2000); !hd_past(dl) && s->delivered == had;) {
+			hd_turn(h, 1);
+			take_delivers(sub, s);
+		}
+	}
+}
+
 /* Datagrams of any kind the fake recorded on slot (-1: on any), kept. */
 static uint64_t count_sent_on(struct hd *h, int slot)
 {
@@ -653,12 +672,13 @@ static uint64_t count_sent_on(struct hd *h, int slot)
 	"groups:\n"                            \
 	"  - name: g1\n" g1 "  - name: here\n" \
 	"    scope: host\n"
+#define HOST_LIMITS "limits:\n  subscriber_queue: 16\n"
 static void test_host_group_stays_off_the_fabric(void **state)
 {
 	const uint64_t N = 60;
 	static struct hd a; /* static: the teardown stops it if an assert ends the test */
-	struct hc pub, sub;
-	struct seen s = {0};
+	struct hc pub, sub, slow;
+	struct seen s = {0}, s_slow = {0};
 	struct pubd_group *gh, *g1;
 	uint64_t dl, hb = 0, on_g1 = 0, on_host = 0, elsewhere;
 	uint8_t dg[PUBD_WIRE_HDR_LEN + 16];
@@ -669,7 +689,7 @@ static void test_host_group_stays_off_the_fabric(void **state)
 	int g1_slot;
 
 	(void)state;
-	assert_int_equal(hd_start(&a, NULL, LIMITS HOST_GROUPS("    address: 239.77.0.1\n")), 0);
+	assert_int_equal(hd_start(&a, NULL, HOST_LIMITS HOST_GROUPS("    address: 239.77.0.1\n")), 0);
 	gh = hd_group(&a, "here");
 	g1 = hd_group(&a, "g1");
 	g1_slot = g1->slot;
@@ -683,9 +703,21 @@ static void test_host_group_stays_off_the_fabric(void **state)
 	assert_int_equal(hc_connect(&a, &sub, 0), 0);
 	assert_int_equal(hc_hello(&sub, "sub"), 0);
 	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "here", NULL), 0);
+	/* One that reads nothing until the end, on a small socket buffer: its
+	 * messages queue (copied out of the publisher's buffer) and past
+	 * subscriber_queue the oldest are dropped, counted. */
+	s_slow.n = N;
+	s_slow.got = calloc(N, 1);
+	assert_int_equal(hc_connect(&a, &slow, 4096), 0);
+	/* The daemon's end of it (the newest connection) sends little at once. */
+	assert_int_equal(setsockopt(a.d.ipc.clients->fd, SOL_SOCKET, SO_SNDBUF, &(int){4096}, sizeof(int)), 0);
+	assert_int_equal(hc_hello(&slow, "slow"), 0);
+	assert_int_equal(hc_group_req(&slow, PUB_FRAME_SUBSCRIBE, "here", NULL), 0);
 	assert_int_equal(hc_connect(&a, &pub, 0), 0);
 	assert_int_equal(hc_hello(&pub, "pub"), 0);
-	publish_all(&pub, "here", 0, N);
+	/* The reader keeps up (it takes each message as it comes); the slow
+	 * one does not read at all. */
+	publish_read(&a, &pub, &sub, &s, "here", N);
 	publish_all(&pub, "g1", 0, N);
 	/* Ten heartbeat periods and more after the last delivery. */
 	dl = hd_deadline(5000);
@@ -700,8 +732,14 @@ static void test_host_group_stays_off_the_fabric(void **state)
 		on_host += count_sent_on(&a, gh->slot);
 		on_g1 += take_sent_msgs(&a, g1_slot, &hb);
 	}
-	print_message("host group: %llu delivered, fabric group: %llu sent and %llu heartbeats\n",
-		      (unsigned long long)s.delivered, (unsigned long long)on_g1, (unsigned long long)hb);
+	for (dl = hd_deadline(1000); !hd_past(dl);) {
+		hd_turn(&a, 1);
+		take_delivers(&slow, &s_slow);
+	}
+	print_message("host group: %llu delivered, to the slow one %llu and %llu dropped; fabric group: %llu sent "
+		      "and %llu heartbeats\n",
+		      (unsigned long long)s.delivered, (unsigned long long)s_slow.delivered,
+		      (unsigned long long)msg_drops(&gh->sub_drops), (unsigned long long)on_g1, (unsigned long long)hb);
 	assert_int_equal(s.delivered, N);
 	assert_int_equal(on_host, 0);
 	assert_int_equal(on_g1, N);
@@ -709,11 +747,15 @@ static void test_host_group_stays_off_the_fabric(void **state)
 	assert_false(pubd_fake_group_is_up(a.fk, gh->slot));
 	assert_false(pubd_fake_group_is_listening(a.fk, gh->slot));
 	assert_int_equal(gh->published, N);
-	assert_int_equal(gh->delivered, N);
+	assert_true(msg_drops(&gh->sub_drops) > 0);
+	assert_int_equal(s_slow.delivered + msg_drops(&gh->sub_drops), N);
+	assert_int_equal(gh->delivered, N + s_slow.delivered);
 	assert_int_equal(gh->txq_len, 0); /* nothing waits for a fabric it is not on */
-	assert_int_equal(msg_drops(&gh->drops) + msg_drops(&gh->sub_drops), 0);
+	assert_int_equal(msg_drops(&gh->drops), 0);
+	hc_close(&slow);
+	free(s_slow.got);
 	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], 2 * N);
-	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 0);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], msg_drops(&gh->sub_drops)); /* the slow one's only */
 	pubd_fake_sent_clear(a.fk);
 
 	/* From the fabric, a datagram naming the host group reaches nobody:
@@ -731,19 +773,20 @@ static void test_host_group_stays_off_the_fabric(void **state)
 	assert_int_equal(gh->received, 0);
 	pubd_fake_sent_clear(a.fk); /* g1's heartbeats meanwhile */
 
-	/* g1 becomes a host group: left, and silent from then on. */
-	assert_int_equal(hd_reload(&a, NULL, LIMITS HOST_GROUPS("    scope: host\n")), 0);
+	/* g1 becomes a host group: left, and silent from then on. A multicast
+	 * error the fabric reported just before, still on its way, arrives
+	 * for the slot after the reload: the host group there ignores it. */
+	pubd_fake_group_down(a.fk, g1_slot, -ENODEV);
+	assert_int_equal(hd_reload(&a, NULL, HOST_LIMITS HOST_GROUPS("    scope: host\n")), 0);
 	assert_false(pubd_fake_group_is_up(a.fk, g1_slot));
 	assert_true(hd_group(&a, "g1")->host);
+	assert_int_equal(hd_group(&a, "g1")->slot, g1_slot);
+	hd_settle(&a, 20);
+	assert_true(hd_group(&a, "g1")->up);
 	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "g1", NULL), 0);
 	memset(s.got, 0, N);
 	s.delivered = 0;
-	publish_all(&pub, "g1", 0, N);
-	dl = hd_deadline(5000);
-	while (!hd_past(dl) && s.delivered < N) {
-		hd_turn(&a, 1);
-		take_delivers(&sub, &s);
-	}
+	publish_read(&a, &pub, &sub, &s, "g1", N);
 	for (dl = hd_deadline(100); !hd_past(dl);)
 		hd_turn(&a, 5);
 	elsewhere = count_sent_on(&a, -1);
@@ -751,7 +794,7 @@ static void test_host_group_stays_off_the_fabric(void **state)
 	assert_int_equal(elsewhere, 0);
 
 	/* And back: joined again, and its messages go out. */
-	assert_int_equal(hd_reload(&a, NULL, LIMITS HOST_GROUPS("    address: 239.77.0.1\n")), 0);
+	assert_int_equal(hd_reload(&a, NULL, HOST_LIMITS HOST_GROUPS("    address: 239.77.0.1\n")), 0);
 	g1 = hd_group(&a, "g1");
 	dl = hd_deadline(2000);
 	while (!hd_past(dl) && !pubd_fake_group_is_up(a.fk, g1->slot))
