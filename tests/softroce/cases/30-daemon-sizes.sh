@@ -6,6 +6,7 @@
 # published on A arrive byte-identical, in order and once each at subscribers
 # on B, on three groups at once; subscribers on A get their own daemon's
 # messages exactly once (the looped-back copies are discarded: rx_self).
+# A host group (scope: host) beside them stays on A.
 . "$PUBD_REPO/tests/softroce/lib.sh"
 . "$PUBD_REPO/tests/softroce/daemon-lib.sh"
 dl_init
@@ -26,6 +27,7 @@ groups:
   - {name: s1, address: 239.77.30.1}
   - {name: s2, address: 239.77.30.2}
   - {name: s3, address: 239.77.30.3}
+  - {name: h, scope: host}
 EOF
 dl_start_ab
 
@@ -211,6 +213,37 @@ for g in "${GRPS[@]}"; do
 		fail "$g: A's local subscriber (count|sizes|sources|consecutive seqs): '$got', want '$want'"
 	fi
 done
+# A host group on verbs (scope: host): ready with nothing joined (dl_start_ab
+# waited for every group), its messages for A's own subscriber only; B's
+# subscriber of its own h gets nothing, and B received nothing for it.
+if [ "$(dl_sq A groups 'groups.scope[name=h]' 'groups.join[name=h]' | tr '\n' ' ')" = "host host " ]; then
+	pass "h: a host group on A (scope host, join host)"
+else
+	fail "h: A's groups row: '$(dl_sq A groups 'groups.scope[name=h]' 'groups.join[name=h]' | tr '\n' ' ')'"
+fi
+dl_ctl A sub h --count 3 >"$W/A.h.list" 2>"$W/A.h.err" &
+hpid=$!
+dl_ctl B sub h >"$W/B.h.list" 2>"$W/B.h.err" &
+hbpid=$!
+DL_BG+=("$hpid" "$hbpid")
+dl_wait 30 dl_subs A h 1 || fail "the subscriber of h on A not there within 30s"
+dl_wait 30 dl_subs B h 1 || fail "the subscriber of h on B not there within 30s"
+for i in 1 2 3; do
+	dl_ctl A pub h "host message $i" || fail "publishing to h on A failed"
+done
+if dl_wait 30 eval '! kill -0 "$hpid" 2>/dev/null' && wait "$hpid" && [ "$(wc -l <"$W/A.h.list")" = 3 ]; then
+	pass "h: A's subscriber got its 3 messages"
+else
+	fail "h: A's subscriber: $(cat "$W/A.h.list" "$W/A.h.err")"
+fi
+got="$(dl_sq B groups 'groups.received[name=h]') $(wc -l <"$W/B.h.list")"
+if [ "$got" = "0 0" ]; then
+	pass "h: nothing of A's host group reached B"
+else
+	fail "h: B received/listed '$got', want '0 0'"
+fi
+kill -TERM "$hbpid" 2>/dev/null
+wait "$hbpid" 2>/dev/null
 echo "A counters: $(dl_kv A counters rx_self rx_datagrams tx_datagrams)"
 echo "B fabric: $(dl_kv B fabric srq_min_fill srq_limit_events srq_refills rx_datagrams hw_counters.rcvd_pkts hw_counters.rdma_recvs)"
 dl_ctl B drops
