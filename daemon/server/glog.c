@@ -523,6 +523,11 @@ void pubd_ipc_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q)
 	q->taken = released;
 }
 
+unsigned srv_glog_waiting_for(const struct pubd_sub *s)
+{
+	return s->glog_live ? s->glog->wq_n : 0;
+}
+
 bool pubd_ipc_sub_has_room(const struct pubd_sub *s, size_t len)
 {
 	const struct srv_glog *gl = s->glog;

@@ -414,7 +414,9 @@ void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *
 	info->published = c->published;
 	info->delivered = c->delivered;
 	info->drops = &c->drops;
-	info->queued = c->out_delivers;
+	/* Its own queue and what waits for it in its group logs: both are
+	 * deliveries pubd holds for it and has not written yet. */
+	info->queued = c->out_delivers + c->glog_wait_msgs;
 	info->paused = c->paused;
 	info->publish_log = c->log ? c->log->r.cap : 0;
 	info->deliver_log = c->dlog ? c->dlog->w.cap : 0;
@@ -432,7 +434,7 @@ unsigned pubd_ipc_queued_for(const struct pubd_sub *s)
 	for (o = s->client->out_head; o; o = o->next)
 		if (o->sub == s)
 			n++;
-	return n;
+	return n + srv_glog_waiting_for(s);
 }
 
 bool pubd_ipc_listening(const struct pubd_ipc *srv)

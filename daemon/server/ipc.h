@@ -240,7 +240,7 @@ struct pubd_client_info {
 	uint64_t connected_ns;
 	uint64_t published, delivered;
 	const struct pubd_drops *drops;
-	uint32_t queued; /* deliveries in its queue */
+	uint32_t queued; /* deliveries held for it: its queue and its group logs' waits */
 	bool paused;
 	uint32_t publish_log; /* its shared-memory logs' ring bytes; 0: the socket */
 	uint32_t deliver_log;
@@ -252,7 +252,8 @@ struct pubd_client_info {
 const struct pubd_client *pubd_ipc_clients_first(const struct pubd_ipc *srv);
 const struct pubd_client *pubd_ipc_clients_next(const struct pubd_client *c);
 void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *info);
-/* Deliveries queued for this subscription and not yet written. */
+/* Deliveries queued for this subscription and not yet written (its
+ * client's queue, and what waits for room in the group log it reads). */
 unsigned pubd_ipc_queued_for(const struct pubd_sub *s);
 /* Listening (for readiness), and where (NULL: on systemd's socket). */
 bool pubd_ipc_listening(const struct pubd_ipc *srv);

@@ -308,6 +308,8 @@ bool srv_dlog_mark(struct pubd_client *c, const char *group, uint8_t glen, bool 
  * before the SUBSCRIBE's OK. Otherwise its deliveries are copied as before. */
 void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s);
 void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s);
+/* Messages waiting for room in the group log s reads (0 when it reads none). */
+unsigned srv_glog_waiting_for(const struct pubd_sub *s);
 /* Write what waits for room; end logs whose readers fell too far behind. */
 void srv_glog_flush_all(struct pubd_ipc *srv);
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);

@@ -1027,6 +1027,7 @@ static void a_reader_of_two_group_logs_is_held_one_queue(void **state)
 	const size_t len = 60000;
 	struct glog_reader gr[2];
 	struct pubd_group_log_info info;
+	struct pubd_client_info ci;
 	struct shm_client a;
 	uint64_t next[2] = {0, 0};
 	unsigned i, k, waiting, most = 0;
@@ -1043,8 +1044,14 @@ static void a_reader_of_two_group_logs_is_held_one_queue(void **state)
 		for (waiting = 0, k = 0; k < 2; k++) {
 			pubd_ipc_group_log_info(g[k], &info);
 			waiting += info.waiting;
+			/* What waits in the log counts as queued for its reader. */
+			if (g[k]->glog_live)
+				assert_true(pubd_ipc_queued_for(g[k]->subs[0]) >= info.waiting);
 		}
 		most = waiting > most ? waiting : most;
+		/* pubctl clients: queued is the client's own queue and its waits. */
+		pubd_ipc_client_info(g[0]->subs[0]->client, &ci);
+		assert_int_equal(ci.queued, g[0]->subs[0]->client->out_delivers + waiting);
 	}
 	/* Without the per-client count: up to a queue (and one) in each. */
 	assert_true(most <= queue + 2);
