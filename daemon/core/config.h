@@ -135,6 +135,9 @@ struct pubd_config {
 	/* Bytes of a group's group log, which pubd writes once for all its
 	 * local subscribers on shared memory; 0: none (each gets a copy). */
 	uint64_t group_log;
+	/* After an END, how long a reader may take to read up to it before
+	 * pubd gives up on it (a new log for the others; none for it again). */
+	uint32_t group_log_drain_ms;
 	/* Bytes of sent messages kept for repair, all repair groups together. */
 	uint64_t repair_budget;
 

@@ -130,6 +130,8 @@ const struct key config_keys[] = {
 	 .expect = "a size from 64 KiB to 1 GiB (bytes, or with KiB, MiB or GiB)"},
 	{"limits.group_log", K_SIZE, CFG(group_log), .def = 1 * MIB, .min = 0, .max = GIB,
 	 .expect = "0 (off), or a size from 64 KiB to 1 GiB (bytes, or with KiB, MiB or GiB)"},
+	{"limits.group_log_drain_ms", K_DURATION, CFG(group_log_drain_ms), .def = 5000, .min = 10, .max = 600000,
+	 .expect = "a duration in milliseconds from 10 to 600000"},
 	{"limits.max_sources", K_UINT, CFG(max_sources), .def = 4096, .min = 16, .max = 1048576,
 	 .expect = "an integer from 16 to 1048576"},
 

@@ -79,8 +79,9 @@ struct pubd_group {
 	 * and how many of them do now */
 	struct srv_glog *glog;
 	unsigned glog_live;
-	uint64_t glog_ends;    /* times its readers were moved off a group log */
-	uint64_t glog_returns; /* subscriptions given it back after */
+	uint64_t glog_ends;	 /* times its readers were moved off a group log */
+	uint64_t glog_returns;	 /* subscriptions given it back after */
+	uint64_t glog_abandoned; /* logs retired for readers stuck before the END */
 
 	/* transmit side */
 	uint64_t next_seq; /* sequence number of the next message published here */

@@ -162,6 +162,8 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		 "times the group log's readers were all moved off it to their own deliver logs"},
 		{"group_log_returns", "pubd_group_log_returns_total", PROM_COUNTER,
 		 "subscriptions given the group log back after an end"},
+		{"group_log_abandoned", "pubd_group_log_abandoned_total", PROM_COUNTER,
+		 "group logs retired because readers did not read to their end within limits.group_log_drain_ms"},
 		{"joined", "pubd_group_joined", PROM_GAUGE, "1 when the fabric joined the group"},
 		{"receiving", "pubd_group_receiving", PROM_GAUGE,
 		 "1 while the group's traffic is taken from the fabric"},

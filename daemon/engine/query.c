@@ -181,6 +181,9 @@ static const char *const group_cols[] = {
 	"group_log_returns:u",
 	/* fabric, or host (never on the fabric: groups.scope) */
 	"scope:s",
+	/* group logs retired because readers did not read to the END within
+	 * limits.group_log_drain_ms (a new one for the others) */
+	"group_log_abandoned:u",
 };
 
 /* Send-only or full member: the fabric's own word where its joins have a
@@ -256,6 +259,7 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, gl.ends);
 	pub_table_u64(b, gl.returns);
 	pub_table_str(b, g->host ? "host" : "fabric");
+	pub_table_u64(b, gl.abandoned);
 }
 
 /* How a subscription's messages reach it. */
@@ -263,6 +267,8 @@ static const char *sub_path(const struct pubd_sub *s, const struct pubd_client_i
 {
 	if (s->glog_live)
 		return "group_log";
+	if (ci->group_log_withheld)
+		return "deliver_log (group log withheld)";
 	if (s->glog && s->glog_until)
 		return "deliver_log (group log ended)";
 	return ci->deliver_log ? "deliver_log" : "socket";

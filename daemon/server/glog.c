@@ -55,6 +55,7 @@
 
 #include "deliverlog_format.h"
 #include "log.h"
+#include "loop.h"
 #include "server_internal.h"
 
 /* Bytes kept back for the END record: its header and the commit word after it. */
@@ -78,6 +79,7 @@ struct srv_glog {
 	size_t wq_bytes;
 	uint32_t wq_written; /* of the oldest, written in pieces so far */
 	bool must_end;	     /* the queue passed its bound: end at the next flush */
+	uint64_t ended_ns;   /* when the last END was written (pubd_now_ns) */
 	bool waiting;	     /* the control page says so: readers ring after reading */
 	bool on_list;	     /* on srv->glogs_waiting */
 	struct srv_glog *next_waiting;
@@ -215,7 +217,7 @@ static void give(struct pubd_client *c, struct pubd_sub *s, bool after_mark)
 
 	/* Only a shared-memory subscriber the socket can take the memfd for
 	 * at once, and a log that has no one behind on it. */
-	if (!srv->cfg->group_log || !c->dlog || c->out_head || c->closing || c->gone)
+	if (!srv->cfg->group_log || !c->dlog || c->out_head || c->closing || c->gone || c->glog_withheld)
 		return;
 	if (gl && (gl->wq_n || gl->draining || gl->must_end))
 		return;
@@ -558,6 +560,7 @@ static void glog_end(struct pubd_ipc *srv, struct srv_glog *gl, const char *why)
 		log_err("group %s: no room for its group log's END record (a bug)", g->name);
 	pub_shmlog_commit(&gl->w);
 	end = gl->w.tail;
+	gl->ended_ns = pubd_now_ns();
 	g->glog_ends++;
 	readers_wait(gl, -1, gl->wq_n, gl->wq_bytes);
 	log_notice("group %s: %s: its %u group log readers read on from their own deliver logs (%u messages "
@@ -656,8 +659,39 @@ static void give_back(struct pubd_ipc *srv, struct pubd_group *g)
 	}
 }
 
-void srv_glog_tick(struct pubd_ipc *srv)
+/*
+ * Readers an END moved off that have not read up to it within
+ * limits.group_log_drain_ms (stopped, hung, or hostile): the log would take
+ * no reader again until they did, leaving every subscriber of the group on
+ * copies. Give up on them instead: the log is retired (they keep reading
+ * what they mapped, up to its END, and pubd writes no more there), the
+ * others get a new one, and the clients given up on get no group log again
+ * while connected, so none of them can make pubd retire logs one after the
+ * other (each retired log stays in memory while a client maps it).
+ */
+static void give_up_on_drainers(struct pubd_ipc *srv, struct pubd_group *g)
 {
+	struct srv_glog *gl = g->glog;
+	unsigned i, n = 0;
+
+	for (i = 0; i < g->nsubs; i++) {
+		struct pubd_sub *s = g->subs[i];
+
+		if (s->glog == gl && s->glog_until) {
+			s->client->glog_withheld = true;
+			n++;
+		}
+	}
+	g->glog_abandoned++;
+	log_notice("group %s: %u group log reader%s did not read to the END within %u ms: a new group log for "
+		   "the others, none for %s",
+		   g->name, n, n == 1 ? "" : "s", srv->cfg->group_log_drain_ms, n == 1 ? "it" : "them");
+	glog_retire(srv, g, "readers stuck before its END");
+}
+
+void srv_glog_tick(struct pubd_ipc *srv, uint64_t now_ns)
+{
+	uint64_t drain_ns = (uint64_t)srv->cfg->group_log_drain_ms * 1000000u;
 	struct pubd_group *g;
 	unsigned i;
 
@@ -665,10 +699,14 @@ void srv_glog_tick(struct pubd_ipc *srv)
 		return;
 	pubd_groups_foreach(srv->groups, g, i)
 	{
+		struct srv_glog *gl = g->glog;
+
 		if (g->glog_live == g->nsubs)
 			continue;
-		if (g->glog && g->glog->draining)
-			refresh_head(g->glog); /* what the ended readers have read since */
+		if (gl && gl->draining)
+			refresh_head(gl); /* what the ended readers have read since */
+		if (gl && gl->draining && now_ns > gl->ended_ns && now_ns - gl->ended_ns >= drain_ns)
+			give_up_on_drainers(srv, g);
 		give_back(srv, g);
 	}
 }
@@ -694,7 +732,8 @@ void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_i
 {
 	const struct srv_glog *gl = g->glog;
 
-	*info = (struct pubd_group_log_info){.ends = g->glog_ends, .returns = g->glog_returns};
+	*info = (struct pubd_group_log_info){
+		.ends = g->glog_ends, .returns = g->glog_returns, .abandoned = g->glog_abandoned};
 	if (!gl)
 		return;
 	info->capacity = gl->w.cap;

@@ -291,7 +291,7 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 	if (srv->glogs_waiting)
 		srv_glog_flush_all(srv);
 	if (srv->groups)
-		srv_glog_tick(srv);
+		srv_glog_tick(srv, now_ns);
 
 	for (c = srv->clients; c; c = next) {
 		next = c->next;
@@ -420,6 +420,7 @@ void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *
 	info->paused = c->paused;
 	info->publish_log = c->log ? c->log->r.cap : 0;
 	info->deliver_log = c->dlog ? c->dlog->w.cap : 0;
+	info->group_log_withheld = c->glog_withheld;
 	info->subs = c->subs;
 	info->nsubs = c->nsubs;
 	info->pubs = c->pubs;

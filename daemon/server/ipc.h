@@ -180,11 +180,12 @@ static inline void pubd_ipc_group_log_put(struct pubd_ipc *srv, struct pubd_grou
 /* A group's group log as `pubctl group` shows it (all 0: it has none). */
 struct pubd_group_log_info {
 	uint32_t capacity;
-	uint32_t readers;  /* subscriptions reading it now */
-	uint32_t draining; /* moved off it, still reading up to its END */
-	uint32_t waiting;  /* messages waiting for room */
-	uint64_t ends;	   /* times its readers were moved off it */
-	uint64_t returns;  /* subscriptions given it back after */
+	uint32_t readers;   /* subscriptions reading it now */
+	uint32_t draining;  /* moved off it, still reading up to its END */
+	uint32_t waiting;   /* messages waiting for room */
+	uint64_t ends;	    /* times its readers were moved off it */
+	uint64_t returns;   /* subscriptions given it back after */
+	uint64_t abandoned; /* logs retired because a reader did not read to the END in time */
 };
 void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_info *info);
 /* n messages meant for s were dropped before they reached its queue (the
@@ -244,6 +245,7 @@ struct pubd_client_info {
 	bool paused;
 	uint32_t publish_log; /* its shared-memory logs' ring bytes; 0: the socket */
 	uint32_t deliver_log;
+	bool group_log_withheld; /* it did not read to a group log's END in time */
 	struct pubd_sub *const *subs;
 	unsigned nsubs;
 	const struct pubd_pubstat *pubs; /* per group it published to */

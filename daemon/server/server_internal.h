@@ -175,6 +175,9 @@ struct pubd_client {
 	 * same subscriber queue, so that a reader of many groups makes pubd
 	 * hold one queue's worth for it, not one per group. */
 	uint32_t glog_wait_msgs;
+	/* It did not read to a group log's END in time (glog.c): it gets no
+	 * group log again on this connection. */
+	bool glog_withheld;
 	size_t glog_wait_bytes;
 	size_t out_ctrl_bytes; /* queued reply bytes */
 	bool dirty;	       /* on the flush list */
@@ -314,7 +317,7 @@ unsigned srv_glog_waiting_for(const struct pubd_sub *s);
 void srv_glog_flush_all(struct pubd_ipc *srv);
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);
 /* Once a second: the group logs given back to readers an END moved off. */
-void srv_glog_tick(struct pubd_ipc *srv);
+void srv_glog_tick(struct pubd_ipc *srv, uint64_t now_ns);
 void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
 
 /* publog.c: a client's publish log; calls admit.c and output.c */

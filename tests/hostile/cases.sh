@@ -719,6 +719,53 @@ case_c_glog_hoard() {
 	it_check "the hoarder is still connected" it_subscribers_at_least d h12 1
 }
 
+# A reader that takes the group log and stops reading (the hoarder: never
+# reads, stays connected) beside two that read. Once the log's END moves
+# everyone off it, the stopped one never reads up to the END; pubd used to
+# keep the log from everyone until it did or left, so every subscriber of
+# the group stayed on copies. Now, past limits.group_log_drain_ms, pubd gives
+# up on it: the two get a new log, the hoarder none again; every message
+# reaches the two intact, and what the hoarder holds back is its own loss.
+case_c_glog_stall() {
+	local n=3000 abandoned readers paths
+	h_pubd d <<-EOF
+		limits:
+		  subscriber_queue: 64
+		  group_log: 256KiB
+		  group_log_drain_ms: 1000
+		groups:
+		  - name: h
+		    address: 239.77.2.1
+	EOF
+	for i in 1 2; do
+		it_bg "sub$i" - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count $((2 * n)) --timeout-ms 60000 \
+			--log "$IT_WORK/sub$i.log"
+	done
+	it_wait "two readers of the group log" 20 it_holds '[ "$(it_group_val d h group_log_readers)" = 2 ]' || return
+	it_bg hoard - "$HSHM" hoard -s "$(it_sock d)" -g h --seconds 120
+	it_wait "the hoarder took the group log" 30 grep -q "given 1 group logs" "$IT_WORK/hoard.out" || return
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count "$n" --size 1000 --rate 4000 >/dev/null ||
+		it_fail "publishing $n"
+	it_wait "the two readers got the first $n" 60 it_lines_at_least "$IT_WORK/sub2.log" '^msg h ' "$n"
+	it_wait "the two readers back on a group log while the hoarder holds on" 20 it_holds \
+		'[ "$(it_group_val d h group_log_readers)" = 2 ]'
+	abandoned=$(it_group_val d h group_log_abandoned)
+	readers=$(it_group_val d h group_log_readers)
+	paths=$(it_q d group h '[.subscribers[].path] | sort | join(",")')
+	h_fig "ends $(it_group_val d h group_log_ends), abandoned ${abandoned:-none}, readers $readers; paths: $paths"
+	it_check "pubd gave up on the hoarder (group_log_abandoned ${abandoned:-none})" test "${abandoned:-0}" -ge 1
+	it_eq "the two read a group log again, the hoarder's client gets none" "$paths" \
+		"deliver_log (group log withheld),group_log,group_log"
+	it_check "the hoarder is still connected" it_subscribers_at_least d h 3
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count "$n" --size 1000 --rate 4000 --start "$n" >/dev/null ||
+		it_fail "publishing $n more"
+	it_wait "the two readers got all $((2 * n))" 60 it_lines_at_least "$IT_WORK/sub2.log" '^msg h ' $((2 * n))
+	it_eq "every message published" "$(it_counter d published)" $((2 * n))
+	for i in 1 2; do
+		it_eq "sub$i: all $((2 * n)) intact" "$(grep -c '^msg h .* OK$' "$IT_WORK/sub$i.log")" $((2 * n))
+	done
+}
+
 # h_liar_run MODE: an honest libpub subscriber and hostile_shm MODE (a
 # liar, for 5 s) on group h of daemon d, 3,000 messages of 1,000 bytes
 # published at 1,000/s (inside the liar's 5 s, so the honest subscriber keeps

@@ -36,6 +36,9 @@ write_conf() { # SUBSCRIBE_ACL
 		limits:
 		  group_log: 256KiB
 		  subscriber_queue: 64
+		  # Round 2's stopped reader is let go before pubd would give up on
+		  # it (the hostile tier's c_glog_stall covers giving up).
+		  group_log_drain_ms: 60000
 		groups:
 		  - name: gl
 		    address: 239.81.7.1

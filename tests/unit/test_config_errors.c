@@ -39,12 +39,12 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 		  "t.yaml:3:3: fabric: unknown key \"srq_dept\" (expected one of type, address, udp_port, mtu, "
 		  "srq_depth, srq_low_watermark, send_queue_depth, heartbeat_ms, busy_poll, batch, rx_linger_us, "
 		  "sendonly_hold_ms, receive)");
-	one_error(
-		"limits: {colour: red}",
-		"t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
-		"max_message_size, reassembly_timeout_ms, reassembly_budget, "
-		"reassembly_inflight, subscriber_queue, subscriber_queue_bytes, slow_subscriber, "
-		"client_buffer_budget, max_clients, publish_log, deliver_log, group_log, max_sources, repair_budget)");
+	one_error("limits: {colour: red}",
+		  "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
+		  "max_message_size, reassembly_timeout_ms, reassembly_budget, "
+		  "reassembly_inflight, subscriber_queue, subscriber_queue_bytes, slow_subscriber, "
+		  "client_buffer_budget, max_clients, publish_log, deliver_log, group_log, group_log_drain_ms, "
+		  "max_sources, repair_budget)");
 }
 
 static void config_error_unknown_section(void **state)

@@ -1070,6 +1070,94 @@ static void a_reader_of_two_group_logs_is_held_one_queue(void **state)
 	shm_close(&a);
 }
 
+/* A reader moved off the log that does not read up to the END within
+ * limits.group_log_drain_ms is given up on: the log is retired, the reader
+ * that did read to the END gets a new one (a fresh memfd, from a mark), and
+ * the stuck one's client none again, its messages coming in its deliver
+ * log, all counted. Before, the stuck one kept every reader on copies for
+ * as long as it stayed connected. */
+static void a_stuck_reader_is_given_up_on(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct shm_client a, b, c;
+	struct glog_reader ga, gb, ga2, gc;
+	struct pubd_group_log_info info;
+	uint64_t na = 0, nb = 0, nc, seq, total, t0;
+	bool ended_a = false, ended_b = false;
+	unsigned i;
+
+	f->cfg.subscriber_queue = 16;
+	f->cfg.group_log_drain_ms = 2000;
+	shm_hello(f, &a);
+	shm_hello(f, &b);
+	subscribe_glog(f, &a, "open", &ga);
+	subscribe_glog(f, &b, "open", &gb);
+	for (seq = 0; seq < 200 && !ended_a; seq++) {
+		fan_out(f, g, seq, 60000);
+		turn(f);
+		read_glog(&a, &ga, &na, &ended_a);
+	}
+	total = seq;
+	assert_true(ended_a);
+	t0 = pubd_now_ns();
+	/* a has read to the END; b has read nothing. Within the drain time
+	 * nobody gets the log: b may still read what is there. */
+	pubd_ipc_tick(&f->srv, t0 + 1000000000ull);
+	pubd_ipc_group_log_info(g, &info);
+	assert_int_equal(info.draining, 1);
+	assert_int_equal(g->glog_live, 0);
+	assert_int_equal(g->glog_abandoned, 0);
+	/* Past it: given up on b; a gets a new log (after its deliver log's
+	 * messages, from a mark), b's client none. */
+	for (i = 0; i < 200 && na < total; i++) {
+		turn(f);
+		read_log(&a, &na);
+	}
+	assert_int_equal(na, total);
+	pubd_ipc_tick(&f->srv, t0 + 2100000000ull);
+	assert_int_equal(g->glog_abandoned, 1);
+	assert_int_equal(g->glog_live, 1);
+	assert_true(g->subs[0]->glog_live);
+	assert_false(g->subs[1]->glog_live);
+	given_back(f, &a, &ga2);
+	assert_true(ga2.map != ga.map);
+	assert_true(next_is_mark(&a, "open"));
+	for (; seq < total + 10; seq++)
+		fan_out(f, g, seq, 100);
+	turn(f);
+	assert_int_equal(read_glog(&a, &ga2, &na, &ended_a), 10);
+	/* b, let go, reads the old log to its END (pubd wrote nothing more
+	 * there) and finds the rest in its deliver log; no log for it again. */
+	read_glog(&b, &gb, &nb, &ended_b);
+	assert_true(ended_b);
+	for (i = 0; i < 400 && pubd_ipc_queued_for(g->subs[1]); i++) {
+		turn(f);
+		read_log(&b, &nb);
+	}
+	pubd_ipc_tick(&f->srv, t0 + 3200000000ull);
+	assert_false(g->subs[1]->glog_live);
+	assert_int_equal(g->glog_live, 1);
+	/* A newcomer gets the new log at once. */
+	shm_hello(f, &c);
+	subscribe_glog(f, &c, "open", &gc);
+	nc = seq;
+	fan_out(f, g, seq++, 100);
+	assert_int_equal(read_glog(&c, &gc, &nc, &ended_b), 1);
+	/* Every message delivered to a and b or counted as dropped for b. */
+	assert_int_equal(g->subs[0]->delivered, total + 11);
+	assert_int_equal(g->subs[1]->delivered + pubd_drops_msg_total(&g->subs[1]->drops) +
+				 pubd_ipc_queued_for(g->subs[1]),
+			 total + 11);
+	munmap(ga.map, ga.len);
+	munmap(gb.map, gb.len);
+	munmap(ga2.map, ga2.len);
+	munmap(gc.map, gc.len);
+	shm_close(&a);
+	shm_close(&b);
+	shm_close(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1095,6 +1183,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_slow_reader_moves_every_reader_off_the_group_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_changed_subscribe_acl_retires_the_group_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_of_two_group_logs_is_held_one_queue, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_stuck_reader_is_given_up_on, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
