@@ -11,8 +11,10 @@
 #     h1 sent not one datagram for them: status tx_datagrams is 0 (no fabric
 #     group has sent yet, so not even a heartbeat).
 #  3. The fabric group beside it still carries h1's messages to h2.
-#  4. Accounting on h1's host group: published N, delivered 2 N, nothing
-#     dropped.
+#     Then 50 of 64 KiB (lent from the publish log, not copied) to a third
+#     subscriber there.
+#  4. Accounting on h1's host group: published N + 50, delivered 2 N + 50,
+#     nothing dropped.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup host_scope
@@ -46,6 +48,7 @@ it_eq "h1: wire is on the fabric" "$(it_group_val h1 wire scope)" fabric
 # ---- 2. the host group stays on h1 ----
 it_bg sub-h1 "$ns1" "$ITEST_CLIENT" sub -s "$sock1" -g here --count "$N" --timeout-ms 60000 \
 	--log "$IT_WORK/sub-h1.log"
+sub_pid=$IT_BG_PID
 it_bg pubctl-h1 "$ns1" "$PUBCTL" -s "$sock1" sub here --count "$N" --timeout 60 --output "$IT_WORK/pubctl-h1.bin"
 pubctl_pid=$IT_BG_PID
 it_bg sub-h2 "$ns2" "$ITEST_CLIENT" sub -s "$sock2" -g here --timeout-ms 60000 --log "$IT_WORK/sub-h2.log"
@@ -62,6 +65,17 @@ it_eq "h1 sent no datagram for its host group" "$(it_counter h1 tx_datagrams)" 0
 it_eq "h2 received nothing" "$(it_counter h2 rx_datagrams) $(it_group_val h2 here received)" "0 0"
 it_eq "h2's subscriber of here got nothing" "$(it_lines "$IT_WORK/sub-h2.log" '^msg ')" 0
 
+# Large ones (64 KiB: lent from the publish log's record, not borrowed) too.
+it_reap "$sub_pid" 30
+it_wait "h1's first subscribers gone" 20 it_group_is h1 here subscribers 0
+it_bg big-h1 "$ns1" "$ITEST_CLIENT" sub -s "$sock1" -g here --count 50 --timeout-ms 60000 --log "$IT_WORK/big-h1.log"
+it_wait "a subscriber of here for the large ones" 20 it_subscribers_at_least h1 here 1 || it_die "big subscriber"
+ip netns exec "$ns1" "$ITEST_CLIENT" pub -s "$sock1" -g here --count 50 --size 65536 --start "$N" ||
+	it_fail "publish 50 x 64 KiB to here"
+it_wait "h1's subscriber has the 50 large ones" 60 it_lines_at_least "$IT_WORK/big-h1.log" '^msg here ' 50
+it_eq "the 50 large ones intact" "$(grep -c '^msg here .* 65536 .* OK$' "$IT_WORK/big-h1.log")" 50
+it_eq "h1 sent no datagram for its host group" "$(it_counter h1 tx_datagrams)" 0
+
 # ---- 3. the fabric group beside it ----
 it_bg wire-h2 "$ns2" "$ITEST_CLIENT" sub -s "$sock2" -g wire --count "$N" --timeout-ms 60000 \
 	--log "$IT_WORK/wire-h2.log"
@@ -75,5 +89,5 @@ it_check "h1 sent wire's datagrams ($(it_counter h1 tx_datagrams))" test "$(it_c
 # ---- 4. accounting ----
 it_eq "here on h1: published, delivered, dropped, sub_dropped" \
 	"$(it_q h1 groups '.groups[] | select(.name == "here") | "\(.published) \(.delivered) \(.dropped) \(.sub_dropped)"')" \
-	"$N $((2 * N)) 0 0"
+	"$((N + 50)) $((2 * N + 50)) 0 0"
 it_finish
