@@ -48,7 +48,13 @@ static void check_config(const struct pubd_config *c)
 	for (i = 0; i < c->ngroups; i++) {
 		const struct pubd_group_config *g = &c->groups[i];
 
-		if (!g->name || !g->address_text || !g->address_len)
+		if (!g->name || !g->address_text)
+			abort();
+		/* A fabric group has its address; a host group none, and none of
+		 * the keys about sending (config_groups.c refuses them). */
+		if (g->scope == PUBD_SCOPE_HOST
+			    ? g->address_len || g->raw || g->rate || g->repair.on || strcmp(g->address_text, "host")
+			    : !g->address_len)
 			abort();
 		/* Names are unique, so lookup finds this very group. */
 		if (pubd_config_group(c, g->name, strlen(g->name)) != g)
