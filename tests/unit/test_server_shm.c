@@ -859,6 +859,29 @@ static unsigned read_glog(struct shm_client *sc, struct glog_reader *gr, uint64_
 	return n;
 }
 
+/* Two readers of g's log, a and b; a reads, b never does. 60 KB messages
+ * until the log ends (the 4 MiB log holds about 70, then a subscriber
+ * queue's worth waits, then END). Returns how many were published; a has
+ * read every one the log holds, up to its END. */
+static uint64_t reader_and_stopper(struct fixture *f, struct pubd_group *g, struct shm_client *a, struct shm_client *b,
+				   struct glog_reader *ga, struct glog_reader *gb, uint64_t *na)
+{
+	bool ended = false;
+	uint64_t seq;
+
+	shm_hello(f, a);
+	shm_hello(f, b);
+	subscribe_glog(f, a, "open", ga);
+	subscribe_glog(f, b, "open", gb);
+	for (seq = 0; seq < 200 && !ended; seq++) {
+		fan_out(f, g, seq, 60000);
+		turn(f);
+		read_glog(a, ga, na, &ended);
+	}
+	assert_true(ended);
+	return seq;
+}
+
 /* Two subscribers on shared memory read one group log: each message is
  * written there once (not into their deliver logs), counted delivered to
  * both, and neither can write to it. */
@@ -912,18 +935,7 @@ static void a_slow_reader_moves_every_reader_off_the_group_log(void **state)
 	unsigned i;
 
 	f->cfg.subscriber_queue = 16;
-	shm_hello(f, &a);
-	shm_hello(f, &b);
-	subscribe_glog(f, &a, "open", &ga);
-	subscribe_glog(f, &b, "open", &gb);
-	/* 60 KB each: the 4 MiB log holds about 70; then 16 wait; then END. */
-	for (seq = 0; seq < 200 && !ended_a; seq++) {
-		fan_out(f, g, seq, 60000);
-		turn(f);
-		read_glog(&a, &ga, &na, &ended_a);
-	}
-	total = seq;
-	assert_true(ended_a);
+	seq = total = reader_and_stopper(f, g, &a, &b, &ga, &gb, &na);
 	assert_int_equal(g->glog_live, 0);
 	/* b never read: all it was given is there, in order, then END. */
 	read_glog(&b, &gb, &nb, &ended_b);
@@ -1089,17 +1101,7 @@ static void a_stuck_reader_is_given_up_on(void **state)
 
 	f->cfg.subscriber_queue = 16;
 	f->cfg.group_log_drain_ms = 2000;
-	shm_hello(f, &a);
-	shm_hello(f, &b);
-	subscribe_glog(f, &a, "open", &ga);
-	subscribe_glog(f, &b, "open", &gb);
-	for (seq = 0; seq < 200 && !ended_a; seq++) {
-		fan_out(f, g, seq, 60000);
-		turn(f);
-		read_glog(&a, &ga, &na, &ended_a);
-	}
-	total = seq;
-	assert_true(ended_a);
+	seq = total = reader_and_stopper(f, g, &a, &b, &ga, &gb, &na);
 	t0 = pubd_now_ns();
 	/* a has read to the END; b has read nothing. Within the drain time
 	 * nobody gets the log: b may still read what is there. */
