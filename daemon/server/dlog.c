@@ -16,6 +16,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -38,8 +39,43 @@ static void on_space(void *ctx, uint32_t events)
 	srv_mark_dirty(c);
 }
 
-static void dlog_free(struct pubd_ipc *srv, struct srv_dlog *l)
+/*
+ * The one record the client may still read after it is gone: libpub
+ * returns a message of one record where it lies, valid until the caller's
+ * next pub_recv whatever became of the connection, and gives back every
+ * record before it. So it is the first message record at the reader's head
+ * (past a padding record at the wrap). Found with a reader of our own:
+ * the client could have written anything into the ring or its head, and
+ * what is kept is one record within what we wrote, or nothing.
+ */
+static size_t held_record(const struct srv_dlog *l, size_t *off)
 {
+	const struct pub_shmlog_writer *w = &l->w;
+	uint64_t head = atomic_load_explicit(&w->ctl->head, memory_order_relaxed);
+	struct pub_shmlog_reader r;
+	struct pub_shmlog_view v;
+
+	if (head >= w->tail || w->tail - head > w->cap ||
+	    pub_shmlog_reader_init(&r, l->shm.map, l->shm.map_len, w->cap, w->max_record, head) < 0 ||
+	    pub_shmlog_next(&r, &v) != 1 || v.pos >= w->tail)
+		return 0;
+	*off = (size_t)(v.body - l->shm.map) - PUB_SHMLOG_HDR_LEN;
+	return PUB_SHMLOG_HDR_LEN + (size_t)v.len;
+}
+
+/*
+ * At its end the log keeps only what its client may still read: the record
+ * it may hold and, unless it hung up, the control page, whose closed flag
+ * tells a libpub still attached to stop reading its group logs (which pubd
+ * writes on for others). A client that hung up reads neither.
+ */
+static void dlog_free(struct pubd_ipc *srv, struct srv_dlog *l, bool hung_up)
+{
+	size_t off = 0, len = 0;
+
+	if (l->w.ctl)
+		len = held_record(l, &off);
+	srv_shm_release_pages(&l->shm, hung_up ? 0 : PUB_SHMLOG_CTL_LEN, off, len);
 	srv_shm_close(srv, &l->shm, false);
 	free(l);
 }
@@ -67,7 +103,7 @@ int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 	    !(l->shm.watch = pubd_loop_watch(srv->loop, l->shm.space_fd, EPOLLIN, on_space, c))) {
 		if (memfd >= 0)
 			close(memfd);
-		dlog_free(srv, l);
+		dlog_free(srv, l, true);
 		return memfd < 0 ? memfd : -ENOMEM;
 	}
 	c->dlog = l;
@@ -78,12 +114,12 @@ int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 	return 0;
 }
 
-void srv_dlog_close(struct pubd_client *c)
+void srv_dlog_close(struct pubd_client *c, bool hung_up)
 {
 	if (!c->dlog)
 		return;
 	srv_said_closed(c);
-	dlog_free(c->srv, c->dlog);
+	dlog_free(c->srv, c->dlog, hung_up);
 	c->dlog = NULL;
 }
 

@@ -9,10 +9,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "loop.h"
 #include "server_internal.h"
 
@@ -41,6 +43,13 @@ static int make_memfd(size_t len, bool seal_now)
 		return err;
 	}
 	return fd;
+}
+
+static void punch(uint8_t *p, size_t len)
+{
+	/* Failing (a kernel without shmem hole punching) leaves them as before. */
+	if (madvise(p, len, MADV_REMOVE) < 0)
+		log_debug("releasing %zu bytes of a log: %s", len, strerror(errno));
 }
 
 void srv_shm_unmap(uint8_t *map, size_t len)
@@ -103,6 +112,36 @@ fail:
 	s->map = NULL;
 	close_eventfds(s);
 	return err;
+}
+
+/*
+ * Give a log's pages back before pubd lets go of it: those from byte from
+ * of the mapping on (0, or PUB_SHMLOG_CTL_LEN to keep the control page),
+ * all but [keep_off, keep_off + keep_len). The client keeps its own
+ * mapping (or the memfd) for as long as it likes after it disconnects, and
+ * with it every page pubd wrote, charged to pubd: a client that connects,
+ * keeps the mappings and reconnects, again and again, would pin pubd's
+ * memory without bound. MADV_REMOVE punches the pages out of the memfd
+ * itself, so every mapping reads zeros there from now on (a write gets a
+ * fresh page, charged to the writer). A group log cannot be punched (its
+ * write seal forbids it); it is not passed here.
+ */
+void srv_shm_release_pages(struct srv_shm *s, size_t from, size_t keep_off, size_t keep_len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t keep_from = keep_len ? keep_off / page * page : s->map_len;
+	size_t keep_to = keep_len ? (keep_off + keep_len + page - 1) / page * page : s->map_len;
+
+	if (!s->map || s->map == MAP_FAILED || from >= s->map_len)
+		return;
+	if (keep_from < from)
+		keep_from = from;
+	if (keep_to > s->map_len)
+		keep_to = s->map_len;
+	if (keep_from > from)
+		punch(s->map + from, keep_from - from);
+	if (keep_to > keep_from && keep_to < s->map_len)
+		punch(s->map + keep_to, s->map_len - keep_to);
 }
 
 void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map)

@@ -871,6 +871,20 @@ case_c_publog_truncate() {
 }
 
 
+# A client that keeps both its logs mapped after each of 2,000 connections
+# (anyone who may connect: it is in no ACL): what pubd wrote for it does
+# not stay behind with it. Before, each connection left pubd's pages pinned
+# (8 KiB, 16 MiB in all here, and without bound for a client that goes on).
+case_c_shm_pin() {
+	h_pubd d < <(h_groups)
+	local out kib
+	out=$("$HSHM" pin -s "$(it_sock d)" -n 2000)
+	h_fig "$out"
+	kib=$(sed -n 's/.*: \([0-9]*\) KiB of them in memory.*/\1/p' <<<"$out")
+	it_check "the logs of 2000 connections gone pin under 64 KiB (${kib:-?} KiB)" test "${kib:-999999}" -lt 64
+	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" status
+}
+
 # A subscriber that lies in its deliver log's control page (its read
 # position ahead, at 2^64 - 1, at 0, then true with the ring scribbled;
 # pubd's own fields overwritten; the space eventfd rung after each) while a

@@ -23,6 +23,9 @@
  *   hostile_shm hoard    -s SOCK -g G1,G2,... --seconds S  subscribed to
  *                                          every G, takes each group log
  *                                          and reads nothing for S seconds
+ *   hostile_shm pin      -s SOCK -n N      connects N times, each time
+ *                                          keeping both logs mapped after
+ *                                          the connection is gone
  *
  * Each prints one line saying what it did and what pubd answered.
  */
@@ -55,6 +58,22 @@ static void die(const char *what)
 	exit(2);
 }
 
+/* A log's memfd mapped read-write whole: its size as its control page says
+ * (pubd made it). */
+static uint8_t *map_log(int fd, size_t *len)
+{
+	uint8_t *map = mmap(NULL, PUB_SHMLOG_CTL_LEN, PROT_READ, MAP_SHARED, fd, 0);
+
+	if (map == MAP_FAILED)
+		die("mmap");
+	*len = pub_shmlog_map_len(((struct pub_shmlog_ctl *)map)->capacity);
+	munmap(map, PUB_SHMLOG_CTL_LEN);
+	map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	return map;
+}
+
 /* Connect, HELLO asking for shared memory, the 6 fds, the publish log mapped. */
 static void shm_open_logs(const char *path, struct shm *s)
 {
@@ -84,15 +103,8 @@ static void shm_open_logs(const char *path, struct shm *s)
 		die("no shared-memory logs offered");
 	}
 	memcpy(s->fds, CMSG_DATA(cm), sizeof(s->fds));
-	/* The publish log's size: its control page says, pubd made it. */
-	s->len = PUB_SHMLOG_CTL_LEN;
-	s->map = mmap(NULL, s->len, PROT_READ, MAP_SHARED, s->fds[0], 0);
-	if (s->map == MAP_FAILED)
-		die("mmap");
-	s->len = pub_shmlog_map_len(((struct pub_shmlog_ctl *)s->map)->capacity);
-	munmap(s->map, PUB_SHMLOG_CTL_LEN);
-	s->map = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fds[0], 0);
-	if (s->map == MAP_FAILED || pub_shmlog_writer_init(&s->w, s->map, s->len, false) < 0)
+	s->map = map_log(s->fds[0], &s->len);
+	if (pub_shmlog_writer_init(&s->w, s->map, s->len, false) < 0)
 		die("publish log");
 }
 
@@ -488,6 +500,65 @@ static int mode_hoard(struct shm *s, const char *groups, double seconds)
 	return logs == n ? 0 : 1;
 }
 
+/* Pages of [p, p + len) that are in memory (mincore: the memfd's pages). */
+static size_t resident(uint8_t *p, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, i, in = 0;
+	unsigned char *vec = malloc(n);
+
+	if (!vec || mincore(p, len, vec) < 0)
+		die("mincore");
+	for (i = 0; i < n; i++)
+		in += vec[i] & 1;
+	free(vec);
+	return in;
+}
+
+/*
+ * A client that keeps what pubd gave it after it is gone: connects n times
+ * and each time maps both logs, closes every fd, half-closes the socket and
+ * reads it to its end (so pubd has let go of the connection before the
+ * next), keeping the mappings. Whatever pubd wrote into them and did not
+ * give back stays pinned for as long as they stay mapped. Prints how much
+ * of them is still in memory at the end.
+ */
+static int mode_pin(struct shm *s, const char *path, unsigned n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), live = 0, kept = 0, nmaps = 0;
+	struct {
+		uint8_t *p;
+		size_t len;
+	} *maps = calloc(2 * (size_t)n, sizeof(*maps));
+	uint8_t buf[4096];
+	unsigned i, k;
+
+	if (!maps)
+		die("calloc");
+	for (i = 0; i < n; i++) {
+		if (i)
+			shm_open_logs(path, s);
+		maps[nmaps].p = s->map;
+		maps[nmaps++].len = s->len;
+		maps[nmaps].p = map_log(s->fds[3], &maps[nmaps].len);
+		nmaps++;
+		for (k = 0; k < 6; k++)
+			close(s->fds[k]);
+		live = resident(maps[nmaps - 2].p, maps[nmaps - 2].len) +
+		       resident(maps[nmaps - 1].p, maps[nmaps - 1].len);
+		if (shutdown(s->sock, SHUT_WR) < 0)
+			die("shutdown");
+		while (read(s->sock, buf, sizeof(buf)) > 0)
+			;
+		close(s->sock);
+	}
+	for (k = 0; k < nmaps; k++)
+		kept += resident(maps[k].p, maps[k].len);
+	printf("pin: %u connections gone, their %zu logs still mapped here: %zu KiB of them in memory (%zu KiB "
+	       "for one while connected)\n",
+	       n, nmaps, kept * page / 1024, live * page / 1024);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h";
@@ -529,10 +600,12 @@ int main(int argc, char **argv)
 		return mode_glog(&s, group, seconds);
 	if (!strcmp(argv[1], "hoard"))
 		return mode_hoard(&s, group, seconds);
+	if (!strcmp(argv[1], "pin"))
+		return mode_pin(&s, sock, n);
 usage:
-	fprintf(stderr,
-		"usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard -s SOCK [-g G[,G...]] "
-		"[-n N] "
-		"[--seconds S]\n");
+	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin -s SOCK [-g "
+			"G[,G...]] "
+			"[-n N] "
+			"[--seconds S]\n");
 	return 2;
 }
