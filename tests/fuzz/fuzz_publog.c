@@ -17,6 +17,12 @@
  *                                  says it has read a group log): any value,
  *                                  true or not (pubd's head must not follow
  *                                  a lie back, past the tail or into a record)
+ *   DLOG    u16 off, u64           the deliver log as the client may write
+ *                                  it: off 0xffff its head (read position),
+ *                                  else 8 bytes at ring offset off * 8 (a
+ *                                  commit word, a length): what pubd reads
+ *                                  there when the client is gone (the one
+ *                                  record it may hold is kept, no more)
  *   RING                           the doorbell
  *   TURN    u8                     u8 % 8 + 1 loop turns
  *   READ                           the client reads its socket and its
@@ -64,7 +70,21 @@ static const char config[] = "limits:\n  max_message_size: 256KiB\n  publish_log
 			     "  - name: b\n    address: 239.79.1.2\n    publish: [uid:54321]\n"
 			     "  - name: c\n    scope: host\n";
 
-enum op { O_RAW, O_RECORD, O_COMMIT, O_CTL, O_RING, O_TURN, O_READ, O_HANGUP, O_CLAIM, O_COMPLETE, O_SLOT, O__COUNT };
+enum op {
+	O_RAW,
+	O_RECORD,
+	O_COMMIT,
+	O_CTL,
+	O_RING,
+	O_TURN,
+	O_READ,
+	O_HANGUP,
+	O_CLAIM,
+	O_COMPLETE,
+	O_SLOT,
+	O_DLOG,
+	O__COUNT
+};
 
 static struct hd H;
 static bool started;
@@ -84,6 +104,7 @@ struct run {
 	size_t size, pos;
 	struct client cl;
 	uint32_t req;
+	bool dlog_written; /* DLOG wrote into the deliver log: its records are not all pubd's */
 };
 
 static void on_sent(void *ctx, int slot, const struct pubd_tx_dgram *d)
@@ -271,6 +292,19 @@ static void op_slot(struct run *r)
 	atomic_store_explicit(pub_deliverlog_slot(r->cl.dmap, slot), v, memory_order_release);
 }
 
+static void op_dlog(struct run *r)
+{
+	uint32_t off = (uint32_t)(arg(r, 0) | arg(r, 1) << 8);
+	uint64_t v = arg64(r, 2);
+
+	take(r, 10);
+	r->dlog_written = true;
+	if (off == 0xffff)
+		atomic_store(&((struct pub_shmlog_ctl *)r->cl.dmap)->head, v);
+	else
+		memcpy(r->cl.dmap + PUB_SHMLOG_CTL_LEN + ((off * 8) & (r->cl.r.cap - 8)), &v, 8);
+}
+
 /* What pubd sent: the socket drained, the deliver log read and given back. */
 static void op_read(struct run *r)
 {
@@ -281,8 +315,11 @@ static void op_read(struct run *r)
 	while (r->cl.c.fd >= 0 && read(r->cl.c.fd, buf, sizeof(buf)) > 0)
 		;
 	while (pub_shmlog_next(&r->cl.r, &v) == 1) {
-		if (pub_deliverlog_decode(&v, &p) < 0)
-			abort(); /* pubd wrote a record it should not have */
+		if (pub_deliverlog_decode(&v, &p) < 0) {
+			if (r->dlog_written)
+				break; /* what DLOG wrote there, not pubd */
+			abort();       /* pubd wrote a record it should not have */
+		}
 		pub_shmlog_consume(&r->cl.r, &v);
 	}
 	if (pub_shmlog_release(&r->cl.r))
@@ -329,6 +366,9 @@ static void play(struct run *r, uint8_t op)
 		break;
 	case O_SLOT:
 		op_slot(r);
+		break;
+	case O_DLOG:
+		op_dlog(r);
 		break;
 	}
 }
