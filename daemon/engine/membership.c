@@ -58,9 +58,7 @@ static void on_group_state(void *ctx, int slot, bool up, int err)
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_slot(&d->groups, slot);
 
-	/* A host group was never joined: an event for its slot is a stale
-	 * one of a fabric group that had the slot before a reload. */
-	if (!g || g->host)
+	if (!g)
 		return;
 	if (up && !g->up)
 		log_info("group %s (%s): joined", g->name, g->cfg->address_text);

@@ -67,7 +67,9 @@ struct pubd_fabric_events {
 	void (*rx)(void *ctx, const struct pubd_rx_dgram *d, unsigned n);
 	/* Credits are back after a short send. */
 	void (*writable)(void *ctx);
-	/* A group became usable for sending (joined) or stopped being (err < 0). */
+	/* A group became usable for sending (joined) or stopped being (err < 0).
+	 * Never for a slot after its leave, until it is joined again: a group
+	 * a reload puts in the slot gets no event of the one before. */
 	void (*group_state)(void *ctx, int slot, bool up, int err);
 	/* Optional (NULL: ignored). The largest datagram changed (a port came back with another active
 	 * MTU, and the fabric was rebuilt with it). Messages are cut for the

@@ -27,7 +27,7 @@ struct fake_slot {
 	socklen_t addrlen;
 };
 
-enum fake_ev_type { EV_GROUP, EV_WRITABLE, EV_MTU };
+enum fake_ev_type { EV_NONE, EV_GROUP, EV_WRITABLE, EV_MTU };
 
 struct fake_ev {
 	enum fake_ev_type type;
@@ -132,6 +132,8 @@ static void on_eventfd(void *ctx, uint32_t events)
 		case EV_MTU:
 			if (f->ev->mtu_changed)
 				f->ev->mtu_changed(f->ctx, e.mtu);
+			break;
+		case EV_NONE: /* its group was left since */
 			break;
 		}
 	}
@@ -238,9 +240,16 @@ static int fake_join(struct pubd_fabric *f, int slot, const struct sockaddr *add
 static void fake_leave(struct pubd_fabric *f, int slot)
 {
 	struct fake_slot *s = slot_get(f, slot, false);
+	size_t i;
 
 	if (s)
 		memset(s, 0, sizeof(*s));
+	/* As the real fabrics: nothing of a group left is reported after it
+	 * (udp clears the slot's pending report, verbs reports from slot
+	 * state), so a group that takes the slot over never gets its events. */
+	for (i = 0; i < f->nev; i++)
+		if (f->evq[i].type == EV_GROUP && f->evq[i].slot == slot)
+			f->evq[i].type = EV_NONE;
 }
 
 static int fake_listen(struct pubd_fabric *f, int slot, bool on)

@@ -774,8 +774,8 @@ static void test_host_group_stays_off_the_fabric(void **state)
 	pubd_fake_sent_clear(a.fk); /* g1's heartbeats meanwhile */
 
 	/* g1 becomes a host group: left, and silent from then on. A multicast
-	 * error the fabric reported just before, still on its way, arrives
-	 * for the slot after the reload: the host group there ignores it. */
+	 * error the fabric reported just before, still on its way, goes with
+	 * the leave (fabric.h): the host group in the slot stays up. */
 	pubd_fake_group_down(a.fk, g1_slot, -ENODEV);
 	assert_int_equal(hd_reload(&a, NULL, HOST_LIMITS HOST_GROUPS("    scope: host\n")), 0);
 	assert_false(pubd_fake_group_is_up(a.fk, g1_slot));
