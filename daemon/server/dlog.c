@@ -63,19 +63,17 @@ static size_t held_record(const struct srv_dlog *l, size_t *off)
 	return PUB_SHMLOG_HDR_LEN + (size_t)v.len;
 }
 
-/*
- * At its end the log keeps only what its client may still read: the record
- * it may hold and, unless it hung up, the control page, whose closed flag
- * tells a libpub still attached to stop reading its group logs (which pubd
- * writes on for others). A client that hung up reads neither.
- */
-static void dlog_free(struct pubd_ipc *srv, struct srv_dlog *l, bool hung_up)
+/* At its end the log keeps only the record its client may still hold. The
+ * control page goes too: a libpub still attached reads its zeros (no
+ * magic) as closed, as it reads the closed flag, and stops reading its
+ * group logs, which pubd writes on for others. */
+static void dlog_free(struct pubd_ipc *srv, struct srv_dlog *l)
 {
 	size_t off = 0, len = 0;
 
 	if (l->w.ctl)
 		len = held_record(l, &off);
-	srv_shm_release_pages(&l->shm, hung_up ? 0 : PUB_SHMLOG_CTL_LEN, off, len);
+	srv_shm_release_pages(&l->shm, off, len);
 	srv_shm_close(srv, &l->shm, false);
 	free(l);
 }
@@ -103,7 +101,7 @@ int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 	    !(l->shm.watch = pubd_loop_watch(srv->loop, l->shm.space_fd, EPOLLIN, on_space, c))) {
 		if (memfd >= 0)
 			close(memfd);
-		dlog_free(srv, l, true);
+		dlog_free(srv, l);
 		return memfd < 0 ? memfd : -ENOMEM;
 	}
 	c->dlog = l;
@@ -114,12 +112,12 @@ int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 	return 0;
 }
 
-void srv_dlog_close(struct pubd_client *c, bool hung_up)
+void srv_dlog_close(struct pubd_client *c)
 {
 	if (!c->dlog)
 		return;
 	srv_said_closed(c);
-	dlog_free(c->srv, c->dlog, hung_up);
+	dlog_free(c->srv, c->dlog);
 	c->dlog = NULL;
 }
 

@@ -115,9 +115,8 @@ fail:
 }
 
 /*
- * Give a log's pages back before pubd lets go of it: those from byte from
- * of the mapping on (0, or PUB_SHMLOG_CTL_LEN to keep the control page),
- * all but [keep_off, keep_off + keep_len). The client keeps its own
+ * Give a log's pages back before pubd lets go of it, all but the bytes
+ * [keep_off, keep_off + keep_len) of the mapping. The client keeps its own
  * mapping (or the memfd) for as long as it likes after it disconnects, and
  * with it every page pubd wrote, charged to pubd: a client that connects,
  * keeps the mappings and reconnects, again and again, would pin pubd's
@@ -126,20 +125,18 @@ fail:
  * fresh page, charged to the writer). A group log cannot be punched (its
  * write seal forbids it); it is not passed here.
  */
-void srv_shm_release_pages(struct srv_shm *s, size_t from, size_t keep_off, size_t keep_len)
+void srv_shm_release_pages(struct srv_shm *s, size_t keep_off, size_t keep_len)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t keep_from = keep_len ? keep_off / page * page : s->map_len;
 	size_t keep_to = keep_len ? (keep_off + keep_len + page - 1) / page * page : s->map_len;
 
-	if (!s->map || s->map == MAP_FAILED || from >= s->map_len)
+	if (!s->map || s->map == MAP_FAILED)
 		return;
-	if (keep_from < from)
-		keep_from = from;
 	if (keep_to > s->map_len)
 		keep_to = s->map_len;
-	if (keep_from > from)
-		punch(s->map + from, keep_from - from);
+	if (keep_from > 0)
+		punch(s->map, keep_from);
 	if (keep_to > keep_from && keep_to < s->map_len)
 		punch(s->map + keep_to, s->map_len - keep_to);
 }

@@ -155,10 +155,13 @@ void glog_release(struct pub_client *c)
 	c->glog_held = NULL;
 }
 
-/* pubd said, in the deliver log, that it closed the connection. */
+/* pubd said, in the deliver log, that it closed the connection: its closed
+ * flag, or the control page gone (pubd gives a closed client's pages back,
+ * and the page then reads zeros: no magic). */
 static bool dropped(const struct pub_client *c)
 {
-	return atomic_load_explicit(&c->dlog.ctl->closed, memory_order_acquire) != 0;
+	return atomic_load_explicit(&c->dlog.ctl->closed, memory_order_acquire) != 0 ||
+	       *(const volatile uint64_t *)&c->dlog.ctl->magic != PUB_SHMLOG_MAGIC;
 }
 
 /*

@@ -872,9 +872,10 @@ case_c_publog_truncate() {
 
 
 # A client that keeps both its logs mapped after each of 2,000 connections
-# (anyone who may connect: it is in no ACL): what pubd wrote for it does
-# not stay behind with it. Before, each connection left pubd's pages pinned
-# (8 KiB, 16 MiB in all here, and without bound for a client that goes on).
+# (anyone who may connect: it is in no ACL), half of them ended by itself
+# and half by pubd (a bad record): what pubd wrote for it does not stay
+# behind with it. Before, each connection left pubd's pages pinned (12 KiB,
+# 24,000 KiB in all here, and without bound for a client that goes on).
 case_c_shm_pin() {
 	h_pubd d < <(h_groups)
 	local out kib

@@ -516,8 +516,9 @@ static size_t resident(uint8_t *p, size_t len)
 
 /*
  * A client that keeps what pubd gave it after it is gone: connects n times
- * and each time maps both logs, closes every fd, half-closes the socket and
- * reads it to its end (so pubd has let go of the connection before the
+ * and each time maps both logs, closes every fd, half-closes the socket (or,
+ * every other time, writes a bad record so that pubd ends the connection)
+ * and reads it to its end (so pubd has let go of the connection before the
  * next), keeping the mappings. Whatever pubd wrote into them and did not
  * give back stays pinned for as long as they stay mapped. Prints how much
  * of them is still in memory at the end.
@@ -541,18 +542,28 @@ static int mode_pin(struct shm *s, const char *path, unsigned n)
 		maps[nmaps++].len = s->len;
 		maps[nmaps].p = map_log(s->fds[3], &maps[nmaps].len);
 		nmaps++;
-		for (k = 0; k < 6; k++)
-			close(s->fds[k]);
 		live = resident(maps[nmaps - 2].p, maps[nmaps - 2].len) +
 		       resident(maps[nmaps - 1].p, maps[nmaps - 1].len);
-		if (shutdown(s->sock, SHUT_WR) < 0)
+		if (i % 2) {
+			/* pubd ends this one (a record no writer writes), not we */
+			uint64_t garbage = (uint64_t)7 << 32 | 48;
+
+			memcpy(s->map + PUB_SHMLOG_CTL_LEN, &garbage, sizeof(garbage));
+			ring(s);
+		} else if (shutdown(s->sock, SHUT_WR) < 0) {
 			die("shutdown");
+		}
+		for (k = 0; k < 6; k++)
+			close(s->fds[k]);
 		while (read(s->sock, buf, sizeof(buf)) > 0)
 			;
 		close(s->sock);
 	}
-	for (k = 0; k < nmaps; k++)
+	for (k = 0; k < nmaps; k++) {
 		kept += resident(maps[k].p, maps[k].len);
+		munmap(maps[k].p, maps[k].len);
+	}
+	free(maps);
 	printf("pin: %u connections gone, their %zu logs still mapped here: %zu KiB of them in memory (%zu KiB "
 	       "for one while connected)\n",
 	       n, nmaps, kept * page / 1024, live * page / 1024);
