@@ -179,7 +179,7 @@ static void udp_close(struct pubd_fabric *f)
 		pubd_loop_timer_free(f->up_timer);
 		f->up_timer = NULL;
 	}
-	udp_self_addrs_unwatch(f);
+	udp_self_addrs_close(f);
 	/* Leave explicitly: closing the socket would too, but a leave that
 	 * fails is worth a log line. */
 	for (i = 0; i < f->nmembers; i++) {

@@ -94,10 +94,7 @@ static bool from_self(const struct pubd_fabric *f, const struct sockaddr_storage
 	} else {
 		return false;
 	}
-	for (unsigned k = 0; k < f->nself_addrs; k++)
-		if (IN6_ARE_ADDR_EQUAL(&a, &f->self_addrs[k]))
-			return true;
-	return false;
+	return udp_is_self_addr(f, &a);
 }
 
 /* One recvmmsg batch from fd (the group socket, or the send socket that

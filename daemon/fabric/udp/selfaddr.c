@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <stdlib.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <string.h>
@@ -25,67 +26,140 @@
 #include "loop.h"
 #include "udp_internal.h"
 
+/* A list of addresses, as collected. */
+struct addr_list {
+	struct in6_addr *a;
+	unsigned n, cap;
+};
+
+static bool list_add(struct addr_list *l, const struct in6_addr *a)
+{
+	if (l->n == l->cap) {
+		unsigned cap = l->cap ? l->cap * 2 : 16;
+		struct in6_addr *b;
+
+		if (l->cap >= SELF_ADDRS_MAX)
+			return false;
+		if (cap > SELF_ADDRS_MAX)
+			cap = SELF_ADDRS_MAX;
+		b = realloc(l->a, cap * sizeof(*b));
+		if (!b)
+			return false;
+		l->a = b;
+		l->cap = cap;
+	}
+	l->a[l->n++] = *a;
+	return true;
+}
+
 /* Add the addresses of ifa_list on the fabric's interface (or, with others,
- * on every other interface) to list, while there is room. */
-static void add_addrs(const struct pubd_fabric *f, const struct ifaddrs *ifa_list, bool others, struct in6_addr *list,
-		      unsigned *n)
+ * on every other interface) to l. False when l could not take one more. */
+static bool add_addrs(const struct pubd_fabric *f, const struct ifaddrs *ifa_list, bool others, struct addr_list *l)
 {
 	const struct ifaddrs *ifa;
+	struct in6_addr a;
 
-	for (ifa = ifa_list; ifa && *n < MAX_SELF_ADDRS; ifa = ifa->ifa_next) {
+	for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
 		bool mine = !strcmp(ifa->ifa_name, f->ifname);
 
 		if (!ifa->ifa_addr || mine == others)
 			continue;
 		if (ifa->ifa_addr->sa_family == AF_INET)
-			udp_map_v4(&list[(*n)++], &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr);
+			udp_map_v4(&a, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr);
 		else if (ifa->ifa_addr->sa_family == AF_INET6)
-			list[(*n)++] = ((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
+			a = ((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
+		else
+			continue;
+		if (!list_add(l, &a))
+			return false;
 	}
+	return true;
 }
 
 /* The list now: no address at all (either family), the interface's, then
- * the others' while there is room. */
-static int collect(const struct pubd_fabric *f, struct in6_addr *list, unsigned *n)
+ * the others' (a host with more than SELF_ADDRS_MAX keeps the first). */
+static int collect(const struct pubd_fabric *f, struct addr_list *l)
 {
 	static const struct in_addr any4 = {.s_addr = INADDR_ANY};
 	struct ifaddrs *ifa_list = NULL;
+	struct in6_addr a;
+	int err = 0;
 
+	*l = (struct addr_list){0};
 	if (getifaddrs(&ifa_list) < 0)
 		return -errno;
-	list[0] = in6addr_any;
-	udp_map_v4(&list[1], &any4);
-	*n = 2;
-	add_addrs(f, ifa_list, false, list, n);
-	add_addrs(f, ifa_list, true, list, n);
+	udp_map_v4(&a, &any4);
+	if (!list_add(l, &in6addr_any) || !list_add(l, &a))
+		err = -ENOMEM;
+	else if (add_addrs(f, ifa_list, false, l))
+		add_addrs(f, ifa_list, true, l);
 	freeifaddrs(ifa_list);
-	return 0;
+	if (err) {
+		free(l->a);
+		*l = (struct addr_list){0};
+	}
+	return err;
+}
+
+static int addr_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct in6_addr));
+}
+
+/* Make l the fabric's list (taking it), with its sorted copy for from_self;
+ * false (l freed, the list as it was) when out of memory. */
+static bool take_list(struct pubd_fabric *f, struct addr_list *l)
+{
+	struct in6_addr *sorted = malloc(l->n * sizeof(*sorted));
+
+	if (!sorted) {
+		free(l->a);
+		return false;
+	}
+	memcpy(sorted, l->a, l->n * sizeof(*sorted));
+	qsort(sorted, l->n, sizeof(*sorted), addr_cmp);
+	free(f->self_addrs);
+	free(f->self_sorted);
+	f->self_addrs = l->a;
+	f->self_sorted = sorted;
+	f->nself_addrs = l->n;
+	return true;
+}
+
+bool udp_is_self_addr(const struct pubd_fabric *f, const struct in6_addr *a)
+{
+	return f->nself_addrs && bsearch(a, f->self_sorted, f->nself_addrs, sizeof(*a), addr_cmp);
 }
 
 int udp_self_addrs_collect(struct pubd_fabric *f)
 {
-	return collect(f, f->self_addrs, &f->nself_addrs);
+	struct addr_list l;
+	int err = collect(f, &l);
+
+	if (err)
+		return err;
+	return take_list(f, &l) ? 0 : -ENOMEM;
 }
 
 /* Collect again; when the list changed, rebuild the filter with it. */
 static void refresh(struct pubd_fabric *f)
 {
-	struct in6_addr list[MAX_SELF_ADDRS];
-	unsigned n;
-	int err = collect(f, list, &n);
+	struct addr_list l;
+	int err = collect(f, &l);
 
-	if (err) {
-		log_warn("fabric udp: the host's addresses changed, and reading them failed (%s): our own "
-			 "datagrams are known by the %u addresses of before",
-			 strerror(-err), f->nself_addrs);
+	if (!err && l.n == f->nself_addrs && !memcmp(l.a, f->self_addrs, l.n * sizeof(l.a[0]))) {
+		free(l.a);
 		return;
 	}
-	if (n == f->nself_addrs && !memcmp(list, f->self_addrs, n * sizeof(list[0])))
+	if (err || !take_list(f, &l)) {
+		log_warn("fabric udp: the host's addresses changed, and reading them failed (%s): our own "
+			 "datagrams are known by the %u addresses of before",
+			 strerror(err ? -err : ENOMEM), f->nself_addrs);
 		return;
-	memcpy(f->self_addrs, list, n * sizeof(list[0]));
-	f->nself_addrs = n;
+	}
 	f->self_addr_changes++;
-	log_info("fabric udp: the host's addresses changed: our own datagrams are known by %u addresses now", n);
+	log_info("fabric udp: the host's addresses changed: our own datagrams are known by %u addresses now",
+		 f->nself_addrs);
 	udp_self_filter_attach(f);
 }
 
@@ -147,7 +221,7 @@ void udp_self_addrs_watch(struct pubd_fabric *f)
 	f->nlfd = fd;
 }
 
-void udp_self_addrs_unwatch(struct pubd_fabric *f)
+void udp_self_addrs_close(struct pubd_fabric *f)
 {
 	if (f->nlwatch) {
 		pubd_loop_unwatch(f->nlwatch);
@@ -157,4 +231,8 @@ void udp_self_addrs_unwatch(struct pubd_fabric *f)
 		close(f->nlfd);
 		f->nlfd = -1;
 	}
+	free(f->self_addrs);
+	free(f->self_sorted);
+	f->self_addrs = f->self_sorted = NULL;
+	f->nself_addrs = 0;
 }

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <netinet/udp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "selffilter.h"
@@ -106,20 +107,34 @@ int udp_self_filter_build(struct sock_filter *out, unsigned cap, uint16_t sport,
 
 void udp_self_filter_attach(struct pubd_fabric *f)
 {
-	struct sock_filter ins[UDP_SELF_FILTER_MAX];
+	struct sock_filter *ins = malloc(UDP_SELF_FILTER_MAX * sizeof(*ins));
 	struct sock_fprog prog;
-	int n = udp_self_filter_build(ins, UDP_SELF_FILTER_MAX, f->sport, f->self_addrs, f->nself_addrs,
-				      (uint32_t)sizeof(struct udphdr));
+	unsigned naddrs = f->nself_addrs;
+	int n = -ENOMEM;
 
+	/* A host with more addresses than a program holds gets one for the
+	 * first (its interface's first): the rest are read whole and known
+	 * by from_self, which knows them all. */
+	while (ins &&
+	       (n = udp_self_filter_build(ins, UDP_SELF_FILTER_MAX, f->sport, f->self_addrs, naddrs,
+					  (uint32_t)sizeof(struct udphdr))) == -ENOSPC &&
+	       naddrs > 0)
+		naddrs = naddrs > 64 ? naddrs - naddrs / 8 : naddrs - 1;
 	if (n >= 0) {
 		prog = (struct sock_fprog){.len = (unsigned short)n, .filter = ins};
 		n = setsockopt(f->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ? -errno : n;
 	}
+	free(ins);
 	if (n < 0) {
 		log_info("fabric udp: no socket filter for our own datagrams (%s, %u addresses): they are read "
 			 "whole and discarded",
 			 strerror(-n), f->nself_addrs);
 		return;
 	}
+	if (naddrs < f->nself_addrs)
+		log_info("fabric udp: the socket filter for our own datagrams holds %u of the host's %u addresses: "
+			 "ours from the others are read whole and discarded",
+			 naddrs, f->nself_addrs);
 	f->self_filter = true;
+	f->self_filter_addrs = naddrs;
 }

@@ -10,8 +10,9 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-/* Instructions of the program, at most: room for 32 addresses (MAX_SELF_ADDRS). */
-#define UDP_SELF_FILTER_MAX 512
+/* Instructions of the program, at most: the kernel's limit for a classic
+ * BPF program (BPF_MAXINSNS), room for some 370 addresses. */
+#define UDP_SELF_FILTER_MAX 4096
 
 /*
  * A classic BPF program for a UDP socket: a datagram from source port

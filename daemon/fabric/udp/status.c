@@ -19,9 +19,16 @@ void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	pubd_fabric_row(tb, "groups_joined", "%u", f->nmembers);
 	pubd_fabric_row(tb, "gso", "%s, %" PRIu64 " sends of %" PRIu64 " datagrams", f->gso_off ? "off" : "on",
 			f->gso_sends, f->gso_datagrams);
-	pubd_fabric_row(tb, "self_filter", "%s",
-			f->self_filter ? "on (our own looped-back datagrams are cut to nothing in the kernel)"
-				       : "off (our own looped-back datagrams are read whole and discarded)");
+	if (!f->self_filter)
+		pubd_fabric_row(tb, "self_filter", "off (our own looped-back datagrams are read whole and discarded)");
+	else if (f->self_filter_addrs < f->nself_addrs)
+		pubd_fabric_row(tb, "self_filter",
+				"on for %u of the %u addresses (our own looped-back datagrams from those are cut to "
+				"nothing in the kernel, the others' read whole and discarded)",
+				f->self_filter_addrs, f->nself_addrs);
+	else
+		pubd_fabric_row(tb, "self_filter",
+				"on (our own looped-back datagrams are cut to nothing in the kernel)");
 	pubd_fabric_row(tb, "self_addrs", "%u (%s; changed %" PRIu64 " times since start)", f->nself_addrs,
 			f->nlwatch ? "kept current" : "as at start", f->self_addr_changes);
 	pubd_fabric_counter_rows(tb, f->cnt, pubd_fabric_counter_names, 0, PUBD_FC__COUNT);

@@ -93,7 +93,9 @@ struct slot {
 	struct sockaddr_storage group; /* port 0: what the membership names */
 };
 
-#define MAX_SELF_ADDRS 32
+/* The host's addresses pubd knows its datagrams by, at most (a host past
+ * it keeps the first: the interface's, then others in the kernel's order). */
+#define SELF_ADDRS_MAX 65536
 
 struct pubd_fabric {
 	int fd;		 /* receives: bound to the group port every daemon shares */
@@ -120,11 +122,13 @@ struct pubd_fabric {
 	char *address;		 /* fabric.address as configured, NULL when unset */
 	struct in_addr if_addr4; /* the configured IPv4 address, or 0 */
 	/* The host's addresses, the interface's first (IPv4 as v4-mapped): a
-	 * datagram from one of them and from sport is one we sent. */
-	struct in6_addr self_addrs[MAX_SELF_ADDRS];
+	 * datagram from one of them and from sport is one we sent. Sorted
+	 * too, for from_self's lookup. */
+	struct in6_addr *self_addrs, *self_sorted;
 	unsigned nself_addrs;
-	bool self_filter; /* our own datagrams come cut to nothing (selffilter.c) */
-	int nlfd;	  /* NETLINK_ROUTE: the host's addresses changed (selfaddr.c) */
+	bool self_filter;	    /* our own datagrams come cut to nothing (selffilter.c) */
+	unsigned self_filter_addrs; /* from the first this many of self_addrs */
+	int nlfd;		    /* NETLINK_ROUTE: the host's addresses changed (selfaddr.c) */
 	struct pubd_loop_watch *nlwatch;
 	uint64_t self_addr_changes; /* times the list changed after open */
 	uint16_t port;
@@ -189,7 +193,9 @@ void udp_drain_send_socket(struct pubd_fabric *f);
 int udp_self_addrs_collect(struct pubd_fabric *f);
 /* Watch for addresses added and removed (logged and left when it cannot). */
 void udp_self_addrs_watch(struct pubd_fabric *f);
-void udp_self_addrs_unwatch(struct pubd_fabric *f);
+void udp_self_addrs_close(struct pubd_fabric *f);
+/* a is one of the host's addresses (v4-mapped for IPv4). */
+bool udp_is_self_addr(const struct pubd_fabric *f, const struct in6_addr *a);
 
 /* selffilter.c: our own datagrams cut to nothing on the group socket (logged and left when refused) */
 void udp_self_filter_attach(struct pubd_fabric *f);
