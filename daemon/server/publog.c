@@ -73,7 +73,7 @@ static struct srv_publog *log_of(struct pubd_msgbuf_lender *lender)
 static void unmap_and_free(struct srv_publog *l)
 {
 	pubd_mem_region_release(&l->region);
-	srv_shm_release_pages(&l->shm, 0, 0);
+	srv_shm_punch(&l->shm, 0, l->shm.map_len);
 	srv_budget_give(l->srv, l->shm.charged);
 	srv_shm_unmap(l->shm.map, l->shm.map_len);
 	free(l);
@@ -199,7 +199,7 @@ static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 	if (!l->orphan) {
 		pubd_mem_region_release(&l->region);
 		/* Nothing of ours reads it now; the client may still map it. */
-		srv_shm_release_pages(&l->shm, 0, 0);
+		srv_shm_punch(&l->shm, 0, l->shm.map_len);
 	}
 	srv_shm_close(srv, &l->shm, l->orphan);
 	if (!l->orphan)

@@ -283,10 +283,10 @@ uint32_t srv_shm_capacity(uint64_t configured);
  * or -errno having made nothing. */
 int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_shm *s);
 void srv_shm_unmap(uint8_t *map, size_t len);
-/* Punch the pages of a client's log out of its memfd, all but the bytes
- * [keep_off, keep_off + keep_len) of the mapping, before pubd lets go of it
- * (a client may keep its mapping after it disconnects). */
-void srv_shm_release_pages(struct srv_shm *s, size_t keep_off, size_t keep_len);
+/* Punch the whole pages of a client's log's bytes [from, to) out of its
+ * memfd, before pubd lets go of it (a client may keep its mapping after it
+ * disconnects). */
+void srv_shm_punch(struct srv_shm *s, size_t from, size_t to);
 /* Unwatch, close the eventfds; unmap and give the charge back unless
  * keep_map (lent records still read it: the mapping stays charged to the
  * client budget until its owner unmaps it and gives s->charged back, so
@@ -297,7 +297,7 @@ void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map);
 /* dlog.c: a client's deliver log (and pubd_ipc_deliver, which writes into it
  * straight when nothing is queued); calls output.c */
 int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3]);
-void srv_dlog_close(struct pubd_client *c);
+void srv_dlog_close(struct pubd_client *c, bool hung_up);
 /* Put the delivery at the head of the output queue into the log: 1 when
  * it is all in, 0 when it waits for room (what fitted stays written). */
 int srv_dlog_put(struct pubd_client *c, struct pubd_out *o);

@@ -5,6 +5,7 @@
  * closing.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -350,6 +351,15 @@ void srv_on_client(void *ctx, uint32_t events)
 	}
 }
 
+/* The client closed its end (or shut it for writing): libpub closes it in
+ * the call that lets go of its logs, and reads none of them after. */
+static bool peer_hung_up(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 void srv_client_close(struct pubd_client *c)
 {
 	struct pubd_ipc *srv = c->srv;
@@ -361,7 +371,7 @@ void srv_client_close(struct pubd_client *c)
 	/* Deliveries still queued, a half-written one included, never reach
 	 * the client: each is counted against its subscription. */
 	srv_drop_output(c);
-	srv_dlog_close(c);
+	srv_dlog_close(c, peer_hung_up(c->fd));
 	if (c->unsub_deferred) {
 		c->unsub_deferred = false;
 		srv->ndeferred--;

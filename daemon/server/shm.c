@@ -45,13 +45,6 @@ static int make_memfd(size_t len, bool seal_now)
 	return fd;
 }
 
-static void punch(uint8_t *p, size_t len)
-{
-	/* Failing (a kernel without shmem hole punching) leaves them as before. */
-	if (madvise(p, len, MADV_REMOVE) < 0)
-		log_debug("releasing %zu bytes of a log: %s", len, strerror(errno));
-}
-
 void srv_shm_unmap(uint8_t *map, size_t len)
 {
 	if (map && map != MAP_FAILED)
@@ -115,30 +108,29 @@ fail:
 }
 
 /*
- * Give a log's pages back before pubd lets go of it, all but the bytes
- * [keep_off, keep_off + keep_len) of the mapping. The client keeps its own
- * mapping (or the memfd) for as long as it likes after it disconnects, and
- * with it every page pubd wrote, charged to pubd: a client that connects,
- * keeps the mappings and reconnects, again and again, would pin pubd's
- * memory without bound. MADV_REMOVE punches the pages out of the memfd
- * itself, so every mapping reads zeros there from now on (a write gets a
- * fresh page, charged to the writer). A group log cannot be punched (its
- * write seal forbids it); it is not passed here.
+ * Give the pages of a log's bytes [from, to) back, whole pages only (the
+ * bytes either side of the range stay as they are), before pubd lets go of
+ * it. The client keeps its own mapping (or the memfd) for as long as it
+ * likes after it disconnects, and with it every page pubd wrote, charged to
+ * pubd: a client that connects, keeps the mappings and reconnects, again and
+ * again, would pin pubd's memory without bound. MADV_REMOVE punches the
+ * pages out of the memfd itself, so every mapping reads zeros there from now
+ * on (a write gets a fresh page, charged to the writer). A group log cannot
+ * be punched (its write seal forbids it); it is not passed here.
  */
-void srv_shm_release_pages(struct srv_shm *s, size_t keep_off, size_t keep_len)
+void srv_shm_punch(struct srv_shm *s, size_t from, size_t to)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t keep_from = keep_len ? keep_off / page * page : s->map_len;
-	size_t keep_to = keep_len ? (keep_off + keep_len + page - 1) / page * page : s->map_len;
 
 	if (!s->map || s->map == MAP_FAILED)
 		return;
-	if (keep_to > s->map_len)
-		keep_to = s->map_len;
-	if (keep_from > 0)
-		punch(s->map, keep_from);
-	if (keep_to > keep_from && keep_to < s->map_len)
-		punch(s->map + keep_to, s->map_len - keep_to);
+	if (to > s->map_len)
+		to = s->map_len;
+	from = (from + page - 1) / page * page;
+	to = to / page * page;
+	/* Failing (a kernel without shmem hole punching) leaves them as before. */
+	if (from < to && madvise(s->map + from, to - from, MADV_REMOVE) < 0)
+		log_debug("releasing %zu bytes of a log: %s", to - from, strerror(errno));
 }
 
 void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map)

@@ -586,9 +586,10 @@ static size_t resident_pages(uint8_t *p, size_t len)
 
 /* A client that keeps its mappings after it is gone keeps none of the
  * pages pubd wrote (else reconnecting again and again would pin pubd's
- * memory without bound): its deliver log keeps only the record it may
- * still hold (a message returned where it lies is valid until its next
- * pub_recv), whole, and its publish log nothing, its own writes included. */
+ * memory without bound): once it hung up, its deliver log keeps only the
+ * record it may still hold (a message returned where it lies is valid
+ * until its next pub_recv), whole, and its publish log nothing, its own
+ * writes included. */
 static void a_client_gone_leaves_only_the_record_it_holds(void **state)
 {
 	struct fixture *f = *state;
@@ -630,21 +631,28 @@ static void a_client_gone_leaves_only_the_record_it_holds(void **state)
 	assert_int_equal(resident_pages(sc.pmap, sc.plen), 0);
 	shm_close(&sc);
 
-	/* A client pubd ends (a bad record) without its hanging up may still
-	 * be reading: its deliver log's control page goes too, and reads no
-	 * magic, which libpub takes as closed (it reads no group log on). */
+	/* A client pubd ends (a bad record) before it hangs up reads on what
+	 * it has not read (pubd counted it delivered): that stays, all of it.
+	 * Its control page goes, and reads no magic, which libpub takes as
+	 * closed (it reads no group log on). */
 	shm_hello(f, &sc);
 	assert_int_equal(group_req(f, sc.fd, PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
 	deliver(f, "open", 0, 60000);
+	deliver(f, "open", 1, 60000);
 	turn(f);
 	memcpy(sc.pmap + PUB_SHMLOG_CTL_LEN, &(uint64_t){(uint64_t)7 << 32 | 48}, 8);
 	ring(sc.pdoor);
 	while (f->srv.nclients)
 		turn(f);
-	/* (the record at its head stays, unread here: pubd cannot tell it
-	 * from one held) */
-	assert_in_range(resident_pages(sc.dmap, sc.dlen), 60000 / page, held_pages);
+	assert_in_range(resident_pages(sc.dmap, sc.dlen), 2 * 60000 / page, 2 * held_pages);
 	assert_true(((struct pub_shmlog_ctl *)sc.dmap)->magic != PUB_SHMLOG_MAGIC);
+	for (seq = 0; seq < 2; seq++) {
+		assert_int_equal(pub_shmlog_next(&sc.r, &v), 1);
+		assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+		assert_int_equal(p.seq, seq);
+		assert_true(all_bytes(p.data, p.len, (uint8_t)seq));
+		pub_shmlog_consume(&sc.r, &v);
+	}
 	shm_close(&sc);
 }
 
