@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine_internal.h"
+#include "heap.h"
 #include "log.h"
 #include "proto.h"
 
@@ -50,6 +51,7 @@ static void on_status_timer(void *ctx, uint64_t now)
 
 	pubd_notify_status(d);
 	pubd_ipc_tick(&d->ipc, now);
+	pubd_heap_give_back(now);
 	pubd_loop_timer_arm(d->status_timer, now + 1000 * MS);
 }
 
