@@ -614,9 +614,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "pin"))
 		return mode_pin(&s, sock, n);
 usage:
-	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin -s SOCK [-g "
-			"G[,G...]] "
-			"[-n N] "
-			"[--seconds S]\n");
+	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin -s SOCK\n"
+			"       [-g G[,G...]] [-n N] [--seconds S]\n");
 	return 2;
 }
