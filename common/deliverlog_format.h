@@ -15,7 +15,7 @@
  *
  * A group log is a deliver log of one group that pubd writes once for all
  * of that group's local subscribers on it, mapped read-only by each
- * (F_SEAL_FUTURE_WRITE): the same records, and PUB_SHMLOG_END when pubd
+ * (each gets a read-only file of the memfd): the same records, and PUB_SHMLOG_END when pubd
  * moves its readers off it (they find the group's next messages in their
  * own deliver logs). A reader cannot write the log, so it publishes how
  * far it has read in a slot of its own deliver log's control page: pubd

@@ -49,7 +49,7 @@ enum pub_frame_type {
 				    *       after WELCOME: the publish log's, then the deliver log's, in
 				    *       one write, the fds of both in order. Kind GROUP_LOG adds
 				    *       u32 slot, u64 start, name8 group and carries one fd (the
-				    *       memfd, sealed read-only); it comes before the OK of the
+				    *       memfd, opened read-only); it comes before the OK of the
 				    *       SUBSCRIBE it serves. */
 	PUB_FRAME__MAX
 };

@@ -2,9 +2,9 @@
 /*
  * A group log: the shared-memory ring pubd writes each message of a group
  * into once, for all of the group's local subscribers that read it, instead
- * of a copy into each one's deliver log (common/deliverlog_format.h). The
- * memfd is sealed with F_SEAL_FUTURE_WRITE once pubd has mapped it, so a
- * subscriber maps it read-only and cannot make it writable.
+ * of a copy into each one's deliver log (common/deliverlog_format.h). A
+ * subscriber gets a read-only file of the memfd (shm.c): it can map it
+ * read-only only, and cannot make it writable.
  *
  * Readers. A subscriber on shared memory gets the log at SUBSCRIBE (an SHM
  * frame, before the OK), with a slot in its own deliver log's control page
@@ -30,15 +30,22 @@
  * holds of the group (libpub reads the log only from the mark on: the frame
  * comes on the socket, which it reads after its logs).
  *
- * Access. A mapping cannot be taken back: a client given the memfd reads
+ * Access. A mapping cannot be taken back: a client given the log reads
  * whatever is written there later, subscribed or not. So when the
- * subscribe ACL changes the group log is ended and retired (pubd unmaps it
- * and closes its fd) and a new one made; its readers get that one back as
- * above, and a client denied by the new ACL never gets it.
+ * subscribe ACL changes the group log is ended and retired (nothing is
+ * written to it again) and a new one made; its readers get that one back
+ * as above, and a client denied by the new ACL never gets it. Readers get
+ * a read-only file of the memfd (shm.c).
  *
- * Memory: a group's log is kept while the group lives (a reader that left
- * may still map it, so freeing and remaking it would let a client pin any
- * number of them): one per group at most, limits.group_log bytes each. It is
+ * Memory: a group's log is kept while the group lives: one per group at
+ * most, limits.group_log bytes each. A retired log is kept while a reader
+ * may still read it: until each of its readers has read up to its END or
+ * gone, and one that unsubscribed before its END (it may hold a message
+ * there, valid until its next pub_recv) until its connection closes. Then
+ * pubd punches its pages out (MADV_REMOVE) before it lets go: a client that
+ * keeps the mapping longer reads zeros, and pins nothing of pubd's. Without
+ * that, a client could pin one more log each time pubd retired one (an ACL
+ * change, or pubd giving up on a reader, below): any number of them. It is
  * the operator's to size, like the repair window, and not charged to
  * limits.client_buffer_budget, which a few groups' logs would otherwise
  * take from every client's own logs for good. What waits for room in a log
@@ -93,6 +100,10 @@ static void glog_free(struct pubd_ipc *srv, struct srv_glog *gl)
 {
 	unsigned i;
 
+	/* Retired, with no reader left that may read it: its pages go from
+	 * every mapping of it (a client may keep one as long as it likes). */
+	if (!gl->g)
+		srv_shm_punch(&gl->shm, 0, gl->shm.map_len);
 	for (i = 0; i < gl->wq_n; i++)
 		pubd_msgbuf_put(gl->wq[(gl->wq_head + i) % gl->wq_cap].m);
 	free(gl->wq);
@@ -272,6 +283,27 @@ static void wait_less(struct pubd_client *c, uint32_t msgs, size_t bytes)
 	c->glog_wait_bytes -= bytes < c->glog_wait_bytes ? bytes : c->glog_wait_bytes;
 }
 
+/* One of gl's readers is done with it. A retired log goes with its last
+ * reader; the group's stays. */
+static void reader_gone(struct pubd_ipc *srv, struct srv_glog *gl)
+{
+	gl->readers--;
+	if (!gl->g && !gl->readers)
+		glog_free(srv, gl);
+}
+
+/* c keeps gl (still counted a reader) until it closes; false if it cannot. */
+static bool hold(struct pubd_client *c, struct srv_glog *gl)
+{
+	struct srv_glog **h = realloc(c->glog_holds, (c->nglog_holds + 1) * sizeof(*h));
+
+	if (!h)
+		return false;
+	c->glog_holds = h;
+	h[c->nglog_holds++] = gl;
+	return true;
+}
+
 /* s stops reading the log (unsubscribed, or its client closing). */
 void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 {
@@ -288,14 +320,28 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 		s->group->glog_live--;
 	if (!s->glog_live && s->glog_until)
 		gl->draining--;
+	/* A retired log's reader that unsubscribed before its END may hold a
+	 * message there: the log is kept, as if it read on, until its client
+	 * closes (srv_glog_client_closed). */
+	bool holds = !gl->g && s->glog_until && !s->client->ending && hold(s->client, gl);
+
 	slot_give(s->client, s->glog_slot);
 	s->glog = NULL;
 	s->glog_live = false;
 	s->glog_until = 0;
-	gl->readers--;
-	/* A retired log goes with its last reader; the group's stays. */
-	if (!gl->g && !gl->readers)
-		glog_free(srv, gl);
+	if (!holds)
+		reader_gone(srv, gl);
+}
+
+void srv_glog_client_closed(struct pubd_client *c)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nglog_holds; i++)
+		reader_gone(c->srv, c->glog_holds[i]);
+	free(c->glog_holds);
+	c->glog_holds = NULL;
+	c->nglog_holds = 0;
 }
 
 /* What waits in gl, added to (or taken from) each of its readers' counts.
@@ -625,9 +671,8 @@ static void glog_retire(struct pubd_ipc *srv, struct pubd_group *g, const char *
 	gl->g = NULL;
 	if (gl->on_list)
 		wait_unlink(srv, gl);
-	/* Nothing is written to it again: the mapping and the fd can go
-	 * (the readers' mappings are theirs). */
-	srv_shm_close(srv, &gl->shm, false);
+	/* Nothing is written to it again, and it is given to nobody: the fd
+	 * goes. The mapping stays until glog_free punches the pages out. */
 	close(gl->memfd);
 	gl->memfd = -1;
 	if (!gl->readers)

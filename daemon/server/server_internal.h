@@ -179,6 +179,11 @@ struct pubd_client {
 	 * group log again on this connection. */
 	bool glog_withheld;
 	size_t glog_wait_bytes;
+	/* Retired group logs it unsubscribed from before their END (glog.c):
+	 * kept until it closes, as it may hold a message there. */
+	struct srv_glog **glog_holds;
+	unsigned nglog_holds;
+	bool ending;	       /* srv_client_close is under way */
 	size_t out_ctrl_bytes; /* queued reply bytes */
 	bool dirty;	       /* on the flush list */
 	struct pubd_client *next_dirty;
@@ -279,8 +284,9 @@ void srv_publish_accept_local(struct pubd_client *c, uint32_t req_id, struct pub
 /* shm.c: the memfds behind the logs; calls nothing of the server */
 uint32_t srv_shm_capacity(uint64_t configured);
 /* A sealed memfd of a formatted log of cap bytes, mapped at *map, and the
- * log's two eventfds. Returns the memfd (the caller's to send and close),
- * or -errno having made nothing. */
+ * log's two eventfds (a group log: none). Returns the memfd (a group log:
+ * a read-only file of it), the caller's to send and close, or -errno having
+ * made nothing. */
 int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_shm *s);
 void srv_shm_unmap(uint8_t *map, size_t len);
 /* Punch the whole pages of a client's log's bytes [from, to) out of its
@@ -315,6 +321,7 @@ bool srv_dlog_mark(struct pubd_client *c, const char *group, uint8_t glen, bool 
  * before the SUBSCRIBE's OK. Otherwise its deliveries are copied as before. */
 void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s);
 void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s);
+void srv_glog_client_closed(struct pubd_client *c);
 /* Messages waiting for room in the group log s reads (0 when it reads none). */
 unsigned srv_glog_waiting_for(const struct pubd_sub *s);
 /* Write what waits for room; end logs whose readers fell too far behind. */

@@ -33,6 +33,7 @@ void srv_client_hangup(struct pubd_client *c)
 	srv_drop_output(c);
 	while (c->nsubs)
 		srv_client_unsubscribe(c, c->nsubs - 1);
+	srv_glog_client_closed(c);
 	c->gone = true;
 	c->srv->ngone++;
 	pubd_loop_unwatch(c->watch);
@@ -365,6 +366,7 @@ void srv_client_close(struct pubd_client *c)
 	struct pubd_ipc *srv = c->srv;
 	struct pubd_client **p;
 
+	c->ending = true;
 	/* Its publish log first: what it committed is published (or counted)
 	 * while it is still a client with its counters and subscriptions. */
 	srv_publog_close(c, true);
@@ -378,6 +380,7 @@ void srv_client_close(struct pubd_client *c)
 	}
 	while (c->nsubs)
 		srv_client_unsubscribe(c, c->nsubs - 1);
+	srv_glog_client_closed(c);
 	if (c->tx_pending)
 		srv->ops->client_closed(srv->ctx, c, c->tx_pending);
 	c->tx_pending = 0;

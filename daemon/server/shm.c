@@ -6,12 +6,25 @@
  * and formatted here, with the two eventfds each client log's sleep/wake
  * handshake rings (a group log has none: its readers sleep on their
  * deliver logs' doorbells, and ring their space eventfds).
+ *
+ * A group log is pubd's to write and its readers' to read, and a reader
+ * must not be able to write it. Its readers get a read-only file of the
+ * memfd, not the memfd: opened again through /proc/self/fd with O_RDONLY,
+ * after the memfd's mode went to 0400. On that file a reader can neither
+ * map for writing (now or by mprotect later), nor write, truncate, punch or
+ * seal, and it cannot open a writable file of it in turn (the mode: only
+ * pubd's user, or root, could). F_SEAL_FUTURE_WRITE would have done the
+ * same for every process, root too, but it also forbids pubd to punch the
+ * pages out: a retired group log (glog.c) would then stay in memory, charged
+ * to pubd, for as long as any client kept its mapping.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -27,22 +40,33 @@ uint32_t srv_shm_capacity(uint64_t configured)
 	return p;
 }
 
-/* A memfd of len bytes that nobody can resize; seal_now: nor seal further
- * (a group log adds F_SEAL_FUTURE_WRITE once pubd has mapped it). */
-static int make_memfd(size_t len, bool seal_now)
+/* A memfd of len bytes that nobody can resize or seal further. */
+static int make_memfd(size_t len)
 {
 	int fd = memfd_create("pubd-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)len) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | (seal_now ? F_SEAL_SEAL : 0)) < 0) {
+	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		int err = -errno;
 
 		close(fd);
 		return err;
 	}
 	return fd;
+}
+
+/* A read-only file of the memfd fd, for a group log's readers (above). */
+static int reopen_read_only(int fd)
+{
+	char path[64];
+	int ro;
+
+	if (fchmod(fd, 0400) < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	return ro < 0 ? -errno : ro;
 }
 
 void srv_shm_unmap(uint8_t *map, size_t len)
@@ -73,7 +97,7 @@ int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_
 	s->map = NULL;
 	s->map_len = len;
 	s->doorbell_fd = s->space_fd = -1;
-	fd = make_memfd(len, kind != PUB_SHM_GROUP_LOG);
+	fd = make_memfd(len);
 	if (fd < 0)
 		return fd;
 	s->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -81,17 +105,17 @@ int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_
 		err = -errno;
 		goto fail;
 	}
-	/* A group log's readers map it read-only and cannot make it writable:
-	 * from here on no new mapping may write (pubd's own still does). */
-	if (kind == PUB_SHM_GROUP_LOG && fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
-		err = -errno;
-		goto fail;
-	}
 	err = pub_shmlog_format(s->map, len, cap, max_record, kind);
 	if (err < 0)
 		goto fail;
-	if (kind == PUB_SHM_GROUP_LOG)
-		return fd;
+	if (kind == PUB_SHM_GROUP_LOG) {
+		/* Its readers get the read-only file; pubd keeps its mapping. */
+		err = reopen_read_only(fd);
+		if (err < 0)
+			goto fail;
+		close(fd);
+		return err;
+	}
 	s->doorbell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->space_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->doorbell_fd < 0 || s->space_fd < 0) {
@@ -115,8 +139,7 @@ fail:
  * pubd: a client that connects, keeps the mappings and reconnects, again and
  * again, would pin pubd's memory without bound. MADV_REMOVE punches the
  * pages out of the memfd itself, so every mapping reads zeros there from now
- * on (a write gets a fresh page, charged to the writer). A group log cannot
- * be punched (its write seal forbids it); it is not passed here.
+ * on (a write gets a fresh page, charged to the writer).
  */
 void srv_shm_punch(struct srv_shm *s, size_t from, size_t to)
 {

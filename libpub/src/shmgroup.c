@@ -3,7 +3,7 @@
  * Group logs: a group's messages, written once by pubd for all of the
  * group's local subscribers on shared memory (common/deliverlog_format.h).
  * pubd hands one over with an SHM frame before the SUBSCRIBE's OK; it is
- * mapped read-only (pubd sealed it so) and read like the deliver log,
+ * mapped read-only (pubd hands over a read-only file) and read like the deliver log,
  * each message where it lies, valid until the next pub_recv. How far this
  * reader has read goes into its slot in the deliver log's control page,
  * and the deliver log's space eventfd is rung when pubd says it waits for
@@ -82,7 +82,7 @@ int glog_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 	gl = calloc(1, sizeof(*gl));
 	if (!gl)
 		return set_err(c, -ENOMEM, "group log: out of memory");
-	/* Read-only: pubd sealed it against any other mapping that writes. */
+	/* Read-only: pubd hands over a file opened read-only. */
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		free(gl);

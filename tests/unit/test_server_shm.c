@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -830,6 +831,26 @@ static void map_glog(struct glog_reader *gr, const struct pub_msg_shm *m, int fd
 	assert_int_equal(pub_shmlog_reader_init(&gr->r, gr->map, gr->len, m->capacity, m->max_record, m->start), 0);
 }
 
+/* Whether a client that is not root (nobody's uid, if we are root) fails
+ * to open the file behind fd for writing, through /proc/self/fd. */
+static int cannot_reopen_writable(int fd)
+{
+	char path[64];
+	int status = 0;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		if (geteuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
+			_exit(2);
+		_exit(open(path, O_RDWR) < 0 && errno == EACCES ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* SUBSCRIBE with the group log's SHM frame (and its memfd) before the OK;
  * the log mapped read-only, as libpub maps it. */
 static void subscribe_glog(struct fixture *f, struct shm_client *sc, const char *group, struct glog_reader *gr)
@@ -860,11 +881,16 @@ static void subscribe_glog(struct fixture *f, struct shm_client *sc, const char 
 	assert_int_equal(pub_proto_frame_peek(buf + off, have - off, 4096, &type, &len, &body, NULL), 1);
 	assert_int_equal(type, PUB_FRAME_OK);
 	assert_true(fd >= 0);
-	/* Read-only for the reader: no mapping of it can write, now or later. */
+	/* Read-only for the reader: no mapping of it can write, now or later,
+	 * nor can it write, resize, punch or seal it, or open it writable. */
 	w = mmap(NULL, pub_shmlog_map_len(m.capacity), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(w == MAP_FAILED);
-	assert_int_equal(errno, EPERM);
+	assert_int_equal(errno, EACCES);
 	assert_int_equal(write(fd, "x", 1), -1);
+	assert_int_equal(ftruncate(fd, 0), -1);
+	assert_int_equal(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), -1);
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+	assert_int_equal(cannot_reopen_writable(fd), 1);
 	map_glog(gr, &m, fd);
 	assert_int_equal(mprotect(gr->map, gr->len, PROT_READ | PROT_WRITE), -1);
 }
@@ -1111,6 +1137,69 @@ static void a_changed_subscribe_acl_retires_the_group_log(void **state)
 	shm_close(&b);
 }
 
+/* A retired group log is given back once nobody may read it: its pages
+ * go from every mapping (a client that keeps one pins nothing of pubd's:
+ * otherwise each retirement would let it pin one more log). Not while a
+ * client that unsubscribed before its END may still hold a message there:
+ * that one keeps it, whole, until its connection closes. */
+static void a_retired_group_log_is_given_back(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct pubd_acl_entry e = {.kind = PUBD_ACL_UID, .id = getuid()};
+	const struct pubd_group_config *gc = g->cfg;
+	struct pubd_group_config changed = *gc;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct shm_client a, b;
+	struct glog_reader ga, gb, ga2;
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	uint64_t na = 1, seq;
+	uint32_t code;
+	bool ended;
+
+	shm_hello(f, &a);
+	shm_hello(f, &b);
+	subscribe_glog(f, &a, "open", &ga);
+	subscribe_glog(f, &b, "open", &gb);
+	for (seq = 1; seq <= 8; seq++)
+		fan_out(f, g, seq, 3000);
+	changed.subscribe = (struct pubd_acl){.entries = &e, .n = 1, .present = true};
+	g->cfg = &changed;
+	pubd_ipc_acl_changed(&f->srv, g);
+	/* b takes its first message where it lies, and unsubscribes. */
+	assert_int_equal(pub_shmlog_next(&gb.r, &v), 1);
+	assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+	assert_int_equal(p.seq, 1);
+	assert_int_equal(group_req(f, b.fd, PUB_FRAME_UNSUBSCRIBE, "open", &code), PUB_FRAME_OK);
+	/* a reads to the END and gets the new log at the next tick. */
+	assert_int_equal(read_glog(&a, &ga, &na, &ended), 8);
+	assert_true(ended);
+	pubd_ipc_tick(&f->srv, 0);
+	given_back(f, &a, &ga2);
+	assert_true(next_is_mark(&a, "open"));
+	/* b may still hold its message: the old log stays, whole. */
+	assert_true(resident_pages(gb.map, gb.len) >= 8 * 3000 / page);
+	assert_true(all_bytes(p.data, p.len, 1));
+	/* b gone: nobody may read the old log now, and its pages are out of
+	 * every mapping of it (a's and b's here, which they kept). */
+	close(b.fd);
+	b.fd = -1;
+	while (f->srv.nclients > 1)
+		turn(f);
+	assert_int_equal(resident_pages(gb.map, gb.len), 0);
+	assert_int_equal(resident_pages(ga.map, ga.len), 0);
+	/* The group's new log is untouched. */
+	fan_out(f, g, seq, 100);
+	assert_int_equal(read_glog(&a, &ga2, &na, &ended), 1);
+	g->cfg = gc;
+	munmap(ga.map, ga.len);
+	munmap(gb.map, gb.len);
+	munmap(ga2.map, ga2.len);
+	shm_close(&a);
+	shm_close(&b);
+}
+
 /* What waits in group logs counts against each reader's subscriber queue:
  * one reader of two groups that never reads makes pubd hold one queue's
  * worth for it, not one per group. Past it the log ends, its reader goes
@@ -1273,6 +1362,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_slow_reader_moves_every_reader_off_the_group_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_changed_subscribe_acl_retires_the_group_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_of_two_group_logs_is_held_one_queue, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_retired_group_log_is_given_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_stuck_reader_is_given_up_on, setup, teardown),
 	};
 
