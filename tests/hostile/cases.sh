@@ -886,6 +886,39 @@ case_c_shm_pin() {
 	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" status
 }
 
+# A subscriber the ACL allows that makes pubd retire group logs, one after
+# the other, and keeps each mapped (hostile_shm retire): it takes the log
+# and reads nothing; traffic fills it, ends it, and past
+# limits.group_log_drain_ms pubd gives up on it and retires the log; it
+# reconnects, takes the new one, closes the old connection, and so on. A
+# retired log used to stay in memory, charged to pubd, for as long as a
+# client mapped it: here 10 logs of 256 KiB each (2,600 KiB), without bound for a
+# client that goes on. Now pubd punches a retired log's pages out once
+# nobody may read it.
+case_c_glog_retire() {
+	local out kib pub_pid
+	h_pubd d <<-EOF
+		limits:
+		  subscriber_queue: 64
+		  group_log: 256KiB
+		  group_log_drain_ms: 200
+		groups:
+		  - name: h
+		    address: 239.77.2.2
+	EOF
+	it_bg pub - "$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 10000000 --size 1000 --rate 5000
+	pub_pid=$IT_BG_PID
+	out=$("$HSHM" retire -s "$(it_sock d)" -g h -n 11)
+	kill "$pub_pid" 2>/dev/null
+	it_reap "$pub_pid" 10
+	h_fig "$out; group_log_abandoned $(it_group_val d h group_log_abandoned)"
+	kib=$(sed -n 's/.*retired: \([0-9]*\) KiB of them in memory.*/\1/p' <<<"$out")
+	it_check "10 retired group logs kept mapped pin under 64 KiB (${kib:-?} KiB)" test "${kib:-999999}" -lt 64
+	it_check "pubd gave up on the reader each time ($(it_group_val d h group_log_abandoned))" \
+		test "$(it_group_val d h group_log_abandoned)" -ge 10
+	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" status
+}
+
 # A subscriber that lies in its deliver log's control page (its read
 # position ahead, at 2^64 - 1, at 0, then true with the ring scribbled;
 # pubd's own fields overwritten; the space eventfd rung after each) while a

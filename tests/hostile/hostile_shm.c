@@ -26,6 +26,9 @@
  *   hostile_shm pin      -s SOCK -n N      connects N times, each time
  *                                          keeping both logs mapped after
  *                                          the connection is gone
+ *   hostile_shm retire   -s SOCK -g G -n N makes pubd retire N - 1 group
+ *                                          logs of G, keeping each mapped
+ *                                          (see mode_retire)
  *
  * Each prints one line saying what it did and what pubd answered.
  */
@@ -37,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +54,8 @@ struct shm {
 	uint8_t *map;
 	size_t len;
 	struct pub_shmlog_writer w;
+	uint8_t rbuf[1 << 16]; /* what the socket said, not yet read (await_frame) */
+	size_t have;
 };
 
 static void die(const char *what)
@@ -89,6 +95,7 @@ static void shm_open_logs(const char *path, struct shm *s)
 	long n;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	s->have = 0;
 	s->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->sock < 0 || connect(s->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die("connect");
@@ -308,20 +315,19 @@ static int mode_dlog(struct shm *s, const char *group, double seconds)
 	return 0;
 }
 
-/* The group log's SHM frame (and its memfd) that comes before the OK. */
 /*
- * Read the socket up to the next OK (the answer to a SUBSCRIBE); returns the
- * group logs handed over before it (SHM frames with an fd), or -1. The last
- * one's frame and fd go to *m and *fd when not NULL.
+ * Read the socket up to the next frame of type `until` (an OK: the answer
+ * to a SUBSCRIBE; an SHM frame: a group log handed over, at SUBSCRIBE or
+ * given back later), for at most ms between reads; returns the group logs
+ * handed over up to it (SHM frames with an fd), or -1. The last one's frame
+ * and fd go to *m and *fd when not NULL.
  */
-static int await_ok(const struct shm *s, struct pub_msg_shm *m, int *fd)
+static int await_frame(struct shm *s, uint8_t until, int ms, struct pub_msg_shm *m, int *fd)
 {
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int) * 8)];
 	} ctl;
-	static uint8_t buf[1 << 16];
-	static size_t have;
 	struct pollfd p = {.fd = s->sock, .events = POLLIN};
 	struct pub_msg_shm shm;
 	int logs = 0, got = -1;
@@ -331,9 +337,10 @@ static int await_ok(const struct shm *s, struct pub_msg_shm *m, int *fd)
 		uint32_t len;
 		uint8_t type;
 		size_t off = 0;
-		bool ok = false;
+		bool done = false;
 
-		while (!ok && pub_proto_frame_peek(buf + off, have - off, sizeof(buf), &type, &len, &body, NULL) == 1) {
+		while (!done && pub_proto_frame_peek(s->rbuf + off, s->have - off, sizeof(s->rbuf), &type, &len, &body,
+						     NULL) == 1) {
 			if (type == PUB_FRAME_SHM && pub_proto_dec_shm(body, len, &shm) == 0 &&
 			    shm.kind == PUB_SHM_GROUP_LOG) {
 				logs++;
@@ -342,16 +349,16 @@ static int await_ok(const struct shm *s, struct pub_msg_shm *m, int *fd)
 				if (fd)
 					*fd = got;
 			}
-			ok = type == PUB_FRAME_OK;
+			done = type == until;
 			off += PUB_PROTO_HDR_LEN + len;
 		}
-		memmove(buf, buf + off, have - off);
-		have -= off;
-		if (ok)
+		memmove(s->rbuf, s->rbuf + off, s->have - off);
+		s->have -= off;
+		if (done)
 			return logs;
-		if (poll(&p, 1, 5000) != 1)
+		if (poll(&p, 1, ms) != 1)
 			return -1;
-		struct iovec iov = {.iov_base = buf + have, .iov_len = sizeof(buf) - have};
+		struct iovec iov = {.iov_base = s->rbuf + s->have, .iov_len = sizeof(s->rbuf) - s->have};
 		struct msghdr mh = {
 			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl)};
 		ssize_t r = recvmsg(s->sock, &mh, 0);
@@ -361,12 +368,17 @@ static int await_ok(const struct shm *s, struct pub_msg_shm *m, int *fd)
 		/* An fd comes with the first byte of the SHM frame it belongs to. */
 		if (CMSG_FIRSTHDR(&mh))
 			memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(got));
-		have += (size_t)r;
+		s->have += (size_t)r;
 	}
 }
 
+static int await_ok(struct shm *s, struct pub_msg_shm *m, int *fd)
+{
+	return await_frame(s, PUB_FRAME_OK, 5000, m, fd);
+}
+
 /* The group log a SUBSCRIBE was answered with: its frame in *m, its fd. */
-static int group_log_fd(const struct shm *s, struct pub_msg_shm *m)
+static int group_log_fd(struct shm *s, struct pub_msg_shm *m)
 {
 	int fd = -1, logs = await_ok(s, m, &fd);
 
@@ -570,6 +582,95 @@ static int mode_pin(struct shm *s, const char *path, unsigned n)
 	return 0;
 }
 
+/* Let go of a connection: its fds, its publish log's mapping, the socket. */
+static void shm_close_all(struct shm *s)
+{
+	int k;
+
+	for (k = 0; k < 6; k++)
+		close(s->fds[k]);
+	munmap(s->map, s->len);
+	close(s->sock);
+}
+
+/*
+ * A reader that makes pubd retire group logs, one after the other, and
+ * keeps each: n times it connects and subscribes to group until pubd hands
+ * it a group log with the SUBSCRIBE, and a new one (another memfd: the
+ * last one retired),
+ * maps it read-only and reads nothing, then closes its previous connection
+ * (keeping that one's mapping). With traffic in the group its log fills,
+ * ends, and past limits.group_log_drain_ms pubd gives up on it and retires
+ * the log; the next connection gets the new one. Every log but the last is
+ * a retired one that the client still maps: prints how much of them is
+ * still in memory at the end.
+ */
+static int mode_retire(struct shm *s, const char *path, const char *group, unsigned n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), kept = 0, most = 0;
+	struct shm *prev = NULL, *cur = s, *spare = malloc(sizeof(*spare));
+	struct {
+		uint8_t *p;
+		size_t len;
+	} *maps = calloc(n, sizeof(*maps));
+	struct timespec pause = {.tv_nsec = 20000000};
+	struct pub_msg_shm m;
+	struct stat st;
+	ino_t ino = 0;
+	unsigned i, tries;
+	int fd;
+
+	if (!maps || !spare)
+		die("calloc");
+	for (i = 0; i < n; i++) {
+		/* While the last log drains, a SUBSCRIBE gets none: try again. */
+		for (tries = 0;; tries++) {
+			if (i || tries)
+				shm_open_logs(path, cur);
+			subscribe(cur, group);
+			fd = -1;
+			if (await_ok(cur, &m, &fd) == 1 && fd >= 0 && fstat(fd, &st) == 0 && (!i || st.st_ino != ino))
+				break;
+			if (fd >= 0)
+				close(fd);
+			shm_close_all(cur);
+			if (tries == 1500)
+				die("no group log within 30 s");
+			nanosleep(&pause, NULL);
+		}
+		maps[i].len = pub_shmlog_map_len(m.capacity);
+		maps[i].p = mmap(NULL, maps[i].len, PROT_READ, MAP_SHARED, fd, 0);
+		if (maps[i].p == MAP_FAILED)
+			die("mmap group log");
+		close(fd);
+		ino = st.st_ino;
+		if (prev) {
+			size_t in = resident(maps[i - 1].p, maps[i - 1].len);
+
+			most = in > most ? in : most;
+			shm_close_all(prev);
+		}
+		prev = cur;
+		cur = cur == s ? spare : s;
+	}
+	/* Every log before the last was retired, and its reader is gone (pubd
+	 * sees the last one go a moment later: look again for up to 3 s). */
+	for (tries = 0; tries < 300; tries++) {
+		for (kept = 0, i = 0; i + 1 < n; i++)
+			kept += resident(maps[i].p, maps[i].len);
+		if (!kept)
+			break;
+		nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+	}
+	printf("retire: %u group logs taken on %u connections and kept mapped; the %u retired: %zu KiB of them "
+	       "in memory (one held %zu KiB while read)\n",
+	       n, n, n - 1, kept * page / 1024, most * page / 1024);
+	shm_close_all(prev);
+	free(spare);
+	free(maps);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h";
@@ -613,8 +714,11 @@ int main(int argc, char **argv)
 		return mode_hoard(&s, group, seconds);
 	if (!strcmp(argv[1], "pin"))
 		return mode_pin(&s, sock, n);
+	if (!strcmp(argv[1], "retire"))
+		return mode_retire(&s, sock, group, n);
 usage:
-	fprintf(stderr, "usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin -s SOCK\n"
-			"       [-g G[,G...]] [-n N] [--seconds S]\n");
+	fprintf(stderr,
+		"usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin|retire -s SOCK\n"
+		"       [-g G[,G...]] [-n N] [--seconds S]\n");
 	return 2;
 }
