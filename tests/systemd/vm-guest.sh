@@ -143,6 +143,16 @@ with pub.Client() as sub, pub.Client() as p:
 else
 	fail "python3_pub_publishes_and_receives: $out"
 fi
+# The subscriber above was on shared memory: pubd, in its sandbox as user
+# pubd, made the group's log and handed it over as a read-only file (a
+# memfd opened again through /proc/self/fd): without that it would have
+# fallen back to copies, and said so only in the journal.
+glog=$(pubctl --json groups 2>&1 | jq -r '.groups[] | select(.name == "telemetry") | .group_log' 2>&1)
+if [ "${glog:-0}" -gt 0 ] 2>/dev/null && ! journalctl -q -u pubd.service -o cat --no-pager | grep -q 'cannot make its group log'; then
+	pass "sandbox_makes_group_logs: telemetry's group log is $glog bytes"
+else
+	fail "sandbox_makes_group_logs: group_log '$glog'; $(journalctl -q -u pubd.service -o cat --no-pager | grep -m1 'group log')"
+fi
 # The man pages went to the packages that own them (man -w when man-db is there).
 pages="/usr/share/man/man8/pubd.8.gz /usr/share/man/man5/pubd.yaml.5.gz /usr/share/man/man1/pubctl.1.gz /usr/share/man/man3/pub_connect.3.gz"
 # shellcheck disable=SC2086 # $pages: a list of plain paths
