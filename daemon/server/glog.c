@@ -114,6 +114,23 @@ static void glog_free(struct pubd_ipc *srv, struct srv_glog *gl)
 	free(gl);
 }
 
+/* A group log pubd could not make (no /proc to reopen it read-only, out of
+ * memory): its subscribers get copies. Each SUBSCRIBE tries again, so the
+ * reason is logged once per period with the count, not once a SUBSCRIBE. */
+static void make_failed(struct pubd_ipc *srv, const struct pubd_group *g, int err)
+{
+	uint64_t now = pubd_now_ns();
+
+	srv->glog_fails++;
+	if (srv->glog_fail_log_ns && now - srv->glog_fail_log_ns < ACCEPT_LOG_NS)
+		return;
+	log_warn("group %s: cannot make its group log (%s; %u failure%s in all since the last such line): its "
+		 "subscribers get copies",
+		 g->name, strerror(err), srv->glog_fails, srv->glog_fails == 1 ? "" : "s");
+	srv->glog_fail_log_ns = now;
+	srv->glog_fails = 0;
+}
+
 static struct srv_glog *glog_make(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	uint32_t cap = srv_shm_capacity(srv->cfg->group_log);
@@ -131,11 +148,10 @@ static struct srv_glog *glog_make(struct pubd_ipc *srv, struct pubd_group *g)
 	}
 	if (gl->acl.n)
 		memcpy(gl->acl.entries, g->cfg->subscribe.entries, gl->acl.n * sizeof(*gl->acl.entries));
-	/* Sealed read-only for everyone but this mapping (shm.c). */
+	/* Writable by this mapping only; readers get a read-only file (shm.c). */
 	gl->memfd = srv_shm_make(NULL, cap, PUB_SHM_GROUP_LOG, &gl->shm);
 	if (gl->memfd < 0 || pub_shmlog_writer_init(&gl->w, gl->shm.map, gl->shm.map_len, false) < 0) {
-		log_warn("group %s: cannot make its group log: %s", g->name,
-			 strerror(gl->memfd < 0 ? -gl->memfd : EPROTO));
+		make_failed(srv, g, gl->memfd < 0 ? -gl->memfd : EPROTO);
 		glog_free(srv, gl);
 		return NULL;
 	}

@@ -112,6 +112,8 @@ struct pubd_ipc {
 	uint64_t accept_fail_logged;	/* accept errors and refusals already logged */
 	uint64_t refused_logged;
 	uint64_t last_accept_log_ns;
+	uint64_t glog_fail_log_ns; /* a group log could not be made: last said then */
+	unsigned glog_fails;	   /* ...and failed so many times since */
 	struct pubd_out *free_outs;
 };
 
