@@ -503,6 +503,9 @@ case_c_counters_agree() {
 	it_ctl d pub nosuchgroup x >/dev/null 2>&1
 	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 200 --size 100000 >/dev/null
 	it_wait "the stream's 20" 20 it_group_is d h received 20
+	# Its hole is declared lost a tick or two later (the group's and the
+	# source's seq_gap): the counters below are compared once it is.
+	it_wait "the stream's hole counted" 30 h_seq_gap_is d 5
 	# The subscriber goes with its queue: what it had not been given is
 	# counted, so for the group delivered + subscriber drops is everything.
 	kill -TERM "$IT_BG_PID"
@@ -543,6 +546,10 @@ case_c_counters_agree() {
 }
 
 h_counter_at_least() { [ "$(it_counter "$1" "$2")" -ge "$3" ]; }
+# h_seq_gap_is NAME N: the group-scope seq_gap drops of daemon NAME are N.
+h_seq_gap_is() {
+	[ "$(it_q "$1" drops '[.drops[] | select(.scope == "group" and .reason == "seq_gap") | .count] | add // 0')" = "$2" ]
+}
 
 h_partials_gone() { # N: at least N partial messages counted as dropped
 	[ "$(it_q d drops '[.drops[] | select(.scope == "group" and (.reason | startswith("reasm_"))) | .count] | add // 0')" -ge "$1" ]
