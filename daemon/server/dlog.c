@@ -40,39 +40,18 @@ static void on_space(void *ctx, uint32_t events)
 }
 
 /*
- * The one record a client gone may still read: libpub returns a message of
- * one record where it lies, valid until the caller's next pub_recv whatever
- * became of the connection, and gives back every record before it (and
- * reads none past it). So it is the first message record at the reader's
- * head (past a padding record at the wrap). Found with a reader of our own:
- * the client could have written anything into the ring or its head, and
- * what is kept is one record within what we wrote, or nothing. Returns its
- * end, *off its start (offsets in the mapping); 0 for none.
- */
-static size_t held_record(const struct srv_dlog *l, uint64_t head, size_t *off)
-{
-	const struct pub_shmlog_writer *w = &l->w;
-	struct pub_shmlog_reader r;
-	struct pub_shmlog_view v;
-
-	if (pub_shmlog_reader_init(&r, l->shm.map, l->shm.map_len, w->cap, w->max_record, head) < 0 ||
-	    pub_shmlog_next(&r, &v) != 1 || v.pos >= w->tail)
-		return 0;
-	*off = (size_t)(v.body - l->shm.map) - PUB_SHMLOG_HDR_LEN;
-	return *off + PUB_SHMLOG_HDR_LEN + (size_t)v.len;
-}
-
-/*
  * At its end the log gives back every page but what its client may still
- * read. A client that hung up reads at most the record it holds. One pubd
- * ends before it hangs up (a protocol error, the disconnect policy) reads on
- * what it has not read yet, [head, tail), which pubd counted delivered, and
- * stops at the socket's end: that stays. The control page goes either way:
- * a libpub still attached reads its zeros (no magic) as closed, as it reads
- * the closed flag, and stops reading its group logs, which pubd writes on
- * for others.
+ * read. A client that hung up reads nothing more: libpub copies a message
+ * it still returns where it lies into pages of its own before it lets go
+ * of the connection (conn.c), so every page goes. One that pubd ended
+ * before it hung up (a protocol error, the disconnect policy) reads on what
+ * it has not read yet, [head, tail), which pubd counted delivered: that
+ * stays while the connection lingers (ended.c), and at pubd's exit. The
+ * control page goes either way: a libpub still attached reads its zeros (no
+ * magic) as closed, as it reads the closed flag, and stops reading its group
+ * logs, which pubd writes on for others.
  */
-static void dlog_free(struct pubd_ipc *srv, struct srv_dlog *l, bool hung_up)
+void srv_dlog_free(struct pubd_ipc *srv, struct srv_dlog *l, bool hung_up)
 {
 	const struct pub_shmlog_writer *w = &l->w;
 	const size_t ring = PUB_SHMLOG_CTL_LEN, end = l->shm.map_len;
@@ -80,13 +59,8 @@ static void dlog_free(struct pubd_ipc *srv, struct srv_dlog *l, bool hung_up)
 	size_t from, to;
 
 	/* The head is the client's: one that means nothing keeps nothing. */
-	if (!w->ctl || head >= w->tail || w->tail - head > w->cap) {
+	if (hung_up || !w->ctl || head >= w->tail || w->tail - head > w->cap) {
 		srv_shm_punch(&l->shm, 0, end);
-	} else if (hung_up) {
-		to = held_record(l, head, &from);
-		srv_shm_punch(&l->shm, 0, to ? from : end);
-		if (to)
-			srv_shm_punch(&l->shm, to, end);
 	} else {
 		from = ring + (size_t)(head & (w->cap - 1));
 		to = ring + (size_t)(w->tail & (w->cap - 1));
@@ -125,7 +99,7 @@ int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 	    !(l->shm.watch = pubd_loop_watch(srv->loop, l->shm.space_fd, EPOLLIN, on_space, c))) {
 		if (memfd >= 0)
 			close(memfd);
-		dlog_free(srv, l, true);
+		srv_dlog_free(srv, l, true);
 		return memfd < 0 ? memfd : -ENOMEM;
 	}
 	c->dlog = l;
@@ -141,7 +115,7 @@ void srv_dlog_close(struct pubd_client *c, bool hung_up)
 	if (!c->dlog)
 		return;
 	srv_said_closed(c);
-	dlog_free(c->srv, c->dlog, hung_up);
+	srv_dlog_free(c->srv, c->dlog, hung_up);
 	c->dlog = NULL;
 }
 

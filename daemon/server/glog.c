@@ -308,15 +308,17 @@ static void reader_gone(struct pubd_ipc *srv, struct srv_glog *gl)
 		glog_free(srv, gl);
 }
 
-/* c keeps gl (still counted a reader) until it closes; false if it cannot. */
+/* c keeps gl (still counted a reader) until it closes or hangs up; false
+ * if it cannot. */
 static bool hold(struct pubd_client *c, struct srv_glog *gl)
 {
-	struct srv_glog **h = realloc(c->glog_holds, (c->nglog_holds + 1) * sizeof(*h));
+	struct srv_glog_holds *h = &c->glog_holds;
+	struct srv_glog **v = realloc(h->v, (h->n + 1) * sizeof(*v));
 
-	if (!h)
+	if (!v)
 		return false;
-	c->glog_holds = h;
-	h[c->nglog_holds++] = gl;
+	h->v = v;
+	v[h->n++] = gl;
 	return true;
 }
 
@@ -336,10 +338,11 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 		s->group->glog_live--;
 	if (!s->glog_live && s->glog_until)
 		gl->draining--;
-	/* A retired log's reader that unsubscribed before its END may hold a
-	 * message there: the log is kept, as if it read on, until its client
-	 * closes (srv_glog_client_closed). */
-	bool holds = !gl->g && s->glog_until && !s->client->ending && hold(s->client, gl);
+	/* A retired log's reader that leaves before its END may hold a message
+	 * there: one that unsubscribed, or that pubd ends before it hung up.
+	 * The log is kept, as if it read on, until its client closes or hangs
+	 * up (srv_ended_holds). */
+	bool holds = !gl->g && s->glog_until && !s->client->hung_up && hold(s->client, gl);
 
 	slot_give(s->client, s->glog_slot);
 	s->glog = NULL;
@@ -349,15 +352,15 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 		reader_gone(srv, gl);
 }
 
-void srv_glog_client_closed(struct pubd_client *c)
+void srv_glog_holds_release(struct pubd_ipc *srv, struct srv_glog_holds *h)
 {
 	unsigned i;
 
-	for (i = 0; i < c->nglog_holds; i++)
-		reader_gone(c->srv, c->glog_holds[i]);
-	free(c->glog_holds);
-	c->glog_holds = NULL;
-	c->nglog_holds = 0;
+	for (i = 0; i < h->n; i++)
+		reader_gone(srv, h->v[i]);
+	free(h->v);
+	h->v = NULL;
+	h->n = 0;
 }
 
 /* What waits in gl, added to (or taken from) each of its readers' counts.

@@ -99,7 +99,7 @@ static bool operator_reserve_admits(const struct pubd_ipc *srv, int fd)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
-	if (srv->nclients >= srv->cfg->max_clients + OPERATOR_RESERVE)
+	if (srv->nclients + srv->nlingering >= srv->cfg->max_clients + OPERATOR_RESERVE)
 		return false;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return false;
@@ -120,7 +120,7 @@ static void on_accept(void *ctx, uint32_t events)
 				continue;
 			return;
 		}
-		if (srv->nclients >= srv->cfg->max_clients && !operator_reserve_admits(srv, fd)) {
+		if (srv->nclients + srv->nlingering >= srv->cfg->max_clients && !operator_reserve_admits(srv, fd)) {
 			refuse(srv, fd, "pubd has limits.max_clients connections already; try again later");
 			continue;
 		}
@@ -363,6 +363,7 @@ void pubd_ipc_close(struct pubd_ipc *srv)
 
 	while (srv->clients)
 		srv_client_close(srv->clients);
+	srv_ended_close_all(srv);
 	if (srv->groups)
 		pubd_groups_foreach(srv->groups, g, i) srv_glog_group_removed(srv, g);
 	if (srv->listen_watch)

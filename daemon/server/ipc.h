@@ -93,6 +93,10 @@ struct pubd_ipc {
 	char *path; /* NULL when systemd owns the socket */
 	struct pubd_client *clients;
 	unsigned nclients;
+	/* Deliver logs of connections pubd ended, kept until their clients
+	 * hang up (dlog.c); each counts against limits.max_clients. */
+	struct srv_dlog_linger *lingering;
+	unsigned nlingering;
 	uint32_t next_id;
 	struct pubd_client *dirty;
 	unsigned npaused; /* clients not being read (back-pressure): the loop looks for them only when there are some */

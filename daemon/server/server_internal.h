@@ -116,6 +116,12 @@ struct srv_publog {
 	uint64_t records;
 };
 
+/* Retired group logs kept for a client that may hold a message in one. */
+struct srv_glog_holds {
+	struct srv_glog **v;
+	unsigned n;
+};
+
 /* A client's shared-memory deliver log (dlog.c). */
 struct srv_dlog {
 	struct srv_shm shm; /* doorbell: we ring it; space: the client rings it */
@@ -179,13 +185,14 @@ struct pubd_client {
 	 * group log again on this connection. */
 	bool glog_withheld;
 	size_t glog_wait_bytes;
-	/* Retired group logs it unsubscribed from before their END (glog.c):
-	 * kept until it closes, as it may hold a message there. */
-	struct srv_glog **glog_holds;
-	unsigned nglog_holds;
-	bool ending;	       /* srv_client_close is under way */
-	size_t out_ctrl_bytes; /* queued reply bytes */
-	bool dirty;	       /* on the flush list */
+	/* Retired group logs it left before their END, while it may still
+	 * hold a message there (glog.c): kept until it closes, or hangs up. */
+	struct srv_glog_holds glog_holds;
+	bool ending;			/* srv_client_close is under way */
+	bool hung_up;			/* ...and the client had hung up */
+	struct srv_dlog_linger *linger; /* ...and its deliver log lingers (dlog.c) */
+	size_t out_ctrl_bytes;		/* queued reply bytes */
+	bool dirty;			/* on the flush list */
 	struct pubd_client *next_dirty;
 
 	uint32_t tx_pending; /* its messages waiting in transmit queues */
@@ -304,6 +311,18 @@ void srv_shm_close(struct pubd_ipc *srv, struct srv_shm *s, bool keep_map);
  * straight when nothing is queued); calls output.c */
 int srv_dlog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3]);
 void srv_dlog_close(struct pubd_client *c, bool hung_up);
+/* At the log's end: its pages given back but what its client may still
+ * read (hung_up: nothing), then unmapped and freed. */
+void srv_dlog_free(struct pubd_ipc *srv, struct srv_dlog *l, bool hung_up);
+
+/* ended.c: a connection pubd ends before its client hung up keeps its
+ * deliver log (taken from c), and the retired group logs it may hold a
+ * message in (srv_ended_holds, once it left them), until the client hangs
+ * up; false if it cannot (the caller lets go of the log at once). */
+bool srv_ended_linger(struct pubd_client *c);
+void srv_ended_holds(struct pubd_client *c);
+/* Let go of everything kept for connections pubd ended (at exit). */
+void srv_ended_close_all(struct pubd_ipc *srv);
 /* Put the delivery at the head of the output queue into the log: 1 when
  * it is all in, 0 when it waits for room (what fitted stays written). */
 int srv_dlog_put(struct pubd_client *c, struct pubd_out *o);
@@ -321,7 +340,9 @@ bool srv_dlog_mark(struct pubd_client *c, const char *group, uint8_t glen, bool 
  * before the SUBSCRIBE's OK. Otherwise its deliveries are copied as before. */
 void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s);
 void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s);
-void srv_glog_client_closed(struct pubd_client *c);
+/* Those logs are let go of (its client gone, or hung up at last). */
+void srv_glog_holds_release(struct pubd_ipc *srv, struct srv_glog_holds *h);
+
 /* Messages waiting for room in the group log s reads (0 when it reads none). */
 unsigned srv_glog_waiting_for(const struct pubd_sub *s);
 /* Write what waits for room; end logs whose readers fell too far behind. */

@@ -30,10 +30,11 @@ void srv_client_hangup(struct pubd_client *c)
 {
 	if (c->gone)
 		return;
+	c->hung_up = true; /* it holds no message in a retired group log */
 	srv_drop_output(c);
 	while (c->nsubs)
 		srv_client_unsubscribe(c, c->nsubs - 1);
-	srv_glog_client_closed(c);
+	srv_ended_holds(c);
 	c->gone = true;
 	c->srv->ngone++;
 	pubd_loop_unwatch(c->watch);
@@ -367,20 +368,24 @@ void srv_client_close(struct pubd_client *c)
 	struct pubd_client **p;
 
 	c->ending = true;
+	c->hung_up = peer_hung_up(c->fd);
 	/* Its publish log first: what it committed is published (or counted)
 	 * while it is still a client with its counters and subscriptions. */
 	srv_publog_close(c, true);
 	/* Deliveries still queued, a half-written one included, never reach
 	 * the client: each is counted against its subscription. */
 	srv_drop_output(c);
-	srv_dlog_close(c, peer_hung_up(c->fd));
+	/* Ended by pubd before it hung up: it reads on what its deliver log
+	 * holds, and pubd keeps that until it hangs up (ended.c). */
+	if (c->hung_up || !srv_ended_linger(c))
+		srv_dlog_close(c, c->hung_up);
 	if (c->unsub_deferred) {
 		c->unsub_deferred = false;
 		srv->ndeferred--;
 	}
 	while (c->nsubs)
 		srv_client_unsubscribe(c, c->nsubs - 1);
-	srv_glog_client_closed(c);
+	srv_ended_holds(c);
 	if (c->tx_pending)
 		srv->ops->client_closed(srv->ctx, c, c->tx_pending);
 	c->tx_pending = 0;

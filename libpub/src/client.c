@@ -27,6 +27,7 @@ static void client_free(struct pub_client *c)
 {
 	struct pub_queued *q, *next;
 
+	c->held_data = NULL; /* the caller's message goes with the handle */
 	conn_close(c);
 	shm_release_dead(c);
 	if (c->epfd >= 0)

@@ -80,6 +80,7 @@ static void timer_arm(struct pub_client *c, uint64_t at_ns)
 
 void conn_close(struct pub_client *c)
 {
+	shm_keep_held(c); /* pubd takes the logs' pages back when the socket goes */
 	if (c->sock >= 0) {
 		epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->sock, NULL);
 		close(c->sock);

@@ -130,6 +130,10 @@ struct pub_client {
 	int dlog_doorbell; /* pubd rings it when we said we sleep; in epfd */
 	int dlog_space;	   /* we ring it when pubd said it waits for room */
 	bool dlog_holding; /* the caller's message lies in the log: give it back at the next call */
+	/* The caller's message, where it lies when in a log (dlog_holding or
+	 * glog_held): made private before the connection is let go. */
+	const uint8_t *held_data;
+	size_t held_len;
 	/* A message arriving in pieces, gathered here. */
 	uint8_t *dbuf;
 	size_t dcap;
@@ -254,6 +258,9 @@ int shm_publish(struct pub_client *c, uint32_t req_id, const char *group, size_t
 /* shmrecv.c */
 int dlog_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3]);
 void dlog_detach(struct pub_client *c);
+/* Before the socket goes: the caller's message, if it lies in a log, into
+ * pages of its own. */
+void shm_keep_held(struct pub_client *c);
 /* The logs the connection's end left mapped for the caller's message go. */
 void shm_release_dead(struct pub_client *c);
 void dlog_release(struct pub_client *c);

@@ -208,6 +208,8 @@ static int glog_read(struct pub_client *c, struct pub_glog *gl, struct pub_messa
 			*m = (struct pub_message){
 				.group = c->msg_group, .source = p.source, .seq = p.seq, .data = p.data, .len = p.len};
 			c->glog_held = gl;
+			c->held_data = p.data;
+			c->held_len = p.len;
 			return 1;
 		}
 		c->glog_part = gl;

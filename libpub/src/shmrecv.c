@@ -18,6 +18,34 @@
 #include "deliverlog_format.h"
 #include "internal.h"
 
+/*
+ * The connection is about to go while the caller's message lies in a log,
+ * where it stays valid until the next pub_recv whatever became of the
+ * connection: its pages become the caller's own, the same bytes at the same
+ * address, before the socket is closed. Once pubd sees the socket go it
+ * takes every page of the client's deliver log back (and writes a group
+ * log on for others), so the shared pages could read zeros, or another
+ * message, under the caller.
+ */
+void shm_keep_held(struct pub_client *c)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), from, to;
+	void *copy;
+
+	if (!c->held_data || !(c->dlog_holding || c->glog_held) || !c->held_len)
+		return;
+	from = (uintptr_t)c->held_data & ~(page - 1);
+	to = ((uintptr_t)c->held_data + c->held_len + page - 1) & ~(page - 1);
+	c->held_data = NULL;
+	copy = mmap(NULL, to - from, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (copy == MAP_FAILED)
+		return;
+	memcpy(copy, (const void *)from, to - from);
+	/* Moved over the shared pages in one step: never a moment without. */
+	if (mremap(copy, to - from, to - from, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)from) == MAP_FAILED)
+		munmap(copy, to - from);
+}
+
 void dlog_detach(struct pub_client *c)
 {
 	glog_detach_all(c); /* their slots are in the deliver log */
@@ -166,6 +194,8 @@ static int own_next(struct pub_client *c, struct pub_message *m)
 			*m = (struct pub_message){
 				.group = c->msg_group, .source = p.source, .seq = p.seq, .data = p.data, .len = p.len};
 			c->dlog_holding = true;
+			c->held_data = p.data;
+			c->held_len = p.len;
 			return 1;
 		}
 		r = dlog_gather(c, &p, m);
