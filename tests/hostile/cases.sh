@@ -893,6 +893,28 @@ case_c_shm_pin() {
 	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" status
 }
 
+# The same with deliveries waiting unread in each connection's deliver log
+# (100 connections subscribed to a group with traffic, half of them ended
+# by pubd): pubd keeps a connection it ended, its log charged to the client
+# budget and counting against max_clients, until the client hangs up, then
+# gives every page back. Before, a connection pubd ended left its unread
+# deliveries pinned (51,200 KiB here, without bound for a client that
+# goes on), and one that hung up the message it may have held.
+case_c_shm_pin_unread() {
+	local out kib pub_pid
+	h_pubd d < <(h_groups)
+	it_bg pub - "$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 100000000 --size 4000 --rate 20000
+	pub_pid=$IT_BG_PID
+	out=$("$HSHM" pin -s "$(it_sock d)" -g h -n 100)
+	kill "$pub_pid" 2>/dev/null
+	it_reap "$pub_pid" 10
+	h_fig "$out"
+	kib=$(sed -n 's/.*: \([0-9]*\) KiB of them in memory.*/\1/p' <<<"$out")
+	it_check "the logs of 100 connections gone, deliveries unread, pin under 64 KiB (${kib:-?} KiB)" \
+		test "${kib:-999999}" -lt 64
+	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" status
+}
+
 # A subscriber the ACL allows that makes pubd retire group logs, one after
 # the other, and keeps each mapped (hostile_shm retire): it takes the log
 # and reads nothing; traffic fills it, ends it, and past

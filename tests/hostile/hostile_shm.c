@@ -23,9 +23,11 @@
  *   hostile_shm hoard    -s SOCK -g G1,G2,... --seconds S  subscribed to
  *                                          every G, takes each group log
  *                                          and reads nothing for S seconds
- *   hostile_shm pin      -s SOCK -n N      connects N times, each time
+ *   hostile_shm pin      -s SOCK -n N [-g G] connects N times, each time
  *                                          keeping both logs mapped after
- *                                          the connection is gone
+ *                                          the connection is gone (with
+ *                                          -g: subscribed to G, deliveries
+ *                                          unread)
  *   hostile_shm retire   -s SOCK -g G -n N makes pubd retire N - 1 group
  *                                          logs of G, keeping each mapped
  *                                          (see mode_retire)
@@ -34,6 +36,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -528,14 +532,30 @@ static size_t resident(uint8_t *p, size_t len)
 
 /*
  * A client that keeps what pubd gave it after it is gone: connects n times
- * and each time maps both logs, closes every fd, half-closes the socket (or,
+ * and each time maps both logs (with a group: subscribes to it and lets
+ * deliveries wait there unread), closes every fd, half-closes the socket (or,
  * every other time, writes a bad record so that pubd ends the connection)
  * and reads it to its end (so pubd has let go of the connection before the
  * next), keeping the mappings. Whatever pubd wrote into them and did not
  * give back stays pinned for as long as they stay mapped. Prints how much
  * of them is still in memory at the end.
  */
-static int mode_pin(struct shm *s, const char *path, unsigned n)
+/* Subscribed to group, until pubd has written at least `bytes` into the
+ * deliver log (mapped at dlog), for at most 10 s. */
+static void await_deliveries(struct shm *s, const char *group, const uint8_t *dlog, uint64_t bytes)
+{
+	const struct pub_shmlog_ctl *ctl = (const struct pub_shmlog_ctl *)dlog;
+	struct timespec pause = {.tv_nsec = 1000000};
+	unsigned i;
+
+	subscribe(s, group);
+	if (await_ok(s, NULL, NULL) < 0)
+		die("subscribing");
+	for (i = 0; i < 10000 && atomic_load(&ctl->tail) < bytes; i++)
+		nanosleep(&pause, NULL);
+}
+
+static int mode_pin(struct shm *s, const char *path, const char *group, unsigned n)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), live = 0, kept = 0, nmaps = 0;
 	struct {
@@ -554,6 +574,8 @@ static int mode_pin(struct shm *s, const char *path, unsigned n)
 		maps[nmaps++].len = s->len;
 		maps[nmaps].p = map_log(s->fds[3], &maps[nmaps].len);
 		nmaps++;
+		if (group) /* deliveries it never reads */
+			await_deliveries(s, group, maps[nmaps - 1].p, 16384);
 		live = resident(maps[nmaps - 2].p, maps[nmaps - 2].len) +
 		       resident(maps[nmaps - 1].p, maps[nmaps - 1].len);
 		if (i % 2) {
@@ -674,6 +696,7 @@ static int mode_retire(struct shm *s, const char *path, const char *group, unsig
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h";
+	bool group_given = false;
 	double seconds = 3;
 	unsigned n = 50;
 	struct shm s;
@@ -685,7 +708,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "-s"))
 			sock = argv[i + 1];
 		else if (!strcmp(argv[i], "-g"))
-			group = argv[i + 1];
+			group = argv[i + 1], group_given = true;
 		else if (!strcmp(argv[i], "-n"))
 			n = (unsigned)strtoul(argv[i + 1], NULL, 0);
 		else if (!strcmp(argv[i], "--seconds"))
@@ -713,7 +736,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "hoard"))
 		return mode_hoard(&s, group, seconds);
 	if (!strcmp(argv[1], "pin"))
-		return mode_pin(&s, sock, n);
+		return mode_pin(&s, sock, group_given ? group : NULL, n);
 	if (!strcmp(argv[1], "retire"))
 		return mode_retire(&s, sock, group, n);
 usage:
