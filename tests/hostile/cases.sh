@@ -893,6 +893,19 @@ case_c_shm_pin() {
 	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" status
 }
 
+# h_shm_under_traffic SIZE RATE MODE ARGS...: hostile_shm MODE ARGS on
+# daemon d while a publisher sends SIZE-byte messages to group h at RATE a
+# second; what it printed in $out.
+h_shm_under_traffic() {
+	local size=$1 rate=$2 pub_pid
+	shift 2
+	it_bg pub - "$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 100000000 --size "$size" --rate "$rate"
+	pub_pid=$IT_BG_PID
+	out=$("$HSHM" "$@" -s "$(it_sock d)")
+	kill "$pub_pid" 2>/dev/null
+	it_reap "$pub_pid" 10
+}
+
 # The same with deliveries waiting unread in each connection's deliver log
 # (100 connections subscribed to a group with traffic, half of them ended
 # by pubd): pubd keeps a connection it ended, its log charged to the client
@@ -901,13 +914,9 @@ case_c_shm_pin() {
 # deliveries pinned (51,200 KiB here, without bound for a client that
 # goes on), and one that hung up the message it may have held.
 case_c_shm_pin_unread() {
-	local out kib pub_pid
+	local out kib
 	h_pubd d < <(h_groups)
-	it_bg pub - "$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 100000000 --size 4000 --rate 20000
-	pub_pid=$IT_BG_PID
-	out=$("$HSHM" pin -s "$(it_sock d)" -g h -n 100)
-	kill "$pub_pid" 2>/dev/null
-	it_reap "$pub_pid" 10
+	h_shm_under_traffic 4000 20000 pin -g h -n 100
 	h_fig "$out"
 	kib=$(sed -n 's/.*: \([0-9]*\) KiB of them in memory.*/\1/p' <<<"$out")
 	it_check "the logs of 100 connections gone, deliveries unread, pin under 64 KiB (${kib:-?} KiB)" \
@@ -925,7 +934,7 @@ case_c_shm_pin_unread() {
 # client that goes on. Now pubd punches a retired log's pages out once
 # nobody may read it.
 case_c_glog_retire() {
-	local out kib pub_pid
+	local out kib
 	h_pubd d <<-EOF
 		limits:
 		  subscriber_queue: 64
@@ -935,11 +944,7 @@ case_c_glog_retire() {
 		  - name: h
 		    address: 239.77.2.2
 	EOF
-	it_bg pub - "$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 10000000 --size 1000 --rate 5000
-	pub_pid=$IT_BG_PID
-	out=$("$HSHM" retire -s "$(it_sock d)" -g h -n 11)
-	kill "$pub_pid" 2>/dev/null
-	it_reap "$pub_pid" 10
+	h_shm_under_traffic 1000 5000 retire -g h -n 11
 	h_fig "$out; group_log_abandoned $(it_group_val d h group_log_abandoned)"
 	kib=$(sed -n 's/.*retired: \([0-9]*\) KiB of them in memory.*/\1/p' <<<"$out")
 	it_check "10 retired group logs kept mapped pin under 64 KiB (${kib:-?} KiB)" test "${kib:-999999}" -lt 64

@@ -1100,6 +1100,23 @@ static void a_slow_reader_moves_every_reader_off_the_group_log(void **state)
 	shm_close(&b);
 }
 
+/* As a reload that changes g's subscribe ACL (to this uid: the test's
+ * clients stay allowed) does: g's group log is retired. Returns the old
+ * config, for the test to put back. */
+static const struct pubd_group_config *acl_change(struct fixture *f, struct pubd_group *g)
+{
+	static struct pubd_acl_entry e;
+	static struct pubd_group_config changed;
+	const struct pubd_group_config *old = g->cfg;
+
+	e = (struct pubd_acl_entry){.kind = PUBD_ACL_UID, .id = getuid()};
+	changed = *old;
+	changed.subscribe = (struct pubd_acl){.entries = &e, .n = 1, .present = true};
+	g->cfg = &changed;
+	pubd_ipc_acl_changed(&f->srv, g);
+	return old;
+}
+
 /* A subscribe ACL that changes retires the log: those who had it read to
  * its END, and a later subscriber gets a new memfd, never written to by
  * the old one (a mapping cannot be taken back). */
@@ -1107,9 +1124,7 @@ static void a_changed_subscribe_acl_retires_the_group_log(void **state)
 {
 	struct fixture *f = *state;
 	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
-	struct pubd_acl_entry e = {.kind = PUBD_ACL_UID, .id = getuid()};
-	const struct pubd_group_config *gc = g->cfg;
-	struct pubd_group_config changed = *gc;
+	const struct pubd_group_config *gc;
 	struct shm_client a, b;
 	struct glog_reader ga, gb;
 	uint64_t na = 0, nb = 5, seq;
@@ -1119,9 +1134,7 @@ static void a_changed_subscribe_acl_retires_the_group_log(void **state)
 	subscribe_glog(f, &a, "open", &ga);
 	for (seq = 0; seq < 5; seq++)
 		fan_out(f, g, seq, 100);
-	changed.subscribe = (struct pubd_acl){.entries = &e, .n = 1, .present = true};
-	g->cfg = &changed;
-	pubd_ipc_acl_changed(&f->srv, g);
+	gc = acl_change(f, g);
 	assert_int_equal(read_glog(&a, &ga, &na, &ended), 5);
 	assert_true(ended);
 	shm_hello(f, &b);
@@ -1158,9 +1171,7 @@ static void a_retired_group_log_is_given_back(void **state)
 {
 	struct fixture *f = *state;
 	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
-	struct pubd_acl_entry e = {.kind = PUBD_ACL_UID, .id = getuid()};
-	const struct pubd_group_config *gc = g->cfg;
-	struct pubd_group_config changed = *gc;
+	const struct pubd_group_config *gc;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct shm_client a, b;
 	struct glog_reader ga, gb, ga2;
@@ -1176,9 +1187,7 @@ static void a_retired_group_log_is_given_back(void **state)
 	subscribe_glog(f, &b, "open", &gb);
 	for (seq = 1; seq <= 8; seq++)
 		fan_out(f, g, seq, 3000);
-	changed.subscribe = (struct pubd_acl){.entries = &e, .n = 1, .present = true};
-	g->cfg = &changed;
-	pubd_ipc_acl_changed(&f->srv, g);
+	gc = acl_change(f, g);
 	/* b takes its first message where it lies, and unsubscribes. */
 	assert_int_equal(pub_shmlog_next(&gb.r, &v), 1);
 	assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
