@@ -311,6 +311,9 @@ static const char *const status_cols[] = {
 	"group_log:u",
 	"client_buffered:u",
 	"client_buffer_budget:u",
+	/* connections pubd ended whose clients have not hung up yet: their
+	 * deliver logs are kept, and they count against limits.max_clients */
+	"clients_ended:u",
 };
 
 /* The status table's one row, in status_cols' order. */
@@ -360,6 +363,7 @@ static void status_row(struct pubd *d, struct pub_table_builder *b)
 	pub_table_u64(b, d->cfg.group_log);
 	pub_table_u64(b, d->ipc.charged);
 	pub_table_u64(b, d->cfg.client_buffer_budget);
+	pub_table_u64(b, d->ipc.nlingering);
 }
 
 static void q_status(struct pubd *d, struct reply *r)

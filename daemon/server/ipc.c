@@ -34,10 +34,10 @@ static void accept_log(struct pubd_ipc *srv, bool now)
 	if (!now && srv->last_accept_log_ns && t - srv->last_accept_log_ns < ACCEPT_LOG_NS)
 		return;
 	log_warn("clients: %llu connections refused (limits.max_clients %u, or out of fds), %llu failed accepts "
-		 "in the last %llu s; %u connected",
+		 "in the last %llu s; %u connected, %u ended and not hung up yet",
 		 (unsigned long long)refused, srv->cfg->max_clients, (unsigned long long)errs,
 		 (unsigned long long)(srv->last_accept_log_ns ? (t - srv->last_accept_log_ns) / 1000000000ull : 0),
-		 srv->nclients);
+		 srv->nclients, srv->nlingering);
 	srv->accept_fail_logged = srv->counters[PUBD_CTR_ACCEPT_ERRORS];
 	srv->refused_logged = srv->counters[PUBD_CTR_CLIENTS_REFUSED];
 	srv->last_accept_log_ns = t;

@@ -812,6 +812,17 @@ case_c_publog_garbage() {
 	it_eq "counted as a protocol error" "$(it_counter d clients_protocol_errors)" 1
 	it_check "another client still publishes" "$PUBCTL" -s "$(it_sock d)" pub h "after garbage"
 	it_eq "and its message is published" "$(h_settled d published)" 1
+	# One that stays after pubd ended it: pubd keeps its deliver log (what
+	# it has not read) until it hangs up, and says so in pubctl status.
+	mkfifo "$IT_WORK/hold"
+	it_bg garbage - bash -c "exec \"\$0\" \"\$@\" <\"$IT_WORK/hold\"" "$HSHM" garbage -s "$(it_sock d)" --hold yes
+	local pid=$IT_BG_PID hold
+	exec {hold}>"$IT_WORK/hold"
+	it_wait "the second garbage writer answered" 20 grep -q "closed" "$IT_WORK/garbage.out"
+	it_eq "pubctl status: clients_ended while it stays" "$(it_q d status '.status[0].clients_ended')" 1
+	exec {hold}>&-
+	it_reap "$pid" 20
+	it_wait "clients_ended back to 0 once it hung up" 20 it_holds '[ "$(it_q d status ".status[0].clients_ended")" = 0 ]'
 }
 
 # A client gone in the middle of a record: what it committed is published,

@@ -3,7 +3,9 @@
  * A hostile client of pubd's shared-memory logs (the hostile tier's tool):
  * it asks for the logs at HELLO as libpub does, then abuses them.
  *
- *   hostile_shm garbage  -s SOCK          a record no libpub writes, rung in
+ *   hostile_shm garbage  -s SOCK [--hold yes] a record no libpub writes, rung
+ *                                          in (--hold: then stays until
+ *                                          stdin ends, its socket open)
  *   hostile_shm midwrite -s SOCK -g G -n N N whole messages, then one begun
  *                                          and the process gone mid-record
  *   hostile_shm doorbell -s SOCK --seconds S  the doorbell rung nonstop
@@ -160,7 +162,8 @@ static void answer(const struct shm *s, int ms, uint32_t *code, int *closed)
 	}
 }
 
-static int mode_garbage(struct shm *s)
+/* ... and with `hold`, stays (its socket open, not read) until stdin ends. */
+static int mode_garbage(struct shm *s, bool hold)
 {
 	uint64_t garbage = (uint64_t)9 << 32 | 64; /* a lap the log is not on */
 	uint32_t code;
@@ -172,6 +175,9 @@ static int mode_garbage(struct shm *s)
 	answer(s, 5000, &code, &closed);
 	printf("garbage: pubd answered error %u (%s), connection %s\n", code, pub_proto_err_name(code),
 	       closed ? "closed" : "open");
+	fflush(stdout);
+	while (hold && getchar() != EOF)
+		;
 	return code == PUB_ERR_PROTO && closed ? 0 : 1;
 }
 
@@ -696,7 +702,7 @@ static int mode_retire(struct shm *s, const char *path, const char *group, unsig
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h";
-	bool group_given = false;
+	bool group_given = false, hold = false;
 	double seconds = 3;
 	unsigned n = 50;
 	struct shm s;
@@ -711,6 +717,8 @@ int main(int argc, char **argv)
 			group = argv[i + 1], group_given = true;
 		else if (!strcmp(argv[i], "-n"))
 			n = (unsigned)strtoul(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--hold"))
+			hold = !strcmp(argv[i + 1], "yes");
 		else if (!strcmp(argv[i], "--seconds"))
 			seconds = strtod(argv[i + 1], NULL);
 		else
@@ -720,7 +728,7 @@ int main(int argc, char **argv)
 		goto usage;
 	shm_open_logs(sock, &s);
 	if (!strcmp(argv[1], "garbage"))
-		return mode_garbage(&s);
+		return mode_garbage(&s, hold);
 	if (!strcmp(argv[1], "midwrite"))
 		return mode_midwrite(&s, group, n);
 	if (!strcmp(argv[1], "doorbell"))
