@@ -21,6 +21,8 @@ static void status_metrics(struct prom_out *o, const struct mt_table *t)
 		{"uptime_s", "pubd_uptime_seconds", PROM_GAUGE, "seconds since pubd started"},
 		{"groups", "pubd_groups", PROM_GAUGE, "configured groups"},
 		{"clients", "pubd_clients", PROM_GAUGE, "connected local clients"},
+		{"clients_ended", "pubd_clients_ended", PROM_GAUGE,
+		 "connections pubd ended whose clients have not hung up yet (their deliver logs kept)"},
 		{"mtu", "pubd_mtu_bytes", PROM_GAUGE, "largest datagram on the fabric, header included"},
 		{"tx_queued", "pubd_tx_queued_messages", PROM_GAUGE, "messages waiting for send credits"},
 		{"reasm_streams", "pubd_reasm_streams", PROM_GAUGE, "(source, group) streams the reassembly tracks"},
