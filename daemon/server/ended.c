@@ -81,10 +81,9 @@ bool srv_ended_linger(struct pubd_client *c)
 		free(lg);
 		return false;
 	}
-	/* Its eventfds go: nobody rings or is rung for a log nobody writes. */
-	if (c->dlog->shm.watch)
-		pubd_loop_unwatch(c->dlog->shm.watch);
-	c->dlog->shm.watch = NULL;
+	/* Its eventfds go (nobody rings or is rung for a log nobody writes);
+	 * the mapping and its charge stay. */
+	srv_shm_close(srv, &c->dlog->shm, true);
 	srv_said_closed(c);
 	lg->srv = srv;
 	lg->l = c->dlog;
