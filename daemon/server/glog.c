@@ -781,6 +781,30 @@ static bool same_acl(const struct pubd_acl *a, const struct pubd_acl *b)
 	       (!a->n || !memcmp(a->entries, b->entries, a->n * sizeof(*a->entries)));
 }
 
+/*
+ * pubd ends c before it hung up (ended.c keeps what it may still read until
+ * it does). libpub may still hold a message where it lies in a group log c
+ * reads (its slot is then behind the log's tail), valid until its next
+ * pub_recv; pubd, writing on for the others, would write over it as soon
+ * as the ring wraps, under the caller. Such a log is retired instead: the
+ * others read to its END and get a new one, as after any END, and the old
+ * one is kept, unwritten, until c hangs up (glog_leave's hold).
+ */
+void srv_glog_client_ended(struct pubd_client *c)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nsubs; i++) {
+		struct pubd_sub *s = c->subs[i];
+		struct srv_glog *gl = s->glog;
+
+		if (!gl || gl != s->group->glog || !(s->glog_live || s->glog_until) ||
+		    released_now(gl, s) >= gl->w.tail)
+			continue;
+		glog_retire(c->srv, s->group, "a reader pubd ended may still hold a message in it");
+	}
+}
+
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	if (g->glog && !same_acl(&g->glog->acl, &g->cfg->subscribe))

@@ -361,6 +361,7 @@ void pubd_ipc_close(struct pubd_ipc *srv)
 	struct pubd_out *o;
 	unsigned i;
 
+	srv->exiting = true;
 	while (srv->clients)
 		srv_client_close(srv->clients);
 	srv_ended_close_all(srv);

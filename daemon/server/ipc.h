@@ -96,6 +96,7 @@ struct pubd_ipc {
 	/* Deliver logs of connections pubd ended, kept until their clients
 	 * hang up (dlog.c); each counts against limits.max_clients. */
 	struct srv_dlog_linger *lingering;
+	bool exiting; /* pubd_ipc_close: every client goes, and every log */
 	unsigned nlingering;
 	uint32_t next_id;
 	struct pubd_client *dirty;

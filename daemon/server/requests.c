@@ -470,13 +470,23 @@ bool srv_handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, 
  * drain before the connection is closed regardless. Safe inside fan-out:
  * only this client's subscriptions go.
  */
+/* End every subscription of c. may_hold: pubd ends c before it hung up,
+ * and libpub may hold a message where it lies in a group log: such logs
+ * are retired first (glog.c), so that nothing is written over it. */
+void srv_client_unsubscribe_all(struct pubd_client *c, bool may_hold)
+{
+	if (may_hold && c->dlog && !c->srv->exiting)
+		srv_glog_client_ended(c);
+	while (c->nsubs)
+		srv_client_unsubscribe(c, c->nsubs - 1);
+}
+
 void srv_begin_close(struct pubd_client *c)
 {
 	if (c->closing)
 		return;
 	srv_said_closed(c);
-	while (c->nsubs)
-		srv_client_unsubscribe(c, c->nsubs - 1);
+	srv_client_unsubscribe_all(c, !c->gone);
 	c->closing = true;
 	c->close_deadline_ns = pubd_now_ns() + CLOSE_GRACE_NS;
 	srv_mark_dirty(c);

@@ -340,6 +340,9 @@ bool srv_dlog_mark(struct pubd_client *c, const char *group, uint8_t glen, bool 
  * before the SUBSCRIBE's OK. Otherwise its deliveries are copied as before. */
 void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s);
 void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s);
+/* pubd ends c before it hung up: the group logs it may hold a message in
+ * are retired (kept, unwritten, until it hangs up). */
+void srv_glog_client_ended(struct pubd_client *c);
 /* Those logs are let go of (its client gone, or hung up at last). */
 void srv_glog_holds_release(struct pubd_ipc *srv, struct srv_glog_holds *h);
 
@@ -382,6 +385,7 @@ uint64_t srv_count_unhandled(struct pubd_client *c);
 void srv_protocol_error(struct pubd_client *c, const char *why);
 void srv_begin_close(struct pubd_client *c);
 void srv_client_unsubscribe(struct pubd_client *c, unsigned idx);
+void srv_client_unsubscribe_all(struct pubd_client *c, bool may_hold);
 bool srv_handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, size_t len);
 
 #endif

@@ -383,8 +383,7 @@ void srv_client_close(struct pubd_client *c)
 		c->unsub_deferred = false;
 		srv->ndeferred--;
 	}
-	while (c->nsubs)
-		srv_client_unsubscribe(c, c->nsubs - 1);
+	srv_client_unsubscribe_all(c, !c->hung_up);
 	srv_ended_holds(c);
 	if (c->tx_pending)
 		srv->ops->client_closed(srv->ctx, c, c->tx_pending);
@@ -612,8 +611,7 @@ static void run_deferred(struct pubd_ipc *srv)
 			continue;
 		c->unsub_deferred = false;
 		srv->ndeferred--;
-		while (c->nsubs)
-			srv_client_unsubscribe(c, c->nsubs - 1);
+		srv_client_unsubscribe_all(c, !c->gone);
 	}
 }
 

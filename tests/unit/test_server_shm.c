@@ -1221,6 +1221,67 @@ static void a_retired_group_log_is_given_back(void **state)
 	shm_close(&b);
 }
 
+/* A reader pubd ends before it hangs up may still hold a message where it
+ * lies in the group log (libpub's stays valid until its next pub_recv,
+ * whatever became of the connection). pubd does not write over it for the
+ * others: the log is retired (they read to its END and get a new one) and
+ * kept, unwritten, until that client hangs up; then its pages go. */
+static void a_reader_pubd_ends_keeps_the_message_it_holds(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct shm_client a, b;
+	struct glog_reader ga, gb, gb2;
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	uint64_t nb = 1, seq;
+	bool ended;
+	unsigned i;
+
+	shm_hello(f, &a);
+	shm_hello(f, &b);
+	subscribe_glog(f, &a, "open", &ga);
+	subscribe_glog(f, &b, "open", &gb);
+	for (seq = 1; seq <= 8; seq++)
+		fan_out(f, g, seq, 3000);
+	/* a takes message 1 where it lies (its slot stays behind it). */
+	assert_int_equal(pub_shmlog_next(&ga.r, &v), 1);
+	assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+	assert_int_equal(p.seq, 1);
+	assert_int_equal(read_glog(&b, &gb, &nb, &ended), 8);
+	/* pubd ends a (a record no writer writes). */
+	memcpy(a.pmap + PUB_SHMLOG_CTL_LEN, &(uint64_t){(uint64_t)7 << 32 | 48}, 8);
+	ring(a.pdoor);
+	while (f->srv.nclients > 1)
+		turn(f);
+	assert_int_equal(f->srv.nlingering, 1);
+	assert_null(g->glog);
+	/* b reads to the END and gets a new log; a log's worth and more of
+	 * messages go there, read by b. */
+	assert_int_equal(read_glog(&b, &gb, &nb, &ended), 0);
+	assert_true(ended);
+	pubd_ipc_tick(&f->srv, 0);
+	given_back(f, &b, &gb2);
+	assert_true(next_is_mark(&b, "open"));
+	for (i = 0; i < 2 * gb.len / 60000 + 2; i++, seq++) {
+		fan_out(f, g, seq, 60000);
+		turn(f);
+		assert_int_equal(read_glog(&b, &gb2, &nb, &ended), 1);
+	}
+	/* a's message is whole. Once a hangs up, the old log's pages go. */
+	assert_true(all_bytes(p.data, p.len, 1));
+	close(a.fd);
+	a.fd = -1;
+	while (f->srv.nlingering)
+		turn(f);
+	assert_int_equal(resident_pages(gb.map, gb.len), 0);
+	munmap(ga.map, ga.len);
+	munmap(gb.map, gb.len);
+	munmap(gb2.map, gb2.len);
+	shm_close(&a);
+	shm_close(&b);
+}
+
 /* What waits in group logs counts against each reader's subscriber queue:
  * one reader of two groups that never reads makes pubd hold one queue's
  * worth for it, not one per group. Past it the log ends, its reader goes
@@ -1383,6 +1444,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_changed_subscribe_acl_retires_the_group_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_of_two_group_logs_is_held_one_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_retired_group_log_is_given_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_pubd_ends_keeps_the_message_it_holds, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_stuck_reader_is_given_up_on, setup, teardown),
 	};
 
