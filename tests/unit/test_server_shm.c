@@ -956,6 +956,16 @@ static void fan_out(struct fixture *f, struct pubd_group *g, uint64_t seq, size_
 	pubd_msgbuf_put(m);
 }
 
+/* a and b, each a shared-memory subscriber of open reading its group log. */
+static void two_readers(struct fixture *f, struct shm_client *a, struct shm_client *b, struct glog_reader *ga,
+			struct glog_reader *gb)
+{
+	shm_hello(f, a);
+	shm_hello(f, b);
+	subscribe_glog(f, a, "open", ga);
+	subscribe_glog(f, b, "open", gb);
+}
+
 /* Read a group log's messages in order from *next on; stops at nothing
  * new or at END (*ended). Publishes the position in the reader's slot. */
 static unsigned read_glog(struct shm_client *sc, struct glog_reader *gr, uint64_t *next, bool *ended)
@@ -993,10 +1003,7 @@ static uint64_t reader_and_stopper(struct fixture *f, struct pubd_group *g, stru
 	bool ended = false;
 	uint64_t seq;
 
-	shm_hello(f, a);
-	shm_hello(f, b);
-	subscribe_glog(f, a, "open", ga);
-	subscribe_glog(f, b, "open", gb);
+	two_readers(f, a, b, ga, gb);
 	for (seq = 0; seq < 200 && !ended; seq++) {
 		fan_out(f, g, seq, 60000);
 		turn(f);
@@ -1019,10 +1026,7 @@ static void a_group_log_is_written_once_for_all_its_readers(void **state)
 	uint64_t na = 0, nb = 0, seq;
 	bool ended;
 
-	shm_hello(f, &a);
-	shm_hello(f, &b);
-	subscribe_glog(f, &a, "open", &ga);
-	subscribe_glog(f, &b, "open", &gb);
+	two_readers(f, &a, &b, &ga, &gb);
 	assert_int_equal(g->glog_live, 2);
 	for (seq = 0; seq < 50; seq++)
 		fan_out(f, g, seq, 1000);
@@ -1181,10 +1185,7 @@ static void a_retired_group_log_is_given_back(void **state)
 	uint32_t code;
 	bool ended;
 
-	shm_hello(f, &a);
-	shm_hello(f, &b);
-	subscribe_glog(f, &a, "open", &ga);
-	subscribe_glog(f, &b, "open", &gb);
+	two_readers(f, &a, &b, &ga, &gb);
 	for (seq = 1; seq <= 8; seq++)
 		fan_out(f, g, seq, 3000);
 	gc = acl_change(f, g);
@@ -1238,10 +1239,7 @@ static void a_reader_pubd_ends_keeps_the_message_it_holds(void **state)
 	bool ended;
 	unsigned i;
 
-	shm_hello(f, &a);
-	shm_hello(f, &b);
-	subscribe_glog(f, &a, "open", &ga);
-	subscribe_glog(f, &b, "open", &gb);
+	two_readers(f, &a, &b, &ga, &gb);
 	for (seq = 1; seq <= 8; seq++)
 		fan_out(f, g, seq, 3000);
 	/* a takes message 1 where it lies (its slot stays behind it). */
