@@ -19,6 +19,12 @@ dl_conf_ab <<YAML
   heartbeat_ms: 50
 limits:
   subscriber_queue: 64
+  # Small logs: what B holds for its subscriber (group log, deliver log,
+  # queue) is some 250 messages, not some 1,900, so that on n the load
+  # overflows it however fast the emulation runs A (a ciG run on the
+  # shared-memory transport, with the 1 MiB defaults, did not).
+  group_log: 64KiB
+  deliver_log: 64KiB
 groups:
   - {name: f, address: 239.77.99.1, repair: {flow_control: min, receiver_timeout_ms: 2000}}
   - {name: n, address: 239.77.99.2, repair: on}
