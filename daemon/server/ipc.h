@@ -94,10 +94,10 @@ struct pubd_ipc {
 	struct pubd_client *clients;
 	unsigned nclients;
 	/* Deliver logs of connections pubd ended, kept until their clients
-	 * hang up (dlog.c); each counts against limits.max_clients. */
+	 * hang up (ended.c); each counts against limits.max_clients. */
 	struct srv_dlog_linger *lingering;
-	bool exiting; /* pubd_ipc_close: every client goes, and every log */
 	unsigned nlingering;
+	bool exiting; /* pubd_ipc_close: every client goes, and every log */
 	uint32_t next_id;
 	struct pubd_client *dirty;
 	unsigned npaused; /* clients not being read (back-pressure): the loop looks for them only when there are some */

@@ -188,9 +188,8 @@ struct pubd_client {
 	/* Retired group logs it left before their END, while it may still
 	 * hold a message there (glog.c): kept until it closes, or hangs up. */
 	struct srv_glog_holds glog_holds;
-	bool ending;			/* srv_client_close is under way */
-	bool hung_up;			/* ...and the client had hung up */
-	struct srv_dlog_linger *linger; /* ...and its deliver log lingers (dlog.c) */
+	bool hung_up;			/* srv_client_close or _hangup found it hung up */
+	struct srv_dlog_linger *linger; /* pubd ended it: its deliver log lingers (ended.c) */
 	size_t out_ctrl_bytes;		/* queued reply bytes */
 	bool dirty;			/* on the flush list */
 	struct pubd_client *next_dirty;

@@ -32,8 +32,7 @@ void srv_client_hangup(struct pubd_client *c)
 		return;
 	c->hung_up = true; /* it holds no message in a retired group log */
 	srv_drop_output(c);
-	while (c->nsubs)
-		srv_client_unsubscribe(c, c->nsubs - 1);
+	srv_client_unsubscribe_all(c, false);
 	srv_ended_holds(c);
 	c->gone = true;
 	c->srv->ngone++;
@@ -367,7 +366,6 @@ void srv_client_close(struct pubd_client *c)
 	struct pubd_ipc *srv = c->srv;
 	struct pubd_client **p;
 
-	c->ending = true;
 	c->hung_up = peer_hung_up(c->fd);
 	/* Its publish log first: what it committed is published (or counted)
 	 * while it is still a client with its counters and subscriptions. */
