@@ -21,8 +21,9 @@
  *                                  it: off 0xffff its head (read position),
  *                                  else 8 bytes at ring offset off * 8 (a
  *                                  commit word, a length): what pubd reads
- *                                  there when the client is gone (the one
- *                                  record it may hold is kept, no more)
+ *                                  there when pubd ends the client (its
+ *                                  unread records are kept until it hangs
+ *                                  up, then nothing)
  *   RING                           the doorbell
  *   TURN    u8                     u8 % 8 + 1 loop turns
  *   READ                           the client reads its socket and its
