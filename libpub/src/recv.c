@@ -340,6 +340,8 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 			r = process(c, NULL, m);
 		if (r == 1)
 			return 1;
+		if (r == 0 && c->pending_err)
+			continue; /* an error pubd sent about no request: returned now, not after the next wakeup */
 		if (r == 0 && c->wpos < c->wlen)
 			r = tx_flush(c, 0);
 		if (r == 0 || r == -EAGAIN)
