@@ -184,6 +184,7 @@ static int conn_open(struct pub_client *c)
 	if (r < 0)
 		return set_err(c, r, "cannot reach pubd at %s: %s", c->path, pub_strerror(r));
 	c->sock = r;
+	c->sock_quiet = false;
 	c->max_body = MAX_BODY_MIN;
 	ev.data.fd = c->sock;
 	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->sock, &ev) < 0) {

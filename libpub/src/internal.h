@@ -64,13 +64,14 @@ struct pub_waiter {
 };
 
 struct pub_client {
-	int sock;      /* connected socket; -1 while down */
-	int epfd;      /* what pub_fd() returns: stable for the handle's life */
-	int timerfd;   /* readable when a reconnect attempt is due */
-	int kickfd;    /* eventfd: readable while work is buffered inside the handle */
-	bool kicked;   /* kickfd holds a count */
-	bool want_out; /* sock is registered for EPOLLOUT (output pending) */
-	bool up;       /* connected and WELCOME received */
+	int sock;	 /* connected socket; -1 while down */
+	int epfd;	 /* what pub_fd() returns: stable for the handle's life */
+	int timerfd;	 /* readable when a reconnect attempt is due */
+	int kickfd;	 /* eventfd: readable while work is buffered inside the handle */
+	bool kicked;	 /* kickfd holds a count */
+	bool want_out;	 /* sock is registered for EPOLLOUT (output pending) */
+	bool up;	 /* connected and WELCOME received */
+	bool sock_quiet; /* pub_recv's last poll (or read) found the socket empty: skip the read before sleeping */
 
 	char *path;
 	char name[PUB_PROTO_NAME_MAX + 1];
