@@ -202,6 +202,7 @@ struct kase {
 	const char *transport; /* PUBD_TRANSPORT for pubd's clients */
 	const char *linger;    /* PUBD_RECV_LINGER_US for pubd's clients, or NULL */
 	bool host;	       /* ping and pong of scope host: never sent to the fabric */
+	bool asleep;	       /* fabric.rx_linger_us: 0: pubd sleeps after each message, as under sparse traffic */
 };
 
 struct peer {
@@ -251,14 +252,15 @@ static void peer_start(const struct kase *k, struct peer *p, bool pinned)
 	bench_group_addr(2, addr[1], sizeof(addr[1]));
 	if (k->host)
 		snprintf(body, sizeof(body),
-			 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n"
+			 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n%s"
 			 "groups:\n  - name: ping\n    scope: host\n  - name: pong\n    scope: host\n",
-			 bench_udp_port(), k->busy ? "true" : "false");
+			 bench_udp_port(), k->busy ? "true" : "false", k->asleep ? "  rx_linger_us: 0\n" : "");
 	else
 		snprintf(body, sizeof(body),
-			 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n"
+			 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n%s"
 			 "groups:\n  - name: ping\n    address: %s\n  - name: pong\n    address: %s\n",
-			 bench_udp_port(), k->busy ? "true" : "false", addr[0], addr[1]);
+			 bench_udp_port(), k->busy ? "true" : "false", k->asleep ? "  rx_linger_us: 0\n" : "", addr[0],
+			 addr[1]);
 	if (bench_daemon_start(&p->d, "lat", body, NULL, 10000) < 0)
 		exit(2);
 	if (pinned)
@@ -345,16 +347,17 @@ static void round_of(const struct kase *k, bool pinned, struct result *res)
 /* ---- the table ---- */
 
 static const struct kase kases[] = {
-	{"pair", K_PAIR, false, NULL, NULL, false},
-	{"ring futex", K_RING, false, NULL, NULL, false},
-	{"ring busy", K_RING, true, NULL, NULL, false},
-	{"pubd shm", K_PUBD, false, "shm", NULL, false},
-	{"pubd shm linger", K_PUBD, false, "shm", "100", false},
-	{"pubd socket", K_PUBD, false, "socket", NULL, false},
-	{"pubd shm busy", K_PUBD, true, "shm", NULL, false},
-	{"pubd shm host", K_PUBD, false, "shm", NULL, true},
-	{"pubd socket host", K_PUBD, false, "socket", NULL, true},
-	{"pubd shm busy host", K_PUBD, true, "shm", NULL, true},
+	{"pair", K_PAIR, false, NULL, NULL, false, false},
+	{"ring futex", K_RING, false, NULL, NULL, false, false},
+	{"ring busy", K_RING, true, NULL, NULL, false, false},
+	{"pubd shm", K_PUBD, false, "shm", NULL, false, false},
+	{"pubd shm linger", K_PUBD, false, "shm", "100", false, false},
+	{"pubd socket", K_PUBD, false, "socket", NULL, false, false},
+	{"pubd shm busy", K_PUBD, true, "shm", NULL, false, false},
+	{"pubd shm host", K_PUBD, false, "shm", NULL, true, false},
+	{"pubd shm host asleep", K_PUBD, false, "shm", NULL, true, true},
+	{"pubd socket host", K_PUBD, false, "socket", NULL, true, false},
+	{"pubd shm busy host", K_PUBD, true, "shm", NULL, true, false},
 };
 #define NKASES (sizeof(kases) / sizeof(kases[0]))
 
@@ -407,7 +410,7 @@ static void print(const struct result *res)
 	for (i = 0; i < NKASES; i++) {
 		if (res[i].p50 < 0)
 			continue;
-		printf("%-9s %-18s %9.2f %9.2f %9.2f %10.2fx", res[i].placement, res[i].kase, res[i].p50, res[i].p99,
+		printf("%-9s %-20s %9.2f %9.2f %9.2f %10.2fx", res[i].placement, res[i].kase, res[i].p50, res[i].p99,
 		       res[i].p999, bench_ratio(res[i].p50, pair));
 		if (busy > 0)
 			printf(" %10.2fx", bench_ratio(res[i].p50, busy));
@@ -469,7 +472,7 @@ int main(int argc, char **argv)
 		measure_none(unpinned, false);
 	printf("Local latency, 64 B ping-pong, one-way (round trip / 2) in µs; best of %u rounds of %u\n", rounds,
 	       count);
-	printf("%-9s %-18s %9s %9s %9s %11s %11s\n", "placement", "case", "p50", "p99", "p99.9", "vs pair",
+	printf("%-9s %-20s %9s %9s %9s %11s %11s\n", "placement", "case", "p50", "p99", "p99.9", "vs pair",
 	       "vs busy ring");
 	print(pinned);
 	print(unpinned);
