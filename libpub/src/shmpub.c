@@ -70,7 +70,8 @@ static void ring(int fd)
 {
 	uint64_t one = 1;
 
-	/* A full counter still wakes the reader; nothing else can fail here. */
+	/* pubd never resets the count (each ring is an edge to it): one a ring
+	 * cannot fill in 2^64 rings; nothing else can fail here. */
 	(void)!write(fd, &one, sizeof(one));
 }
 

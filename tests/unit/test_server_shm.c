@@ -133,6 +133,14 @@ static void ring(int fd)
 	assert_int_equal(write(fd, &one, sizeof(one)), sizeof(one));
 }
 
+/* An eventfd's count, read (and so reset) from the client's side. */
+static uint64_t eventfd_count(int fd)
+{
+	uint64_t v;
+
+	return read(fd, &v, sizeof(v)) == sizeof(v) ? v : 0;
+}
+
 /* One piece into the publish log, committed (pubd rung when it sleeps). */
 static void put_piece(struct shm_client *sc, uint32_t req_id, const char *g, size_t n, uint32_t total, bool more)
 {
@@ -289,7 +297,7 @@ static void deliveries_go_through_the_deliver_log(void **state)
 	struct pub_shmlog_view v;
 	struct shm_client sc;
 	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
-	uint64_t seq, got = 0;
+	uint64_t seq, got = 0, rings = 0;
 	uint32_t code;
 
 	shm_hello(f, &sc);
@@ -304,8 +312,10 @@ static void deliveries_go_through_the_deliver_log(void **state)
 
 		assert_true(r >= 0);
 		if (r == 0) {
-			if (pub_shmlog_release(&sc.r))
+			if (pub_shmlog_release(&sc.r)) {
 				ring(sc.dspace);
+				rings++;
+			}
 			turn(f);
 			continue;
 		}
@@ -320,6 +330,9 @@ static void deliveries_go_through_the_deliver_log(void **state)
 	}
 	assert_int_equal(g->delivered, 40);
 	assert_int_equal(pubd_ipc_queued_for(g->subs[0]), 0);
+	/* Each ring woke pubd, and pubd read none (edge-triggered). */
+	assert_true(rings > 0);
+	assert_int_equal(eventfd_count(sc.dspace), rings);
 	shm_close(&sc);
 }
 
@@ -794,6 +807,29 @@ static void a_polled_log_is_read_without_a_ring(void **state)
 }
 
 /* ---- group logs ---- */
+
+/* pubd watches a publish log's doorbell edge-triggered and never reads
+ * it (a system call per wakeup less): every ring still wakes it, whatever
+ * the count the rings before left. */
+static void every_ring_wakes_pubd_without_a_read(void **state)
+{
+	struct fixture *f = *state;
+	struct pub_shmlog_ctl *ctl;
+	struct shm_client sc;
+	unsigned i, k;
+
+	shm_hello(f, &sc);
+	ctl = (struct pub_shmlog_ctl *)sc.pmap;
+	for (k = 0; k < 5; k++) {
+		for (i = 0; i < 400 && !atomic_load(&ctl->reader_sleeping); i++)
+			turn(f);
+		assert_int_equal(atomic_load(&ctl->reader_sleeping), 1);
+		put_message(&sc, 100, 'a'); /* rings: pubd said it sleeps */
+		turn_until_published(f, k + 1);
+	}
+	assert_int_equal(eventfd_count(sc.pdoor), 5);
+	shm_close(&sc);
+}
 
 /* The deliver-log tests above see each subscriber's own log: no group logs. */
 static int setup_own_logs(void **state)
@@ -1436,6 +1472,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_pinned_message_waits_for_its_send, setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(a_client_gone_keeps_its_log_for_a_pinned_send, setup_own_logs,
 						teardown),
+		cmocka_unit_test_setup_teardown(every_ring_wakes_pubd_without_a_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_polled_log_is_read_without_a_ring, setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(a_group_log_is_written_once_for_all_its_readers, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_slow_reader_moves_every_reader_off_the_group_log, setup, teardown),
