@@ -599,6 +599,12 @@ static int mode_pin(struct shm *s, const char *path, const char *group, unsigned
 			;
 		close(s->sock);
 	}
+	/* The last connection's end reaches pubd after our close (one pubd
+	 * ended lingers until it sees us hang up): give pubd up to 5 s to let
+	 * go of its logs, looking every millisecond, before counting. The
+	 * others had the next connection's time. */
+	for (k = 0; k < 5000 && nmaps && resident(maps[nmaps - 1].p, maps[nmaps - 1].len); k++)
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 	for (k = 0; k < nmaps; k++) {
 		kept += resident(maps[k].p, maps[k].len);
 		munmap(maps[k].p, maps[k].len);
