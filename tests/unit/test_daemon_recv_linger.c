@@ -16,9 +16,6 @@
  */
 #include <pthread.h>
 #include <sched.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -26,6 +23,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
