@@ -462,14 +462,6 @@ bool srv_handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, 
 	return handlers[type](c, body, len);
 }
 
-/* A malformed frame ends this client only: tell it why, then close. */
-/*
- * Start disconnecting a client: its subscriptions end now (deliveries queued
- * and not yet started are counted as sub_disconnect), nothing more is read
- * from it, and what is queued (the reply saying why) gets CLOSE_GRACE_NS to
- * drain before the connection is closed regardless. Safe inside fan-out:
- * only this client's subscriptions go.
- */
 /* End every subscription of c. may_hold: pubd ends c before it hung up,
  * and libpub may hold a message where it lies in a group log: such logs
  * are retired first (glog.c), so that nothing is written over it. */
@@ -481,6 +473,13 @@ void srv_client_unsubscribe_all(struct pubd_client *c, bool may_hold)
 		srv_client_unsubscribe(c, c->nsubs - 1);
 }
 
+/*
+ * Start disconnecting a client: its subscriptions end now (deliveries queued
+ * and not yet started are counted as sub_disconnect), nothing more is read
+ * from it, and what is queued (the reply saying why) gets CLOSE_GRACE_NS to
+ * drain before the connection is closed regardless. Safe inside fan-out:
+ * only this client's subscriptions go.
+ */
 void srv_begin_close(struct pubd_client *c)
 {
 	if (c->closing)
@@ -492,6 +491,7 @@ void srv_begin_close(struct pubd_client *c)
 	srv_mark_dirty(c);
 }
 
+/* A malformed frame ends this client only: tell it why, then close. */
 void srv_protocol_error(struct pubd_client *c, const char *why)
 {
 	log_notice("client %u (pid %d, %s): protocol error: %s; disconnecting", c->id, (int)c->pid,

@@ -1202,6 +1202,16 @@ static void a_changed_subscribe_acl_retires_the_group_log(void **state)
 	shm_close(&b);
 }
 
+/* The reader takes message 1 where it lies (its slot stays behind it). */
+static void hold_message_one(struct glog_reader *gr, struct pub_deliverlog_piece *p)
+{
+	struct pub_shmlog_view v;
+
+	assert_int_equal(pub_shmlog_next(&gr->r, &v), 1);
+	assert_int_equal(pub_deliverlog_decode(&v, p), 0);
+	assert_int_equal(p->seq, 1);
+}
+
 /* A retired group log is given back once nobody may read it: its pages
  * go from every mapping (a client that keeps one pins nothing of pubd's:
  * otherwise each retirement would let it pin one more log). Not while a
@@ -1216,7 +1226,6 @@ static void a_retired_group_log_is_given_back(void **state)
 	struct shm_client a, b;
 	struct glog_reader ga, gb, ga2;
 	struct pub_deliverlog_piece p;
-	struct pub_shmlog_view v;
 	uint64_t na = 1, seq;
 	uint32_t code;
 	bool ended;
@@ -1226,9 +1235,7 @@ static void a_retired_group_log_is_given_back(void **state)
 		fan_out(f, g, seq, 3000);
 	gc = acl_change(f, g);
 	/* b takes its first message where it lies, and unsubscribes. */
-	assert_int_equal(pub_shmlog_next(&gb.r, &v), 1);
-	assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
-	assert_int_equal(p.seq, 1);
+	hold_message_one(&gb, &p);
 	assert_int_equal(group_req(f, b.fd, PUB_FRAME_UNSUBSCRIBE, "open", &code), PUB_FRAME_OK);
 	/* a reads to the END and gets the new log at the next tick. */
 	assert_int_equal(read_glog(&a, &ga, &na, &ended), 8);
@@ -1270,7 +1277,6 @@ static void a_reader_pubd_ends_keeps_the_message_it_holds(void **state)
 	struct shm_client a, b;
 	struct glog_reader ga, gb, gb2;
 	struct pub_deliverlog_piece p;
-	struct pub_shmlog_view v;
 	uint64_t nb = 1, seq;
 	bool ended;
 	unsigned i;
@@ -1278,10 +1284,7 @@ static void a_reader_pubd_ends_keeps_the_message_it_holds(void **state)
 	two_readers(f, &a, &b, &ga, &gb);
 	for (seq = 1; seq <= 8; seq++)
 		fan_out(f, g, seq, 3000);
-	/* a takes message 1 where it lies (its slot stays behind it). */
-	assert_int_equal(pub_shmlog_next(&ga.r, &v), 1);
-	assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
-	assert_int_equal(p.seq, 1);
+	hold_message_one(&ga, &p); /* a's slot stays behind message 1 */
 	assert_int_equal(read_glog(&b, &gb, &nb, &ended), 8);
 	/* pubd ends a (a record no writer writes). */
 	memcpy(a.pmap + PUB_SHMLOG_CTL_LEN, &(uint64_t){(uint64_t)7 << 32 | 48}, 8);
