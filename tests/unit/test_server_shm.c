@@ -1319,6 +1319,61 @@ static void a_reader_pubd_ends_keeps_the_message_it_holds(void **state)
 	shm_close(&b);
 }
 
+/* A reader of a log already retired (an ACL change) that pubd then ends
+ * through a protocol error, before it read to the END, may still hold a
+ * message there: the log is kept, whole, until that client hangs up (not
+ * given back when pubd ends it), then its pages go. */
+static void a_retired_log_stays_whole_for_a_reader_ended_by_an_error(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	const struct pubd_group_config *gc;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct shm_client a, b;
+	struct glog_reader ga, gb, ga2;
+	struct pub_deliverlog_piece p;
+	uint64_t na = 1, seq;
+	bool ended;
+
+	two_readers(f, &a, &b, &ga, &gb);
+	for (seq = 1; seq <= 8; seq++)
+		fan_out(f, g, seq, 3000);
+	gc = acl_change(f, g);
+	hold_message_one(&gb, &p);
+	/* pubd ends b (a record no writer writes). */
+	memcpy(b.pmap + PUB_SHMLOG_CTL_LEN, &(uint64_t){(uint64_t)7 << 32 | 48}, 8);
+	ring(b.pdoor);
+	while (f->srv.nclients > 1)
+		turn(f);
+	assert_int_equal(f->srv.nlingering, 1);
+	/* a reads to the END and goes on in the group's new log. */
+	assert_int_equal(read_glog(&a, &ga, &na, &ended), 8);
+	assert_true(ended);
+	pubd_ipc_tick(&f->srv, 0);
+	given_back(f, &a, &ga2);
+	assert_true(next_is_mark(&a, "open"));
+	for (; seq <= 8 + 2 * gb.len / 60000 + 2; seq++) {
+		fan_out(f, g, seq, 60000);
+		turn(f);
+		assert_int_equal(read_glog(&a, &ga2, &na, &ended), 1);
+	}
+	/* b's message is whole, and the old log too, until b hangs up. */
+	assert_true(all_bytes(p.data, p.len, 1));
+	assert_true(resident_pages(gb.map, gb.len) >= 8 * 3000 / page);
+	close(b.fd);
+	b.fd = -1;
+	while (f->srv.nlingering)
+		turn(f);
+	assert_int_equal(resident_pages(gb.map, gb.len), 0);
+	assert_int_equal(resident_pages(ga.map, ga.len), 0);
+	g->cfg = gc;
+	munmap(ga.map, ga.len);
+	munmap(gb.map, gb.len);
+	munmap(ga2.map, ga2.len);
+	shm_close(&a);
+	shm_close(&b);
+}
+
 /* What waits in group logs counts against each reader's subscriber queue:
  * one reader of two groups that never reads makes pubd hold one queue's
  * worth for it, not one per group. Past it the log ends, its reader goes
@@ -1483,6 +1538,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reader_of_two_group_logs_is_held_one_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_retired_group_log_is_given_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_pubd_ends_keeps_the_message_it_holds, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_retired_log_stays_whole_for_a_reader_ended_by_an_error, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_stuck_reader_is_given_up_on, setup, teardown),
 	};
 
