@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1049,6 +1051,85 @@ static uint64_t reader_and_stopper(struct fixture *f, struct pubd_group *g, stru
 	return seq;
 }
 
+/* fchmod fails while this is set: pubd then cannot make a group log (its
+ * readers' read-only file needs the mode, shm.c). */
+static bool fail_fchmod;
+
+int fchmod(int fd, mode_t mode)
+{
+	if (fail_fchmod) {
+		errno = EPERM;
+		return -1;
+	}
+	return (int)syscall(SYS_fchmod, fd, mode);
+}
+
+/* How many of pubd's log lines in text say a group log could not be
+ * made; the last one in *last. */
+static unsigned make_failed_lines(char *text, size_t cap, const char **last)
+{
+	unsigned n = 0;
+	char *p = text;
+
+	*last = NULL;
+	text[cap - 1] = 0;
+	while ((p = strstr(p, "cannot make its group log"))) {
+		*last = p;
+		n++;
+		p++;
+	}
+	return n;
+}
+
+/* A group log pubd cannot make: every SUBSCRIBE still succeeds and its
+ * subscriber gets copies in its deliver log; the reason is logged once a
+ * period with how many times it failed since the last such line, not once
+ * a SUBSCRIBE (a client could otherwise fill the journal). */
+static void a_group_log_pubd_cannot_make_is_logged_once_a_period(void **state)
+{
+	struct fixture *f = *state;
+	struct pubd_group *g = pubd_groups_by_name(&f->groups, "open", 4);
+	struct shm_client sc[4];
+	char text[8192] = {0};
+	const char *last;
+	uint32_t code;
+	int err = memfd_create("stderr", MFD_CLOEXEC), saved = dup(STDERR_FILENO);
+	unsigned i;
+	ssize_t n;
+
+	assert_true(err >= 0 && saved >= 0);
+	fail_fchmod = true;
+	assert_int_equal(dup2(err, STDERR_FILENO), STDERR_FILENO);
+	for (i = 0; i < 4; i++) {
+		shm_hello(f, &sc[i]);
+		/* The last one a period after the first line. */
+		if (i == 3)
+			f->srv.glog_fail_log_ns -= ACCEPT_LOG_NS;
+		assert_int_equal(group_req(f, sc[i].fd, PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
+		assert_null(g->glog);
+	}
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	fail_fchmod = false;
+	n = pread(err, text, sizeof(text) - 1, 0);
+	assert_true(n > 0);
+	assert_int_equal(make_failed_lines(text, sizeof(text), &last), 2);
+	assert_non_null(strstr(text, "(Operation not permitted; 1 failure in all"));
+	assert_non_null(strstr(last, "(Operation not permitted; 3 failures in all"));
+	/* Each subscriber gets the group's messages in its own deliver log. */
+	fan_out(f, g, 1, 100);
+	for (i = 0; i < 4; i++) {
+		struct pub_deliverlog_piece p;
+		struct pub_shmlog_view v;
+
+		assert_int_equal(pub_shmlog_next(&sc[i].r, &v), 1);
+		assert_int_equal(pub_deliverlog_decode(&v, &p), 0);
+		assert_int_equal(p.seq, 1);
+		shm_close(&sc[i]);
+	}
+	close(saved);
+	close(err);
+}
+
 /* Two subscribers on shared memory read one group log: each message is
  * written there once (not into their deliver logs), counted delivered to
  * both, and neither can write to it. */
@@ -1533,6 +1614,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(every_ring_wakes_pubd_without_a_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_polled_log_is_read_without_a_ring, setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(a_group_log_is_written_once_for_all_its_readers, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_group_log_pubd_cannot_make_is_logged_once_a_period, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_slow_reader_moves_every_reader_off_the_group_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_changed_subscribe_acl_retires_the_group_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_of_two_group_logs_is_held_one_queue, setup, teardown),
