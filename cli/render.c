@@ -72,10 +72,14 @@ void json_string(FILE *out, const char *s, size_t len)
 				break;
 			}
 			n = utf8_len(p + i, len - i);
-			/* C1 controls are valid JSON raw, but not on a terminal. */
-			if (n == 2 && ch == 0xc2 && p[i + 1] < 0xa0) {
-				fprintf(out, "\\u%04x", p[i + 1]);
-				i += 2;
+			/* C1 controls and the unseen characters that reorder a line
+			 * are valid JSON raw, but not on a terminal. */
+			if (n && ch >= 0x80 && !pub_utf8_shown_len(p + i, len - i)) {
+				uint32_t cp;
+
+				pub_utf8_decode(p + i, len - i, &cp);
+				fprintf(out, "\\u%04x", (unsigned)cp);
+				i += n;
 				continue;
 			}
 			if (!n) {
@@ -154,26 +158,23 @@ static int text_width(const char *s)
 
 /*
  * Text cells come from the daemon, which has them from clients (names) and
- * configs: control characters, DEL, C1 controls (U+0080..U+009F, e.g. CSI)
- * and bytes that are not UTF-8 would break the layout or drive the
- * terminal, so each prints as '?'.
+ * configs: control characters, DEL, C1 controls (U+0080..U+009F, e.g. CSI),
+ * characters that reorder a line unseen (bidi controls, line separators)
+ * and bytes that are not UTF-8 would break the layout, drive the terminal
+ * or make a row read as another, so each prints as '?'.
  */
-static void put_text(FILE *out, const char *s, int width, bool right)
+static void put_shown(FILE *out, const unsigned char *p, size_t len, bool newlines)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t len = strlen(s), i = 0, n;
-	int pad = width - text_width(s);
+	size_t i = 0, n;
 
-	if (right && pad > 0)
-		fprintf(out, "%*s", pad, "");
 	while (i < len) {
 		if (p[i] < 0x80) {
-			fputc(p[i] < 0x20 || p[i] == 0x7f ? '?' : p[i], out);
+			fputc((p[i] < 0x20 && !(newlines && p[i] == '\n')) || p[i] == 0x7f ? '?' : p[i], out);
 			i++;
 			continue;
 		}
 		n = utf8_len(p + i, len - i);
-		if (!n || (n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)) {
+		if (!pub_utf8_shown_len(p + i, len - i)) {
 			fputc('?', out);
 			i += n ? n : 1;
 			continue;
@@ -181,8 +182,22 @@ static void put_text(FILE *out, const char *s, int width, bool right)
 		fwrite(p + i, 1, n, out);
 		i += n;
 	}
+}
+
+static void put_text(FILE *out, const char *s, int width, bool right)
+{
+	int pad = width - text_width(s);
+
+	if (right && pad > 0)
+		fprintf(out, "%*s", pad, "");
+	put_shown(out, (const unsigned char *)s, strlen(s), false);
 	if (!right && pad > 0)
 		fprintf(out, "%*s", pad, "");
+}
+
+void render_lines(FILE *out, const char *s, size_t len)
+{
+	put_shown(out, (const unsigned char *)s, len, true);
 }
 
 static void text_table(struct render *r, const struct pub_table *t)

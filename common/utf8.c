@@ -36,3 +36,17 @@ size_t pub_utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
 	*cp = v;
 	return len;
 }
+
+size_t pub_utf8_shown_len(const unsigned char *p, size_t n)
+{
+	uint32_t cp;
+	size_t len = pub_utf8_decode(p, n, &cp);
+
+	if (len < 2 || pub_utf8_is_c1(cp))
+		return 0;
+	/* U+061C ALM; U+200E/F LRM, RLM; U+2028..U+202E LS, PS, LRE, RLE, PDF, LRO, RLO; U+2066..U+2069 isolates */
+	if (cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+	    (cp >= 0x2066 && cp <= 0x2069))
+		return 0;
+	return len;
+}

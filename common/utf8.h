@@ -22,4 +22,14 @@ static inline int pub_utf8_is_c1(uint32_t cp)
 	return cp >= 0x80 && cp < 0xa0;
 }
 
+/*
+ * The length of the non-ASCII UTF-8 sequence at p (n > 0 bytes left) if it
+ * may be shown as it is, else 0: not valid, a C1 control, or a character
+ * that is not seen but changes how the text around it reads (bidi
+ * embeddings, overrides, isolates and marks; line and paragraph
+ * separators). A client name carrying one could make a log line, a table
+ * row or a metrics label say something else.
+ */
+size_t pub_utf8_shown_len(const unsigned char *p, size_t n);
+
 #endif

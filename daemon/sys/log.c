@@ -36,16 +36,6 @@ int pubd_log_get_level(void)
 	return log_level;
 }
 
-/* Length of a valid UTF-8 sequence at p (n bytes left) that is not a C1
- * control, or 0. */
-static size_t utf8_printable_len(const unsigned char *p, size_t n)
-{
-	uint32_t cp;
-	size_t len = pub_utf8_decode(p, n, &cp);
-
-	return len > 1 && !pub_utf8_is_c1(cp) ? len : 0;
-}
-
 size_t pubd_log_escape(char *out, size_t cap, const char *in, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -68,7 +58,7 @@ size_t pubd_log_escape(char *out, size_t cap, const char *in, size_t len)
 			out[o++] = '\\';
 			out[o++] = '\\';
 			i++;
-		} else if (ch >= 0x80 && (n = utf8_printable_len(p + i, len - i))) {
+		} else if (ch >= 0x80 && (n = pub_utf8_shown_len(p + i, len - i))) {
 			if (o + n >= cap)
 				break;
 			while (n--)

@@ -83,13 +83,13 @@ static void test_terminal_escapes_are_escaped(void **state)
 	size_t n;
 
 	(void)state;
-	n = capture(out, sizeof(out), LOG_WARNING, "group '%s'", "\x1b]0;x\x07\x7f\xc2\x9b\x9b\\");
+	n = capture(out, sizeof(out), LOG_WARNING, "group '%s'", "\x1b]0;x\x07\x7f\xc2\x9b\x9b\xe2\x80\xae\\");
 	for (size_t i = 0; i < n - 1; i++) {
 		unsigned char ch = (unsigned char)out[i];
 
 		assert_true(ch >= 0x20 && ch < 0x7f);
 	}
-	assert_string_equal(out, "<4>group '\\x1b]0;x\\x07\\x7f\\xc2\\x9b\\x9b\\\\'\n");
+	assert_string_equal(out, "<4>group '\\x1b]0;x\\x07\\x7f\\xc2\\x9b\\x9b\\xe2\\x80\\xae\\\\'\n");
 }
 
 /* Our own messages and valid UTF-8 read as before. */

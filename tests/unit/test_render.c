@@ -16,7 +16,8 @@
 
 #include "../../cli/pubctl.h"
 
-static const char hostile[] = "app\n<2>x\r\x1b[2J\x7f\xc2\x9b\x9b\"\\";
+/* Controls, C1, a right-to-left override and a line separator, a stray byte. */
+static const char hostile[] = "app\n<2>x\r\x1b[2J\x7f\xc2\x9b\xe2\x80\xae\xe2\x80\xa8\x9b\"\\";
 
 static char *render(bool json, const struct pub_table *t)
 {
@@ -47,6 +48,7 @@ static void test_text_has_no_control_bytes(void **state)
 	for (const unsigned char *p = (const unsigned char *)out; *p; p++) {
 		assert_true(*p == '\n' || (*p >= 0x20 && *p != 0x7f));
 		assert_false(*p == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0);
+		assert_false(*p == 0xe2 && p[1] == 0x80 && (p[2] == 0xae || p[2] == 0xa8));
 		assert_false(*p >= 0x80 && *p < 0xc0 && (p == (const unsigned char *)out || p[-1] < 0x80));
 		lines += *p == '\n';
 	}
@@ -63,7 +65,7 @@ static void test_json_escapes_everything(void **state)
 
 	(void)state;
 	assert_string_equal(
-		out, "{\"clients\":[{\"id\":7,\"name\":\"app\\n<2>x\\r\\u001b[2J\\u007f\\u009b\\ufffd\\\"\\\\\"}]}\n");
+		out, "{\"clients\":[{\"id\":7,\"name\":\"app\\n<2>x\\r\\u001b[2J\\u007f\\u009b\\u202e\\u2028\\ufffd\\\"\\\\\"}]}\n");
 	free(out);
 }
 
