@@ -125,13 +125,34 @@ static int query_kind(const char *name)
 	return -1;
 }
 
-/* `pubctl metrics` without --json: the text as it is, pieces joined. */
-static int print_metrics(const struct pub_table *t, void *arg)
+/* `pubctl metrics` without --json: the pieces joined (a character may
+ * straddle two), printed once whole, as it is but for what a terminal
+ * would act on (render_lines). */
+static int join_metrics(const struct pub_table *t, void *arg)
 {
+	FILE *text = arg;
+
 	for (size_t i = 0; i < t->nrows * t->ncols; i++)
-		if (t->cells[i].type == PUB_VALUE_STR)
-			fwrite(t->cells[i].s, 1, t->cells[i].len, stdout);
+		if (t->cells[i].type == PUB_VALUE_STR &&
+		    fwrite(t->cells[i].s, 1, t->cells[i].len, text) != t->cells[i].len)
+			return -1;
 	return 0;
+}
+
+static int query_metrics_text(pub_client_t *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *text = open_memstream(&buf, &len);
+	int r;
+
+	if (!text)
+		return -1;
+	r = pub_query(c, PUB_Q_METRICS, NULL, join_metrics, text);
+	if (fclose(text) == 0 && r >= 0)
+		render_lines(stdout, buf, len);
+	free(buf);
+	return r;
 }
 
 /* The queries: status, groups, group NAME, clients, drops, sources, reload, metrics. */
@@ -166,7 +187,7 @@ static int cmd_query(struct pubctl *ctl, int argc, char **argv)
 		return code;
 	render_begin(&rd, stdout, ctl->json);
 	if (kind == PUB_Q_METRICS && !ctl->json)
-		r = pub_query(c, kind, arg, print_metrics, NULL);
+		r = query_metrics_text(c);
 	else
 		r = pub_query(c, kind, arg, render_table, &rd);
 	if (r < 0) {

@@ -37,6 +37,8 @@ void render_begin(struct render *r, FILE *out, bool json);
 int render_table(const struct pub_table *t, void *arg); /* a pub_table_cb */
 void render_end(struct render *r);
 void json_string(FILE *out, const char *s, size_t len);
+/* Lines of text as they are, but for what put_text would also replace (a '?'). */
+void render_lines(FILE *out, const char *s, size_t len);
 
 /* commands */
 int cmd_pub(struct pubctl *ctl, int argc, char **argv);

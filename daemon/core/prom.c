@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "prom.h"
+#include "utf8.h"
 
 static int reserve(struct prom_out *o, size_t more)
 {
@@ -48,19 +49,36 @@ static void put(struct prom_out *o, const char *s)
 	prom_text(o, s, strlen(s));
 }
 
-/* quote: also escape '"' (label values, not HELP text). */
+/*
+ * Text in the exposition format: a backslash and a newline escaped, and
+ * with quote a '"' (label values, not HELP text). A label value may come
+ * from a client (its HELLO name): bytes that are not UTF-8 would make a
+ * scraper refuse the whole page, and control characters, C1 and the
+ * unseen characters that reorder a line would reach whoever reads it on a
+ * terminal. Each such byte is written as the text \xNN (its backslash
+ * escaped), as pubd's log writes it.
+ */
 static void put_escaped(struct prom_out *o, const char *s, size_t len, int quote)
 {
-	size_t i, run = 0;
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, run = 0, n;
 
-	for (i = 0; i < len; i++) {
-		const char *esc = s[i] == '\\' ? "\\\\" : s[i] == '\n' ? "\\n" : s[i] == '"' && quote ? "\\\"" : NULL;
+	while (i < len) {
+		char byte[6] = {'\\', '\\', 'x', hex[p[i] >> 4], hex[p[i] & 15], 0};
+		const char *esc = p[i] == '\\' ? "\\\\" : p[i] == '\n' ? "\\n" : p[i] == '"' && quote ? "\\\"" : NULL;
 
-		if (!esc)
+		if (!esc && p[i] >= 0x20 && p[i] < 0x7f) {
+			i++;
 			continue;
+		}
+		if (!esc && p[i] >= 0x80 && (n = pub_utf8_shown_len(p + i, len - i))) {
+			i += n;
+			continue;
+		}
 		prom_text(o, s + run, i - run);
-		put(o, esc);
-		run = i + 1;
+		put(o, esc ? esc : byte);
+		run = ++i;
 	}
 	prom_text(o, s + run, len - run);
 }

@@ -611,6 +611,43 @@ case_c_fd_passing() {
 	it_check "pubd still answers a query" it_ctl d status >/dev/null
 }
 
+# ---- class: a client's name in the metrics a scraper and a terminal read ----
+# HELLO names go into /metrics and `pubctl metrics` as the name label of a
+# subscriber. One with an OSC title, a colour, bytes that are not UTF-8 and
+# a right-to-left override made a scraper refuse every page (Prometheus:
+# "invalid UTF-8 label value", the target down) and drove the terminal of
+# whoever ran pubctl metrics.
+h_bytes_clean() { # FILE: valid UTF-8, no control character but newline, no C1, no bidi control
+	python3 - "$1" <<-'PY'
+		import sys, unicodedata
+		t = open(sys.argv[1], "rb").read().decode("utf-8")  # raises on invalid UTF-8
+		bad = [c for c in t if (c != "\n" and unicodedata.category(c) in ("Cc", "Cf")) or c in "\u2028\u2029"]
+		sys.exit(1 if bad or not t else 0)
+	PY
+}
+
+case_c_metrics_names() {
+	local port=9479 url
+	h_pubd d <<-EOF
+		metrics:
+		  listen: "127.0.0.1:$port"
+		$(h_groups)
+	EOF
+	url=http://127.0.0.1:$port/metrics
+	it_bg namer "$H_NS" "$HC" name -s "$(it_sock d)" --name $'\e]0;pwned\a\e[31mRED\xff\xfe\u202eok' -g h \
+		--ready "$IT_WORK/named"
+	it_wait "the named subscriber is in" 20 test -e "$IT_WORK/named" || it_die "no named subscriber"
+	it_ctl d metrics >"$IT_WORK/ctl.txt" || it_fail "pubctl metrics"
+	ip netns exec "$H_NS" python3 "$here/../integration/metrics_http.py" get "$url" >"$IT_WORK/http.txt" ||
+		it_fail "GET /metrics"
+	h_fig "subscriber label: $(grep -a -m1 '^pubd_subscriber_messages_delivered_total' "$IT_WORK/http.txt" | cat -v)"
+	it_check "/metrics has the subscriber" grep -q 'name="\\\\x1b]0;pwned\\\\x07\\\\x1b\[31mRED\\\\xff\\\\xfe\\\\xe2\\\\x80\\\\xaeok"' "$IT_WORK/http.txt"
+	it_check "/metrics is valid UTF-8 with no control character" h_bytes_clean "$IT_WORK/http.txt"
+	it_check "pubctl metrics prints no control character" h_bytes_clean "$IT_WORK/ctl.txt"
+	it_check "pubctl metrics says what /metrics says of it" \
+		grep -qF "$(grep -a -m1 '^pubd_subscriber_messages_delivered_total' "$IT_WORK/http.txt" | cut -d' ' -f1)" "$IT_WORK/ctl.txt"
+}
+
 # ---- class: a client that never reads its large query replies ----
 case_c_query_noread() {
 	h_pubd d < <(h_groups)

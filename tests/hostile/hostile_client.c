@@ -28,6 +28,8 @@
  *   name        --name TEXT [-g G]: HELLO with that client name, SUBSCRIBE to
  *               group G (any name), then a frame of an invalid type (a
  *               protocol error, which pubd logs with the client name).
+ *               With --ready: no bad frame; once the SUBSCRIBE is answered,
+ *               holds, a subscriber by that name (in tables and metrics).
  *   subscribes  -n N: HELLO, then N SUBSCRIBEs to distinct unknown groups
  *               (255-byte names), never reading; holds.
  *   queries     -n N --kind K: HELLO, then N QUERYs of kind K, never reading;
@@ -634,6 +636,17 @@ static int mode_name(const struct opts *o)
 	}
 	n = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_SUBSCRIBE, 1, g, strlen(g));
 	send_until(fd, f, (size_t)n, now_ms() + 2000);
+	if (o->ready) {
+		while ((err = rx_frame(&r, fd, now_ms() + 5000, &type, &body, &len)) == 1 && type != PUB_FRAME_OK &&
+		       type != PUB_FRAME_ERROR)
+			;
+		if (err != 1 || type != PUB_FRAME_OK) {
+			fprintf(stderr, "name: SUBSCRIBE not answered OK\n");
+			return 2;
+		}
+		hold(o);
+		return 0;
+	}
 	n = (long)pub_proto_put_hdr(f, PUB_FRAME_WELCOME, 0); /* not a client's frame */
 	send_until(fd, f, (size_t)n, now_ms() + 2000);
 	while ((err = rx_frame(&r, fd, now_ms() + 5000, &type, &body, &len)) == 1)

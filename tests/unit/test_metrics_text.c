@@ -134,6 +134,35 @@ static void test_label_values_and_help_are_escaped(void **state)
 	assert_string_equal(out.buf, "# HELP x_total back\\\\slash \"quoted\"\\nnext\n# TYPE x_total counter\n");
 }
 
+/* A client's HELLO name lands in the subscriber labels: an OSC and a
+ * colour sequence, a C1 CSI, a right-to-left override, bytes that are not
+ * UTF-8 and DEL each become the text \xNN (a scraper refuses a page with
+ * invalid UTF-8; a terminal acts on the controls); what is seen stays. */
+static void test_client_names_cannot_break_a_scrape(void **state)
+{
+	static const char *const sc[] = {"group:s", "client:u", "name:s", "delivered:u", "queued:u", "dropped:u"};
+	static const char hostile[] = "\x1b]0;pwned\x07\x1b[31m\xc2\x9b\xe2\x80\xaeok\xc3\xa9\xff\xfe\x7f";
+	const unsigned char *p;
+
+	pub_table_begin(&b, 0, "subscribers", sc, 6);
+	pub_table_str(&b, "grp");
+	pub_table_u64(&b, 1);
+	pub_table_str(&b, hostile);
+	pub_table_u64(&b, 5);
+	pub_table_u64(&b, 0);
+	pub_table_u64(&b, 0);
+	assert_int_equal(pub_table_end(&b), 0);
+	render(10, 10);
+	assert_well_formed();
+	assert_true(has_line(
+		"pubd_subscriber_messages_delivered_total{group=\"grp\",client=\"1\",name=\"\\\\x1b]0;"
+		"pwned\\\\x07\\\\x1b[31m\\\\xc2\\\\x9b\\\\xe2\\\\x80\\\\xaeok\xc3\xa9\\\\xff\\\\xfe\\\\x7f\"} 5"));
+	/* Nothing in the page but printable ASCII, newlines and that é. */
+	for (p = (const unsigned char *)out.buf; *p; p++)
+		assert_true((*p >= 0x20 && *p < 0x7f) || *p == '\n' || (p[0] == 0xc3 && p[1] == 0xa9) ||
+			    (p[-1] == 0xc3 && p[0] == 0xa9));
+}
+
 static void test_counters_status_and_fabric(void **state)
 {
 	static const char *const st[] = {"version:s",  "fabric:s",    "source_id:s",
@@ -323,6 +352,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_label_values_and_help_are_escaped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_names_cannot_break_a_scrape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counters_status_and_fabric, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sources_bounded_to_most_recent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sources_bound_with_ties, setup, teardown),
