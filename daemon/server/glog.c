@@ -116,19 +116,11 @@ static void glog_free(struct pubd_ipc *srv, struct srv_glog *gl)
 
 /* A group log pubd could not make (no /proc to reopen it read-only, out of
  * memory): its subscribers get copies. Each SUBSCRIBE tries again, so the
- * reason is logged once per period with the count, not once a SUBSCRIBE. */
+ * reason is logged once a period, and the count of the others after it. */
 static void make_failed(struct pubd_ipc *srv, const struct pubd_group *g, int err)
 {
-	uint64_t now = pubd_now_ns();
-
-	srv->glog_fails++;
-	if (srv->glog_fail_log_ns && now - srv->glog_fail_log_ns < ACCEPT_LOG_NS)
-		return;
-	log_warn("group %s: cannot make its group log (%s; %u failure%s in all since the last such line): its "
-		 "subscribers get copies",
-		 g->name, strerror(err), srv->glog_fails, srv->glog_fails == 1 ? "" : "s");
-	srv->glog_fail_log_ns = now;
-	srv->glog_fails = 0;
+	srv_log_limited(srv, log_glog, LOG_WARNING,
+			"group %s: cannot make its group log (%s): its subscribers get copies", g->name, strerror(err));
 }
 
 static struct srv_glog *glog_make(struct pubd_ipc *srv, struct pubd_group *g)

@@ -249,6 +249,13 @@ int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 	srv->ctx = env->ctx;
 	srv->fabric_name = "none";
 	srv->listen_fd = -1;
+	srv->log_proto = (struct pubd_log_limit){.what = "client protocol errors", .burst = 10, .prio = LOG_NOTICE};
+	srv->log_denied =
+		(struct pubd_log_limit){.what = "SUBSCRIBEs refused by a group's ACL", .burst = 10, .prio = LOG_NOTICE};
+	srv->log_client =
+		(struct pubd_log_limit){.what = "lines about single clients ending", .burst = 10, .prio = LOG_INFO};
+	srv->log_glog =
+		(struct pubd_log_limit){.what = "group logs that could not be made", .burst = 1, .prio = LOG_WARNING};
 	/* Held so that, out of fds, a connection can still be accepted and
 	 * closed (see accept_failed). */
 	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -292,12 +299,17 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 		srv_glog_flush_all(srv);
 	if (srv->groups)
 		srv_glog_tick(srv, now_ns);
+	pubd_log_limit_flush(&srv->log_proto, now_ns);
+	pubd_log_limit_flush(&srv->log_denied, now_ns);
+	pubd_log_limit_flush(&srv->log_client, now_ns);
+	pubd_log_limit_flush(&srv->log_glog, now_ns);
 
 	for (c = srv->clients; c; c = next) {
 		next = c->next;
 		if (c->closing && now_ns >= c->close_deadline_ns) {
-			log_info("client %u (pid %d, %s): closed without reading its last reply", c->id, (int)c->pid,
-				 c->name);
+			srv_log_limited(srv, log_client, LOG_INFO,
+					"client %u (pid %d, %s): closed without reading its last reply", c->id,
+					(int)c->pid, c->name);
 			srv_client_close(c);
 			continue;
 		}

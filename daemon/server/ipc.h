@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "groups.h"
+#include "log_limit.h"
 #include "msgbuf.h"
 #include "stats.h"
 
@@ -117,8 +118,11 @@ struct pubd_ipc {
 	uint64_t accept_fail_logged;	/* accept errors and refusals already logged */
 	uint64_t refused_logged;
 	uint64_t last_accept_log_ns;
-	uint64_t glog_fail_log_ns; /* a group log could not be made: last said then */
-	unsigned glog_fails;	   /* ...and failed so many times since */
+	/* Lines a client can cause, one per event: a few a period, the rest counted (log_limit.h). */
+	struct pubd_log_limit log_proto;  /* protocol errors, unsupported versions */
+	struct pubd_log_limit log_denied; /* SUBSCRIBEs an ACL refused */
+	struct pubd_log_limit log_client; /* one client's end: hang-ups, overflows, failed hand-overs */
+	struct pubd_log_limit log_glog;	  /* group logs that could not be made */
 	struct pubd_out *free_outs;
 };
 

@@ -331,9 +331,11 @@ void srv_out_deliver(struct pubd_ipc *srv, struct pubd_sub *s, uint64_t source, 
 			break;
 		case PUBD_SLOW_DISCONNECT:
 			srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, 1);
-			log_notice("client %u (pid %d): subscriber queue full (%u messages, %zu bytes); disconnecting "
-				   "as slow",
-				   c->id, (int)c->pid, c->out_delivers, c->out_deliver_bytes);
+			srv_log_limited(
+				srv, log_client, LOG_NOTICE,
+				"client %u (pid %d): subscriber queue full (%u messages, %zu bytes); disconnecting "
+				"as slow",
+				c->id, (int)c->pid, c->out_delivers, c->out_deliver_bytes);
 			begin_close_deferred(c);
 			srv_reply_error(
 				c, 0, PUB_ERR_SLOW,

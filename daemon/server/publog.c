@@ -260,7 +260,8 @@ int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 	l = log_make(c, cap, &memfd);
 	if (!l) {
 		srv_budget_give(srv, charge);
-		log_warn("client %u: cannot make a publish log of %u bytes: %s", c->id, cap, strerror(errno));
+		srv_log_limited(srv, log_client, LOG_WARNING, "client %u: cannot make a publish log of %u bytes: %s",
+				c->id, cap, strerror(errno));
 		return -ENOMEM;
 	}
 	l->shm.charged = charge;
@@ -478,9 +479,11 @@ void srv_publog_close(struct pubd_client *c, bool hung_up)
 		srv_publog_read(c, true);
 		lost = srv_publog_unhandled(c);
 		if (lost)
-			log_info("client %u: hung up leaving %llu messages in its publish log unfinished or unread "
-				 "(counted client_gone)",
-				 c->id, (unsigned long long)lost);
+			srv_log_limited(
+				c->srv, log_client, LOG_INFO,
+				"client %u: hung up leaving %llu messages in its publish log unfinished or unread "
+				"(counted client_gone)",
+				c->id, (unsigned long long)lost);
 	}
 	if (lost)
 		count_gone(c, lost);

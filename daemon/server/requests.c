@@ -187,8 +187,9 @@ static void welcome_with_log(struct pubd_client *c, struct pub_msg_welcome *w)
 			  (int)c->pid, (unsigned)c->uid, nlogs);
 		return;
 	}
-	log_notice("client %u (pid %d): cannot hand over its shared-memory logs: %s; disconnecting", c->id, (int)c->pid,
-		   strerror(-err));
+	srv_log_limited(c->srv, log_client, LOG_NOTICE,
+			"client %u (pid %d): cannot hand over its shared-memory logs: %s; disconnecting", c->id,
+			(int)c->pid, strerror(-err));
 	srv_begin_close(c);
 }
 
@@ -209,7 +210,8 @@ static bool handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
 		return true;
 	}
 	if (h.version != PUB_PROTO_VERSION) {
-		log_notice("client %u: protocol version %u not supported", c->id, h.version);
+		srv_log_limited(srv, log_proto, LOG_NOTICE, "client %u: protocol version %u not supported", c->id,
+				h.version);
 		srv_begin_close(c);
 		srv_reply_error(c, 0, PUB_ERR_VERSION, "protocol version %u not supported (pubd speaks %u)", h.version,
 				PUB_PROTO_VERSION);
@@ -290,8 +292,9 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		return true;
 	}
 	if (!srv_client_may(c, &g->cfg->subscribe)) {
-		log_notice("client %u (pid %d uid %u): subscribe to %s denied by its ACL", c->id, (int)c->pid,
-			   (unsigned)c->uid, g->name);
+		srv_log_limited(c->srv, log_denied, LOG_NOTICE,
+				"client %u (pid %d uid %u): subscribe to %s denied by its ACL", c->id, (int)c->pid,
+				(unsigned)c->uid, g->name);
 		g->sub_denied++;
 		srv_reply_error(c, req_id, PUB_ERR_ACL, "uid %u may not subscribe to '%s' (group's subscribe ACL)",
 				(unsigned)c->uid, g->name);
@@ -494,8 +497,8 @@ void srv_begin_close(struct pubd_client *c)
 /* A malformed frame ends this client only: tell it why, then close. */
 void srv_protocol_error(struct pubd_client *c, const char *why)
 {
-	log_notice("client %u (pid %d, %s): protocol error: %s; disconnecting", c->id, (int)c->pid,
-		   c->name[0] ? c->name : "?", why);
+	srv_log_limited(c->srv, log_proto, LOG_NOTICE, "client %u (pid %d, %s): protocol error: %s; disconnecting",
+			c->id, (int)c->pid, c->name[0] ? c->name : "?", why);
 	c->srv->counters[PUBD_CTR_CLIENTS_REJECTED]++;
 	srv_begin_close(c);
 	srv_reply_error(c, 0, PUB_ERR_PROTO, "protocol error: %s", why);

@@ -22,6 +22,14 @@
 #define RBUF_IDLE_NS (1000ull * 1000 * 1000)
 /* How often repeating accept errors and refusals are logged. */
 #define ACCEPT_LOG_NS (10000ull * 1000 * 1000)
+
+/* A line a client can cause, one per event: through one of srv's limits
+ * (log_limit.h), a few a period and the rest counted. */
+#define srv_log_limited(srv, limit, prio, ...)                         \
+	do {                                                           \
+		if (pubd_log_limit_pass(&(srv)->limit, pubd_now_ns())) \
+			pubd_log(prio, __VA_ARGS__);                   \
+	} while (0)
 /*
  * Control traffic must get through whatever others hold of the client budget
  * (publishers partway through big bodies, clients that do not read their

@@ -321,7 +321,7 @@ void srv_client_read(struct pubd_client *c)
 			srv_client_hangup(c);
 			continue;
 		}
-		log_info("client %u: read failed: %s", c->id, strerror(errno));
+		srv_log_limited(c->srv, log_client, LOG_INFO, "client %u: read failed: %s", c->id, strerror(errno));
 		srv_client_close(c);
 		return;
 	}

@@ -648,6 +648,34 @@ case_c_metrics_names() {
 		grep -qF "$(grep -a -m1 '^pubd_subscriber_messages_delivered_total' "$IT_WORK/http.txt" | cut -d' ' -f1)" "$IT_WORK/ctl.txt"
 }
 
+# ---- class: log lines a client causes, one per event ----
+# A refused SUBSCRIBE and a protocol error were each a line of pubd's log:
+# a client on a loop wrote lines as fast as it could send (200,000 refused
+# SUBSCRIBEs: 14.8 MB of log in 0.37 s), filling the disk and spending the
+# unit's journald rate limit, which then drops pubd's own lines. Now a few
+# go out a period and the rest are counted.
+case_c_log_flood() {
+	h_pubd d <<-EOF
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+		  - name: secret
+		    address: 239.77.0.2
+		    subscribe: ["uid:12345"]
+	EOF
+	local l0 l1 denied i
+	l0=$(wc -l <"$IT_WORK/d.log")
+	"$HC" subscribes -s "$(it_sock d)" -g secret -n 5000 --hold-ms 1 </dev/null >/dev/null
+	for i in $(seq 100); do "$HC" name -s "$(it_sock d)" --name "flood$i" -g h >/dev/null; done
+	it_wait "pubd counted the protocol errors" 20 h_counter_at_least d clients_protocol_errors 100
+	denied=$(it_q d groups '.groups[] | select(.name == "secret") | .sub_denied')
+	l1=$(wc -l <"$IT_WORK/d.log")
+	h_fig "$denied refused SUBSCRIBEs and 100 protocol errors: $((l1 - l0)) lines of log"
+	it_check "the refusals are counted ($denied)" test "$denied" -ge 1000
+	it_check "the log stays short ($((l1 - l0)) lines <= 40)" test $((l1 - l0)) -le 40
+	it_check "pubd still answers" it_ctl d status >/dev/null
+}
+
 # ---- class: a client that never reads its large query replies ----
 case_c_query_noread() {
 	h_pubd d < <(h_groups)

@@ -30,8 +30,8 @@
  *               protocol error, which pubd logs with the client name).
  *               With --ready: no bad frame; once the SUBSCRIBE is answered,
  *               holds, a subscriber by that name (in tables and metrics).
- *   subscribes  -n N: HELLO, then N SUBSCRIBEs to distinct unknown groups
- *               (255-byte names), never reading; holds.
+ *   subscribes  -n N [-g G]: HELLO, then N SUBSCRIBEs to distinct unknown
+ *               groups (255-byte names), or all to G, never reading; holds.
  *   queries     -n N --kind K: HELLO, then N QUERYs of kind K, never reading;
  *               holds.
  *   fdpass      -g G -n N: HELLO and N PUBLISHes to G (req_id 0, 64 bytes),
@@ -669,7 +669,9 @@ static int mode_subscribes(const struct opts *o)
 		long len;
 
 		snprintf(g, sizeof(g), "%0255ld", i);
-		len = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_SUBSCRIBE, (uint32_t)i + 1, g, 255);
+		if (o->group)
+			snprintf(g, sizeof(g), "%s", o->group);
+		len = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_SUBSCRIBE, (uint32_t)i + 1, g, strlen(g));
 		if (send_until(fd, f, (size_t)len, now_ms() + 3000) < 0)
 			break;
 		sent += (size_t)len;

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "log.h"
+#include "log_limit.h"
 
 struct capture {
 	int fds[2], saved;
@@ -117,6 +118,40 @@ static void test_long_line_stays_one_line(void **state)
 	assert_int_equal(out[n - 1], '\n');
 }
 
+/* A bound on lines a peer causes: burst lines a period go out, the rest
+ * are counted, and the count is one line once the period is over (at the
+ * tick, or before the first line of the next period). */
+static void test_limit_lets_a_few_out_and_counts_the_rest(void **state)
+{
+	struct pubd_log_limit l = {.what = "refusals", .burst = 2, .prio = LOG_NOTICE, .period_ns = 1000};
+	struct capture c;
+	char out[2048];
+	unsigned i, passed = 0;
+
+	(void)state;
+	for (i = 0; i < 5; i++)
+		passed += pubd_log_limit_pass(&l, 100 + i);
+	assert_int_equal(passed, 2);
+	assert_int_equal(l.held, 3);
+	/* Not over yet: nothing to say. */
+	assert_int_equal(pubd_log_limit_flush(&l, 1099), 0);
+	capture_begin(&c);
+	assert_int_equal(pubd_log_limit_flush(&l, 1100), 3);
+	pubd_log(LOG_INFO, "after");
+	capture_end(&c, out, sizeof(out));
+	assert_string_equal(out, "<5>3 more refusals in 0 s, not logged one by one (at most 2 a period)\n<6>after\n");
+	/* A new period: a line goes out at once; one held is said when the
+	 * first line of the period after comes, before it. */
+	assert_true(pubd_log_limit_pass(&l, 5000));
+	assert_true(pubd_log_limit_pass(&l, 5001));
+	assert_false(pubd_log_limit_pass(&l, 5002));
+	capture_begin(&c);
+	assert_true(pubd_log_limit_pass(&l, 6000));
+	capture_end(&c, out, sizeof(out));
+	assert_string_equal(out, "<5>1 more refusals in 0 s, not logged one by one (at most 2 a period)\n");
+	assert_int_equal(l.held, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -124,6 +159,7 @@ int main(void)
 		cmocka_unit_test(test_terminal_escapes_are_escaped),
 		cmocka_unit_test(test_plain_text_unchanged),
 		cmocka_unit_test(test_long_line_stays_one_line),
+		cmocka_unit_test(test_limit_lets_a_few_out_and_counts_the_rest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,8 +64,8 @@ static void test_json_escapes_everything(void **state)
 	char *out = render(true, &t);
 
 	(void)state;
-	assert_string_equal(
-		out, "{\"clients\":[{\"id\":7,\"name\":\"app\\n<2>x\\r\\u001b[2J\\u007f\\u009b\\u202e\\u2028\\ufffd\\\"\\\\\"}]}\n");
+	assert_string_equal(out, "{\"clients\":[{\"id\":7,\"name\":\"app\\n<2>x\\r\\u001b["
+				 "2J\\u007f\\u009b\\u202e\\u2028\\ufffd\\\"\\\\\"}]}\n");
 	free(out);
 }
 
