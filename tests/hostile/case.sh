@@ -18,6 +18,8 @@ IT_LIMIT=${IT_LIMIT:-140}
 . "$here/cases_repair.sh"
 # shellcheck source=tests/hostile/cases_http.sh
 . "$here/cases_http.sh"
+# shellcheck source=tests/hostile/cases_publog.sh
+. "$here/cases_publog.sh"
 HC=$HOSTILE_TOOLS/hostile_client
 FORGE=$HOSTILE_TOOLS/forge_dgram
 HSHM=$HOSTILE_TOOLS/hostile_shm
