@@ -301,14 +301,22 @@ static void reader_gone(struct pubd_ipc *srv, struct srv_glog *gl)
 }
 
 /* c keeps gl (still counted a reader) until it closes or hangs up; false
- * if it cannot. */
+ * if it cannot. The whole log is charged to limits.client_buffer_budget
+ * for as long: a client on a loop of subscribe, fall behind, get itself
+ * ended and never hang up, would otherwise keep one retired log after
+ * another, uncharged, each a group_log of pubd's memory. */
 static bool hold(struct pubd_client *c, struct srv_glog *gl)
 {
 	struct srv_glog_holds *h = &c->glog_holds;
-	struct srv_glog **v = realloc(h->v, (h->n + 1) * sizeof(*v));
+	struct srv_glog **v;
 
-	if (!v)
+	if (!srv_budget_take(c->srv, gl->shm.map_len))
 		return false;
+	v = realloc(h->v, (h->n + 1) * sizeof(*v));
+	if (!v) {
+		srv_budget_give(c->srv, gl->shm.map_len);
+		return false;
+	}
 	h->v = v;
 	v[h->n++] = gl;
 	return true;
@@ -348,8 +356,10 @@ void srv_glog_holds_release(struct pubd_ipc *srv, struct srv_glog_holds *h)
 {
 	unsigned i;
 
-	for (i = 0; i < h->n; i++)
+	for (i = 0; i < h->n; i++) {
+		srv_budget_give(srv, h->v[i]->shm.map_len);
 		reader_gone(srv, h->v[i]);
+	}
 	free(h->v);
 	h->v = NULL;
 	h->n = 0;
@@ -780,7 +790,11 @@ static bool same_acl(const struct pubd_acl *a, const struct pubd_acl *b)
  * pub_recv; pubd, writing on for the others, would write over it as soon
  * as the ring wraps, under the caller. Such a log is retired instead: the
  * others read to its END and get a new one, as after any END, and the old
- * one is kept, unwritten, until c hangs up (glog_leave's hold).
+ * one is kept, unwritten, until c hangs up (glog_leave's hold), charged to
+ * limits.client_buffer_budget. When the budget has no room for it, the
+ * log is not retired and c's message may be written over: c was ended,
+ * and an attacker that used the budget up must not make every group's
+ * readers change logs for each connection it gets ended.
  */
 void srv_glog_client_ended(struct pubd_client *c)
 {
@@ -791,7 +805,7 @@ void srv_glog_client_ended(struct pubd_client *c)
 		struct srv_glog *gl = s->glog;
 
 		if (!gl || gl != s->group->glog || !(s->glog_live || s->glog_until) ||
-		    released_now(gl, s) >= gl->w.tail)
+		    released_now(gl, s) >= gl->w.tail || !srv_budget_fits(c->srv, gl->shm.map_len))
 			continue;
 		glog_retire(c->srv, s->group, "a reader pubd ended may still hold a message in it");
 	}

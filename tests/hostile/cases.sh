@@ -676,6 +676,42 @@ case_c_log_flood() {
 	it_check "pubd still answers" it_ctl d status >/dev/null
 }
 
+# ---- class: connections pubd ends keep retired group logs, charged ----
+# A subscriber pubd ends before it read its group log may hold a message
+# there, so the log is retired and kept until the client hangs up. A client
+# that never hangs up kept one whole group log per connection it got ended,
+# charged to nothing: 20 rounds over 8 groups took pubd from 1 MB to 165 MB
+# of shared memory, and each round moved every other reader off its log.
+# Now each kept log is charged to limits.client_buffer_budget; with no room
+# left, the log is not retired.
+case_c_glog_ended_pin() {
+	h_pubd d <<-EOF
+		limits:
+		  client_buffer_budget: 16MiB
+		  group_log: 1MiB
+		  publish_log: 64KiB
+		  deliver_log: 64KiB
+		$(h_groups)
+	EOF
+	local r0 r1 ends buffered budget n
+	r0=$(h_rss "$H_PID")
+	it_bg endhold "$H_NS" "$HC" endhold -s "$(it_sock d)" -g h -n 40 --size 50000 --ready "$IT_WORK/held"
+	it_wait "40 connections ended holding" 60 test -e "$IT_WORK/held" || it_die "endhold did not finish"
+	# Once the budget is used up pubd stops reading the attacker's frames,
+	# so it may get fewer rounds done.
+	n=$(sed -n 's/^endhold: \([0-9]*\) .*/\1/p' "$IT_WORK/endhold.out")
+	it_wait "pubd ended all ${n:-?}" 20 h_counter_at_least d clients_protocol_errors "${n:-40}"
+	r1=$(h_rss "$H_PID")
+	ends=$(it_q d groups '.groups[] | select(.name == "h") | .group_log_ends')
+	buffered=$(it_q d status '.status[0].client_buffered')
+	budget=$(it_q d status '.status[0].client_buffer_budget')
+	h_fig "$n connections ended with unread group logs, none hung up: pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0))), group log ends $ends, client_buffered $buffered of $budget; $(cat "$IT_WORK/endhold.out")"
+	it_check "what they keep is within the budget (+$((r1 - r0)) KiB < 24 MiB)" test $((r1 - r0)) -lt 24576
+	it_check "client_buffered ($buffered) stays within the budget ($budget)" test "$buffered" -le "$budget"
+	it_check "not every ended connection retired the group's log ($ends of $n)" test "$ends" -lt 30
+	it_check "pubd still answers" it_ctl d status >/dev/null
+}
+
 # ---- class: a client that never reads its large query replies ----
 case_c_query_noread() {
 	h_pubd d < <(h_groups)

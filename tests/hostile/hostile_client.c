@@ -32,6 +32,11 @@
  *               holds, a subscriber by that name (in tables and metrics).
  *   subscribes  -n N [-g G]: HELLO, then N SUBSCRIBEs to distinct unknown
  *               groups (255-byte names), or all to G, never reading; holds.
+ *   endhold     -n N [-g G] [--size S]: N connections on shared memory,
+ *               each subscribed to G, publishing 20 messages of S bytes
+ *               there (written into the group log it never reads), then a
+ *               frame of an invalid type: pubd ends each one while it may
+ *               hold a message there. None hangs up; holds.
  *   queries     -n N --kind K: HELLO, then N QUERYs of kind K, never reading;
  *               holds.
  *   fdpass      -g G -n N: HELLO and N PUBLISHes to G (req_id 0, 64 bytes),
@@ -174,12 +179,17 @@ static int rx_init(struct rx *r, size_t cap)
 	return r->buf ? 0 : -ENOMEM;
 }
 
-static int send_hello(int fd, const char *name, size_t name_len)
+static int send_hello_flags(int fd, const char *name, size_t name_len, uint32_t flags)
 {
 	uint8_t f[600];
-	long n = pub_proto_enc_hello(f, sizeof(f), 0, name, name_len);
+	long n = pub_proto_enc_hello(f, sizeof(f), flags, name, name_len);
 
 	return n > 0 ? send_until(fd, f, (size_t)n, now_ms() + 5000) : -EINVAL;
+}
+
+static int send_hello(int fd, const char *name, size_t name_len)
+{
+	return send_hello_flags(fd, name, name_len, 0);
 }
 
 /* HELLO, then wait for WELCOME. 0 when welcomed, 1 when refused, -errno. */
@@ -549,6 +559,67 @@ static int mode_pubclose(const struct opts *o)
 	return i == n ? 0 : 1;
 }
 
+/* Frames from pubd until one of type want (1), or another answer (ERROR:
+ * 0), or the end (-1). */
+static int await_frame(struct rx *r, int fd, uint8_t want)
+{
+	const uint8_t *body;
+	uint32_t len;
+	uint8_t type;
+
+	while (rx_frame(r, fd, now_ms() + 5000, &type, &body, &len) == 1)
+		if (type == want || type == PUB_FRAME_ERROR)
+			return type == want;
+	return -1;
+}
+
+/* One endhold round: a connection on shared memory that subscribes to g,
+ * publishes n messages of size bytes there (pubd writes them into the
+ * group log it reads none of), then sends a frame of an invalid type.
+ * Returns the connection, left open, or -1. */
+static int end_holding(const char *sock, const char *g, unsigned n, size_t size)
+{
+	uint8_t f[600], *frame = calloc(1, PUB_PROTO_MAX_HEAD + size);
+	int fd = sock_connect(sock, false);
+	struct rx r = {0};
+	long h = frame ? publish_head(frame, PUB_PROTO_MAX_HEAD, 0, g, size) : -1, len;
+	unsigned i;
+
+	if (fd < 0 || h <= 0 || rx_init(&r, 1 << 20) < 0 || send_hello_flags(fd, "endhold", 7, PUB_HELLO_F_SHM) < 0 ||
+	    await_frame(&r, fd, PUB_FRAME_WELCOME) != 1)
+		goto fail;
+	len = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_SUBSCRIBE, 1, g, strlen(g));
+	if (send_until(fd, f, (size_t)len, now_ms() + 2000) < 0 || await_frame(&r, fd, PUB_FRAME_OK) != 1)
+		goto fail;
+	for (i = 0; i < n; i++)
+		if (send_until(fd, frame, (size_t)h + size, now_ms() + 5000) < 0)
+			goto fail;
+	len = (long)pub_proto_put_hdr(f, PUB_FRAME_WELCOME, 0); /* not a client's frame */
+	if (send_until(fd, f, (size_t)len, now_ms() + 2000) < 0)
+		goto fail;
+	free(r.buf);
+	free(frame);
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(r.buf);
+	free(frame);
+	return -1;
+}
+
+static int mode_endhold(const struct opts *o)
+{
+	long n = o->n > 0 ? o->n : 20, i;
+
+	for (i = 0; i < n; i++)
+		if (end_holding(o->sock, o->group ? o->group : "h", 20, o->size > 0 ? (size_t)o->size : 50000) < 0)
+			break;
+	printf("endhold: %ld connections ended by pubd with unread group logs, none hung up\n", i);
+	hold(o);
+	return i == n ? 0 : 1;
+}
+
 /* Descriptors attached to each frame (the kernel takes at most 253). */
 #define FDPASS_NFDS 240
 
@@ -705,9 +776,12 @@ static const struct {
 	const char *name;
 	int (*run)(const struct opts *o);
 } modes[] = {
-	{"bigpub", mode_bigpub},     {"idle", mode_idle},     {"flood", mode_flood}, {"unsub", mode_unsub},
-	{"pubclose", mode_pubclose}, {"deaf", mode_deaf},     {"name", mode_name},   {"subscribes", mode_subscribes},
+	{"bigpub", mode_bigpub},     {"idle", mode_idle},
+	{"flood", mode_flood},	     {"unsub", mode_unsub},
+	{"pubclose", mode_pubclose}, {"deaf", mode_deaf},
+	{"name", mode_name},	     {"subscribes", mode_subscribes},
 	{"queries", mode_queries},   {"fdpass", mode_fdpass},
+	{"endhold", mode_endhold},
 };
 
 int main(int argc, char **argv)
