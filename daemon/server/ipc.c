@@ -225,7 +225,11 @@ static int listen_on_path(struct pubd_ipc *srv)
 	}
 	if (chmod(path, srv->cfg->socket_mode) < 0)
 		log_warn("daemon.socket %s: chmod %o: %s", path, srv->cfg->socket_mode, strerror(errno));
-	if (listen(fd, 128) < 0) {
+	/* The kernel's most (net.core.somaxconn): with a short backlog, one
+	 * client connecting and closing in a loop kept it full, and others'
+	 * connects failed at once (EAGAIN) before pubd saw them, the root and
+	 * pubd-user reserve of limits.max_clients included. */
+	if (listen(fd, SOMAXCONN) < 0) {
 		err = -errno;
 		close(fd);
 		unlink(path);

@@ -92,7 +92,8 @@ struct pub_options {
 	size_t struct_size;	 /* sizeof(struct pub_options): lets the struct grow compatibly */
 	const char *client_name; /* shown by `pubctl clients`; default: the program's name */
 	int connect_timeout_ms;	 /* pub_connect: keep trying this long while pubd is not up yet
-				  * (0: one attempt, fail at once; -1: forever) */
+				  * (0: one attempt, fail at once; -1: forever); a full listen
+				  * backlog (pubd up, busy) is retried for request_timeout_ms */
 	int request_timeout_ms;	 /* wait for a reply (subscribe, query, PUB_SYNC); 0: 10000; -1: forever */
 	int reconnect_min_ms;	 /* first reconnect backoff; 0: 10 */
 	int reconnect_max_ms;	 /* backoff cap; 0: 1000 */

@@ -223,15 +223,24 @@ static bool retryable(int err)
 }
 
 /* The first connection, for pub_connect: attempts with backoff until one
- * succeeds, fails in a way retrying cannot cure, or the deadline passes. */
+ * succeeds, fails in a way retrying cannot cure, or the deadline passes.
+ * A full backlog (EAGAIN) says pubd is up but has not taken the
+ * connections before this one yet (a burst of clients, or one connecting
+ * and closing in a loop): that is waited out like a reply, up to
+ * request_timeout_ms, even by a caller that asked for one attempt. */
 int conn_first(struct pub_client *c, uint64_t deadline)
 {
+	uint64_t busy_deadline = 0;
 	int r;
 
 	for (int backoff = c->reconnect_min_ms;;) {
 		r = conn_open(c);
 		if (r == 0)
 			return 0;
+		if (r == -EAGAIN && !busy_deadline)
+			busy_deadline = deadline_in(c->request_timeout_ms);
+		if (r == -EAGAIN && busy_deadline > deadline)
+			deadline = busy_deadline;
 		if (!retryable(r) || now_ns() >= deadline)
 			return r;
 		int wait = ms_until(deadline);

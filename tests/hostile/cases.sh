@@ -712,6 +712,39 @@ case_c_glog_ended_pin() {
 	it_check "pubd still answers" it_ctl d status >/dev/null
 }
 
+# ---- class: connect and close in a loop ----
+# pubd listened with a backlog of 128 and libpub's connect does not wait:
+# three clients connecting and closing in a loop kept the backlog full, and
+# 16 of 20 `pubctl status` by root failed at once ("cannot reach pubd:
+# Resource temporarily unavailable"), before pubd could admit them from the
+# operators' reserve. Now the backlog is the kernel's most and libpub waits
+# out a full one like a reply.
+case_c_connect_flood() {
+	local i ok=0 failed=0 pids=()
+	# A socket anyone may connect to (SocketMode=0666), and the attackers
+	# not root: they cannot take the operators' reserve.
+	it_host_lo h
+	H_NS=$(it_ns h)
+	h_groups | it_conf_write d -
+	sed -i 's/^daemon:$/daemon:\n  socket_mode: "0666"/' "$(it_conf d)"
+	it_pubd_start d "$H_NS" || it_die "pubd did not start"
+	chmod 0755 "$IT_WORK"
+	for i in 1 2 3; do
+		ip netns exec "$H_NS" setpriv --reuid=65534 --regid=65534 --clear-groups "$HC" connflood -s "$(it_sock d)" --hold-ms 8000 >"$IT_WORK/flood$i.out" 2>&1 &
+		pids+=($!)
+	done
+	for i in $(seq 20); do
+		if it_ctl d status >/dev/null 2>>"$IT_WORK/status.err"; then
+			ok=$((ok + 1))
+		else
+			failed=$((failed + 1))
+		fi
+	done
+	wait "${pids[@]}"
+	h_fig "pubctl status under 3 connect-and-close loops: $ok of 20 answered, $failed failed ($(head -c 120 "$IT_WORK/status.err")); $(cat "$IT_WORK"/flood*.out | tr '\n' ' ')"
+	it_eq "every pubctl status is answered" "$ok" 20
+}
+
 # ---- class: a client that never reads its large query replies ----
 case_c_query_noread() {
 	h_pubd d < <(h_groups)

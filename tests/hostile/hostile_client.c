@@ -37,6 +37,8 @@
  *               there (written into the group log it never reads), then a
  *               frame of an invalid type: pubd ends each one while it may
  *               hold a message there. None hangs up; holds.
+ *   connflood   [--hold-ms T]: connect and close, as fast as it can, for T ms
+ *               (default 5000).
  *   queries     -n N --kind K: HELLO, then N QUERYs of kind K, never reading;
  *               holds.
  *   fdpass      -g G -n N: HELLO and N PUBLISHes to G (req_id 0, 64 bytes),
@@ -506,6 +508,28 @@ static int mode_unsub(const struct opts *o)
 	return got_ok && got_table && later == 3 ? 0 : 1;
 }
 
+/* Connect and close, as fast as it can, until --hold-ms passes (or stdin
+ * ends): connections pubd must accept only to find them gone. */
+static int mode_connflood(const struct opts *o)
+{
+	uint64_t end = now_ms() + (uint64_t)(o->hold_ms > 0 ? o->hold_ms : 5000);
+	long made = 0, refused = 0;
+
+	make_ready(o);
+	while (now_ms() < end) {
+		int fd = sock_connect(o->sock, true);
+
+		if (fd < 0) {
+			refused++;
+			continue;
+		}
+		made++;
+		close(fd);
+	}
+	printf("connflood: %ld connections made and closed, %ld refused at connect\n", made, refused);
+	return 0;
+}
+
 static int mode_deaf(const struct opts *o)
 {
 	const char *g = o->group ? o->group : "h";
@@ -776,12 +800,10 @@ static const struct {
 	const char *name;
 	int (*run)(const struct opts *o);
 } modes[] = {
-	{"bigpub", mode_bigpub},     {"idle", mode_idle},
-	{"flood", mode_flood},	     {"unsub", mode_unsub},
-	{"pubclose", mode_pubclose}, {"deaf", mode_deaf},
-	{"name", mode_name},	     {"subscribes", mode_subscribes},
-	{"queries", mode_queries},   {"fdpass", mode_fdpass},
-	{"endhold", mode_endhold},
+	{"bigpub", mode_bigpub},       {"idle", mode_idle},	    {"flood", mode_flood},
+	{"unsub", mode_unsub},	       {"pubclose", mode_pubclose}, {"deaf", mode_deaf},
+	{"connflood", mode_connflood}, {"name", mode_name},	    {"subscribes", mode_subscribes},
+	{"queries", mode_queries},     {"fdpass", mode_fdpass},	    {"endhold", mode_endhold},
 };
 
 int main(int argc, char **argv)
