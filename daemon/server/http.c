@@ -1,30 +1,62 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libmicrohttpd in pubd's event loop (http.h). MHD runs without threads
- * (MHD_USE_EPOLL, no internal polling thread) and with its sockets
- * non-blocking, so an MHD_run never waits: it handles what epoll reported
- * and returns. After every run the loop's timer is set to MHD_get_timeout,
- * which MHD needs for idle connections and for data it already has.
+ * libmicrohttpd in pubd's event loop (http.h).
+ *
+ * pubd owns the listening socket and accepts; MHD (MHD_USE_EPOLL, no
+ * thread, MHD_USE_NO_LISTEN_SOCKET) is handed each accepted connection with
+ * MHD_add_connection and only parses and answers, because of what MHD
+ * cannot do for itself:
+ *
+ *  - Out of fds. MHD's own accept fails with EMFILE, leaves the connection
+ *    in the backlog and the listener readable, and pubd's level-triggered
+ *    watch of MHD's epoll fd spins at 100% CPU. Here a reserve fd is given up
+ *    for a moment to accept such a connection and close it (with a 503), and
+ *    an error that repeats otherwise stops the watch of the listener until
+ *    the next tick. Either way one log line per period, with the counts.
+ *
+ * MHD's sockets are non-blocking, so an MHD_run never waits: it handles
+ * what epoll reported and returns. After every run the loop's timer is set
+ * to MHD_get_timeout, which MHD needs for idle connections and for data it
+ * already has.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include "http.h"
 #include "log.h"
 
+#define NS_PER_S 1000000000ull
+/* How many connections one readiness of the listener accepts before the
+ * loop gets to run everything else. */
+#define ACCEPT_BATCH 16
+/* Said to a connection pubd cannot serve now, before closing it. */
+#define BUSY_REPLY "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
 struct pubd_http {
 	struct MHD_Daemon *mhd;
-	struct pubd_loop_watch *watch;
-	struct pubd_loop_timer *timer;
+	int listen_fd;
+	int reserve_fd; /* given up to accept-and-close when out of fds */
+	struct pubd_loop_watch *listen_watch;
+	struct pubd_loop_watch *mhd_watch;
+	struct pubd_loop_timer *mhd_timer;
+	struct pubd_loop_timer *tick;
+	uint64_t tick_at; /* UINT64_MAX: not armed */
+	bool listen_paused;
+	bool running; /* inside MHD_run: no re-entry */
+	/* Counts since start, and what the last log line covered. */
+	uint64_t refused, accept_errors;
+	uint64_t refused_logged, accept_errors_logged;
+	uint64_t last_log_ns;
 	pubd_http_render_fn render;
 	void *ctx;
-	bool running; /* inside MHD_run: no re-entry */
 };
 
 /* libmicrohttpd's own messages; its format strings are its own. */
@@ -36,6 +68,66 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
 	buf[strcspn(buf, "\n")] = 0;
 	log_debug("metrics: %s", buf);
 }
+
+/* What an attacker makes happen repeats: one line per period with the
+ * counts since the last, never one per connection. now: log what there is
+ * even within the period (at close). */
+static void stats_log(struct pubd_http *h, bool now)
+{
+	uint64_t refused = h->refused - h->refused_logged;
+	uint64_t errs = h->accept_errors - h->accept_errors_logged;
+	uint64_t t = pubd_now_ns();
+
+	if (!refused && !errs)
+		return;
+	if (!now && h->last_log_ns && t - h->last_log_ns < PUBD_HTTP_LOG_S * NS_PER_S)
+		return;
+	log_warn("metrics: %llu connections refused (out of fds, or libmicrohttpd's limits), %llu failed accepts "
+		 "in the last %llu s",
+		 (unsigned long long)refused, (unsigned long long)errs,
+		 (unsigned long long)(h->last_log_ns ? (t - h->last_log_ns) / NS_PER_S : 0));
+	h->refused_logged = h->refused;
+	h->accept_errors_logged = h->accept_errors;
+	h->last_log_ns = t;
+}
+
+static bool stats_pending(const struct pubd_http *h)
+{
+	return h->refused != h->refused_logged || h->accept_errors != h->accept_errors_logged;
+}
+
+/* The tick runs while it has something to do: a paused listener, a missing reserve fd, counts to log. An
+ * armed tick is left where it is: re-arming on every accept would put it
+ * off for as long as connections keep coming. */
+static void tick_arm(struct pubd_http *h)
+{
+	bool need = h->listen_paused || h->reserve_fd < 0 || stats_pending(h);
+
+	if (need && h->tick_at == UINT64_MAX)
+		h->tick_at = pubd_now_ns() + NS_PER_S;
+	else if (!need)
+		h->tick_at = UINT64_MAX;
+	pubd_loop_timer_arm(h->tick, h->tick_at);
+}
+
+/* Run MHD for what is ready, then set the timer to when it wants to run
+ * again (idle timeouts, buffered data). */
+static void run(struct pubd_http *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	if (h->running)
+		return;
+	h->running = true;
+	MHD_run(h->mhd);
+	h->running = false;
+	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
+		pubd_loop_timer_arm(h->mhd_timer, pubd_now_ns() + (uint64_t)ms * 1000000ull);
+	else
+		pubd_loop_timer_arm(h->mhd_timer, UINT64_MAX);
+}
+
+/* ---- requests ---- */
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *text)
 {
@@ -52,13 +144,8 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
 	return ret;
 }
 
-/* Called when a request's headers are in (a body is never read: only GET
- * and HEAD are served, and anything else is answered at once). */
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *upload_data, size_t *upload_data_size,
-				  void **req_cls)
+static enum MHD_Result answer(struct pubd_http *h, struct MHD_Connection *conn, const char *url, const char *method)
 {
-	struct pubd_http *h = cls;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	char *text = NULL;
@@ -81,76 +168,225 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return ret;
 }
 
-/* Run MHD for what is ready, then set the timer to when it wants to run
- * again (idle timeouts, buffered data). */
-static void run(struct pubd_http *h)
+/* Called when a request's headers are in (a body is never read: only GET
+ * and HEAD are served, and anything else is answered at once). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **req_cls)
 {
-	MHD_UNSIGNED_LONG_LONG ms;
-
-	if (h->running)
-		return;
-	h->running = true;
-	MHD_run(h->mhd);
-	h->running = false;
-	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
-		pubd_loop_timer_arm(h->timer, pubd_now_ns() + (uint64_t)ms * 1000000ull);
-	else
-		pubd_loop_timer_arm(h->timer, UINT64_MAX);
+	return answer(cls, conn, url, method);
 }
+
+/* ---- the listening socket ---- */
+
+/* Tell a connection pubd will not serve now, and close it. One
+ * non-blocking attempt: a new connection's send buffer is empty. */
+static void refuse(struct pubd_http *h, int fd)
+{
+	if (send(fd, BUSY_REPLY, strlen(BUSY_REPLY), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		(void)0; /* it gets the close either way */
+	close(fd);
+	h->refused++;
+}
+
+static void listen_pause(struct pubd_http *h)
+{
+	if (h->listen_paused)
+		return;
+	if (pubd_loop_watch_mod(h->listen_watch, 0) < 0)
+		log_debug("metrics: cannot pause the listener: %s", strerror(errno));
+	h->listen_paused = true;
+}
+
+/*
+ * accept() failed with err. Out of fds (EMFILE): the reserve fd is given up
+ * for a moment to accept the connection and refuse it, so it neither waits
+ * in the backlog nor keeps the listener readable (a busy loop). Anything
+ * else that repeats (ENFILE, ENOBUFS, ENOMEM, or EMFILE with no reserve):
+ * stop watching the listener until the next tick. Returns true to try
+ * accepting again.
+ */
+static bool accept_failed(struct pubd_http *h, int err)
+{
+	int fd;
+
+	if (err == EAGAIN || err == EINTR)
+		return false;
+	if (err == ECONNABORTED || err == EPROTO)
+		return true; /* that connection is gone; others may wait */
+	h->accept_errors++;
+	if (err == EMFILE && h->reserve_fd >= 0) {
+		close(h->reserve_fd);
+		fd = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			refuse(h, fd);
+		h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && h->reserve_fd >= 0)
+			return true;
+	}
+	listen_pause(h);
+	return false;
+}
+
+/* Hand an accepted connection to MHD. */
+static void admit(struct pubd_http *h, int fd, const struct sockaddr_storage *peer, socklen_t len)
+{
+	/* MHD closes fd when it cannot take it (out of memory, its own
+	 * limits): refused all the same. */
+	if (MHD_add_connection(h->mhd, fd, (const struct sockaddr *)peer, len) != MHD_YES)
+		h->refused++;
+}
+
+static void on_listen(void *ctx, uint32_t events)
+{
+	struct pubd_http *h = ctx;
+	struct sockaddr_storage peer;
+	socklen_t len;
+	int i, fd;
+
+	for (i = 0; i < ACCEPT_BATCH; i++) {
+		len = sizeof(peer);
+		fd = accept4(h->listen_fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (accept_failed(h, errno))
+				continue;
+			break;
+		}
+		admit(h, fd, &peer, len);
+	}
+	run(h);
+	stats_log(h, false);
+	tick_arm(h);
+}
+
+/* ---- the loop's callbacks ---- */
 
 static void on_epoll(void *ctx, uint32_t events)
 {
 	run(ctx);
 }
 
-static void on_timer(void *ctx, uint64_t now_ns)
+static void on_mhd_timer(void *ctx, uint64_t now_ns)
 {
 	run(ctx);
 }
 
-static struct MHD_Daemon *start(struct pubd_http *h, const struct sockaddr *sa)
+/* Once a second while needed: listening again after a back-off, the
+ * reserve fd back, the period's log line. */
+static void on_tick(void *ctx, uint64_t now_ns)
 {
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	struct pubd_http *h = ctx;
 
-	if (sa->sa_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	return MHD_start_daemon(
-		flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)PUBD_HTTP_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PUBD_HTTP_MAX_PER_IP,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PUBD_HTTP_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)PUBD_HTTP_CONN_MEMORY, MHD_OPTION_LISTEN_BACKLOG_SIZE, 16u, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-		h, MHD_OPTION_END);
+	h->tick_at = UINT64_MAX;
+	if (h->reserve_fd < 0)
+		h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (h->listen_paused) {
+		if (pubd_loop_watch_mod(h->listen_watch, EPOLLIN) == 0)
+			h->listen_paused = false;
+		else
+			log_debug("metrics: cannot resume the listener: %s", strerror(errno));
+	}
+	stats_log(h, false);
+	tick_arm(h);
+}
+
+/* ---- open and close ---- */
+
+/* A non-blocking listening TCP socket on sa, or -errno. */
+static int listen_on(const struct sockaddr *sa, socklen_t salen)
+{
+	int fd, one = 1, err;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* As MHD did for its own socket: restart at once over TIME_WAIT,
+	 * and an IPv6 address is IPv6 only. */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+		goto fail;
+	if (sa->sa_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
+		goto fail;
+	if (bind(fd, sa, salen) < 0 || listen(fd, PUBD_HTTP_BACKLOG) < 0)
+		goto fail;
+	return fd;
+fail:
+	err = errno;
+	close(fd);
+	return -err;
+}
+
+static struct MHD_Daemon *start(struct pubd_http *h)
+{
+	return MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
+				h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)PUBD_HTTP_MAX_CONNECTIONS,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PUBD_HTTP_MAX_PER_IP,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PUBD_HTTP_TIMEOUT_S,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PUBD_HTTP_CONN_MEMORY,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
+}
+
+/* The loop's watches and timers; 0 or -errno. */
+static int watch(struct pubd_http *h, struct pubd_loop *loop)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+
+	if (!info)
+		return -EINVAL;
+	h->mhd_timer = pubd_loop_timer(loop, on_mhd_timer, h);
+	if (!h->mhd_timer)
+		return -errno;
+	h->tick = pubd_loop_timer(loop, on_tick, h);
+	if (!h->tick)
+		return -errno;
+	h->mhd_watch = pubd_loop_watch(loop, info->epoll_fd, EPOLLIN, on_epoll, h);
+	if (!h->mhd_watch)
+		return -errno;
+	h->listen_watch = pubd_loop_watch(loop, h->listen_fd, EPOLLIN, on_listen, h);
+	if (!h->listen_watch)
+		return -errno;
+	return 0;
 }
 
 struct pubd_http *pubd_http_open(struct pubd_loop *loop, const struct sockaddr *sa, socklen_t salen,
 				 pubd_http_render_fn render, void *ctx, char *err, size_t errcap)
 {
 	struct pubd_http *h = calloc(1, sizeof(*h));
-	const union MHD_DaemonInfo *info;
-	int saved;
+	int r, saved;
 
 	if (!h) {
 		snprintf(err, errcap, "out of memory");
+		errno = ENOMEM;
 		return NULL;
 	}
+	h->listen_fd = h->reserve_fd = -1;
+	h->tick_at = UINT64_MAX;
 	h->render = render;
 	h->ctx = ctx;
-	errno = 0;
-	h->mhd = start(h, sa);
-	if (!h->mhd) {
-		/* MHD keeps errno from the failed bind/listen. */
-		if (!errno)
-			errno = EADDRNOTAVAIL;
+	r = listen_on(sa, salen);
+	if (r < 0) {
+		errno = -r;
 		snprintf(err, errcap, "cannot listen: %s", strerror(errno));
 		goto fail;
 	}
-	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-	h->timer = pubd_loop_timer(loop, on_timer, h);
-	h->watch = info ? pubd_loop_watch(loop, info->epoll_fd, EPOLLIN, on_epoll, h) : NULL;
-	if (!h->timer || !h->watch) {
+	h->listen_fd = r;
+	/* Kept for the moment pubd is out of fds (accept_failed). */
+	h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (h->reserve_fd < 0) {
+		snprintf(err, errcap, "cannot open a reserve fd: %s", strerror(errno));
+		goto fail;
+	}
+	errno = 0;
+	h->mhd = start(h);
+	if (!h->mhd) {
 		if (!errno)
-			errno = EINVAL;
-		snprintf(err, errcap, "cannot watch libmicrohttpd's epoll fd: %s", strerror(errno));
+			errno = ENOMEM;
+		snprintf(err, errcap, "cannot start libmicrohttpd: %s", strerror(errno));
+		goto fail;
+	}
+	r = watch(h, loop);
+	if (r < 0) {
+		errno = -r;
+		snprintf(err, errcap, "cannot watch the listener: %s", strerror(errno));
 		goto fail;
 	}
 	run(h); /* sets the timer */
@@ -164,12 +400,11 @@ fail:
 
 void pubd_http_address(const struct pubd_http *h, char *buf, size_t cap)
 {
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_LISTEN_FD);
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char ip[INET6_ADDRSTRLEN];
 
-	if (!info || getsockname(info->listen_fd, (struct sockaddr *)&ss, &sl) < 0) {
+	if (getsockname(h->listen_fd, (struct sockaddr *)&ss, &sl) < 0) {
 		snprintf(buf, cap, "?");
 		return;
 	}
@@ -197,10 +432,18 @@ void pubd_http_close(struct pubd_http *h)
 {
 	if (!h)
 		return;
-	if (h->watch)
-		pubd_loop_unwatch(h->watch);
-	pubd_loop_timer_free(h->timer);
+	if (h->listen_watch)
+		pubd_loop_unwatch(h->listen_watch);
+	if (h->mhd_watch)
+		pubd_loop_unwatch(h->mhd_watch);
+	pubd_loop_timer_free(h->mhd_timer);
+	pubd_loop_timer_free(h->tick);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
+	stats_log(h, true);
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	if (h->reserve_fd >= 0)
+		close(h->reserve_fd);
 	free(h);
 }

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The /metrics HTTP listener: libmicrohttpd driven by pubd's event loop
- * (no thread of its own). MHD's epoll fd is watched by the loop and
- * MHD_run is called when it is readable or MHD's timeout expires, so the
- * render callback runs on the loop's thread and reads the daemon's state
- * without locks. Bounded: few connections at once (and per address),
- * small per-connection memory, idle connections closed after a timeout.
+ * (no thread of its own). pubd owns the listening socket and accepts; MHD
+ * is handed each connection and parses and answers it. MHD's epoll fd is
+ * watched by the loop and MHD_run is called when it is readable or MHD's
+ * timeout expires, so the render callback runs on the loop's thread and
+ * reads the daemon's state without locks.
+ *
+ * Bounded: few connections at once (and per address), small
+ * per-connection memory, idle connections closed after a timeout. Out of
+ * fds, a connection is accepted with a reserve fd and closed (503), or the
+ * listener is left alone until the next second: never a busy loop. What is
+ * refused is logged once per PUBD_HTTP_LOG_S with the counts.
  *
  * Serves GET and HEAD of /metrics (404 for other paths, 405 for other
  * methods) with the Prometheus text content type.
@@ -20,7 +26,9 @@
 
 #define PUBD_HTTP_MAX_CONNECTIONS 32
 #define PUBD_HTTP_MAX_PER_IP	  16
-#define PUBD_HTTP_TIMEOUT_S	  10
+#define PUBD_HTTP_TIMEOUT_S	  10 /* MHD's: idle, reset by every byte */
+#define PUBD_HTTP_BACKLOG	  16
+#define PUBD_HTTP_LOG_S		  10 /* one line of refusals per period */
 #define PUBD_HTTP_CONN_MEMORY	  (32u << 10)
 #define PUBD_HTTP_CONTENT_TYPE	  "text/plain; version=0.0.4; charset=utf-8"
 

@@ -12,7 +12,12 @@ library only: curl is not in the test tier's packages).
                                        print how many pubd kept open (after
                                        one more round trip), hold them until
                                        stdin closes
+  metrics_http.py attempt URL SECS [SRC]
+                                       one GET (from address SRC) waiting at
+                                       most SECS: print "STATUS SECONDS"
+                                       (status 0: no answer, or closed)
 """
+import http.client
 import json
 import socket
 import sys
@@ -98,6 +103,32 @@ def hold(host, port, n):
     return 0
 
 
+def get_from(url, secs, src):
+    """One GET of url from address src (None: any); the status, 0 when
+    there was no answer."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=secs,
+                                      source_address=(src, 0) if src else None)
+    try:
+        conn.request("GET", u.path)
+        r = conn.getresponse()
+        r.read()
+        return r.status
+    except OSError:
+        return 0
+    except http.client.HTTPException:
+        return 0
+    finally:
+        conn.close()
+
+
+def attempt(url, secs, src):
+    t0 = time.monotonic()
+    status = get_from(url, secs, src)
+    print(f"{status} {time.monotonic() - t0:.2f}")
+    return 0
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "get":
         return get(argv[2])
@@ -107,6 +138,8 @@ def main(argv):
         return promq(argv[2], argv[3])
     if len(argv) == 5 and argv[1] == "hold":
         return hold(argv[2], int(argv[3]), int(argv[4]))
+    if len(argv) in (4, 5) and argv[1] == "attempt":
+        return attempt(argv[2], float(argv[3]), argv[4] if len(argv) == 5 else None)
     print(__doc__, file=sys.stderr)
     return 2
 
