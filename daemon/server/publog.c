@@ -29,8 +29,11 @@
  *
  * Reading follows the socket's rules: a message is admitted by the same
  * checks as a PUBLISH frame (admit.c), a client paused by back-pressure is
- * not read, a large message in pieces is charged to the client budget, and
- * what a client committed before it hung up is read to the end.
+ * not read, a large message in pieces is charged to the client budget, and what a client committed before it
+ * hung up is read, a batch a turn, up to one lap past where its close began
+ * and for at most CLOSE_GRACE_NS (srv_publog_drain); what lies beyond is
+ * counted client_gone. A writer that keeps committing after it hung up
+ * (another thread, or a process sharing the mapping) holds nobody up.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -66,7 +69,7 @@
 static void on_doorbell(void *ctx, uint32_t events)
 {
 	(void)events;
-	srv_publog_read(ctx, false);
+	srv_publog_read(ctx);
 }
 
 /* ---- lent records ---- */
@@ -414,27 +417,37 @@ static int take_record(struct pubd_client *c, struct srv_publog *l, const struct
 	return first_piece(c, l, &p);
 }
 
-void srv_publog_read(struct pubd_client *c, bool to_end)
+void srv_publog_read(struct pubd_client *c)
 {
 	struct srv_publog *l = c->log;
 	struct pub_shmlog_view v;
 	unsigned n = 0;
-	int r = 0, t;
+	bool dry = false;
+	int r, t;
 
-	if (!l || l->broken || (c->closing && !to_end))
+	/* A client pubd is ending is not read, unless it hung up and its
+	 * log is being drained (srv_publog_drain). */
+	if (!l || l->broken || l->drained || (c->closing && !l->draining))
 		return;
 	if (l->more) {
 		l->more = false;
 		c->srv->nlog_more--;
 	}
-	while (to_end || (!c->paused && n < LOG_BATCH)) {
+	while (!c->paused && n < LOG_BATCH) {
+		/* Draining: no further than a lap past where the close began. */
+		if (l->draining && l->r.pos >= l->drain_end) {
+			dry = true;
+			break;
+		}
 		r = pub_shmlog_next(&l->r, &v);
 		if (r < 0) {
 			broken(c, "a record no writer of this protocol writes (length, type or lap)");
 			break;
 		}
-		if (r == 0)
+		if (r == 0) {
+			dry = true;
 			break;
+		}
 		t = take_record(c, l, &v);
 		if (t <= 0)
 			break;
@@ -443,13 +456,24 @@ void srv_publog_read(struct pubd_client *c, bool to_end)
 		n++;
 	}
 	release(l);
-	if (l->broken || c->paused || to_end)
+	if (l->broken || c->paused)
 		return;
+	if (l->draining) {
+		/* Read to where it ran dry (or to the lap's end) once: what
+		 * it commits after that is counted, not read. */
+		if (dry)
+			l->drained = true;
+		else if (!l->more) {
+			l->more = true;
+			c->srv->nlog_more++;
+		}
+		return;
+	}
 	/* Stopped by the batch, or found it empty: then sleep, unless a
 	 * record came while we said so. While the loop polls (fabric.busy_poll,
 	 * or lingering after work) pubd does not sleep on a log: it looks
 	 * again every loop turn, and the client need not ring. */
-	if ((r == 1 || c->srv->polling || !pub_shmlog_reader_sleep(&l->r)) && !l->more) {
+	if ((!dry || c->srv->polling || !pub_shmlog_reader_sleep(&l->r)) && !l->more) {
 		l->more = true;
 		c->srv->nlog_more++;
 	}
@@ -461,32 +485,66 @@ bool srv_publog_caught_up(struct pubd_client *c)
 
 	if (!c->log || c->log->broken)
 		return true;
-	srv_publog_read(c, false);
+	srv_publog_read(c);
 	return !c->paused && !c->log->broken && pub_shmlog_next(&c->log->r, &v) == 0;
 }
 
-void srv_publog_close(struct pubd_client *c, bool hung_up)
+/* Is the drain of a hung-up client's log over (read to where it ran dry
+ * or to its lap's end, broken, out of time, or pubd exiting)? */
+static bool drain_over(const struct pubd_client *c, const struct srv_publog *l, uint64_t now_ns)
+{
+	return l->drained || l->broken || c->srv->exiting || now_ns >= l->drain_deadline_ns;
+}
+
+bool srv_publog_drain(struct pubd_client *c)
 {
 	struct srv_publog *l = c->log;
-	uint64_t lost = 0;
+	struct pub_shmlog_view v;
+	uint64_t now = pubd_now_ns();
+
+	if (!l || l->broken || c->srv->exiting)
+		return false;
+	if (l->draining)
+		return !drain_over(c, l, now);
+	/* One pubd ended is not read further (srv_publog_read), hung up or not. */
+	if (c->closing)
+		return false;
+	/* Nothing committed: nothing to wait for (a record half-written
+	 * is counted at close). */
+	if (pub_shmlog_next(&l->r, &v) != 1)
+		return false;
+	/* One lap: all an honest writer can have committed when it hung up
+	 * (it writes no further than the space pubd gave back). A writer
+	 * that goes on past it, or for longer than a client being closed is
+	 * given to read why, has what lies beyond counted client_gone. */
+	l->draining = true;
+	l->drain_end = l->r.pos + l->r.cap;
+	l->drain_deadline_ns = now + CLOSE_GRACE_NS;
+	if (!l->more) {
+		l->more = true; /* read from pubd_ipc_flush_all, a batch a turn */
+		c->srv->nlog_more++;
+	}
+	return true;
+}
+
+void srv_publog_close(struct pubd_client *c)
+{
+	struct srv_publog *l = c->log;
+	uint64_t lost;
 
 	if (!l)
 		return;
-	if (hung_up && !l->broken) {
-		/* What it committed was published from its side: read it all,
-		 * and count what could not be (a record left half-written, a
-		 * message whose pieces stop). */
-		srv_publog_read(c, true);
-		lost = srv_publog_unhandled(c);
-		if (lost)
-			srv_log_limited(
-				c->srv, log_client, LOG_INFO,
-				"client %u: hung up leaving %llu messages in its publish log unfinished or unread "
+	/* What it committed and pubd did not read (a record left
+	 * half-written, a message whose pieces stop, what it wrote past the
+	 * drain) was published from its side: counted. */
+	lost = srv_publog_unhandled(c);
+	if (lost) {
+		srv_log_limited(c->srv, log_client, LOG_INFO,
+				"client %u: closed leaving %llu messages in its publish log unfinished or unread "
 				"(counted client_gone)",
 				c->id, (unsigned long long)lost);
-	}
-	if (lost)
 		count_gone(c, lost);
+	}
 	if (l->more)
 		c->srv->nlog_more--;
 	c->log = NULL;
@@ -499,8 +557,8 @@ uint64_t srv_publog_unhandled(struct pubd_client *c)
 	struct pub_publog_piece p;
 	struct pub_shmlog_reader r;
 	struct pub_shmlog_view v;
+	uint64_t n, end;
 	bool open;
-	uint64_t n;
 
 	if (!l || l->broken)
 		return 0;
@@ -509,12 +567,15 @@ uint64_t srv_publog_unhandled(struct pubd_client *c)
 	n = l->part ? 1 : 0;
 	open = l->part || l->skip;
 	r = l->r; /* a copy: counting consumes nothing */
-	while (pub_shmlog_next(&r, &v) == 1 && pub_publog_decode(&v, &p) == 0) {
+	/* No further than a lap: a writer that goes on committing while it
+	 * is counted must not keep pubd counting (nor stopping) for ever. */
+	end = r.pos + r.cap;
+	while (r.pos < end && pub_shmlog_next(&r, &v) == 1 && pub_publog_decode(&v, &p) == 0) {
 		n += p.first;
 		open = p.more;
 		pub_shmlog_consume(&r, &v);
 	}
 	/* A record begun and never committed is a message lost, unless it
 	 * was a later piece of one already counted. */
-	return n + (!open && pub_shmlog_partial(&r));
+	return n + (r.pos < end && !open && pub_shmlog_partial(&r));
 }

@@ -120,6 +120,11 @@ struct srv_publog {
 	uint64_t cur_pos; /* the record being taken */
 	bool more;	  /* records may wait: read from pubd_ipc_flush_all */
 	bool broken;	  /* the client wrote what no libpub writes: why says what */
+	/* Its client hung up: read on a batch a turn (srv_publog_drain) up
+	 * to drain_end (a lap past where the close began) or the deadline;
+	 * drained once it ran dry or reached drain_end. */
+	bool draining, drained;
+	uint64_t drain_end, drain_deadline_ns;
 	char why[128];
 	uint64_t records;
 };
@@ -367,14 +372,18 @@ void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
  * the caller's to close once sent). 0, or -errno (the client stays on its
  * socket). */
 int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3]);
-/* Read what it committed: a batch, or (to_end) all, whatever the pauses. */
-void srv_publog_read(struct pubd_client *c, bool to_end);
+/* Read what it committed: a batch, unless paused (back-pressure). */
+void srv_publog_read(struct pubd_client *c);
 /* Before a socket frame is handled: what the client committed to its log
  * first is read first. False while that must wait (back-pressure). */
 bool srv_publog_caught_up(struct pubd_client *c);
-/* The client is closing: read what it left (hung_up), count what cannot be
- * published, free the log. */
-void srv_publog_close(struct pubd_client *c, bool hung_up);
+/* The hung-up client c is being closed: true while what it committed to
+ * its log is still to be read (from pubd_ipc_flush_all, a batch a turn,
+ * at most a lap and CLOSE_GRACE_NS); close it once this says false. */
+bool srv_publog_drain(struct pubd_client *c);
+/* The client is closing: count what it left unread (client_gone), free
+ * the log. */
+void srv_publog_close(struct pubd_client *c);
 /* Messages committed and not read yet, and one half-written (shutdown). */
 uint64_t srv_publog_unhandled(struct pubd_client *c);
 

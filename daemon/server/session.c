@@ -368,8 +368,17 @@ void srv_client_close(struct pubd_client *c)
 
 	c->hung_up = peer_hung_up(c->fd);
 	/* Its publish log first: what it committed is published (or counted)
-	 * while it is still a client with its counters and subscriptions. */
-	srv_publog_close(c, true);
+	 * while it is still a client with its counters. Read on over the
+	 * next turns, within its pauses (publog.c), as a hung-up client's
+	 * socket is: the client stays, ending nothing else, until that is
+	 * over. One pubd ends, still connected, is not read further. */
+	if (c->hung_up && srv_publog_drain(c)) {
+		srv_client_hangup(c);
+		c->closing = true;		   /* nothing read from the socket, nothing delivered */
+		c->close_deadline_ns = UINT64_MAX; /* closed by pubd_ipc_flush_all */
+		return;
+	}
+	srv_publog_close(c);
 	/* Deliveries still queued, a half-written one included, never reach
 	 * the client: each is counted against its subscription. */
 	srv_drop_output(c);
@@ -636,14 +645,24 @@ int pubd_ipc_flush_all(struct pubd_ipc *srv)
 			srv->npaused--;
 			srv_update_watch(c);
 			srv_client_parse(c);
-			srv_publog_read(c, false);
+			srv_publog_read(c);
 			work++;
 		} else if (c->log && c->log->more) {
-			srv_publog_read(c, false);
+			srv_publog_read(c);
 			/* Socket frames that waited for the log to be caught up. */
 			if (c->rlen && !c->log->more)
 				srv_client_parse(c);
 			work++;
+		}
+		/* A hung-up client whose log was drained (or ran out of time;
+		 * a paused one is looked at again on the next turn, at the
+		 * latest on pubd_ipc_tick's). */
+		if (c->log && c->log->draining) {
+			if (!srv_publog_drain(c)) {
+				srv_client_close(c);
+				work++;
+			}
+			continue;
 		}
 		if (c->gone && !c->paused && !c->closing) {
 			srv_client_read(c); /* may close it */

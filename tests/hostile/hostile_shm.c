@@ -33,11 +33,19 @@
  *   hostile_shm retire   -s SOCK -g G -n N makes pubd retire N - 1 group
  *                                          logs of G, keeping each mapped
  *                                          (see mode_retire)
+ *   hostile_shm hangon   -s SOCK -g G -n N --seconds S [--ready F]
+ *                                          with N subscribers that never
+ *                                          read, hangs up half a lap ahead
+ *                                          of pubd and goes on committing
+ *                                          records for S seconds (see
+ *                                          mode_hangon)
  *
  * Each prints one line saying what it did and what pubd answered.
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,6 +60,7 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "deliverlog_format.h"
 #include "publog_format.h"
 #include "shmlog.h"
 
@@ -705,9 +714,171 @@ static int mode_retire(struct shm *s, const char *path, const char *group, unsig
 	return 0;
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Say the attack is in place: the file named by --ready. */
+static void ready(const char *path)
+{
+	FILE *f = path ? fopen(path, "w") : NULL;
+
+	if (f)
+		fclose(f);
+}
+
+/* The publish-log position of the last record pubd delivered to the
+ * observer (its payload), and how many. */
+struct observer {
+	struct shm c;
+	uint8_t *gmap;
+	size_t glen;
+	struct pub_shmlog_reader gr;
+	_Atomic uint64_t *slot;
+	_Atomic uint64_t seen, delivered;
+	_Atomic bool stop;
+};
+
+/* A reader of the group's group log: learns from the deliveries pubd
+ * writes there, as pubd writes them, how far pubd has read the writer's
+ * log (as an attacker would). */
+static void *observe(void *arg)
+{
+	struct observer *o = arg;
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	uint64_t pos;
+	int r;
+
+	while (!atomic_load(&o->stop)) {
+		r = pub_shmlog_next(&o->gr, &v);
+		if (r < 0) {
+			errno = EPROTO;
+			die("observer: group log");
+		}
+		if (r == 0) {
+			sched_yield();
+			continue;
+		}
+		if (pub_deliverlog_decode(&v, &p) == 0 && !p.move && p.len >= sizeof(pos)) {
+			memcpy(&pos, p.data, sizeof(pos));
+			atomic_store(&o->seen, pos);
+			atomic_fetch_add(&o->delivered, 1);
+		}
+		pub_shmlog_consume(&o->gr, &v);
+		atomic_store_explicit(o->slot, o->gr.pos, memory_order_release);
+	}
+	return NULL;
+}
+
+/* A connection on its socket alone (no shared memory), subscribed to
+ * group and answered; it reads nothing more. */
+static void plain_subscriber(const char *path, const char *group)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	uint8_t f[300];
+	struct shm s = {.sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+	long k;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (s.sock < 0 || connect(s.sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("connect");
+	k = pub_proto_enc_hello(f, sizeof(f), 0, "silent", 6);
+	if (k <= 0 || write(s.sock, f, (size_t)k) != k)
+		die("hello");
+	subscribe(&s, group);
+	if (await_ok(&s, NULL, NULL) < 0)
+		die("subscribing");
+}
+
+/* A second connection, subscribed to group on its group log. */
+static void observer_open(struct observer *o, const char *path, const char *group)
+{
+	struct pub_msg_shm m;
+	int fd;
+
+	shm_open_logs(path, &o->c);
+	subscribe(&o->c, group);
+	fd = group_log_fd(&o->c, &m);
+	o->glen = pub_shmlog_map_len(m.capacity);
+	o->gmap = mmap(NULL, o->glen, PROT_READ, MAP_SHARED, fd, 0);
+	if (o->gmap == MAP_FAILED)
+		die("mmap group log");
+	close(fd);
+	if (pub_shmlog_reader_init(&o->gr, o->gmap, o->glen, m.capacity, m.max_record, m.start) < 0)
+		die("group log reader");
+	o->slot = pub_deliverlog_slot(map_log(o->c.fds[3], &(size_t){0}), m.slot);
+}
+
+/*
+ * A writer that goes on after it hung up (a thread of the client, or a
+ * process that shares the mapping): 1000 records rung in, then its socket
+ * shut for writing, and on committing records for `seconds`, half a lap
+ * ahead of what pubd has read (it learns that from a second connection
+ * subscribed to group: each record's payload is its own position), giving
+ * itself the room pubd has not given back. pubd must read what it left
+ * within bounds, not for as long as the writer goes on.
+ */
+static int mode_hangon(struct shm *s, const char *path, const char *group, unsigned nsubs, double seconds,
+		       const char *ready_path)
+{
+	static struct observer o;
+	uint8_t glen = (uint8_t)strlen(group), *b;
+	const uint32_t rec = PUB_PUBLOG_HEAD + glen + sizeof(uint64_t);
+	double t0 = now_s(), thung = 0;
+	uint64_t n = 0, pos, seen, lead = s->w.cap / 2;
+	pthread_t th;
+
+	/* nsubs subscribers on their sockets that never read: each record
+	 * costs pubd a fan-out to every one, so the writer keeps ahead. */
+	for (unsigned i = 0; i < nsubs; i++)
+		plain_subscriber(path, group);
+	observer_open(&o, path, group);
+	if (pthread_create(&th, NULL, observe, &o) != 0)
+		die("pthread_create");
+	while (now_s() - t0 < seconds) {
+		seen = atomic_load(&o.seen);
+		if (s->w.tail > seen + lead) {
+			sched_yield(); /* pubd is behind, or gave up reading */
+			continue;
+		}
+		/* What pubd delivered it has read: that room is the writer's
+		 * (pubd's own head does not move while it reads on). */
+		atomic_store(&s->w.ctl->head, seen);
+		s->w.head_seen = seen;
+		pos = s->w.tail;
+		b = pub_shmlog_claim(&s->w, PUB_SHMLOG_MSG, 0, sizeof(pos), rec);
+		if (!b)
+			continue;
+		memcpy(b + pub_publog_put_head(b, 0, group, glen), &pos, sizeof(pos));
+		pub_shmlog_commit(&s->w);
+		n++;
+		/* pubd is rung for the first 1000 only; the writer then gets
+		 * half a lap ahead, and hangs up there, so that pubd has that
+		 * much to read when it sees the hang-up. */
+		if (n <= 1000)
+			ring(s);
+		else if (!thung && s->w.tail + 64 > seen + lead) {
+			if (shutdown(s->sock, SHUT_WR) < 0)
+				die("shutdown");
+			thung = now_s();
+			ready(ready_path);
+		}
+	}
+	atomic_store(&o.stop, true);
+	pthread_join(th, NULL);
+	printf("hangon: hung up half a lap ahead and went on %.1f s: %llu records committed, %llu delivered\n",
+	       thung ? now_s() - thung : 0.0, (unsigned long long)n, (unsigned long long)atomic_load(&o.delivered));
+	return thung ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-	const char *sock = NULL, *group = "h";
+	const char *sock = NULL, *group = "h", *ready_path = NULL;
 	bool group_given = false, hold = false;
 	double seconds = 3;
 	unsigned n = 50;
@@ -727,6 +898,8 @@ int main(int argc, char **argv)
 			hold = !strcmp(argv[i + 1], "yes");
 		else if (!strcmp(argv[i], "--seconds"))
 			seconds = strtod(argv[i + 1], NULL);
+		else if (!strcmp(argv[i], "--ready"))
+			ready_path = argv[i + 1];
 		else
 			goto usage;
 	}
@@ -753,9 +926,11 @@ int main(int argc, char **argv)
 		return mode_pin(&s, sock, group_given ? group : NULL, n);
 	if (!strcmp(argv[1], "retire"))
 		return mode_retire(&s, sock, group, n);
+	if (!strcmp(argv[1], "hangon"))
+		return mode_hangon(&s, sock, group, n, seconds, ready_path);
 usage:
-	fprintf(stderr,
-		"usage: hostile_shm garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin|retire -s SOCK\n"
-		"       [-g G[,G...]] [-n N] [--seconds S]\n");
+	fprintf(stderr, "usage: hostile_shm "
+			"garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin|retire|hangon\n"
+			"       -s SOCK [-g G[,G...]] [-n N] [--seconds S] [--ready FILE]\n");
 	return 2;
 }

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -275,6 +277,120 @@ static void a_hang_up_mid_record_costs_that_record_only(void **state)
 	assert_int_equal(f->calls.publish, 3);
 	assert_int_equal(f->drops.by_reason[PUB_DROP_CLIENT_GONE], 1);
 	assert_int_equal(f->counters[PUBD_CTR_MSG_DROPPED], 1);
+	shm_close(&sc);
+}
+
+static uint64_t ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)((int64_t)(t.tv_sec - t0->tv_sec) * 1000 + (int64_t)(t.tv_nsec - t0->tv_nsec) / 1000000);
+}
+
+/*
+ * A writer that goes on after its client hung up: another thread (or a
+ * process sharing the mapping) commits records a little ahead of pubd,
+ * for at most 3 s. Each is refused with an answer (a req_id, a group whose
+ * ACL denies it), which costs pubd more than it costs the writer. It paces
+ * itself on what pubd has refused (the drop counter, read while pubd's
+ * thread writes it: a hostile writer's guess, not a synchronisation) and
+ * gives itself the room pubd has not given back yet.
+ */
+#define GOON_POS (1u << 16) /* > records in a lap */
+struct goon {
+	struct fixture *f;
+	struct shm_client *sc;
+	uint64_t pos[GOON_POS]; /* where record k starts (or padding before it) */
+	_Atomic unsigned written;
+	_Atomic bool stop;
+};
+
+static void *goon_writer(void *arg)
+{
+	struct goon *g = arg;
+	struct pub_shmlog_writer *w = &g->sc->w;
+	struct timespec t0;
+	unsigned k = 0, done;
+	uint64_t seen;
+	uint8_t *b;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!atomic_load(&g->stop) && ms_since(&t0) < 3000) {
+		done = (unsigned)__atomic_load_n(&g->f->counters[PUBD_CTR_MSG_DROPPED], __ATOMIC_RELAXED);
+		if (done > k)
+			done = k;
+		seen = g->pos[done % GOON_POS];
+		if (w->tail > seen + w->cap / 2)
+			continue; /* half a lap ahead of pubd, no more */
+		atomic_store(&w->ctl->head, seen);
+		w->head_seen = seen;
+		g->pos[k % GOON_POS] = w->tail;
+		b = pub_shmlog_claim(w, PUB_SHMLOG_MSG, 0, 8, PUB_PUBLOG_HEAD + 6 + 8);
+		if (!b)
+			continue;
+		pub_publog_put_head(b, 1, "closed", 6);
+		pub_shmlog_commit(w);
+		atomic_store(&g->written, ++k);
+	}
+	return NULL;
+}
+
+/* A client that hung up has its log read a batch a turn, no further than a
+ * lap past where its close began, and for no longer than CLOSE_GRACE_NS:
+ * a writer that goes on committing neither keeps pubd in one turn nor keeps
+ * the client for ever. Before, pubd read "to the end" in one loop: the
+ * first turn after the hang-up lasted as long as the writer went on (3 s
+ * here; SIGTERM took 27 s in the audit). Every record pubd looked at is
+ * refused (and counted) or counted client_gone. */
+static void a_hung_up_writer_that_goes_on_is_not_read_for_ever(void **state)
+{
+	struct fixture *f = *state;
+	struct goon *g = calloc(1, sizeof(*g));
+	uint64_t longest = 0, ms, gone, denied;
+	struct timespec t0, t;
+	struct shm_client sc;
+	struct pubd_client *c;
+	pthread_t th;
+
+	assert_non_null(g);
+	shm_hello(f, &sc);
+	g->f = f;
+	g->sc = &sc;
+	g->pos[0] = sc.w.tail;
+	assert_int_equal(pthread_create(&th, NULL, goon_writer, g), 0);
+	while (atomic_load(&g->written) < 1000)
+		;
+	shutdown(sc.fd, SHUT_WR); /* hung up; the writer goes on */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	c = f->srv.clients;
+	while (f->srv.nclients && ms_since(&t0) < 10000) {
+		/* The fabric sent what it was given (the harness keeps none). */
+		while (c->tx_pending)
+			pubd_ipc_tx_done(&f->srv, c, 0);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		turn(f);
+		ms = ms_since(&t);
+		longest = ms > longest ? ms : longest;
+	}
+	ms = ms_since(&t0);
+	atomic_store(&g->stop, true);
+	pthread_join(th, NULL);
+	gone = f->drops.by_reason[PUB_DROP_CLIENT_GONE];
+	denied = pubd_groups_by_name(&f->groups, "closed", 6)->drops.by_reason[PUB_DROP_ACL_DENIED];
+	print_message("hung-up writer: %u records committed, %llu refused, %llu client_gone; closed after %llu ms, "
+		      "longest turn %llu ms\n",
+		      atomic_load(&g->written), (unsigned long long)denied, (unsigned long long)gone,
+		      (unsigned long long)ms, (unsigned long long)longest);
+	assert_int_equal(f->srv.nclients, 0);
+	assert_true(longest < 500);
+	assert_true(ms < 2500); /* CLOSE_GRACE_NS and a turn */
+	/* Read no further than a lap past the hang-up, and nothing lost
+	 * uncounted of what pubd looked at. */
+	assert_true(denied <= sc.w.cap / 8 + 1000);
+	assert_true(denied + gone <= atomic_load(&g->written));
+	assert_int_equal(f->counters[PUBD_CTR_MSG_DROPPED], denied + gone);
+	free(g);
 	shm_close(&sc);
 }
 
@@ -1601,6 +1717,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reloaded_acl_reaches_the_next_record, setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(a_bad_record_ends_only_its_client, setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup_own_logs, teardown),
+		cmocka_unit_test_setup_teardown(a_hung_up_writer_that_goes_on_is_not_read_for_ever, setup_own_logs,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_delivery_goes_straight_into_the_log_unless_others_wait,
 						setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup_own_logs, teardown),
