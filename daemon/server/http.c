@@ -4,8 +4,8 @@
  *
  * pubd owns the listening socket and accepts; MHD (MHD_USE_EPOLL, no
  * thread, MHD_USE_NO_LISTEN_SOCKET) is handed each accepted connection with
- * MHD_add_connection and only parses and answers, because of what MHD
- * cannot do for itself:
+ * MHD_add_connection and only parses and answers. Two things MHD cannot do
+ * for itself need the accept in our hands:
  *
  *  - Out of fds. MHD's own accept fails with EMFILE, leaves the connection
  *    in the backlog and the listener readable, and pubd's level-triggered
@@ -13,6 +13,16 @@
  *    for a moment to accept such a connection and close it (with a 503), and
  *    an error that repeats otherwise stops the watch of the listener until
  *    the next tick. Either way one log line per period, with the counts.
+ *
+ *  - Slow clients. MHD's only timeout is an idle one, reset by every byte,
+ *    so clients sending a header line every few seconds held every slot for
+ *    ever. Here each connection is tracked (MHD_OPTION_NOTIFY_CONNECTION):
+ *    a request must be complete within PUBD_HTTP_REQUEST_S of the accept (or
+ *    of the previous answer on a kept-alive connection), and a connection
+ *    that finds its address's or the listener's slots full takes the slot of
+ *    the oldest connection not being answered, from its own address first.
+ *    A connection is closed by shutdown(2) on its fd: MHD still owns the fd,
+ *    sees the hang-up on its next run and closes it the usual way.
  *
  * MHD's sockets are non-blocking, so an MHD_run never waits: it handles
  * what epoll reported and returns. After every run the loop's timer is set
@@ -23,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +51,17 @@
 /* Said to a connection pubd cannot serve now, before closing it. */
 #define BUSY_REPLY "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 
+/* One connection MHD serves; its socket context. */
+struct http_conn {
+	struct http_conn *prev, *next;
+	struct sockaddr_storage peer;
+	int fd;
+	uint64_t since_ns; /* accepted, or its last request answered */
+	bool answering;	   /* a response is queued and not yet all sent */
+	bool answered;	   /* at least one request was answered */
+	bool closing;	   /* shut down by us; MHD closes it on its next run */
+};
+
 struct pubd_http {
 	struct MHD_Daemon *mhd;
 	int listen_fd;
@@ -50,10 +72,12 @@ struct pubd_http {
 	struct pubd_loop_timer *tick;
 	uint64_t tick_at; /* UINT64_MAX: not armed */
 	bool listen_paused;
-	bool running; /* inside MHD_run: no re-entry */
+	bool running;		 /* inside MHD_run: no re-entry */
+	struct http_conn *conns; /* oldest first */
+	unsigned nlive;		 /* in conns and not closing */
 	/* Counts since start, and what the last log line covered. */
-	uint64_t refused, accept_errors;
-	uint64_t refused_logged, accept_errors_logged;
+	uint64_t refused, accept_errors, cut;
+	uint64_t refused_logged, accept_errors_logged, cut_logged;
 	uint64_t last_log_ns;
 	pubd_http_render_fn render;
 	void *ctx;
@@ -76,32 +100,37 @@ static void stats_log(struct pubd_http *h, bool now)
 {
 	uint64_t refused = h->refused - h->refused_logged;
 	uint64_t errs = h->accept_errors - h->accept_errors_logged;
+	uint64_t cut = h->cut - h->cut_logged;
 	uint64_t t = pubd_now_ns();
 
-	if (!refused && !errs)
+	if (!refused && !errs && !cut)
 		return;
 	if (!now && h->last_log_ns && t - h->last_log_ns < PUBD_HTTP_LOG_S * NS_PER_S)
 		return;
-	log_warn("metrics: %llu connections refused (out of fds, or libmicrohttpd's limits), %llu failed accepts "
-		 "in the last %llu s",
-		 (unsigned long long)refused, (unsigned long long)errs,
-		 (unsigned long long)(h->last_log_ns ? (t - h->last_log_ns) / NS_PER_S : 0));
+	log_warn("metrics: %llu connections refused (out of fds, or no slot to free), %llu failed accepts, "
+		 "%llu closed without an answer (no request within %u s, or their slot taken) in the last %llu s; "
+		 "%u open",
+		 (unsigned long long)refused, (unsigned long long)errs, (unsigned long long)cut, PUBD_HTTP_REQUEST_S,
+		 (unsigned long long)(h->last_log_ns ? (t - h->last_log_ns) / NS_PER_S : 0), h->nlive);
 	h->refused_logged = h->refused;
 	h->accept_errors_logged = h->accept_errors;
+	h->cut_logged = h->cut;
 	h->last_log_ns = t;
 }
 
 static bool stats_pending(const struct pubd_http *h)
 {
-	return h->refused != h->refused_logged || h->accept_errors != h->accept_errors_logged;
+	return h->refused != h->refused_logged || h->accept_errors != h->accept_errors_logged ||
+	       h->cut != h->cut_logged;
 }
 
-/* The tick runs while it has something to do: a paused listener, a missing reserve fd, counts to log. An
+/* The tick runs while it has something to do: deadlines of open
+ * connections, a paused listener, a missing reserve fd, counts to log. An
  * armed tick is left where it is: re-arming on every accept would put it
  * off for as long as connections keep coming. */
 static void tick_arm(struct pubd_http *h)
 {
-	bool need = h->listen_paused || h->reserve_fd < 0 || stats_pending(h);
+	bool need = h->nlive || h->listen_paused || h->reserve_fd < 0 || stats_pending(h);
 
 	if (need && h->tick_at == UINT64_MAX)
 		h->tick_at = pubd_now_ns() + NS_PER_S;
@@ -125,6 +154,193 @@ static void run(struct pubd_http *h)
 		pubd_loop_timer_arm(h->mhd_timer, pubd_now_ns() + (uint64_t)ms * 1000000ull);
 	else
 		pubd_loop_timer_arm(h->mhd_timer, UINT64_MAX);
+}
+
+/* ---- tracking MHD's connections ---- */
+
+static struct http_conn *conn_of(struct MHD_Connection *connection)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+static void conn_unlink(struct pubd_http *h, struct http_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+}
+
+/* Append: the list stays in order of since_ns, oldest first. A walk, as
+ * every other use of the list: it holds at most MHD's limit, 64. */
+static void conn_append(struct pubd_http *h, struct http_conn *c)
+{
+	struct http_conn **p = &h->conns, *last = NULL;
+
+	while (*p) {
+		last = *p;
+		p = &(*p)->next;
+	}
+	c->prev = last;
+	*p = c;
+}
+
+/*
+ * MHD_OPTION_NOTIFY_CONNECTION. Without memory for the record the
+ * connection goes untracked: MHD's own limits and idle timeout still bound
+ * it, it only cannot be cut short or give up its slot.
+ */
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct pubd_http *h = cls;
+	struct http_conn *c = *socket_context;
+	const union MHD_ConnectionInfo *fd_info, *addr_info;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		conn_unlink(h, c);
+		if (!c->closing)
+			h->nlive--;
+		free(c);
+		*socket_context = NULL;
+		return;
+	}
+	fd_info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr_info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd_info || !addr_info || !addr_info->client_addr)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->fd = fd_info->connect_fd;
+	memcpy(&c->peer, addr_info->client_addr,
+	       addr_info->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							     : sizeof(struct sockaddr_in));
+	c->since_ns = pubd_now_ns();
+	conn_append(h, c);
+	h->nlive++;
+	*socket_context = c;
+}
+
+/* MHD_OPTION_NOTIFY_COMPLETED: the answer is out (or the request failed).
+ * A kept-alive connection starts its wait for the next request now. */
+static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct pubd_http *h = cls;
+	struct http_conn *c = conn_of(connection);
+
+	if (!c)
+		return;
+	c->answering = false;
+	c->since_ns = pubd_now_ns();
+	conn_unlink(h, c);
+	conn_append(h, c);
+}
+
+/* Close a connection MHD owns: shut it down, and MHD's next run reads the
+ * end and closes it. Counted when it was never answered (a kept-alive
+ * connection idle past its time is ordinary). */
+static void conn_cut(struct pubd_http *h, struct http_conn *c)
+{
+	if (shutdown(c->fd, SHUT_RDWR) < 0)
+		log_debug("metrics: shutdown of fd %d: %s", c->fd, strerror(errno));
+	c->closing = true;
+	h->nlive--;
+	if (!c->answered)
+		h->cut++;
+}
+
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
+	return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+}
+
+/* The oldest live connection not being answered (from peer's address
+ * when peer is not NULL), and how many live ones that address has. */
+static struct http_conn *oldest_idle(struct pubd_http *h, const struct sockaddr_storage *peer, unsigned *count)
+{
+	struct http_conn *c, *found = NULL;
+
+	*count = 0;
+	for (c = h->conns; c; c = c->next) {
+		if (c->closing || (peer && !same_host(&c->peer, peer)))
+			continue;
+		(*count)++;
+		if (!found && !c->answering)
+			found = c;
+	}
+	return found;
+}
+
+/*
+ * A slot for a new connection from peer, under the per-address limit and
+ * then the listener's: when one is full, the oldest connection not being
+ * answered gives up its slot (from peer's own address first, so clients at
+ * one address can only push out each other). Real scrapes are answered
+ * within milliseconds of their accept, so they are never the oldest for
+ * long; a client holding connections open loses them to the next comer.
+ * False when every slot is answering.
+ */
+static bool make_room(struct pubd_http *h, const struct sockaddr_storage *peer)
+{
+	struct http_conn *victim;
+	unsigned n;
+	bool cut = false;
+
+	victim = oldest_idle(h, peer, &n);
+	if (n >= PUBD_HTTP_MAX_PER_IP) {
+		if (!victim)
+			return false;
+		conn_cut(h, victim);
+		cut = true;
+	}
+	if (h->nlive >= PUBD_HTTP_MAX_CONNECTIONS) {
+		victim = oldest_idle(h, NULL, &n);
+		if (!victim)
+			return false;
+		conn_cut(h, victim);
+		cut = true;
+	}
+	/* Let MHD close what was cut now, before its own limits (twice ours)
+	 * would count it against the new connection. */
+	if (cut)
+		run(h);
+	return true;
+}
+
+/* Deadlines: a request complete within PUBD_HTTP_REQUEST_S of the accept
+ * (or of the previous answer), its answer sent within PUBD_HTTP_TIMEOUT_S
+ * more. Returns how many were cut. */
+static unsigned cut_late(struct pubd_http *h, uint64_t now)
+{
+	struct http_conn *c;
+	unsigned n = 0;
+	uint64_t limit;
+
+	for (c = h->conns; c; c = c->next) {
+		if (c->closing)
+			continue;
+		limit = (uint64_t)(c->answering ? PUBD_HTTP_REQUEST_S + PUBD_HTTP_TIMEOUT_S : PUBD_HTTP_REQUEST_S) *
+			NS_PER_S;
+		if (now - c->since_ns > limit) {
+			conn_cut(h, c);
+			n++;
+		}
+	}
+	return n;
 }
 
 /* ---- requests ---- */
@@ -169,12 +385,21 @@ static enum MHD_Result answer(struct pubd_http *h, struct MHD_Connection *conn, 
 }
 
 /* Called when a request's headers are in (a body is never read: only GET
- * and HEAD are served, and anything else is answered at once). */
+ * and HEAD are served, and anything else is answered at once). From here
+ * the connection is answering: it keeps its slot until the answer is out. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **req_cls)
 {
-	return answer(cls, conn, url, method);
+	struct pubd_http *h = cls;
+	struct http_conn *c = conn_of(conn);
+	enum MHD_Result ret = answer(h, conn, url, method);
+
+	if (c && ret == MHD_YES) {
+		c->answering = true;
+		c->answered = true;
+	}
+	return ret;
 }
 
 /* ---- the listening socket ---- */
@@ -228,9 +453,13 @@ static bool accept_failed(struct pubd_http *h, int err)
 	return false;
 }
 
-/* Hand an accepted connection to MHD. */
+/* Hand an accepted connection to MHD, making room for it first. */
 static void admit(struct pubd_http *h, int fd, const struct sockaddr_storage *peer, socklen_t len)
 {
+	if (!make_room(h, peer)) {
+		refuse(h, fd);
+		return;
+	}
 	/* MHD closes fd when it cannot take it (out of memory, its own
 	 * limits): refused all the same. */
 	if (MHD_add_connection(h->mhd, fd, (const struct sockaddr *)peer, len) != MHD_YES)
@@ -271,13 +500,15 @@ static void on_mhd_timer(void *ctx, uint64_t now_ns)
 	run(ctx);
 }
 
-/* Once a second while needed: listening again after a back-off, the
- * reserve fd back, the period's log line. */
+/* Once a second while needed: deadlines, listening again after a
+ * back-off, the reserve fd back, the period's log line. */
 static void on_tick(void *ctx, uint64_t now_ns)
 {
 	struct pubd_http *h = ctx;
 
 	h->tick_at = UINT64_MAX;
+	if (cut_late(h, now_ns))
+		run(h);
 	if (h->reserve_fd < 0)
 		h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (h->listen_paused) {
@@ -317,12 +548,15 @@ fail:
 
 static struct MHD_Daemon *start(struct pubd_http *h)
 {
+	/* MHD's limits stay as a backstop at twice ours: a connection cut to
+	 * make room is still MHD's until its next run closes it. */
 	return MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
-				h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)PUBD_HTTP_MAX_CONNECTIONS,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PUBD_HTTP_MAX_PER_IP,
+				h, MHD_OPTION_CONNECTION_LIMIT, 2u * PUBD_HTTP_MAX_CONNECTIONS,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, 2u * PUBD_HTTP_MAX_PER_IP,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PUBD_HTTP_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PUBD_HTTP_CONN_MEMORY,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
+				on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
 }
 
 /* The loop's watches and timers; 0 or -errno. */
@@ -430,6 +664,8 @@ unsigned pubd_http_connections(const struct pubd_http *h)
 
 void pubd_http_close(struct pubd_http *h)
 {
+	struct http_conn *c;
+
 	if (!h)
 		return;
 	if (h->listen_watch)
@@ -438,8 +674,13 @@ void pubd_http_close(struct pubd_http *h)
 		pubd_loop_unwatch(h->mhd_watch);
 	pubd_loop_timer_free(h->mhd_timer);
 	pubd_loop_timer_free(h->tick);
+	/* Closes every connection: on_connection frees their records. */
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
+	while ((c = h->conns)) {
+		conn_unlink(h, c);
+		free(c);
+	}
 	stats_log(h, true);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);

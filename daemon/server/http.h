@@ -7,11 +7,14 @@
  * timeout expires, so the render callback runs on the loop's thread and
  * reads the daemon's state without locks.
  *
- * Bounded: few connections at once (and per address), small
- * per-connection memory, idle connections closed after a timeout. Out of
- * fds, a connection is accepted with a reserve fd and closed (503), or the
- * listener is left alone until the next second: never a busy loop. What is
- * refused is logged once per PUBD_HTTP_LOG_S with the counts.
+ * Bounded, and no client keeps another out: few connections at once (and
+ * per address); a request must be complete within PUBD_HTTP_REQUEST_S of
+ * its connection's accept; a new connection that finds the slots full takes
+ * the one of the oldest connection not being answered; small per-connection
+ * memory. Out of fds, a connection is accepted with a reserve fd and closed
+ * (503), or the listener is left alone until the next second: never a busy
+ * loop. What is refused or cut short is logged once per PUBD_HTTP_LOG_S
+ * with the counts.
  *
  * Serves GET and HEAD of /metrics (404 for other paths, 405 for other
  * methods) with the Prometheus text content type.
@@ -27,6 +30,7 @@
 #define PUBD_HTTP_MAX_CONNECTIONS 32
 #define PUBD_HTTP_MAX_PER_IP	  16
 #define PUBD_HTTP_TIMEOUT_S	  10 /* MHD's: idle, reset by every byte */
+#define PUBD_HTTP_REQUEST_S	  3  /* a request's headers in, from its accept */
 #define PUBD_HTTP_BACKLOG	  16
 #define PUBD_HTTP_LOG_S		  10 /* one line of refusals per period */
 #define PUBD_HTTP_CONN_MEMORY	  (32u << 10)

@@ -53,3 +53,42 @@ case_c_metrics_emfile() {
 	it_wait "a scrape is answered once the fds are free" 15 h_http get "$url" ||
 		it_fail "no scrape after the fds were freed"
 }
+
+# h_reopened NAME: how many connections slowloris NAME has opened again.
+h_reopened() { sed -n 's/^reopened //p' "$IT_WORK/$1.out" | tail -n 1 | grep . || echo 0; }
+
+# ---- class: slow clients hold every /metrics slot ----
+# 16 connections from 127.0.0.1 and 16 from 127.0.0.2 (each address's
+# limit, the listener's 32 in all) send a header line every 5 s and never
+# end their requests, opening again whatever pubd closes. A scraper at a
+# third address, then at the first one, must be answered within seconds
+# (before: never, as long as the attack went on), and the slow connections
+# are closed once their requests are late.
+case_c_metrics_slowloris() {
+	local port=9483 url a b t3 t1 fds
+	h_metrics_pubd $port
+	fds=$(h_fds "$H_PID")
+	url=http://127.0.0.1:$port/metrics
+	it_bg slow1 "$H_NS" python3 "$H_HTTP_PY" slowloris 127.0.0.1 $port 16 127.0.0.1 5
+	a=$IT_BG_PID
+	it_bg slow2 "$H_NS" python3 "$H_HTTP_PY" slowloris 127.0.0.1 $port 16 127.0.0.2 5
+	b=$IT_BG_PID
+	it_wait "the slow clients hold their connections" 20 \
+		it_holds 'grep -q ready "$IT_WORK/slow1.out" && grep -q ready "$IT_WORK/slow2.out"' || return
+	it_wait "pubd has taken them" 10 it_holds "[ \"\$(h_fds $H_PID)\" -ge $((fds + 32)) ]" || return
+	t3=$(h_http until_ok "$url" 15 127.0.0.3)
+	t1=$(h_http until_ok "$url" 15 127.0.0.1)
+	it_check "pubd answers a query during the attack" it_ctl d status >/dev/null
+	it_wait "the slow connections are closed at their deadline" 10 \
+		it_holds '[ "$(h_reopened slow1)" -ge 16 ] && [ "$(h_reopened slow2)" -ge 16 ]'
+	kill -TERM "$a" "$b"
+	it_reap "$a" 10
+	it_reap "$b" 10
+	h_fig "32 slow clients (16 each from 127.0.0.1 and .2): a scrape from 127.0.0.3 answered after $t3 s, from 127.0.0.1 after $t1 s; pubd closed and the attackers reopened $(h_reopened slow1) + $(h_reopened slow2) connections"
+	it_check "a scrape from another address gets through within 5 s ($t3)" \
+		awk -v s="$t3" 'BEGIN { exit !(s != "none" && s < 5) }'
+	it_check "a scrape from an attacker's address gets through within 5 s ($t1)" \
+		awk -v s="$t1" 'BEGIN { exit !(s != "none" && s < 5) }'
+	it_check "connections closed unanswered are logged with their count" \
+		grep -q "metrics: .* [1-9][0-9]* closed without an answer" "$IT_WORK/d.log"
+}

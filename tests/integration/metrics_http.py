@@ -16,9 +16,22 @@ library only: curl is not in the test tier's packages).
                                        one GET (from address SRC) waiting at
                                        most SECS: print "STATUS SECONDS"
                                        (status 0: no answer, or closed)
+  metrics_http.py until_ok URL SECS [SRC]
+                                       GET (from SRC) until one is answered
+                                       200, for at most SECS: print the
+                                       seconds it took, or "none"
+  metrics_http.py slowloris HOST PORT N SRC INTERVAL
+                                       hold N connections from SRC, each
+                                       sending one header line every INTERVAL
+                                       s and never ending its request; one
+                                       closed is opened again. Prints "ready"
+                                       once all N are open, then "reopened R"
+                                       whenever R grows; exits on SIGTERM
 """
 import http.client
 import json
+import selectors
+import signal
 import socket
 import sys
 import time
@@ -129,6 +142,72 @@ def attempt(url, secs, src):
     return 0
 
 
+def until_ok(url, secs, src):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < secs:
+        if get_from(url, 1, src) == 200:
+            print(f"{time.monotonic() - t0:.2f}")
+            return 0
+        time.sleep(0.1)  # between attempts, as a scraper retrying would
+    print("none")
+    return 0
+
+
+def slowloris(host, port, n, src, interval):
+    def opened():
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((src, 0))
+        s.settimeout(5)
+        try:
+            s.connect((host, port))
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        except OSError:
+            s.close()
+            return None
+        s.setblocking(False)
+        return s
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    sel = selectors.DefaultSelector()
+    socks, reopened, ready = set(), 0, False
+    next_line = time.monotonic() + interval
+    while not stop:
+        while len(socks) < n and not stop:
+            s = opened()
+            if s is None:
+                time.sleep(0.05)  # refused: try again, as an attacker would
+                continue
+            socks.add(s)
+            sel.register(s, selectors.EVENT_READ)
+            if ready:
+                reopened += 1
+                print(f"reopened {reopened}", flush=True)
+        if not ready:
+            print("ready", flush=True)
+            ready = True
+        for key, _ in sel.select(timeout=0.1):
+            s = key.fileobj
+            try:
+                if s.recv(4096):
+                    continue  # an answer it did not ask for: keep holding
+            except BlockingIOError:
+                continue
+            except OSError:
+                pass
+            sel.unregister(s)
+            socks.discard(s)
+            s.close()
+        if time.monotonic() >= next_line:
+            for s in list(socks):
+                try:
+                    s.send(b"X-Slow: 1\r\n")
+                except OSError:
+                    pass  # seen closed by the select above
+            next_line += interval
+    return 0
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "get":
         return get(argv[2])
@@ -140,6 +219,10 @@ def main(argv):
         return hold(argv[2], int(argv[3]), int(argv[4]))
     if len(argv) in (4, 5) and argv[1] == "attempt":
         return attempt(argv[2], float(argv[3]), argv[4] if len(argv) == 5 else None)
+    if len(argv) in (4, 5) and argv[1] == "until_ok":
+        return until_ok(argv[2], float(argv[3]), argv[4] if len(argv) == 5 else None)
+    if len(argv) == 7 and argv[1] == "slowloris":
+        return slowloris(argv[2], int(argv[3]), int(argv[4]), argv[5], float(argv[6]))
     print(__doc__, file=sys.stderr)
     return 2
 
