@@ -29,7 +29,8 @@
  *
  * Reading follows the socket's rules: a message is admitted by the same
  * checks as a PUBLISH frame (admit.c), a client paused by back-pressure is
- * not read, a large message in pieces is charged to the client budget, and what a client committed before it
+ * not read (its own unread replies pause it too), a large message in pieces
+ * is charged to the client budget, and what a client committed before it
  * hung up is read, a batch a turn, up to one lap past where its close began
  * and for at most CLOSE_GRACE_NS (srv_publog_drain); what lies beyond is
  * counted client_gone. A writer that keeps committing after it hung up
@@ -417,6 +418,23 @@ static int take_record(struct pubd_client *c, struct srv_publog *l, const struct
 	return first_piece(c, l, &p);
 }
 
+/*
+ * A client that does not read its replies stops being read, as on its
+ * socket (session.c): each record with a req_id the log's reader refuses
+ * queues an ERROR, and a client that commits such records and never reads
+ * its socket would grow its queue without bound. Paused at CTRL_BYTES_HIGH
+ * of replies, or once the client budget they are charged to is spent;
+ * pubd_ipc_flush_all resumes it as its replies are written.
+ */
+static bool replies_back_pressure(struct pubd_client *c)
+{
+	if (c->out_ctrl_bytes >= CTRL_BYTES_HIGH)
+		srv_pause_client(c);
+	else if (c->out_ctrl_bytes && !srv_budget_fits(c->srv, 0))
+		srv_pause_for_reply(c);
+	return c->paused;
+}
+
 void srv_publog_read(struct pubd_client *c)
 {
 	struct srv_publog *l = c->log;
@@ -454,6 +472,8 @@ void srv_publog_read(struct pubd_client *c)
 		pub_shmlog_consume(&l->r, &v);
 		l->records++;
 		n++;
+		if (replies_back_pressure(c))
+			break;
 	}
 	release(l);
 	if (l->broken || c->paused)

@@ -372,7 +372,8 @@ void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
  * the caller's to close once sent). 0, or -errno (the client stays on its
  * socket). */
 int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3]);
-/* Read what it committed: a batch, unless paused (back-pressure). */
+/* Read what it committed: a batch, unless paused (back-pressure, or its
+ * own replies unread). */
 void srv_publog_read(struct pubd_client *c);
 /* Before a socket frame is handled: what the client committed to its log
  * first is read first. False while that must wait (back-pressure). */

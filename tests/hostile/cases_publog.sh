@@ -44,3 +44,41 @@ case_c_publog_close_stall() {
 		test $((pub + gone)) -le "${committed:-0}"
 	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" pub h "after the writer"
 }
+
+# A client that commits records pubd answers with an ERROR (a req_id and a
+# group that does not exist), as fast as its log takes them, and never
+# reads its socket. Its unread replies stop pubd reading its log, as they
+# stop pubd reading its socket (CTRL_BYTES_HIGH), within the client budget.
+# Before, its replies queued without bound: in the audit pubd grew from
+# 6.7 MB to 974 MB in 10 s, client_buffered 183 MB against a 64 MiB budget,
+# and new clients got no shared-memory logs.
+case_c_publog_reply_flood() {
+	h_pubd d <<-EOF
+		limits:
+		  client_buffer_budget: 64MiB
+		$(h_groups)
+	EOF
+	local r0 r1 buffered t0 t1 answered=no hold shm pid
+	r0=$(h_rss "$H_PID")
+	mkfifo "$IT_WORK/hold"
+	it_bg flood - bash -c "exec \"\$0\" \"\$@\" <\"$IT_WORK/hold\"" "$HSHM" replies -s "$(it_sock d)" --seconds 4 \
+		--ready "$IT_WORK/flood.ready" --hold yes
+	pid=$IT_BG_PID
+	exec {hold}>"$IT_WORK/hold"
+	it_wait "the flood began" 20 h_ready flood || return
+	t0=$(date +%s%N)
+	timeout 5 "$PUBCTL" -s "$(it_sock d)" pub h "during the flood" && answered=yes
+	t1=$(date +%s%N)
+	it_wait "the flood's writer is done (it stays, unread)" 20 grep -q "^replies:" "$IT_WORK/flood.out"
+	r1=$(h_rss "$H_PID")
+	buffered=$(timeout 5 "$PUBCTL" -s "$(it_sock d)" --json status | jq -r '.status[0].client_buffered')
+	shm=$(timeout 10 "$HSHM" truncate -s "$(it_sock d)" 2>&1)
+	exec {hold}>&-
+	it_reap "$pid" 20
+	h_fig "$(cat "$IT_WORK/flood.out"); pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0)) KiB); client_buffered ${buffered:-?} of 64 MiB; another client's publish answered $answered in $(((t1 - t0) / 1000000)) ms; a new client: $shm"
+	it_check "pubd's RSS grew by less than 48 MiB ($(((r1 - r0) / 1024)) MiB)" test $((r1 - r0)) -lt $((48 << 10))
+	it_check "client_buffered within the 64 MiB budget (${buffered:-?})" test "${buffered:-999999999999}" -le $((64 << 20))
+	it_eq "another client's publish answered during the flood" "$answered" yes
+	it_check "in under 1 s ($(((t1 - t0) / 1000000)) ms)" test $(((t1 - t0) / 1000000)) -lt 1000
+	it_check "a new client still gets shared-memory logs" grep -q "^truncate:" <<<"$shm"
+}

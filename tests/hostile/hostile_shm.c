@@ -39,6 +39,11 @@
  *                                          of pubd and goes on committing
  *                                          records for S seconds (see
  *                                          mode_hangon)
+ *   hostile_shm replies  -s SOCK --seconds S [--ready F] [--hold yes]
+ *                                          commits records pubd answers
+ *                                          with an ERROR, never reading its
+ *                                          socket (--hold: then stays until
+ *                                          stdin ends)
  *
  * Each prints one line saying what it did and what pubd answered.
  */
@@ -876,6 +881,54 @@ static int mode_hangon(struct shm *s, const char *path, const char *group, unsig
 	return thung ? 0 : 1;
 }
 
+/*
+ * Records pubd refuses with an answer (a req_id; a group of 200 bytes'
+ * name that does not exist), committed for `seconds` as fast as the log
+ * takes them, the socket never read: each answer is an ERROR queued for
+ * the client. Its unread replies must stop pubd reading its log, as they
+ * stop pubd reading its socket.
+ */
+static int mode_replies(struct shm *s, double seconds, const char *ready_path, bool hold)
+{
+	const uint32_t rec = PUB_PUBLOG_HEAD + 200 + 1;
+	double t0 = now_s();
+	char name[201];
+	uint64_t n = 0;
+	uint32_t req = 0;
+	uint8_t *b;
+
+	memset(name, 'u', 200);
+	name[200] = '\0';
+	ready(ready_path);
+	while (now_s() - t0 < seconds) {
+		b = pub_shmlog_claim(&s->w, PUB_SHMLOG_MSG, 0, 1, rec);
+		if (!b) {
+			/* pubd stopped reading (or is behind): wait for room,
+			 * 100 ms at most, and try again until the time is up. */
+			struct pollfd p = {.fd = s->fds[2], .events = POLLIN};
+
+			if (pub_shmlog_wake_reader(&s->w))
+				ring(s);
+			if (pub_shmlog_writer_sleep(&s->w, rec) && poll(&p, 1, 100) > 0)
+				drain(s->fds[2]);
+			continue;
+		}
+		if (!++req)
+			req = 1;
+		b[pub_publog_put_head(b, req, name, 200)] = 'x';
+		pub_shmlog_commit(&s->w);
+		if (pub_shmlog_wake_reader(&s->w))
+			ring(s);
+		n++;
+	}
+	printf("replies: %llu records answered with an ERROR each committed in %.1f s, socket never read\n",
+	       (unsigned long long)n, seconds);
+	fflush(stdout);
+	while (hold && getchar() != EOF)
+		; /* ...and stays, its replies unread, until stdin ends */
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h", *ready_path = NULL;
@@ -928,9 +981,11 @@ int main(int argc, char **argv)
 		return mode_retire(&s, sock, group, n);
 	if (!strcmp(argv[1], "hangon"))
 		return mode_hangon(&s, sock, group, n, seconds, ready_path);
+	if (!strcmp(argv[1], "replies"))
+		return mode_replies(&s, seconds, ready_path, hold);
 usage:
 	fprintf(stderr, "usage: hostile_shm "
-			"garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin|retire|hangon\n"
+			"garbage|midwrite|doorbell|truncate|rewrite|dlog|glog|hoard|pin|retire|hangon|replies\n"
 			"       -s SOCK [-g G[,G...]] [-n N] [--seconds S] [--ready FILE]\n");
 	return 2;
 }

@@ -394,6 +394,81 @@ static void a_hung_up_writer_that_goes_on_is_not_read_for_ever(void **state)
 	shm_close(&sc);
 }
 
+/* Replies to publish-log records back-pressure the log as they do the
+ * socket: a client that commits records pubd refuses with an answer (a
+ * req_id, a group that does not exist) and never reads its socket is
+ * paused at CTRL_BYTES_HIGH of queued replies, within the client budget.
+ * Before, its replies queued without bound (the audit: 183 MB against a
+ * 64 MiB budget, pubd at 974 MB). Once it reads, it is read on, and every
+ * record is answered and counted. */
+static void unread_replies_pause_the_publish_log(void **state)
+{
+	struct fixture *f = *state;
+	struct shm_client sc;
+	struct pubd_client *c;
+	char name[201];
+	uint8_t buf[65536], type;
+	const uint8_t *body;
+	uint32_t len, n = 0, errors = 0, idle = 0, most_budget_over = 0;
+	size_t most = 0, have = 0, off;
+	ssize_t k;
+	uint8_t *b;
+
+	memset(name, 'u', 200);
+	name[200] = '\0';
+	shm_hello(f, &sc);
+	c = f->srv.clients;
+	assert_non_null(c->log);
+	/* 40,000 replies of about 260 bytes: 10 MB, past CTRL_BYTES_HIGH. */
+	while (n < 40000 && idle < 100) {
+		b = pub_shmlog_claim(&sc.w, PUB_SHMLOG_MSG, 0, 1, PUB_PUBLOG_HEAD + 200 + 1);
+		if (!b) {
+			if (pub_shmlog_wake_reader(&sc.w))
+				ring(sc.pdoor);
+			turn(f);
+			idle++;
+			continue;
+		}
+		idle = 0;
+		b[pub_publog_put_head(b, ++n, name, 200)] = 'x';
+		pub_shmlog_commit(&sc.w);
+		if (pub_shmlog_wake_reader(&sc.w))
+			ring(sc.pdoor);
+		if (c->out_ctrl_bytes > most)
+			most = c->out_ctrl_bytes;
+		if (!srv_budget_fits(&f->srv, 0))
+			most_budget_over++;
+	}
+	print_message("unread replies: %u records committed, %zu reply bytes queued at most (CTRL_BYTES_HIGH %u)\n", n,
+		      most, CTRL_BYTES_HIGH);
+	assert_true(c->paused);
+	assert_true(n < 40000); /* the writer found no room: pubd stopped reading */
+	assert_true(most < CTRL_BYTES_HIGH + 1024);
+	assert_int_equal(most_budget_over, 0);
+	/* It reads: pubd resumes it, and every record is answered. */
+	while (errors < n) {
+		turn(f);
+		if (pub_shmlog_wake_reader(&sc.w))
+			ring(sc.pdoor);
+		k = read(sc.fd, buf + have, sizeof(buf) - have);
+		if (k <= 0)
+			continue;
+		have += (size_t)k;
+		off = 0;
+		while (pub_proto_frame_peek(buf + off, have - off, sizeof(buf), &type, &len, &body, NULL) == 1) {
+			assert_int_equal(type, PUB_FRAME_ERROR);
+			errors++;
+			off += PUB_PROTO_HDR_LEN + len;
+		}
+		memmove(buf, buf + off, have - off);
+		have -= off;
+	}
+	assert_int_equal(errors, n);
+	assert_int_equal(f->drops.by_reason[PUB_DROP_NO_GROUP], n);
+	assert_false(c->paused);
+	shm_close(&sc);
+}
+
 /* A delivery to one subscriber: its sub entry in the group. */
 static void deliver(struct fixture *f, const char *group, uint64_t seq, size_t len)
 {
@@ -1719,6 +1794,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_hang_up_mid_record_costs_that_record_only, setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(a_hung_up_writer_that_goes_on_is_not_read_for_ever, setup_own_logs,
 						teardown),
+		cmocka_unit_test_setup_teardown(unread_replies_pause_the_publish_log, setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(a_delivery_goes_straight_into_the_log_unless_others_wait,
 						setup_own_logs, teardown),
 		cmocka_unit_test_setup_teardown(deliveries_go_through_the_deliver_log, setup_own_logs, teardown),
