@@ -86,6 +86,20 @@ bool srv_reply_fits(const struct pubd_client *c, size_t n)
 	return (!c->out_ctrl_bytes && n <= REPLY_FREE_MAX) || srv_budget_fits(c->srv, n);
 }
 
+/*
+ * What a queued reply costs, as charged to the client budget and counted
+ * in out_ctrl_bytes against CTRL_BYTES_HIGH: its memory, not only its
+ * bytes (THREATS rule 1): its queue entry (a DELIVER's head room
+ * included) and its buffer's header besides the frame. A 262-byte ERROR
+ * costs about 650 here; msgbuf.c rounds a small buffer up to its size
+ * class (256, 1024 or 4096 bytes), which is not seen from here, so up to
+ * that much more is in use.
+ */
+static size_t reply_cost(const struct pubd_out *o)
+{
+	return sizeof(*o) + sizeof(*o->body) + o->body->len;
+}
+
 static void out_append(struct pubd_client *c, struct pubd_out *o)
 {
 	if (c->out_tail)
@@ -103,11 +117,11 @@ static void out_append(struct pubd_client *c, struct pubd_out *o)
 		 * rest are charged (and bounded per client by CTRL_BYTES_HIGH). */
 		if (!c->out_ctrl_bytes && o->body->len <= REPLY_FREE_MAX) {
 			o->uncharged = true;
-			c->srv->uncharged += o->body->len;
+			c->srv->uncharged += reply_cost(o);
 		} else {
-			c->srv->charged += o->body->len;
+			c->srv->charged += reply_cost(o);
 		}
-		c->out_ctrl_bytes += o->body->len;
+		c->out_ctrl_bytes += reply_cost(o);
 	}
 	srv_mark_dirty(c);
 }
@@ -128,11 +142,11 @@ void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_ou
 		c->out_delivers--;
 		c->out_deliver_bytes -= o->body->len;
 	} else {
-		c->out_ctrl_bytes -= o->body->len;
+		c->out_ctrl_bytes -= reply_cost(o);
 		if (o->uncharged)
-			c->srv->uncharged -= o->body->len;
+			c->srv->uncharged -= reply_cost(o);
 		else
-			srv_budget_give(c->srv, o->body->len);
+			srv_budget_give(c->srv, reply_cost(o));
 	}
 }
 

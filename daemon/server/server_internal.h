@@ -203,7 +203,7 @@ struct pubd_client {
 	struct srv_glog_holds glog_holds;
 	bool hung_up;			/* srv_client_close or _hangup found it hung up */
 	struct srv_dlog_linger *linger; /* pubd ended it: its deliver log lingers (ended.c) */
-	size_t out_ctrl_bytes;		/* queued reply bytes */
+	size_t out_ctrl_bytes;		/* queued replies: what they cost (output.c, reply_cost) */
 	bool dirty;			/* on the flush list */
 	struct pubd_client *next_dirty;
 
