@@ -1487,6 +1487,25 @@ static void hold_message_one(struct glog_reader *gr, struct pub_deliverlog_piece
 	assert_int_equal(p->seq, 1);
 }
 
+/* a and b read g's log; 8 messages of 3000 bytes there; the subscribe ACL
+ * changes (the log is retired); b holds message 1 where it lies (*p).
+ * Returns the group's config before the change, for the test to put back. */
+static const struct pubd_group_config *b_holds_in_a_retired_log(struct fixture *f, struct pubd_group *g,
+								struct shm_client *a, struct shm_client *b,
+								struct glog_reader *ga, struct glog_reader *gb,
+								struct pub_deliverlog_piece *p)
+{
+	const struct pubd_group_config *gc;
+	uint64_t seq;
+
+	two_readers(f, a, b, ga, gb);
+	for (seq = 1; seq <= 8; seq++)
+		fan_out(f, g, seq, 3000);
+	gc = acl_change(f, g);
+	hold_message_one(gb, p);
+	return gc;
+}
+
 /* A retired group log is given back once nobody may read it: its pages
  * go from every mapping (a client that keeps one pins nothing of pubd's:
  * otherwise each retirement would let it pin one more log). Not while a
@@ -1501,16 +1520,12 @@ static void a_retired_group_log_is_given_back(void **state)
 	struct shm_client a, b;
 	struct glog_reader ga, gb, ga2;
 	struct pub_deliverlog_piece p;
-	uint64_t na = 1, seq;
+	uint64_t na = 1, seq = 9;
 	uint32_t code;
 	bool ended;
 
-	two_readers(f, &a, &b, &ga, &gb);
-	for (seq = 1; seq <= 8; seq++)
-		fan_out(f, g, seq, 3000);
-	gc = acl_change(f, g);
 	/* b takes its first message where it lies, and unsubscribes. */
-	hold_message_one(&gb, &p);
+	gc = b_holds_in_a_retired_log(f, g, &a, &b, &ga, &gb, &p);
 	assert_int_equal(group_req(f, b.fd, PUB_FRAME_UNSUBSCRIBE, "open", &code), PUB_FRAME_OK);
 	/* a reads to the END and gets the new log at the next tick. */
 	assert_int_equal(read_glog(&a, &ga, &na, &ended), 8);
@@ -1610,11 +1625,7 @@ static void a_retired_log_stays_whole_for_a_reader_ended_by_an_error(void **stat
 	uint64_t na = 1, seq;
 	bool ended;
 
-	two_readers(f, &a, &b, &ga, &gb);
-	for (seq = 1; seq <= 8; seq++)
-		fan_out(f, g, seq, 3000);
-	gc = acl_change(f, g);
-	hold_message_one(&gb, &p);
+	gc = b_holds_in_a_retired_log(f, g, &a, &b, &ga, &gb, &p);
 	/* pubd ends b (a record no writer writes). */
 	memcpy(b.pmap + PUB_SHMLOG_CTL_LEN, &(uint64_t){(uint64_t)7 << 32 | 48}, 8);
 	ring(b.pdoor);
@@ -1627,7 +1638,7 @@ static void a_retired_log_stays_whole_for_a_reader_ended_by_an_error(void **stat
 	pubd_ipc_tick(&f->srv, 0);
 	given_back(f, &a, &ga2);
 	assert_true(next_is_mark(&a, "open"));
-	for (; seq <= 8 + 2 * gb.len / 60000 + 2; seq++) {
+	for (seq = 9; seq <= 8 + 2 * gb.len / 60000 + 2; seq++) {
 		fan_out(f, g, seq, 60000);
 		turn(f);
 		assert_int_equal(read_glog(&a, &ga2, &na, &ended), 1);
