@@ -231,13 +231,15 @@ case_acl_revoked() {
 }
 
 case_stuck_socket() {
-	local pid cpid t0 t1 st
+	local pid cpid t0 t1 st n
 	start stuck || return
 	pid=$(it_pid stuck)
 	kill -STOP "$pid"
 	mkfifo "$IT_WORK/stuck.hold"
-	# Fill the stopped daemon's backlog.
-	it_bg stuck-conns - bash -c "exec \"\$0\" -s \"$(it_sock stuck)\" -r \"$IT_WORK/stuck.ready\" flood 400 <\"$IT_WORK/stuck.hold\"" \
+	# Fill the stopped daemon's backlog: pubd listens with the kernel's
+	# largest, net.core.somaxconn of its namespace.
+	n=$(($(ip netns exec "$(it_ns stuck)" cat /proc/sys/net/core/somaxconn) + 64))
+	it_bg stuck-conns - bash -c "exec \"\$0\" -s \"$(it_sock stuck)\" -r \"$IT_WORK/stuck.ready\" flood $n <\"$IT_WORK/stuck.hold\"" \
 		"$IPC_ATTACK"
 	cpid=$IT_BG_PID
 	exec {hold}>"$IT_WORK/stuck.hold"
