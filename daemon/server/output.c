@@ -80,6 +80,25 @@ void srv_pause_for_reply(struct pubd_client *c)
 	c->reply_wait = true;
 }
 
+/*
+ * A client that does not read its replies stops being read, its socket and
+ * its publish log alike: each SUBSCRIBE, PUBLISH or record with a req_id
+ * that pubd refuses queues an ERROR, and a client that sends such and never
+ * reads would grow its queue without bound. Paused at CTRL_BYTES_HIGH of
+ * replies, or once the client budget they are charged to is spent (else
+ * many such clients would hold CTRL_BYTES_HIGH each, past the budget);
+ * pubd_ipc_flush_all resumes it as its replies are written. True when it
+ * is paused now.
+ */
+bool srv_replies_back_pressure(struct pubd_client *c)
+{
+	if (c->out_ctrl_bytes >= CTRL_BYTES_HIGH)
+		srv_pause_client(c);
+	else if (c->out_ctrl_bytes && !srv_budget_fits(c->srv, 0))
+		srv_pause_for_reply(c);
+	return c->paused;
+}
+
 /* May a reply of n bytes be queued for c now? */
 bool srv_reply_fits(const struct pubd_client *c, size_t n)
 {

@@ -418,23 +418,6 @@ static int take_record(struct pubd_client *c, struct srv_publog *l, const struct
 	return first_piece(c, l, &p);
 }
 
-/*
- * A client that does not read its replies stops being read, as on its
- * socket (session.c): each record with a req_id the log's reader refuses
- * queues an ERROR, and a client that commits such records and never reads
- * its socket would grow its queue without bound. Paused at CTRL_BYTES_HIGH
- * of replies, or once the client budget they are charged to is spent;
- * pubd_ipc_flush_all resumes it as its replies are written.
- */
-static bool replies_back_pressure(struct pubd_client *c)
-{
-	if (c->out_ctrl_bytes >= CTRL_BYTES_HIGH)
-		srv_pause_client(c);
-	else if (c->out_ctrl_bytes && !srv_budget_fits(c->srv, 0))
-		srv_pause_for_reply(c);
-	return c->paused;
-}
-
 void srv_publog_read(struct pubd_client *c)
 {
 	struct srv_publog *l = c->log;
@@ -472,7 +455,8 @@ void srv_publog_read(struct pubd_client *c)
 		pub_shmlog_consume(&l->r, &v);
 		l->records++;
 		n++;
-		if (replies_back_pressure(c))
+		/* Each record with a req_id the reader refuses queues an ERROR. */
+		if (srv_replies_back_pressure(c))
 			break;
 	}
 	release(l);

@@ -265,6 +265,9 @@ void srv_mark_dirty(struct pubd_client *c);
 void srv_pause_client(struct pubd_client *c);
 void srv_pause_for_budget(struct pubd_client *c, size_t n);
 void srv_pause_for_reply(struct pubd_client *c);
+/* Pause c while its unread replies are too many (CTRL_BYTES_HIGH) or the
+ * budget is spent; true when paused. After every request it may answer. */
+bool srv_replies_back_pressure(struct pubd_client *c);
 bool srv_reply_fits(const struct pubd_client *c, size_t n);
 void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_out *o);
 /* A delivery written whole (to the socket or the deliver log) to c, for

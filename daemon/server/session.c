@@ -194,8 +194,7 @@ void srv_client_parse(struct pubd_client *c)
 		if (!srv_handle_frame(c, type, body, body_len))
 			break;
 		off += PUB_PROTO_HDR_LEN + body_len;
-		if (c->out_ctrl_bytes >= CTRL_BYTES_HIGH)
-			srv_pause_client(c);
+		srv_replies_back_pressure(c);
 	}
 	if (c->closing)
 		return;

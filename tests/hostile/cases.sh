@@ -760,6 +760,35 @@ case_c_query_noread() {
 	it_check "pubd still answers a query" it_ctl d status >/dev/null
 }
 
+# ---- class: many clients' refused requests, never read ----
+# Each SUBSCRIBE pubd refuses queues an ERROR, charged to the client budget
+# but only bounded per client (CTRL_BYTES_HIGH, 4 MiB): eight clients that
+# never read held 32 MiB of replies against an 8 MiB budget. Now a client
+# is also paused once the budget is spent.
+case_c_reply_flood_many() {
+	h_pubd d <<-EOF
+		limits:
+		  client_buffer_budget: 8MiB
+		$(h_groups)
+	EOF
+	local i buffered budget r0 r1
+	r0=$(h_rss "$H_PID")
+	for i in 1 2 3 4 5 6 7 8; do
+		it_bg "sub$i" - "$HC" subscribes -s "$(it_sock d)" -n 40000 --ready "$IT_WORK/sub$i.ready"
+	done
+	for i in 1 2 3 4 5 6 7 8; do
+		it_wait "client $i wrote its SUBSCRIBEs" 60 h_ready "sub$i" || return
+	done
+	r1=$(h_rss "$H_PID")
+	buffered=$(it_q d status '.status[0].client_buffered')
+	budget=$(it_q d status '.status[0].client_buffer_budget')
+	h_fig "8 clients, 40000 refused SUBSCRIBEs each, never reading: client_buffered $buffered of $budget; pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0)))"
+	# Each client's first reply goes outside the budget, and one reply
+	# may take it past: a little over, never 8 x 4 MiB.
+	it_check "what they hold stays within the budget ($buffered <= $budget + 64 KiB)" test "$buffered" -le $((budget + 65536))
+	it_check "pubd still answers" it_ctl d status >/dev/null
+}
+
 # ---- class: clients that never read their replies lock nobody out ----
 # Four clients fill a small client budget with large query replies they never
 # read; a query from someone else must still be answered (its one reply goes
