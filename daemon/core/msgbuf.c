@@ -90,6 +90,11 @@ struct pubd_msgbuf *pubd_msgbuf_alloc(size_t len)
 	return take(cls, len);
 }
 
+size_t pubd_msgbuf_footprint(const struct pubd_msgbuf *m)
+{
+	return sizeof(*m) + (m->cls != NO_CLASS ? class_size[m->cls] : m->len);
+}
+
 struct pubd_msgbuf *pubd_msgbuf_lend(struct pubd_msgbuf_lender *lender, uint32_t cookie, const uint8_t *data,
 				     size_t len)
 {

@@ -90,6 +90,10 @@ struct pubd_msgbuf {
 
 /* A buffer of len bytes with one reference, or NULL. Contents uninitialised. */
 struct pubd_msgbuf *pubd_msgbuf_alloc(size_t len);
+/* The memory m takes as allocated: its header and its inline bytes, rounded
+ * up to its size class (not a lent buffer's bytes, nor a detached copy).
+ * The same for the buffer's whole life, so it can be charged and given back. */
+size_t pubd_msgbuf_footprint(const struct pubd_msgbuf *m);
 
 /*
  * A buffer of len bytes at data, which stays the lender's: valid until the

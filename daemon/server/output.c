@@ -109,14 +109,12 @@ bool srv_reply_fits(const struct pubd_client *c, size_t n)
  * What a queued reply costs, as charged to the client budget and counted
  * in out_ctrl_bytes against CTRL_BYTES_HIGH: its memory, not only its
  * bytes (THREATS rule 1): its queue entry (a DELIVER's head room
- * included) and its buffer's header besides the frame. A 262-byte ERROR
- * costs about 650 here; msgbuf.c rounds a small buffer up to its size
- * class (256, 1024 or 4096 bytes), which is not seen from here, so up to
- * that much more is in use.
+ * included) and its buffer as allocated (header, and the frame rounded up
+ * to its size class). A 262-byte ERROR costs about 1.4 KB.
  */
 static size_t reply_cost(const struct pubd_out *o)
 {
-	return sizeof(*o) + sizeof(*o->body) + o->body->len;
+	return sizeof(*o) + pubd_msgbuf_footprint(o->body);
 }
 
 static void out_append(struct pubd_client *c, struct pubd_out *o)

@@ -118,6 +118,27 @@ struct lender_log {
 	uint32_t last_cookie;
 };
 
+/* A buffer's footprint is what was allocated for it: the header and its
+ * bytes rounded up to the size class (what the client budget charges for a
+ * reply), the bytes themselves for a large one, the header alone for a
+ * lent one. */
+static void msgbuf_footprint_is_what_was_allocated(void **state)
+{
+	struct pubd_msgbuf *small = pubd_msgbuf_alloc(262), *large = pubd_msgbuf_alloc(PUBD_MSGBUF_CLASS_MAX + 1);
+	struct pubd_msgbuf *lent = pubd_msgbuf_lend(NULL, 0, (const uint8_t *)"x", 1);
+
+	(void)state;
+	assert_non_null(small);
+	assert_non_null(large);
+	assert_non_null(lent);
+	assert_int_equal(pubd_msgbuf_footprint(small), sizeof(*small) + 1024);
+	assert_int_equal(pubd_msgbuf_footprint(large), sizeof(*large) + PUBD_MSGBUF_CLASS_MAX + 1);
+	assert_int_equal(pubd_msgbuf_footprint(lent), sizeof(*lent));
+	pubd_msgbuf_put(small);
+	pubd_msgbuf_put(large);
+	pubd_msgbuf_put(lent);
+}
+
 static void on_returned(struct pubd_msgbuf_lender *lender, uint32_t cookie)
 {
 	struct lender_log *l = (struct lender_log *)lender;
@@ -221,6 +242,7 @@ int main(void)
 		cmocka_unit_test_teardown(msgbuf_large_buffers_go_back_to_malloc, drain),
 		cmocka_unit_test_teardown(msgbuf_free_lists_are_bounded, drain),
 		cmocka_unit_test_teardown(msgbuf_lent_returns_at_the_last_put, drain),
+		cmocka_unit_test_teardown(msgbuf_footprint_is_what_was_allocated, drain),
 		cmocka_unit_test_teardown(msgbuf_detached_keeps_its_bytes, drain),
 		cmocka_unit_test_teardown(msgbuf_pinned_is_not_detached, drain),
 	};
