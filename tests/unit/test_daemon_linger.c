@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "loop.h"
 #include "proto.h"
 #include "test_daemon_harness.h"
 
@@ -48,7 +49,9 @@ static void after_a_message_the_loop_polls_then_sleeps(void **state)
 {
 	static struct hd h;
 	struct hc c;
-	unsigned i, turns;
+	unsigned i, turns, seen = 0;
+	uint64_t t0;
+	int r;
 
 	(void)state;
 	/* The longest linger: the turn after a message must come within it on a loaded machine. */
@@ -57,16 +60,26 @@ static void after_a_message_the_loop_polls_then_sleeps(void **state)
 	assert_int_equal(hc_hello(&c, "p"), 0);
 	turns_until_idle(&h);
 	assert_false(h.d.ipc.polling); /* at rest: sleeping on events */
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 20 && seen < 3; i++) {
+		t0 = pubd_now_ns();
 		publish_one(&h, &c);
-		/* The next turn finds nothing, yet the loop does not sleep. */
-		assert_true(hd_turn(&h, 0) > 0);
+		/* The next turn finds nothing, yet the loop does not sleep;
+		 * unless this thread lost the CPU for the whole linger (a
+		 * loaded machine), which says nothing of pubd: not counted. */
+		r = hd_turn(&h, 0);
+		if (!h.d.ipc.polling && pubd_now_ns() - t0 >= 10000000ull) {
+			print_message("linger %u: preempted past the linger, not counted\n", i);
+			continue;
+		}
+		seen++;
+		assert_true(r > 0);
 		assert_true(h.d.ipc.polling);
 		turns = turns_until_idle(&h);
 		print_message("linger %u: %u idle turns before sleeping\n", i, turns);
 		assert_true(turns >= 1);
 		assert_false(h.d.ipc.polling);
 	}
+	assert_int_equal(seen, 3);
 	hc_close(&c);
 	hd_stop(&h);
 }
