@@ -638,7 +638,7 @@ case_c_metrics_names() {
 		--ready "$IT_WORK/named"
 	it_wait "the named subscriber is in" 20 test -e "$IT_WORK/named" || it_die "no named subscriber"
 	it_ctl d metrics >"$IT_WORK/ctl.txt" || it_fail "pubctl metrics"
-	ip netns exec "$H_NS" python3 "$here/../integration/metrics_http.py" get "$url" >"$IT_WORK/http.txt" ||
+	ip netns exec "$H_NS" python3 "$H_HTTP_PY" get "$url" >"$IT_WORK/http.txt" ||
 		it_fail "GET /metrics"
 	h_fig "subscriber label: $(grep -a -m1 '^pubd_subscriber_messages_delivered_total' "$IT_WORK/http.txt" | cat -v)"
 	it_check "/metrics has the subscriber" grep -q 'name="\\\\x1b]0;pwned\\\\x07\\\\x1b\[31mRED\\\\xff\\\\xfe\\\\xe2\\\\x80\\\\xaeok"' "$IT_WORK/http.txt"
