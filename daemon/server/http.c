@@ -41,6 +41,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "fd_reserve.h"
 #include "http.h"
 #include "log.h"
 
@@ -441,11 +442,9 @@ static bool accept_failed(struct pubd_http *h, int err)
 		return true; /* that connection is gone; others may wait */
 	h->accept_errors++;
 	if (err == EMFILE && h->reserve_fd >= 0) {
-		close(h->reserve_fd);
-		fd = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		fd = pubd_fd_reserve_accept(h->listen_fd, &h->reserve_fd);
 		if (fd >= 0)
 			refuse(h, fd);
-		h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0 && h->reserve_fd >= 0)
 			return true;
 	}
@@ -510,7 +509,7 @@ static void on_tick(void *ctx, uint64_t now_ns)
 	if (cut_late(h, now_ns))
 		run(h);
 	if (h->reserve_fd < 0)
-		h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		h->reserve_fd = pubd_fd_reserve_open();
 	if (h->listen_paused) {
 		if (pubd_loop_watch_mod(h->listen_watch, EPOLLIN) == 0)
 			h->listen_paused = false;
@@ -604,7 +603,7 @@ struct pubd_http *pubd_http_open(struct pubd_loop *loop, const struct sockaddr *
 	}
 	h->listen_fd = r;
 	/* Kept for the moment pubd is out of fds (accept_failed). */
-	h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	h->reserve_fd = pubd_fd_reserve_open();
 	if (h->reserve_fd < 0) {
 		snprintf(err, errcap, "cannot open a reserve fd: %s", strerror(errno));
 		goto fail;

@@ -16,6 +16,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "fd_reserve.h"
 #include "log.h"
 #include "loop.h"
 #include "proto.h"
@@ -75,11 +76,9 @@ static bool accept_failed(struct pubd_ipc *srv, int err)
 		return true; /* that connection is gone; others may wait */
 	srv->counters[PUBD_CTR_ACCEPT_ERRORS]++;
 	if (err == EMFILE && srv->reserve_fd >= 0) {
-		close(srv->reserve_fd);
-		fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		fd = pubd_fd_reserve_accept(srv->listen_fd, &srv->reserve_fd);
 		if (fd >= 0)
 			refuse(srv, fd, "pubd is out of file descriptors; try again later");
-		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0 && srv->reserve_fd >= 0)
 			return true;
 	}
@@ -262,7 +261,7 @@ int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 		(struct pubd_log_limit){.what = "group logs that could not be made", .burst = 1, .prio = LOG_WARNING};
 	/* Held so that, out of fds, a connection can still be accepted and
 	 * closed (see accept_failed). */
-	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	srv->reserve_fd = pubd_fd_reserve_open();
 	/* Socket activation: systemd hands us the listening socket. */
 	n = sd_listen_fds(1);
 	if (n > 1) {
@@ -331,7 +330,7 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 	}
 	/* Accepting again after a back-off; the reserve fd back if we can. */
 	if (srv->reserve_fd < 0)
-		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		srv->reserve_fd = pubd_fd_reserve_open();
 	if (srv->listen_paused && srv->listen_watch) {
 		srv->listen_paused = false;
 		pubd_loop_watch_mod(srv->listen_watch, EPOLLIN);
