@@ -415,6 +415,11 @@ static void refuse(struct pubd_http *h, int fd)
 	h->refused++;
 }
 
+static void refuse_cb(void *ctx, int fd)
+{
+	refuse(ctx, fd);
+}
+
 static void listen_pause(struct pubd_http *h)
 {
 	if (h->listen_paused)
@@ -434,20 +439,13 @@ static void listen_pause(struct pubd_http *h)
  */
 static bool accept_failed(struct pubd_http *h, int err)
 {
-	int fd;
-
 	if (err == EAGAIN || err == EINTR)
 		return false;
 	if (err == ECONNABORTED || err == EPROTO)
 		return true; /* that connection is gone; others may wait */
 	h->accept_errors++;
-	if (err == EMFILE && h->reserve_fd >= 0) {
-		fd = pubd_fd_reserve_accept(h->listen_fd, &h->reserve_fd);
-		if (fd >= 0)
-			refuse(h, fd);
-		if (fd >= 0 && h->reserve_fd >= 0)
-			return true;
-	}
+	if (err == EMFILE && h->reserve_fd >= 0 && pubd_fd_reserve_refuse(h->listen_fd, &h->reserve_fd, refuse_cb, h))
+		return true;
 	listen_pause(h);
 	return false;
 }

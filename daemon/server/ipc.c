@@ -59,6 +59,11 @@ static void refuse(struct pubd_ipc *srv, int fd, const char *why)
 	accept_log(srv, false);
 }
 
+static void refuse_out_of_fds(void *ctx, int fd)
+{
+	refuse(ctx, fd, "pubd is out of file descriptors; try again later");
+}
+
 /*
  * accept() failed with err. Out of fds (EMFILE): the reserve fd is given up
  * for a moment to accept the connection and close it, so it neither waits in
@@ -68,20 +73,14 @@ static void refuse(struct pubd_ipc *srv, int fd, const char *why)
  */
 static bool accept_failed(struct pubd_ipc *srv, int err)
 {
-	int fd;
-
 	if (err == EAGAIN || err == EINTR)
 		return false;
 	if (err == ECONNABORTED || err == EPROTO)
 		return true; /* that connection is gone; others may wait */
 	srv->counters[PUBD_CTR_ACCEPT_ERRORS]++;
-	if (err == EMFILE && srv->reserve_fd >= 0) {
-		fd = pubd_fd_reserve_accept(srv->listen_fd, &srv->reserve_fd);
-		if (fd >= 0)
-			refuse(srv, fd, "pubd is out of file descriptors; try again later");
-		if (fd >= 0 && srv->reserve_fd >= 0)
-			return true;
-	}
+	if (err == EMFILE && srv->reserve_fd >= 0 &&
+	    pubd_fd_reserve_refuse(srv->listen_fd, &srv->reserve_fd, refuse_out_of_fds, srv))
+		return true;
 	if (!srv->listen_paused) {
 		srv->listen_paused = true;
 		pubd_loop_watch_mod(srv->listen_watch, 0);
