@@ -65,7 +65,6 @@ static void put_escaped(struct prom_out *o, const char *s, size_t len, int quote
 	size_t i = 0, run = 0, n;
 
 	while (i < len) {
-		char byte[6] = {'\\', '\\', 'x', hex[p[i] >> 4], hex[p[i] & 15], 0};
 		const char *esc = p[i] == '\\' ? "\\\\" : p[i] == '\n' ? "\\n" : p[i] == '"' && quote ? "\\\"" : NULL;
 
 		if (!esc && p[i] >= 0x20 && p[i] < 0x7f) {
@@ -77,7 +76,13 @@ static void put_escaped(struct prom_out *o, const char *s, size_t len, int quote
 			continue;
 		}
 		prom_text(o, s + run, i - run);
-		put(o, esc ? esc : byte);
+		if (esc) {
+			put(o, esc);
+		} else {
+			char byte[6] = {'\\', '\\', 'x', hex[p[i] >> 4], hex[p[i] & 15], 0};
+
+			put(o, byte);
+		}
 		run = ++i;
 	}
 	prom_text(o, s + run, len - run);

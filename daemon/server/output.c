@@ -87,16 +87,14 @@ void srv_pause_for_reply(struct pubd_client *c)
  * reads would grow its queue without bound. Paused at CTRL_BYTES_HIGH of
  * replies, or once the client budget they are charged to is spent (else
  * many such clients would hold CTRL_BYTES_HIGH each, past the budget);
- * pubd_ipc_flush_all resumes it as its replies are written. True when it
- * is paused now.
+ * pubd_ipc_flush_all resumes it as its replies are written.
  */
-bool srv_replies_back_pressure(struct pubd_client *c)
+void srv_replies_pause(struct pubd_client *c)
 {
 	if (c->out_ctrl_bytes >= CTRL_BYTES_HIGH)
 		srv_pause_client(c);
 	else if (c->out_ctrl_bytes && !srv_budget_fits(c->srv, 0))
 		srv_pause_for_reply(c);
-	return c->paused;
 }
 
 /* May a reply of n bytes be queued for c now? */
@@ -132,13 +130,15 @@ static void out_append(struct pubd_client *c, struct pubd_out *o)
 	} else {
 		/* Its first reply outside the budget (REPLY_FREE_MAX); the
 		 * rest are charged (and bounded per client by CTRL_BYTES_HIGH). */
+		size_t cost = reply_cost(o);
+
 		if (!c->out_ctrl_bytes && o->body->len <= REPLY_FREE_MAX) {
 			o->uncharged = true;
-			c->srv->uncharged += reply_cost(o);
+			c->srv->uncharged += cost;
 		} else {
-			c->srv->charged += reply_cost(o);
+			c->srv->charged += cost;
 		}
-		c->out_ctrl_bytes += reply_cost(o);
+		c->out_ctrl_bytes += cost;
 	}
 	srv_mark_dirty(c);
 }
@@ -159,11 +159,13 @@ void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_ou
 		c->out_delivers--;
 		c->out_deliver_bytes -= o->body->len;
 	} else {
-		c->out_ctrl_bytes -= reply_cost(o);
+		size_t cost = reply_cost(o);
+
+		c->out_ctrl_bytes -= cost;
 		if (o->uncharged)
-			c->srv->uncharged -= reply_cost(o);
+			c->srv->uncharged -= cost;
 		else
-			srv_budget_give(c->srv, reply_cost(o));
+			srv_budget_give(c->srv, cost);
 	}
 }
 

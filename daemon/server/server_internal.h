@@ -266,8 +266,17 @@ void srv_pause_client(struct pubd_client *c);
 void srv_pause_for_budget(struct pubd_client *c, size_t n);
 void srv_pause_for_reply(struct pubd_client *c);
 /* Pause c while its unread replies are too many (CTRL_BYTES_HIGH) or the
- * budget is spent; true when paused. After every request it may answer. */
-bool srv_replies_back_pressure(struct pubd_client *c);
+ * budget is spent (output.c). */
+void srv_replies_pause(struct pubd_client *c);
+/* After every request c may have been answered: true when paused now.
+ * Inline: it runs per message on the publish paths, where a client almost
+ * never has a reply queued. */
+static inline bool srv_replies_back_pressure(struct pubd_client *c)
+{
+	if (c->out_ctrl_bytes)
+		srv_replies_pause(c);
+	return c->paused;
+}
 bool srv_reply_fits(const struct pubd_client *c, size_t n);
 void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_out *o);
 /* A delivery written whole (to the socket or the deliver log) to c, for
