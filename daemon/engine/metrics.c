@@ -8,6 +8,7 @@
  * be bound leaves the old listener running, and the log says so.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,55 @@ static void listener_close(struct pubd *d)
 	d->metrics_listening = NULL;
 }
 
+static struct pubd_http *listener_open(struct pubd *d, const struct sockaddr *sa, socklen_t salen, char *err,
+				       size_t errcap)
+{
+	return pubd_http_open(d->loop, sa, salen, http_render, d, err, errcap);
+}
+
+static uint16_t port_of(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
+					 : ((const struct sockaddr_in *)sa)->sin_port;
+}
+
+/*
+ * The new address's bind failed with EADDRINUSE while our own listener
+ * holds that port: the kernel refuses a bind that overlaps a socket
+ * listening on the same port (0.0.0.0:P over 127.0.0.1:P, or the same
+ * address written another way). Give the port up and bind again; when that
+ * fails too, take the old address back (d->metrics_http is NULL when even
+ * that failed). Returns the new listener, or NULL with errno and err set.
+ */
+static struct pubd_http *move_on_same_port(struct pubd *d, char *err, size_t errcap)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&d->cfg.metrics_sockaddr;
+	struct sockaddr_storage old;
+	struct pubd_http *h;
+	char err2[256];
+	socklen_t oldlen;
+	int e;
+
+	if (pubd_http_sockname(d->metrics_http, &old, &oldlen) < 0 ||
+	    port_of((const struct sockaddr *)&old) != port_of(sa)) {
+		errno = EADDRINUSE;
+		return NULL;
+	}
+	pubd_http_close(d->metrics_http);
+	d->metrics_http = NULL;
+	h = listener_open(d, sa, d->cfg.metrics_sockaddr_len, err, errcap);
+	if (h)
+		return h;
+	e = errno;
+	d->metrics_http = listener_open(d, (const struct sockaddr *)&old, oldlen, err2, sizeof(err2));
+	if (!d->metrics_http) {
+		log_err("metrics: the previous address could not be taken back: %s", err2);
+		listener_close(d);
+	}
+	errno = e;
+	return NULL;
+}
+
 int pubd_metrics_apply(struct pubd *d, bool initial)
 {
 	const char *want = d->cfg.metrics_listen;
@@ -103,8 +153,10 @@ int pubd_metrics_apply(struct pubd *d, bool initial)
 	}
 	if (d->metrics_listening && !strcmp(want, d->metrics_listening))
 		return 0;
-	h = pubd_http_open(d->loop, (const struct sockaddr *)&d->cfg.metrics_sockaddr, d->cfg.metrics_sockaddr_len,
-			   http_render, d, err, sizeof(err));
+	h = listener_open(d, (const struct sockaddr *)&d->cfg.metrics_sockaddr, d->cfg.metrics_sockaddr_len, err,
+			  sizeof(err));
+	if (!h && errno == EADDRINUSE && d->metrics_http)
+		h = move_on_same_port(d, err, sizeof(err));
 	if (!h) {
 		int e = errno ? errno : EADDRNOTAVAIL;
 

@@ -632,10 +632,10 @@ fail:
 void pubd_http_address(const struct pubd_http *h, char *buf, size_t cap)
 {
 	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
+	socklen_t sl;
 	char ip[INET6_ADDRSTRLEN];
 
-	if (getsockname(h->listen_fd, (struct sockaddr *)&ss, &sl) < 0) {
+	if (pubd_http_sockname(h, &ss, &sl) < 0) {
 		snprintf(buf, cap, "?");
 		return;
 	}
@@ -650,6 +650,12 @@ void pubd_http_address(const struct pubd_http *h, char *buf, size_t cap)
 		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
 		snprintf(buf, cap, "%s:%u", ip, ntohs(a->sin_port));
 	}
+}
+
+int pubd_http_sockname(const struct pubd_http *h, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	*sl = sizeof(*ss);
+	return getsockname(h->listen_fd, (struct sockaddr *)ss, sl) < 0 ? -errno : 0;
 }
 
 unsigned pubd_http_connections(const struct pubd_http *h)

@@ -49,6 +49,8 @@ struct pubd_http *pubd_http_open(struct pubd_loop *loop, const struct sockaddr *
 /* "127.0.0.1:9477" or "[::1]:9477": where it listens (the port the kernel
  * chose when asked for 0). */
 void pubd_http_address(const struct pubd_http *h, char *buf, size_t cap);
+/* The address it listens on, as bound (0 or -errno). */
+int pubd_http_sockname(const struct pubd_http *h, struct sockaddr_storage *ss, socklen_t *sl);
 /* Connections open now. */
 unsigned pubd_http_connections(const struct pubd_http *h);
 void pubd_http_close(struct pubd_http *h);

@@ -128,5 +128,25 @@ it_ctl h1 reload >/dev/null || it_fail "reload"
 it_check "a failed bind at reload is logged" grep -q "metrics.listen 192.0.2.1:9479: .*still serving on the previous address" \
 	"$IT_WORK/h1.log"
 it_eq "and the previous listener still serves" "$(in_ns $HTTP code http://127.0.0.1:9478/metrics GET)" 200
+# The same port on every address: the kernel refuses the wildcard bind while
+# 127.0.0.1:9478 listens, so the old listener must give the port up first.
+write_conf 0.0.0.0:9478
+it_ctl h1 reload >/dev/null || it_fail "reload"
+it_check "moved to the wildcard address on the same port" \
+	grep -q "metrics: serving http://0.0.0.0:9478/metrics (metrics.listen 0.0.0.0:9478)" "$IT_WORK/h1.log"
+it_eq "which serves" "$(in_ns $HTTP code http://127.0.0.1:9478/metrics GET)" 200
+# The port is taken by someone else: pubd keeps what it had.
+coproc SQUAT { in_ns python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 9480)); s.listen(1)
+print("ready", flush=True); sys.stdin.read()'; }
+read -r -t 10 _ <&"${SQUAT[0]}" || it_fail "the squatter did not start"
+write_conf 127.0.0.1:9480
+it_ctl h1 reload >/dev/null || it_fail "reload"
+it_check "a port in use elsewhere at reload is logged" \
+	grep -q "metrics.listen 127.0.0.1:9480: .*still serving on the previous address" "$IT_WORK/h1.log"
+it_eq "and the wildcard listener still serves" "$(in_ns $HTTP code http://127.0.0.1:9478/metrics GET)" 200
+exec {SQUAT[1]}>&-
+wait "$SQUAT_PID" 2>/dev/null
 
 it_finish
