@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config_internal.h"
@@ -171,17 +172,48 @@ out_errs:
 	return ret;
 }
 
-/* The one function here that touches the file system. */
-static int read_file(const char *path, char **out, size_t *outlen)
+/* What a file that is not a regular one is, for the error. */
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "a special file";
+}
+
+/*
+ * The one function here that touches the file system. Only a regular file
+ * is read: the loop's thread reads it at a reload, and a FIFO (or a device)
+ * would block it there for good, SIGTERM included. The open does not block
+ * (O_NONBLOCK: a FIFO with no writer opens at once), and the file's type is
+ * checked on what was opened, so a path swapped in between is seen as it is.
+ * *kind names what it was when -EINVAL says it is not a regular file.
+ */
+static int read_file(const char *path, char **out, size_t *outlen, const char **kind)
 {
 	size_t len = 0, cap = 0;
 	char *buf = NULL, *nb;
+	struct stat st;
 	ssize_t r;
 	int fd, ret = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*kind = file_kind(st.st_mode);
+		ret = -EINVAL;
+		goto cleanup;
+	}
 	for (;;) {
 		if (len == cap) {
 			/* One byte past the limit tells a file of exactly the
@@ -225,11 +257,12 @@ int pubd_config_load(struct pubd_config *c, const char *path, const struct pubd_
 		     struct pubd_config_errors *errs)
 {
 	struct pubd_config_errors local_errs;
+	const char *kind = NULL;
 	char *buf = NULL;
 	size_t len = 0;
 	int ret;
 
-	ret = read_file(path, &buf, &len);
+	ret = read_file(path, &buf, &len, &kind);
 	if (!ret) {
 		ret = pubd_config_parse(c, path, buf, len, res, errs);
 		free(buf);
@@ -241,6 +274,8 @@ int pubd_config_load(struct pubd_config *c, const char *path, const struct pubd_
 	memset(errs, 0, sizeof(*errs));
 	if (ret == -EFBIG)
 		cfg_errs_add(errs, path, 0, 0, "cannot read: larger than %u bytes", PUBD_CONFIG_MAX_BYTES);
+	else if (kind)
+		cfg_errs_add(errs, path, 0, 0, "cannot read: %s, not a regular file", kind);
 	else
 		cfg_errs_add(errs, path, 0, 0, "cannot read: %s", strerror(-ret));
 	if (errs == &local_errs)

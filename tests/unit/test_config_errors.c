@@ -3,6 +3,8 @@
  * Config loader: every kind of error with its exact FILE:LINE:COLUMN, and
  * robustness against hostile documents (nesting, aliases, garbage).
  */
+#include <sys/stat.h>
+
 #include "config_harness.h"
 
 /* ---- each kind of error, with its exact place ------------------------- */
@@ -243,6 +245,27 @@ static void config_error_format_without_place(void **state)
 	assert_null(cfg.socket_path);
 }
 
+/* A FIFO in the config's place (with no writer, or one that never closes)
+ * would block the loop at a reload, SIGTERM included: refused at once. A
+ * directory too, by its name. */
+static void config_special_files_are_refused(void **state)
+{
+	char dir[] = "/tmp/pubd-cfg-XXXXXX", fifo[64];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo.yaml", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(pubd_config_load(&cfg, fifo, &fake_names, &errs), -EINVAL);
+	assert_int_equal(errs.n, 1);
+	assert_non_null(strstr(err(0), "fifo.yaml: cannot read: a FIFO, not a regular file"));
+	pubd_config_free(&cfg);
+	pubd_config_errors_free(&errs);
+	assert_int_equal(pubd_config_load(&cfg, dir, &fake_names, &errs), -EINVAL);
+	assert_non_null(strstr(err(0), ": cannot read: a directory, not a regular file"));
+	unlink(fifo);
+	rmdir(dir);
+}
+
 /* ---- robustness ------------------------------------------------------ */
 
 /* libyaml's scanner is quadratic in flow depth: the loader must stop early
@@ -361,6 +384,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_aliases_reuse_values, teardown),
 		cmocka_unit_test_teardown(config_ipv6_group_scope_and_family, teardown),
 		cmocka_unit_test_teardown(config_garbage_does_not_crash, teardown),
+		cmocka_unit_test_teardown(config_special_files_are_refused, teardown),
 		cmocka_unit_test_teardown(config_parse_without_errs_or_twice_frees_cleanly, teardown),
 	};
 
