@@ -75,8 +75,11 @@ struct pubd_init_opts {
 int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_init_opts *opts);
 int pubd_run(struct pubd *d);
 void pubd_close(struct pubd *d);
-/* Re-read the config; 0 or -EINVAL with the errors logged and, when
- * errtext is not NULL, written there (for pubctl reload). */
+/* Re-read the config: 0 when applied; 1 when applied but some of it could
+ * not be (a key that needs a restart, a group that did not join, a
+ * metrics.listen that cannot be bound), each said in errtext; -errno when
+ * rejected, with the config's errors logged and, when errtext is not NULL,
+ * written there (for pubctl reload). */
 int pubd_reload(struct pubd *d, char *errtext, size_t errcap);
 
 /* A message published by a local client (the server's publish op, after its

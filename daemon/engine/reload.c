@@ -5,6 +5,7 @@
  * refused.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,12 +128,51 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 	return err;
 }
 
+/* What an applied reload could not do, for whoever asked (pubctl reload):
+ * appended to errtext, each also logged where it happened. */
+__attribute__((format(printf, 3, 4))) static void reload_note(char *errtext, size_t errcap, const char *fmt, ...)
+{
+	size_t n = errtext ? strnlen(errtext, errcap) : 0;
+	va_list ap;
+
+	if (!errtext || n + 3 >= errcap)
+		return;
+	if (n)
+		n += (size_t)snprintf(errtext + n, errcap - n, "; ");
+	va_start(ap, fmt);
+	vsnprintf(errtext + n, errcap - n, fmt, ap);
+	va_end(ap);
+}
+
+/* The socket's mode follows the config (a tightened mode must not be left
+ * open while the reload says it worked). */
+static void apply_socket_mode(struct pubd *d, uint32_t old_mode, char *errtext, size_t errcap)
+{
+	int r;
+
+	if (d->cfg.socket_mode == old_mode)
+		return;
+	r = pubd_ipc_apply_socket_mode(&d->ipc);
+	if (r == -ENOTSUP) {
+		log_warn("daemon.socket_mode changed, but systemd passed the socket: its unit's SocketMode= applies");
+		reload_note(errtext, errcap, "daemon.socket_mode is ignored: systemd passed the socket (SocketMode=)");
+	} else if (r < 0) {
+		log_err("daemon.socket_mode %04o: %s", d->cfg.socket_mode,
+			r == -ESTALE ? "the socket file is no longer the one pubd made" : strerror(-r));
+		reload_note(errtext, errcap, "daemon.socket_mode %04o not applied: %s", d->cfg.socket_mode,
+			    r == -ESTALE ? "the socket file is no longer the one pubd made" : strerror(-r));
+	}
+}
+
 int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 {
 	struct pubd_config cfg;
 	struct pubd_reasm_config rc;
-	int err;
+	uint32_t old_mode;
+	int err, r;
 
+	if (errtext && errcap)
+		errtext[0] = 0;
 	pubd_notify_reloading(d);
 	log_notice("reloading %s", d->config_path);
 	err = engine_load_config(d->config_path, &cfg, errtext, errcap);
@@ -146,12 +186,19 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 	    (cfg.fabric_address && d->cfg.fabric_address && strcmp(cfg.fabric_address, d->cfg.fabric_address)) ||
 	    cfg.udp_port != d->cfg.udp_port || cfg.mtu != d->cfg.mtu || cfg.srq_depth != d->cfg.srq_depth ||
 	    cfg.srq_low_watermark != d->cfg.srq_low_watermark || cfg.send_queue_depth != d->cfg.send_queue_depth ||
-	    cfg.rx_linger_us != d->cfg.rx_linger_us || cfg.sendonly_hold_ms != d->cfg.sendonly_hold_ms)
+	    cfg.rx_linger_us != d->cfg.rx_linger_us || cfg.sendonly_hold_ms != d->cfg.sendonly_hold_ms) {
 		log_warn("fabric settings changed; they take effect when pubd restarts");
-	if (strcmp(cfg.socket_path, d->cfg.socket_path))
+		reload_note(errtext, errcap, "fabric settings changed; they take effect when pubd restarts");
+	}
+	if (strcmp(cfg.socket_path, d->cfg.socket_path)) {
 		log_warn("daemon.socket changed; it takes effect when pubd restarts");
+		reload_note(errtext, errcap, "daemon.socket changed; it takes effect when pubd restarts");
+	}
+	old_mode = d->cfg.socket_mode;
 	/* Groups point into the config they were made from: swap, then fix. */
 	err = engine_apply_groups(d, &cfg);
+	if (err < 0)
+		reload_note(errtext, errcap, "some groups failed to join (see the log)");
 	{
 		struct pubd_config old = d->cfg;
 
@@ -171,12 +218,15 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 	pubd_reasm_set_config(d->reasm, &rc);
 	/* metrics.listen: reopened when it changed; a failed bind is logged
 	 * and leaves the listener there was. */
-	pubd_metrics_apply(d, false);
+	r = pubd_metrics_apply(d, false);
+	if (r < 0)
+		reload_note(errtext, errcap, "metrics.listen %s: cannot listen: %s; %s", d->cfg.metrics_listen,
+			    strerror(-r),
+			    d->metrics_http ? "still serving on the previous address" : "no /metrics listener");
+	apply_socket_mode(d, old_mode, errtext, errcap);
 	d->counters[PUBD_CTR_RELOADS]++;
 	log_notice("reload applied: %zu groups", d->cfg.ngroups);
 	pubd_notify_ready(d);
 	pubd_notify_status(d);
-	if (err < 0 && errtext)
-		snprintf(errtext, errcap, "reload applied, but some groups failed to join (see the log)");
-	return 0;
+	return errtext && errtext[0] ? 1 : 0;
 }

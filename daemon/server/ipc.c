@@ -169,6 +169,29 @@ static int make_parent_dir(const char *path)
 	return 0;
 }
 
+/* Is the file at srv->path still the socket this pubd bound? Someone may
+ * have removed it, and another pubd bound the path since: its socket is
+ * not ours to unlink or chmod. */
+static bool path_is_ours(const struct pubd_ipc *srv)
+{
+	struct stat st;
+
+	return srv->path && lstat(srv->path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == srv->path_dev &&
+	       st.st_ino == srv->path_ino;
+}
+
+int pubd_ipc_apply_socket_mode(struct pubd_ipc *srv)
+{
+	if (srv->listen_from_systemd)
+		return -ENOTSUP;
+	if (!path_is_ours(srv))
+		return -ESTALE;
+	if (chmod(srv->path, srv->cfg->socket_mode) < 0)
+		return -errno;
+	log_notice("daemon.socket %s: mode now %04o", srv->path, srv->cfg->socket_mode);
+	return 0;
+}
+
 static int listen_on_path(struct pubd_ipc *srv)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -194,6 +217,17 @@ static int listen_on_path(struct pubd_ipc *srv)
 	 * refused (nobody listens: stale), or finds the backlog full (EAGAIN:
 	 * a daemon is there but stuck, SIGSTOPped or overloaded). Only a
 	 * refusal lets us take the path over. */
+	/* Something else in the way is left alone, and named: a bind onto it
+	 * would only say "Address already in use", as if a pubd were there. */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		log_err("daemon.socket %s: the path holds %s, not a socket; not removing it", path,
+			S_ISREG(st.st_mode)   ? "a regular file"
+			: S_ISDIR(st.st_mode) ? "a directory"
+			: S_ISLNK(st.st_mode) ? "a symbolic link"
+					      : "a special file");
+		close(fd);
+		return -EEXIST;
+	}
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
@@ -220,6 +254,10 @@ static int listen_on_path(struct pubd_ipc *srv)
 		log_err("daemon.socket %s: bind: %s", path, strerror(errno));
 		close(fd);
 		return err;
+	}
+	if (lstat(path, &st) == 0) {
+		srv->path_dev = st.st_dev;
+		srv->path_ino = st.st_ino;
 	}
 	if (chmod(path, srv->cfg->socket_mode) < 0)
 		log_warn("daemon.socket %s: chmod %o: %s", path, srv->cfg->socket_mode, strerror(errno));
@@ -386,7 +424,7 @@ void pubd_ipc_close(struct pubd_ipc *srv)
 	srv->listen_watch = NULL;
 	if (srv->listen_fd >= 0) {
 		close(srv->listen_fd);
-		if (srv->path && !srv->listen_from_systemd)
+		if (srv->path && !srv->listen_from_systemd && path_is_ours(srv))
 			unlink(srv->path);
 	}
 	srv->listen_fd = -1;

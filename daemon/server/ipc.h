@@ -62,7 +62,8 @@ struct pubd_ipc_ops {
 	 * 0, or -PUB_ERR_* with a message in err. */
 	int (*query)(void *ctx, struct pub_table_builder *b, uint32_t req_id, uint8_t kind, const char *arg,
 		     size_t arglen, char *err, size_t errcap);
-	/* Re-read the configuration. 0, or -EINVAL with the errors in err. */
+	/* Re-read the configuration: 0; 1 when applied but not all of it (what
+	 * was not in err); or -errno with the errors in err. */
 	int (*reload)(void *ctx, char *err, size_t errcap);
 };
 
@@ -92,6 +93,10 @@ struct pubd_ipc {
 	bool listen_from_systemd;
 	struct pubd_loop_watch *listen_watch;
 	char *path; /* NULL when systemd owns the socket */
+	/* The file bind() made at path: only that one is chmod'ed at a reload
+	 * or unlinked at exit (another pubd may have bound the path since). */
+	dev_t path_dev;
+	ino_t path_ino;
 	struct pubd_client *clients;
 	unsigned nclients;
 	/* Deliver logs of connections pubd ended, kept until their clients
@@ -271,5 +276,11 @@ unsigned pubd_ipc_queued_for(const struct pubd_sub *s);
 /* Listening (for readiness), and where (NULL: on systemd's socket). */
 bool pubd_ipc_listening(const struct pubd_ipc *srv);
 const char *pubd_ipc_path(const struct pubd_ipc *srv);
+/* daemon.socket_mode changed at a reload: the socket's permission bits follow
+ * (who may connect from now on; connected clients stay, and the group ACLs
+ * decide what they may do). 0, or -errno: -ENOTSUP when systemd passed the
+ * socket (its unit's SocketMode= applies), -ESTALE when the file at the path
+ * is no longer the socket this pubd bound. */
+int pubd_ipc_apply_socket_mode(struct pubd_ipc *srv);
 
 #endif

@@ -372,14 +372,22 @@ static bool handle_publish(struct pubd_client *c, const uint8_t *body, size_t le
 static void handle_reload(struct pubd_client *c, uint32_t req_id)
 {
 	char err[2048];
+	int r;
 
 	if (c->uid != 0 && c->uid != getuid()) {
 		srv_reply_error(c, req_id, PUB_ERR_ACL, "only root or pubd's own user may reload");
 		return;
 	}
 	err[0] = 0;
-	if (c->srv->ops->reload(c->srv->ctx, err, sizeof(err)) < 0) {
+	r = c->srv->ops->reload(c->srv->ctx, err, sizeof(err));
+	if (r < 0) {
 		srv_reply_error(c, req_id, PUB_ERR_CONFIG, "%s", err[0] ? err : "reload failed");
+		return;
+	}
+	/* Applied, but not all of it: the operator hears what was not, not
+	 * only the log (a tightened socket_mode, a metrics.listen in use). */
+	if (r > 0) {
+		srv_reply_error(c, req_id, PUB_ERR_CONFIG, "reload applied, but: %s", err);
 		return;
 	}
 	srv_reply_ok(c, req_id);

@@ -65,7 +65,7 @@ enum pub_error {
 	PUB_ESTATE = 2006,    /* request not valid now (e.g. unsubscribe without subscribe) */
 	PUB_EINTERNAL = 2007, /* pubd failed (out of memory, fabric down) */
 	PUB_EBADQUERY = 2008, /* pubd does not know this query */
-	PUB_ECONFIG = 2009,   /* reload rejected: the new config has errors */
+	PUB_ECONFIG = 2009,   /* reload rejected (the new config has errors), or applied but not all of it */
 	PUB_ESLOW = 2010,     /* disconnected as a slow subscriber (then reconnected) */
 	PUB_ESHUTDOWN = 2011, /* pubd is stopping */
 	PUB_EUNKNOWN = 2099,  /* an error code this library does not know */
@@ -152,7 +152,8 @@ enum pub_query_kind {
 	PUB_Q_CLIENTS = 4, /* table: clients */
 	PUB_Q_DROPS = 5,   /* table: drops */
 	PUB_Q_SOURCES = 6, /* table: sources */
-	PUB_Q_RELOAD = 7,  /* re-read pubd's config; no tables; -PUB_ECONFIG lists the errors */
+	PUB_Q_RELOAD = 7,  /* re-read pubd's config; no tables; -PUB_ECONFIG lists the errors, or
+			    * "reload applied, but: ..." what could not be applied */
 	PUB_Q_METRICS = 8, /* table: metrics, one column "text": the Prometheus text, in pieces to concatenate */
 };
 

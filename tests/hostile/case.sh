@@ -20,6 +20,8 @@ IT_LIMIT=${IT_LIMIT:-140}
 . "$here/cases_http.sh"
 # shellcheck source=tests/hostile/cases_publog.sh
 . "$here/cases_publog.sh"
+# shellcheck source=tests/hostile/cases_operator.sh
+. "$here/cases_operator.sh"
 HC=$HOSTILE_TOOLS/hostile_client
 FORGE=$HOSTILE_TOOLS/forge_dgram
 HSHM=$HOSTILE_TOOLS/hostile_shm

@@ -124,7 +124,9 @@ it_ctl h1 reload >/dev/null || it_fail "reload"
 it_eq "after reload, the new address serves" "$(in_ns $HTTP code http://127.0.0.1:9478/metrics GET)" 200
 it_eq "after reload, the old address is closed" "$(in_ns $HTTP code "$URL" GET)" 0
 write_conf 192.0.2.1:9479 # not an address of this host
-it_ctl h1 reload >/dev/null || it_fail "reload"
+out=$(it_ctl h1 reload 2>&1) && it_fail "pubctl reload said all was applied: $out"
+it_check "pubctl reload says the listener was not moved" \
+	grep -q "but not all of it (pubd: metrics.listen 192.0.2.1:9479: cannot listen: .*; still serving on the previous address)" <<<"$out"
 it_check "a failed bind at reload is logged" grep -q "metrics.listen 192.0.2.1:9479: .*still serving on the previous address" \
 	"$IT_WORK/h1.log"
 it_eq "and the previous listener still serves" "$(in_ns $HTTP code http://127.0.0.1:9478/metrics GET)" 200
@@ -142,7 +144,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 9480)); s.listen(1)
 print("ready", flush=True); sys.stdin.read()'; }
 read -r -t 10 _ <&"${SQUAT[0]}" || it_fail "the squatter did not start"
 write_conf 127.0.0.1:9480
-it_ctl h1 reload >/dev/null || it_fail "reload"
+it_ctl h1 reload >/dev/null 2>&1 && it_fail "pubctl reload said all was applied"
 it_check "a port in use elsewhere at reload is logged" \
 	grep -q "metrics.listen 127.0.0.1:9480: .*still serving on the previous address" "$IT_WORK/h1.log"
 it_eq "and the wildcard listener still serves" "$(in_ns $HTTP code http://127.0.0.1:9478/metrics GET)" 200

@@ -88,6 +88,22 @@ cp "$IT_WORK/good.yaml" "$conf"
 it_check "pubctl reload of a good file" it_ctl h1 reload
 it_eq "reloads counted" "$(it_counter h1 reloads)" 2
 
+# daemon.socket_mode follows at a reload: who may connect from now on.
+it_eq "the socket's mode at start" "$(stat -c %a "$sock")" 660
+sed -i "s|^daemon:\$|daemon:\n  socket_mode: \"0600\"|" "$conf"
+it_check "pubctl reload with a tighter socket_mode" it_ctl h1 reload
+it_eq "the socket's mode after it" "$(stat -c %a "$sock")" 600
+# Applied, but not all of it: a fabric key needs a restart. pubctl says
+# which, and fails, instead of "reloaded".
+sed -i "s|^fabric:\$|fabric:\n  mtu: 1024|" "$conf"
+out=$(it_ctl h1 reload 2>&1)
+st=$?
+it_log "pubctl reload: exit $st: $out"
+it_check "pubctl reload of a restart-only change fails" test "$st" -ne 0
+it_check "and says it was applied but for the fabric" \
+	grep -q "applied the new configuration, but not all of it (pubd: fabric settings changed; they take effect when pubd restarts)" <<<"$out"
+it_eq "reloads counted (it was applied)" "$(it_counter h1 reloads)" 4
+
 kill -TERM "$ka_pid" "$kc_pid"
 it_reap "$ka_pid" 10
 it_reap "$kc_pid" 10
