@@ -93,6 +93,7 @@ pub_client_t *pubctl_connect(struct pubctl *ctl, bool reconnect, int *exit_code)
 	int r;
 
 	o.client_name = "pubctl";
+	o.request_timeout_ms = ctl->request_timeout_ms;
 	if (!reconnect)
 		o.flags |= PUB_OPT_NO_RECONNECT;
 	r = pub_connect(&c, ctl->socket, &o);
@@ -102,7 +103,15 @@ pub_client_t *pubctl_connect(struct pubctl *ctl, bool reconnect, int *exit_code)
 		pubctl_err("%s", pub_errmsg(NULL));
 		*exit_code = 1;
 	} else {
-		pubctl_err("cannot reach pubd at %s: %s", ctl->socket, pub_strerror(r));
+		/* libpub's words say more than the code: pubd's own refusal
+		 * ("out of file descriptors"), or that it accepted and never
+		 * answered (stopped, or stuck). */
+		const char *why = pub_errmsg(NULL);
+
+		if (why[0])
+			pubctl_err("%s", why);
+		else
+			pubctl_err("cannot reach pubd at %s: %s", ctl->socket, pub_strerror(r));
 		*exit_code = EXIT_UNREACHABLE;
 	}
 	return NULL;

@@ -17,6 +17,7 @@ struct pubctl {
 	bool json;
 	const char *prog;
 	const char *cmd;
+	int request_timeout_ms; /* pub_options' (0: libpub's default); sub --timeout bounds it */
 };
 
 /* Connect (or print the one-line reason and return NULL with *exit_code set). */

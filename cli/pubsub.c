@@ -130,7 +130,8 @@ static void pattern(uint8_t *p, size_t size, uint64_t index)
 static int publish_failed(struct pubctl *ctl, pub_client_t *c, int r)
 {
 	if (r == -ENOTCONN) {
-		pubctl_err("cannot reach pubd at %s: %s", ctl->socket, pub_strerror(r));
+		pubctl_err("cannot reach pubd at %s: %s", ctl->socket,
+			   pub_errmsg(c)[0] ? pub_errmsg(c) : pub_strerror(r));
 		return EXIT_UNREACHABLE;
 	}
 	pubctl_err("%s", pub_errmsg(c));
@@ -421,6 +422,10 @@ int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 		}
 	}
 
+	/* --timeout bounds the whole wait: a pubd that accepts and never
+	 * answers (stopped) is given no longer than that either. */
+	if (timeout >= 0 && timeout * 1000 < 10000)
+		ctl->request_timeout_ms = timeout * 1000 < 1 ? 1 : (int)(timeout * 1000);
 	/* A subscriber survives a pubd restart: libpub reconnects and resubscribes. */
 	c = pubctl_connect(ctl, true, &ret);
 	if (!c)

@@ -198,7 +198,12 @@ static int conn_open(struct pub_client *c)
 	}
 	r = roundtrip(c, hello, (size_t)n, &w);
 	if (r < 0) {
-		if (!w.done)
+		if (!w.done && r == -ETIMEDOUT)
+			set_err(c, r,
+				"pubd at %s accepted the connection but did not answer within %d ms (stopped, or "
+				"stuck?)",
+				c->path, c->request_timeout_ms);
+		else if (!w.done)
 			set_err(c, r, "pubd at %s did not complete the handshake: %s", c->path, pub_strerror(r));
 		goto fail;
 	}

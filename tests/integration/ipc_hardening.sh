@@ -166,7 +166,7 @@ case_budget_wait() {
 }
 
 case_emfile() {
-	local pid t0 t1 lines0 lines1 cpid cpu
+	local pid t0 t1 lines0 lines1 cpid cpu out
 	start emfile || return
 	pid=$(it_pid emfile)
 	prlimit --pid "$pid" --nofile=40:40 || it_die "prlimit"
@@ -186,6 +186,10 @@ case_emfile() {
 	it_log "emfile: pubd used $cpu ticks of CPU in 2 s out of fds, wrote $((lines1 - lines0)) log lines"
 	it_check "emfile: no busy loop (under 50 ticks: $cpu)" test "$cpu" -lt 50
 	it_check "emfile: a bounded number of log lines ($((lines1 - lines0)))" test $((lines1 - lines0)) -lt 20
+	# pubctl passes pubd's refusal on, not only "pubd failed internally".
+	out=$(it_ctl emfile status 2>&1)
+	it_log "emfile: pubctl status: $out"
+	it_check "emfile: pubctl says pubd is out of fds" grep -q "pubd is out of file descriptors" <<<"$out"
 	exec {hold}>&-
 	it_reap "$cpid" 10
 	it_wait "emfile: pubd answers again once fds free" 10 it_ctl emfile status
@@ -231,10 +235,18 @@ case_acl_revoked() {
 }
 
 case_stuck_socket() {
-	local pid cpid t0 t1 st n
+	local pid cpid t0 t1 st n out
 	start stuck || return
 	pid=$(it_pid stuck)
 	kill -STOP "$pid"
+	# A stopped pubd still accepts (the kernel does, into the backlog):
+	# pubctl sub --timeout bounds the wait for its answer too, and says so.
+	t0=$(date +%s%N)
+	out=$(it_ctl stuck sub g1 --timeout 1 2>&1)
+	t1=$(date +%s%N)
+	it_log "stuck_socket: pubctl sub --timeout 1: $out after $(((t1 - t0) / 1000000)) ms"
+	it_check "stuck_socket: sub --timeout 1 gives up within 3 s" test $(((t1 - t0) / 1000000)) -lt 3000
+	it_check "stuck_socket: saying pubd accepted and did not answer" grep -q "accepted the connection but did not answer" <<<"$out"
 	mkfifo "$IT_WORK/stuck.hold"
 	# Fill the stopped daemon's backlog: pubd listens with the kernel's
 	# largest, net.core.somaxconn of its namespace.
