@@ -81,6 +81,8 @@ enum pub_err {
 				* applied but not all of it ("reload applied, but: ...") */
 	PUB_ERR_SLOW = 10,     /* disconnected as a slow subscriber (slow_subscriber: disconnect) */
 	PUB_ERR_SHUTDOWN = 11, /* the daemon is stopping */
+	PUB_ERR_REMADE = 12,   /* a subscribed group was made anew by a reload (address, scope or mode):
+				* subscribe again (libpub does it by itself) */
 	PUB_ERR__MAX
 };
 const char *pub_proto_err_name(uint32_t code);

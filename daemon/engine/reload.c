@@ -72,9 +72,11 @@ static bool same_address(const struct pubd_group_config *a, const struct pubd_gr
 	       (a->scope == PUBD_SCOPE_HOST) == g->host && pubd_group_join_mode(a) == g->mode;
 }
 
-static void group_destroy(struct pubd *d, struct pubd_group *g)
+/* remade: the config still has a group of that name (its subscribers are
+ * told to subscribe again), else it was removed. */
+static void group_destroy(struct pubd *d, struct pubd_group *g, bool remade)
 {
-	pubd_ipc_group_removed(&d->ipc, g);
+	pubd_ipc_group_removed(&d->ipc, g, remade);
 	pubd_tx_group_flush(d, g);
 	if (!g->host)
 		d->fops->leave(d->fabric, g->slot);
@@ -110,7 +112,7 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 			continue;
 		}
 		log_notice("group %s: %s", g->name, gc ? "address, scope or mode changed: made anew" : "removed");
-		group_destroy(d, g);
+		group_destroy(d, g, gc != NULL);
 	}
 	for (k = 0; k < cfg->ngroups; k++) {
 		gc = &cfg->groups[k];

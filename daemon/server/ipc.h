@@ -238,8 +238,9 @@ void pubd_ipc_tx_done(struct pubd_ipc *srv, struct pubd_client *origin, size_t b
 void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns);
 /* Tell every client the daemon is stopping, flush what we can, close them. */
 void pubd_ipc_shutdown(struct pubd_ipc *srv);
-/* A group is going away: drop its subscriptions (clients are told). */
-void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g);
+/* A group is going away: drop its subscriptions (clients are told: removed,
+ * or remade, when a group of that name stays, for them to subscribe again). */
+void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool remade);
 /* The group's ACLs changed (reload): end the subscriptions and publishing
  * its new ACLs no longer allow (clients are told, counted acl_revoked). */
 void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);

@@ -67,7 +67,7 @@ void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
 	srv->ops->subscribers_changed(srv->ctx, g); /* the last one gone: stop receiving */
 }
 
-void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
+void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool remade)
 {
 	struct pubd_client *c;
 	unsigned idx;
@@ -79,7 +79,17 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
 
 		if (client_find_sub(c, g, &idx)) {
 			srv_client_unsubscribe(c, idx);
-			srv_reply_error(c, 0, PUB_ERR_NO_GROUP, "group %s was removed from the configuration", g->name);
+			/* Made anew (its address, scope or mode changed): the
+			 * subscriber's group is still there by its name, and
+			 * libpub subscribes to it again. */
+			if (remade)
+				srv_reply_error(c, 0, PUB_ERR_REMADE,
+						"group %s was made anew by a reload (address, scope or mode changed); "
+						"subscribe again",
+						g->name);
+			else
+				srv_reply_error(c, 0, PUB_ERR_NO_GROUP, "group %s was removed from the configuration",
+						g->name);
 		}
 		for (i = 0; i < c->npubs; i++) {
 			p = &c->pubs[i];

@@ -19,6 +19,8 @@
  * subscribes again to every group it was subscribed to; the application
  * does nothing. Messages are not queued across a restart: what was in
  * flight is lost, and a publish while pubd is down fails with -ENOTCONN.
+ * The same when a reload makes a subscribed group anew (its address, scope
+ * or mode changed): pub_recv() subscribes to it again.
  *
  * Threads: a handle is not thread-safe. Use one handle per thread (each is
  * its own connection to pubd), or serialise every call on a handle with
@@ -68,6 +70,7 @@ enum pub_error {
 	PUB_ECONFIG = 2009,   /* reload rejected (the new config has errors), or applied but not all of it */
 	PUB_ESLOW = 2010,     /* disconnected as a slow subscriber (then reconnected) */
 	PUB_ESHUTDOWN = 2011, /* pubd is stopping */
+	PUB_EREMADE = 2012,   /* a group was made anew by a reload; libpub subscribes again by itself */
 	PUB_EUNKNOWN = 2099,  /* an error code this library does not know */
 };
 

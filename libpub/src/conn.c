@@ -88,6 +88,7 @@ void conn_close(struct pub_client *c)
 	}
 	c->want_out = false;
 	c->up = false;
+	c->resub_due = false; /* a reconnect subscribes to everything again */
 	c->expect_shm = false;
 	c->expect_dlog = false;
 	shm_detach(c);
@@ -154,7 +155,7 @@ static int resubscribe(struct pub_client *c)
 		snprintf(what, sizeof(what), "resubscribe '%s'", g);
 		r = roundtrip(c, frame, (size_t)n, &w);
 		if (r < 0 && !w.done)
-			return set_err(c, r, "resubscribe '%s' after reconnect: %s", g, pub_strerror(r));
+			return set_err(c, r, "resubscribe '%s': %s", g, pub_strerror(r));
 		if (r < 0) {
 			/* pubd refused (group gone, ACL changed): that subscription ends here. */
 			set_pending(c, r, c->errmsg);
@@ -165,6 +166,21 @@ static int resubscribe(struct pub_client *c)
 		i++;
 	}
 	return 0;
+}
+
+/*
+ * A reload made a group we subscribe to anew (a new address, scope or mode:
+ * pubd ended the old subscription with PUB_ERR_REMADE). The group's name
+ * is what the application subscribed to, so the subscription goes on:
+ * SUBSCRIBE again to every group (pubd answers OK at once for those it
+ * kept). What was published between the two is not this subscriber's.
+ */
+int conn_resubscribe_due(struct pub_client *c)
+{
+	if (!c->resub_due || !c->up)
+		return 0;
+	c->resub_due = false;
+	return resubscribe(c);
 }
 
 /*

@@ -101,6 +101,7 @@ struct pub_client {
 
 	int pending_err; /* reported by pubd without a request; returned once */
 	char pending_msg[1024];
+	bool resub_due; /* pubd made a subscribed group anew (PUB_ERR_REMADE): subscribe again */
 
 	uint64_t next_attempt_ns; /* next reconnect attempt (CLOCK_MONOTONIC) */
 	int backoff_ms;
@@ -223,6 +224,7 @@ void conn_lost(struct pub_client *c);
 int conn_first(struct pub_client *c, uint64_t deadline);
 int reconnect(struct pub_client *c);
 int ensure_up(struct pub_client *c);
+int conn_resubscribe_due(struct pub_client *c);
 
 /* frame.c */
 void rx_detach(struct pub_client *c);

@@ -62,6 +62,11 @@ static void async_error(struct pub_client *c, const struct pub_msg_error *e)
 	/* The connection ends next; reconnecting is the whole answer. */
 	if (e->code == PUB_ERR_SHUTDOWN)
 		return;
+	/* A group made anew by a reload: subscribed again from pub_recv (recv_one). */
+	if (e->code == PUB_ERR_REMADE) {
+		c->resub_due = true;
+		return;
+	}
 	snprintf(msg, sizeof(msg), "pubd reported: %s (pubd: %.*s)", pub_strerror(err), (int)e->text.len, e->text.ptr);
 	set_pending(c, err, msg);
 }
@@ -355,6 +360,9 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 		r = take_pending(c);
 		if (r < 0)
 			return r;
+		r = conn_resubscribe_due(c);
+		if (r < 0)
+			return r;
 		if (take_queued(c, m))
 			return 1;
 		if (!c->up) {
@@ -370,8 +378,8 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 			r = process(c, NULL, m);
 		if (r == 1)
 			return 1;
-		if (r == 0 && c->pending_err)
-			continue; /* an error pubd sent about no request: returned now, not after the next wakeup */
+		if (r == 0 && (c->pending_err || c->resub_due))
+			continue; /* an error pubd sent about no request: handled now, not after the next wakeup */
 		if (r == 0 && c->wpos < c->wlen)
 			r = tx_flush(c, 0);
 		if (r == 0 || r == -EAGAIN)

@@ -104,6 +104,18 @@ it_check "and says it was applied but for the fabric" \
 	grep -q "applied the new configuration, but not all of it (pubd: fabric settings changed; they take effect when pubd restarts)" <<<"$out"
 it_eq "reloads counted (it was applied)" "$(it_counter h1 reloads)" 4
 
+# A group made anew (ka's address changes): its subscriber is told, and
+# libpub subscribes again by itself; the application sees no error.
+write_conf kb ka kd
+kill -HUP "$pid"
+it_wait "the reload is applied" 20 it_counter_is h1 reloads 5
+it_wait "ka's subscriber is back" 20 it_subscribers_at_least h1 ka 1
+it_check "on a new subscription" test "$(it_q h1 group ka '.subscribers[0].delivered')" = 0
+"$ITEST_CLIENT" pub -s "$sock" -g ka --count 3 --size 64 --start 7 || it_fail "publish ka after it was remade"
+it_wait "ka's subscriber receives from the remade group" 20 it_lines_at_least "$IT_WORK/ka.log" '^msg ka ' 10
+it_eq "and saw no error" "$(it_lines "$IT_WORK/ka.log" '^error')" 0
+it_eq "nor reconnected" "$(it_lines "$IT_WORK/ka.log" '^reconnected')" 0
+
 kill -TERM "$ka_pid" "$kc_pid"
 it_reap "$ka_pid" 10
 it_reap "$kc_pid" 10

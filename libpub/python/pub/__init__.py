@@ -41,6 +41,7 @@ from ._lib import (
     PUB_EINTERNAL,
     PUB_ENOGROUP,
     PUB_EPROTO,
+    PUB_EREMADE,
     PUB_ESHUTDOWN,
     PUB_ESLOW,
     PUB_ESTATE,
@@ -95,6 +96,7 @@ __all__ = [
     "PUB_ECONFIG",
     "PUB_ESLOW",
     "PUB_ESHUTDOWN",
+    "PUB_EREMADE",
     "PUB_EUNKNOWN",
     "PUB_GROUP_MAX",
 ]
