@@ -31,19 +31,37 @@
 /* No valid config nests deeper than 5 (root, groups, group, ACL, entry). */
 #define MAX_DEPTH 32
 
+/* The line and column (1-based, a column counting characters, not the
+ * bytes of UTF-8 after the first) of a byte offset into the document. */
+static void place_of_offset(const struct parse *p, size_t off, unsigned *line, unsigned *column)
+{
+	*line = *column = 1;
+	for (size_t i = 0; i < off && i < p->text_len; i++) {
+		if (p->text[i] == '\n') {
+			(*line)++;
+			*column = 1;
+		} else if ((p->text[i] & 0xc0) != 0x80) {
+			(*column)++;
+		}
+	}
+}
+
 static void yaml_problem(struct parse *p, const yaml_parser_t *y)
 {
+	unsigned line, column;
+
 	switch (y->error) {
 	case YAML_MEMORY_ERROR:
 		p->oom = true;
 		break;
 	case YAML_READER_ERROR:
-		/* The reader has no line yet, only a byte offset. */
+		/* The reader has no line yet, only a byte offset: counted here. */
+		place_of_offset(p, y->problem_offset, &line, &column);
 		if (y->problem_value != -1)
-			cfg_report_at(p, 0, 0, "invalid YAML: %s (#%X) at byte %zu", y->problem,
-				      (unsigned)y->problem_value, y->problem_offset);
+			cfg_report_at(p, line, column, "invalid YAML: %s (0x%02X)", y->problem,
+				      (unsigned)y->problem_value);
 		else
-			cfg_report_at(p, 0, 0, "invalid YAML: %s at byte %zu", y->problem, y->problem_offset);
+			cfg_report_at(p, line, column, "invalid YAML: %s", y->problem);
 		break;
 	default:
 		if (y->context)
@@ -124,7 +142,7 @@ int pubd_config_parse(struct pubd_config *c, const char *file, const void *yaml,
 	struct pubd_config tmp;
 	yaml_parser_t y;
 	yaml_document_t doc;
-	struct parse p = {.c = &tmp, .file = file, .res = res};
+	struct parse p = {.c = &tmp, .file = file, .text = yaml, .text_len = len, .res = res};
 	int ret;
 
 	if (!errs)

@@ -73,6 +73,8 @@ struct parse {
 	struct pubd_config *c;
 	struct pubd_config_errors *errs;
 	const char *file;
+	const uint8_t *text; /* the document, for places libyaml gives as byte offsets */
+	size_t text_len;
 	const struct pubd_name_resolver *res;
 	unsigned visits;
 	bool stop; /* too many errors or visits: stop walking */

@@ -119,7 +119,10 @@ static void config_error_yaml_syntax_gives_libyaml_problem_and_place(void **stat
 
 static void config_error_invalid_utf8_names_the_byte(void **state)
 {
-	one_error("daemon: \xff\n", "t.yaml: invalid YAML: invalid leading UTF-8 octet (#FF) at byte 8");
+	one_error("daemon: \xff\n", "t.yaml:1:9: invalid YAML: invalid leading UTF-8 octet (0xFF)");
+	/* The place counts lines, and characters (not bytes) within one. */
+	one_error("daemon:\n  log_level: \"\xc3\xa9t\xc3\xa9\x01\"\n",
+		  "t.yaml:2:18: invalid YAML: control characters are not allowed (0x01)");
 }
 
 static void config_error_document_not_a_mapping(void **state)
