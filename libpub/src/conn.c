@@ -112,6 +112,21 @@ void conn_close(struct pub_client *c)
 /* The connection dropped: close it and make a reconnect attempt due now. */
 void conn_lost(struct pub_client *c)
 {
+	uint64_t unread;
+
+	/* pubd went without a word (killed, or crashed): what it had not
+	 * taken from the publish log nobody else can count, and pub_publish()
+	 * said yes to it. Up to: pubd gives back a large message's record
+	 * only once it is sent, so some of them may have gone out. */
+	if (c->log_map && !c->pending_err && (unread = shm_unread(c))) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg),
+			 "connection to pubd lost with no word from it (killed?): up to %llu message%s written to the "
+			 "publish log may not have reached it",
+			 (unsigned long long)unread, unread == 1 ? "" : "s");
+		set_pending(c, -ENOTCONN, msg);
+	}
 	conn_close(c);
 	c->backoff_ms = c->reconnect_min_ms;
 	c->next_attempt_ns = now_ns();

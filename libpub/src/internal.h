@@ -249,6 +249,7 @@ int request(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_w
 /* shmpub.c */
 int shm_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3]);
 void shm_detach(struct pub_client *c);
+uint64_t shm_unread(const struct pub_client *c);
 void shm_wake(struct pub_client *c);
 void rx_fds_close(struct pub_client *c);
 /* In place (pub_claim/pub_commit): a message that fits one record. */

@@ -46,6 +46,36 @@ void shm_detach(struct pub_client *c)
 	rx_fds_close(c);
 }
 
+/*
+ * After the connection ended: messages in the publish log pubd had not
+ * given the space of back, when pubd did not close the log itself. A pubd
+ * that ends a connection knowingly (a hang-up, an error, a shutdown)
+ * counts what it leaves unread and gives the log's pages back before it
+ * closes the socket: they read zeros then, magic included. Otherwise
+ * (killed, crashed): from its head to our tail, the messages begun there
+ * (a later piece first: its message too). pubd writes head: one out of
+ * range counts nothing.
+ */
+uint64_t shm_unread(const struct pub_client *c)
+{
+	uint64_t head = atomic_load_explicit(&c->log.ctl->head, memory_order_acquire), n = 0;
+	struct pub_publog_piece p;
+	struct pub_shmlog_reader r;
+	struct pub_shmlog_view v;
+	bool first = true;
+
+	if (*(const volatile uint64_t *)&c->log.ctl->magic != PUB_SHMLOG_MAGIC || head > c->log.tail ||
+	    c->log.tail - head > c->log.cap ||
+	    pub_shmlog_reader_init(&r, c->log_map, c->log_map_len, c->log.cap, c->log.max_record, head) < 0)
+		return 0;
+	while (r.pos < c->log.tail && pub_shmlog_next(&r, &v) == 1 && pub_publog_decode(&v, &p) == 0) {
+		n += p.first || first;
+		first = false;
+		pub_shmlog_consume(&r, &v);
+	}
+	return n;
+}
+
 int shm_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3])
 {
 	size_t len;

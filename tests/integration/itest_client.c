@@ -28,7 +28,10 @@
  *       pattern of it); the last one with PUB_SYNC, so exit 0 means pubd took
  *       them all. --rate: at most R messages per second (paced against the
  *       clock, for a load that a reading subscriber keeps up with). --more:
- *       all but the last with PUB_MORE.
+ *       all but the last with PUB_MORE. --hold: print "connected", wait for a
+ *       line on stdin, publish the N without PUB_SYNC, print "published N", wait
+ *       for another line, then publish one more with PUB_SYNC and print "after
+ *       RC MESSAGE" (what libpub said; exit 0 either way).
  *   itest_client gen --count N --size B [--start I]
  *       Write those payloads to stdout, concatenated (what `pubctl sub
  *       --output` writes for them).
@@ -283,6 +286,16 @@ out:
 	return rc;
 }
 
+/* pub --hold: say where we are, then wait for the test's line on stdin. */
+static bool say_and_wait(const char *what)
+{
+	char line[64];
+
+	printf("%s\n", what);
+	fflush(stdout);
+	return fgets(line, sizeof(line), stdin) != NULL;
+}
+
 static int cmd_pub(const struct opts *o)
 {
 	pub_client_t *c = NULL;
@@ -301,18 +314,35 @@ static int cmd_pub(const struct opts *o)
 		free(buf);
 		return 1;
 	}
+	if (o->hold && !say_and_wait("connected"))
+		goto out;
 	t0 = now_ns();
 	for (i = 0; i < o->count; i++) {
 		if (o->rate)
 			pace(t0, i, o->rate);
 		fill(buf, o->size, o->start + i);
-		err = pub_publish(c, o->groups[0], buf, o->size, i + 1 == o->count ? PUB_SYNC : o->more ? PUB_MORE : 0);
+		err = pub_publish(c, o->groups[0], buf, o->size,
+				  i + 1 == o->count && !o->hold ? PUB_SYNC
+				  : o->more			? PUB_MORE
+								: 0);
 		if (err < 0) {
 			fprintf(stderr, "itest_client: publish %" PRIu64 " to %s: %s\n", o->start + i, o->groups[0],
 				pub_errmsg(c));
 			break;
 		}
 	}
+	if (o->hold && err == 0) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "published %" PRIu64, o->count);
+		if (!say_and_wait(what))
+			goto out;
+		fill(buf, o->size, o->start + o->count);
+		err = pub_publish(c, o->groups[0], buf, o->size, PUB_SYNC);
+		printf("after %d %s\n", err, err < 0 ? pub_errmsg(c) : "");
+		err = 0;
+	}
+out:
 	pub_close(c);
 	free(buf);
 	return err < 0 ? 1 : 0;

@@ -55,4 +55,32 @@ it_reap "$holder_pid" 30
 it_eq "the holder saw the connection go and exited" "$IT_STATUS" 0
 it_check "the held message was intact after it ($(grep '^held\|^query' "$IT_WORK/holder.log" | tr '\n' ' '))" \
 	grep -q '^held OK' "$IT_WORK/holder.log"
+
+# Messages a publisher wrote into its publish log that pubd never took,
+# when pubd is killed: nobody else can count them, so libpub's next call
+# says how many (the shared-memory path; on the socket they were sent).
+it_pubd_start h1 "$ns" || it_die "pubd did not start again"
+coproc PUBH { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g r1 --count 7 --size 100 --hold 2>&1; }
+# Our own copies: bash unsets PUBH once the coprocess exits.
+exec {pub_out}<&"${PUBH[0]}" {pub_in}>&"${PUBH[1]}"
+pub_pid=$PUBH_PID
+read -r -t 20 line <&"$pub_out" || line=timeout
+it_eq "the publisher connected" "$line" connected
+kill -STOP "$(it_pid h1)"
+echo go >&"$pub_in"
+read -r -t 20 line <&"$pub_out" || line=timeout
+it_eq "7 messages written while pubd is stopped" "$line" "published 7"
+kill -KILL "$(it_pid h1)"
+it_reap "$(it_pid h1)" 10
+echo go >&"$pub_in"
+read -r -t 30 line <&"$pub_out" || line=timeout
+it_log "the next publish: $line"
+if [ "${PUBD_TRANSPORT:-}" = socket ]; then
+	it_check "the next publish fails: pubd is gone" grep -q '^after -107 ' <<<"$line"
+else
+	it_check "the next publish says up to 7 messages may be lost" \
+		grep -q '^after -107 .*up to 7 messages written to the publish log may not have reached it' <<<"$line"
+fi
+exec {pub_in}>&- {pub_out}<&-
+it_reap "$pub_pid" 10
 it_finish
