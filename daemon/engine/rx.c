@@ -193,6 +193,21 @@ static inline struct pubd_group *rx_group(struct pubd *d, struct pubd_group *g, 
 	return g;
 }
 
+/*
+ * The group of a REPAIR datagram that came to us alone (on no group's
+ * address), or NULL: a repair group's, of one message of a stream we NAKed
+ * and still wait for. Repairs go one fragment a datagram, never batched.
+ */
+static struct pubd_group *unicast_repair_group(struct pubd *d, const struct pubd_wire_hdr *h)
+{
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, h->group_id);
+
+	if (!g || !engine_repairs(d, g) || (h->flags & PUBD_WIRE_F_BATCH) ||
+	    !pubd_nak_pending(&d->naks, h->source_id, h->group_id, h->msg_seq))
+		return NULL;
+	return g;
+}
+
 static void remember_peer(struct pubd *d, const struct pubd_wire_hdr *h, const struct pubd_rx_dgram *dg)
 {
 	struct pubd_source_stats *s = source_stats(d, h->source_id, h->group_id);
@@ -286,9 +301,16 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 			engine_repair_on_ctl(d, dg, &h, payload, plen);
 			continue;
 		}
-		/* A repair sent to us alone: its group by the header. */
-		if (!g && (h.flags & PUBD_WIRE_F_REPAIR))
-			g = pubd_groups_by_id(&d->groups, h.group_id);
+		/* A repair sent to us alone: its group by the header, and only
+		 * what we asked for. Anything else sent to the fabric port
+		 * alone is no group's data, REPAIR flag or not. */
+		if (!g && (h.flags & PUBD_WIRE_F_REPAIR)) {
+			g = unicast_repair_group(d, &h);
+			if (!g) {
+				d->counters[PUBD_CTR_RX_UNJOINED]++;
+				continue;
+			}
+		}
 		g = rx_group(d, g, &h);
 		if (!g)
 			continue;

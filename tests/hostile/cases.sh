@@ -409,6 +409,9 @@ case_c_unicast() {
 		$(h_groups)
 		  - name: h2
 		    address: 239.77.0.2
+		  - name: h3
+		    address: 239.77.0.3
+		    repair: on
 	EOF
 	local rx
 	h_forge --dst 127.0.0.1 --group h --mode seq --source 0x756e6963617374 --count 10 >/dev/null
@@ -426,6 +429,16 @@ case_c_unicast() {
 	rx=$(it_group_val d h received)
 	h_fig "then 10 datagrams for h on h2's address + 1 on h's: group h received $rx in all, h2 received $(it_group_val d h2 received)"
 	it_eq "a datagram for h on another group's address is not taken" "$rx" 2
+	# Flagged REPAIR, sent to the fabric port alone: a repair is taken only
+	# on a repair group, for a message pubd NAKed and still waits for.
+	h_forge --dst 127.0.0.1 --group h --mode repair --source 0x72657061697231 --count 10 >/dev/null
+	h_forge --dst 127.0.0.1 --group h3 --mode repair --source 0x72657061697232 --count 10 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source 0x6d756c7469 --seq 2 --count 1 >/dev/null
+	it_wait "the third multicast datagram" 20 it_holds '[ "$(it_group_val d h received)" -ge 3 ]'
+	rx=$(it_group_val d h received)
+	h_fig "then 10 REPAIR-flagged unicast datagrams for h (no repair) and 10 for h3 (repair: on, nothing NAKed) + 1 multicast on h: h received $rx, h3 $(it_group_val d h3 received), rx_unjoined $(it_counter d rx_unjoined)"
+	it_eq "a repair nobody asked for is not taken (h)" "$rx" 3
+	it_eq "nor on a repair group (h3)" "$(it_group_val d h3 received)" 0
 }
 
 # ---- class: a second pubd on a busy or stuck socket path gives up promptly ----

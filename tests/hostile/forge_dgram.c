@@ -11,6 +11,8 @@
  *   sources   N whole one-fragment messages, each from a new random source id
  *   seq       N whole messages from --source S, sequence numbers Q, Q+1, ...
  *             (--seq may be huge: a jump in a real stream)
+ *   repair    the same, flagged REPAIR (sent to the fabric port alone, they
+ *             claim to answer NAKs nobody sent)
  *   heartbeat N heartbeats from --source S announcing next sequence Q, Q+1, ...
  *             (with --age US, the 64-byte form saying the stream began US
  *             microseconds ago, wire_ctl.h)
@@ -80,9 +82,11 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 {
 	if (!strcmp(mode, "sources")) {
 		h->source_id = next_id(seed);
-	} else if (!strcmp(mode, "seq")) {
+	} else if (!strcmp(mode, "seq") || !strcmp(mode, "repair")) {
 		h->source_id = *source;
 		h->msg_seq = seq + i;
+		if (!strcmp(mode, "repair"))
+			h->flags = PUBD_WIRE_F_REPAIR;
 	} else if (!strcmp(mode, "heartbeat")) {
 		h->source_id = *source;
 		h->msg_seq = seq + i;
