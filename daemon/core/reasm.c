@@ -266,23 +266,30 @@ void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)
 	t->stream_bytes = r->stream_bytes;
 }
 
-void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns,
-			      void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx)
+unsigned pubd_reasm_offer_stuck(struct pubd_reasm *r, uint64_t older_than_ns, unsigned max,
+				void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx)
 {
 	const struct link *l;
-	unsigned c;
+	unsigned c, n = 0;
 
 	/* Partials are in arrival order and each deadline is its arrival plus
 	 * its class's timeout (never earlier than the one before), so the scan
-	 * of each class stops at the first that is young enough. */
+	 * of each class stops at the first that is young enough. Offered once:
+	 * a peer's flood of first fragments once cost a NAK-schedule look for
+	 * every one of them at every tick. */
 	for (c = 0; c < REASM_NCLS; c++)
-		for (l = r->gpartials[c].next; l != &r->gpartials[c]; l = l->next) {
-			const struct partial *p = container_of(l, struct partial, glink);
+		for (l = r->gpartials[c].next; l != &r->gpartials[c] && n < max; l = l->next) {
+			struct partial *p = container_of(l, struct partial, glink);
 
 			if (p->deadline > sat_add(older_than_ns, cls_timeout(r, c)))
 				break;
+			if (p->offered)
+				continue;
+			p->offered = true;
+			n++;
 			fn(ctx, p->s->hn.k1, p->s->hn.k2, p->seq);
 		}
+	return n;
 }
 
 uint64_t pubd_reasm_stream_low(const struct pubd_reasm *r, uint64_t source, uint64_t group)

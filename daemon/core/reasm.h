@@ -179,10 +179,12 @@ struct pubd_reasm_stream_info {
 	uint64_t last_active_ns;
 };
 
-/* Visit the partial messages that began at or before older_than_ns, oldest
- * first (loss repair asks for those that seem stuck). */
-void pubd_reasm_foreach_stuck(const struct pubd_reasm *r, uint64_t older_than_ns,
-			      void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx);
+/* Offer the partial messages that began at or before older_than_ns and
+ * were not offered before, oldest first, at most max of them (loss repair
+ * asks for those that seem stuck; each once: its NAKs have their own
+ * schedule). Returns how many were offered. */
+unsigned pubd_reasm_offer_stuck(struct pubd_reasm *r, uint64_t older_than_ns, unsigned max,
+				void (*fn)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq), void *ctx);
 
 /* The fragments partial message seq of (source, group) still misses, as a
  * bitmap (bit i, LSB first: fragment *first + i) of at most cap bytes;

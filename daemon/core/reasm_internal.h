@@ -139,6 +139,7 @@ struct partial {
 	uint32_t frag_count;
 	uint32_t unit;
 	uint32_t have;
+	bool offered; /* to loss repair as stuck, once (pubd_reasm_offer_stuck) */
 	uint64_t bits[];
 };
 

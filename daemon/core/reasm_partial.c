@@ -86,6 +86,7 @@ struct partial *reasm_partial_new(struct pubd_reasm *r, struct stream *s, uint64
 	p->frag_count = h->frag_count;
 	p->unit = unit;
 	p->have = 0;
+	p->offered = false;
 	deadline = sat_add(now, cls_timeout(r, s->cls));
 	if (!list_empty(&r->gpartials[s->cls])) {
 		struct partial *last = container_of(r->gpartials[s->cls].prev, struct partial, glink);

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The receiver's NAK schedule (repair_nak.h): a small array of gaps, oldest
- * first. Gaps are few (losses are rare and bounded by max_gaps), so a linear
- * scan is cheaper than any index.
+ * The receiver's NAK schedule (repair_nak.h): an array of gaps, oldest
+ * first. Gaps are few when losses are honest, so a linear scan is cheaper
+ * than any index; but a peer can make many (forged first fragments,
+ * invented sources), so nothing here moves the array per gap: a gap that
+ * ends is marked dead (count 0) and the array is compacted in one pass
+ * once half of it is dead, or when room is needed; and when it is full of
+ * live gaps the oldest eighth is given up at once, not one memmove per new
+ * gap (which made a flood of stuck partials cost seconds a tick).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,10 +47,31 @@ void pubd_nak_set(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg)
 	s->cfg.max_gaps = max ? max : 1;
 }
 
+/* Drop the dead gaps, in one pass, keeping the order. */
+static void compact(struct pubd_nak_sched *s)
+{
+	uint32_t i, w = 0;
+
+	if (!s->dead)
+		return;
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].count)
+			s->v[w++] = s->v[i];
+	s->n = w;
+	s->dead = 0;
+}
+
+/* Gap i ends (no memmove: compacted later, see above). */
 static void remove_at(struct pubd_nak_sched *s, uint32_t i)
 {
-	memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(*s->v));
-	s->n--;
+	s->v[i].count = 0;
+	s->dead++;
+}
+
+static void maybe_compact(struct pubd_nak_sched *s)
+{
+	if (s->dead > s->n / 2)
+		compact(s);
 }
 
 static void give_up_at(struct pubd_nak_sched *s, uint32_t i)
@@ -54,6 +80,33 @@ static void give_up_at(struct pubd_nak_sched *s, uint32_t i)
 
 	remove_at(s, i);
 	s->ops.give_up(s->ctx, g.source, g.group, g.first, g.count, g.partial);
+}
+
+uint32_t pubd_nak_count(const struct pubd_nak_sched *s)
+{
+	return s->n - s->dead;
+}
+
+/* Room for one more gap: the dead ones go first; then, full of live gaps,
+ * the oldest eighth is given up. */
+static void make_room(struct pubd_nak_sched *s)
+{
+	uint32_t i, k;
+
+	if (s->n < s->cfg.max_gaps)
+		return;
+	compact(s);
+	if (s->n < s->cfg.max_gaps)
+		return;
+	k = s->cfg.max_gaps / 8 ? s->cfg.max_gaps / 8 : 1;
+	for (i = 0; i < s->n && k; i++) {
+		if (!s->v[i].count)
+			continue;
+		s->given_up_full++;
+		give_up_at(s, i);
+		k--;
+	}
+	compact(s);
 }
 
 static struct pubd_nak_timing timing_of(const struct pubd_nak_sched *s, uint64_t group)
@@ -91,15 +144,21 @@ void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now, uint64_t source, uint6
 
 	if (!count)
 		return;
+	/* More than a NAK run can ask for at once is more than any source
+	 * keeps to repair: asked for up to that, the rest given up now (a
+	 * forged jump of a billion sequence numbers costs PUBD_NAK_GAP_MAX
+	 * worth of NAKs a try, not 15,000 of them). */
+	if (count > PUBD_NAK_GAP_MAX) {
+		s->given_up_large++;
+		s->ops.give_up(s->ctx, source, group, first + PUBD_NAK_GAP_MAX, count - PUBD_NAK_GAP_MAX, partial);
+		count = PUBD_NAK_GAP_MAX;
+	}
 	/* The same partial found again (a later timeout): already asked for. */
 	for (i = 0; i < s->n; i++)
-		if (s->v[i].source == source && s->v[i].group == group && s->v[i].first <= first &&
+		if (s->v[i].count && s->v[i].source == source && s->v[i].group == group && s->v[i].first <= first &&
 		    first + count <= s->v[i].first + s->v[i].count)
 			return;
-	while (s->n >= s->cfg.max_gaps) {
-		s->given_up_full++;
-		give_up_at(s, 0);
-	}
+	make_room(s);
 	g = &s->v[s->n++];
 	memset(g, 0, sizeof(*g));
 	g->source = source;
@@ -111,7 +170,9 @@ void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now, uint64_t source, uint6
 	g->due_ns = now + backoff(s, group);
 }
 
-/* Take [lo, hi) out of gap i (it is inside it, not all of it). */
+/* Take [lo, hi) out of gap i (it is inside it, not all of it). A tail cut
+ * off goes at the end, or is given up when there is no room: callers that
+ * may cut compact first (never in here: they hold indices). */
 static void cut(struct pubd_nak_sched *s, uint32_t i, uint64_t lo, uint64_t hi)
 {
 	struct pubd_nak_gap *g = &s->v[i], tail;
@@ -141,12 +202,15 @@ bool pubd_nak_filled(struct pubd_nak_sched *s, uint64_t source, uint64_t group, 
 	struct pubd_nak_gap *g;
 	uint32_t i;
 
+	if (s->n >= s->cfg.max_gaps)
+		compact(s); /* room for a tail that a split cuts off */
 	for (i = 0; i < s->n; i++) {
 		g = &s->v[i];
 		if (g->source != source || g->group != group || seq < g->first || seq - g->first >= g->count)
 			continue;
 		if (g->count == 1) {
 			remove_at(s, i);
+			maybe_compact(s);
 		} else if (seq == g->first) {
 			g->first++;
 			g->count--;
@@ -166,6 +230,8 @@ void pubd_nak_gone(struct pubd_nak_sched *s, uint64_t source, uint64_t group, ui
 	uint64_t hi_c = first > UINT64_MAX - count ? UINT64_MAX : first + count;
 	uint32_t i;
 
+	if (s->n >= s->cfg.max_gaps)
+		compact(s); /* as in pubd_nak_filled */
 	for (i = 0; i < s->n;) {
 		struct pubd_nak_gap *g = &s->v[i];
 		uint64_t hi_g = g->first + g->count, lo = g->first > first ? g->first : first;
@@ -178,24 +244,24 @@ void pubd_nak_gone(struct pubd_nak_sched *s, uint64_t source, uint64_t group, ui
 		}
 		s->given_up_gone++;
 		if (lo == g->first && hi == hi_g) {
-			give_up_at(s, i);
-			continue; /* the next gap moved to i */
+			give_up_at(s, i++);
+			continue;
 		}
 		cut(s, i, lo, hi);
 		s->ops.give_up(s->ctx, source, group, lo, hi - lo, partial);
 		i++;
 	}
+	maybe_compact(s);
 }
 
 void pubd_nak_forget(struct pubd_nak_sched *s, uint64_t source, uint64_t group)
 {
 	uint32_t i;
 
-	for (i = 0; i < s->n;)
-		if (s->v[i].group == group && (!source || s->v[i].source == source))
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].count && s->v[i].group == group && (!source || s->v[i].source == source))
 			remove_at(s, i);
-		else
-			i++;
+	maybe_compact(s);
 }
 
 void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
@@ -205,22 +271,27 @@ void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
 	uint32_t i;
 	bool went;
 
-	for (i = 0; i < s->n;) {
+	uint32_t budget = PUBD_NAK_RUN_MAX;
+
+	for (i = 0; i < s->n; i++) {
 		struct pubd_nak_gap *g = &s->v[i];
 
-		if (g->due_ns > now) {
-			i++;
+		if (!g->count || g->due_ns > now)
 			continue;
-		}
 		t = timing_of(s, g->group);
 		if (g->tries >= t.retries) {
 			s->given_up_retries++;
 			give_up_at(s, i);
 			continue;
 		}
+		/* The run's NAKs are spent: the rest stay due, for the next run
+		 * (right after the loop's next turn). */
+		if (budget < (g->count + PUBD_NAK_MAX_RANGE - 1) / PUBD_NAK_MAX_RANGE)
+			break;
 		went = false;
 		for (off = 0; off < g->count; off += len) {
 			len = g->count - off < PUBD_NAK_MAX_RANGE ? g->count - off : PUBD_NAK_MAX_RANGE;
+			budget--;
 			if (s->ops.send(s->ctx, g, g->first + off, len)) {
 				went = true;
 				s->naks_sent++;
@@ -229,8 +300,8 @@ void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now)
 		if (went || now - g->found_ns >= schedule_ns(&t))
 			g->tries++;
 		g->due_ns = now + t.interval_ns;
-		i++;
 	}
+	maybe_compact(s);
 }
 
 uint64_t pubd_nak_next_deadline(const struct pubd_nak_sched *s)
@@ -239,7 +310,7 @@ uint64_t pubd_nak_next_deadline(const struct pubd_nak_sched *s)
 	uint32_t i;
 
 	for (i = 0; i < s->n; i++)
-		if (s->v[i].due_ns < d)
+		if (s->v[i].count && s->v[i].due_ns < d)
 			d = s->v[i].due_ns;
 	return d;
 }

@@ -22,8 +22,12 @@
  * NAKed, so a reload applies at once; without it, cfg's apply to all.
  *
  * Bounds: at most max_gaps gaps in all; a new one beyond it gives up the
- * oldest first. A range longer than PUBD_NAK_MAX_RANGE is asked for in
- * pieces (one NAK names at most that many).
+ * oldest eighth first. A range longer than PUBD_NAK_MAX_RANGE is asked for
+ * in pieces (one NAK names at most that many); a gap longer than
+ * PUBD_NAK_GAP_MAX is asked for up to that, the rest given up at once; and
+ * one pubd_nak_run sends at most PUBD_NAK_RUN_MAX NAKs (what is left stays
+ * due: pubd_nak_next_deadline says so). So what a peer's forged sequence
+ * numbers can make pubd send is bounded, per gap and per run.
  */
 #ifndef PUBD_REPAIR_NAK_H
 #define PUBD_REPAIR_NAK_H
@@ -32,6 +36,8 @@
 #include <stdint.h>
 
 #define PUBD_NAK_MAX_RANGE 65536u
+#define PUBD_NAK_GAP_MAX   (16ull * PUBD_NAK_MAX_RANGE)
+#define PUBD_NAK_RUN_MAX   256u
 
 struct pubd_nak_timing {
 	uint64_t backoff_ns;
@@ -73,10 +79,11 @@ struct pubd_nak_sched {
 	void *ctx;
 	uint64_t (*rand64)(void *rctx);
 	void *rctx;
-	struct pubd_nak_gap *v; /* oldest first */
-	uint32_t n, cap;
+	struct pubd_nak_gap *v; /* oldest first; count 0: a dead gap, compacted away later */
+	uint32_t n, cap;	/* slots in use (dead ones included), slots */
+	uint32_t dead;
 	/* counters */
-	uint64_t naks_sent, given_up_retries, given_up_gone, given_up_full;
+	uint64_t naks_sent, given_up_retries, given_up_gone, given_up_full, given_up_large;
 };
 
 int pubd_nak_init(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg, const struct pubd_nak_ops *ops, void *ctx,
@@ -84,6 +91,8 @@ int pubd_nak_init(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg, cons
 void pubd_nak_close(struct pubd_nak_sched *s);
 void pubd_nak_set(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg);
 
+/* Gaps waiting (s->n counts dead slots too). */
+uint32_t pubd_nak_count(const struct pubd_nak_sched *s);
 /* Messages first .. first + count - 1 of (source, group) are missing. */
 void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now_ns, uint64_t source, uint64_t group, uint64_t first,
 		  uint64_t count, bool partial);

@@ -30,6 +30,9 @@
 #define STUCK_PARTIAL_NS (30 * MS)
 /* Gaps waiting for repair, all streams together. */
 #define MAX_GAPS 4096u
+/* Stuck partials offered to the schedule a heartbeat tick (the rest at the
+ * next ticks): a tick's work stays small whatever a peer sent. */
+#define STUCK_OFFERS_PER_TICK (MAX_GAPS / 4)
 
 _Static_assert(sizeof(((struct pubd_source_stats *)0)->peer) == PUBD_FABRIC_PEER_MAX, "peer fits");
 
@@ -202,6 +205,6 @@ void engine_naks_tick(struct pubd *d, uint64_t now)
 	if (!d->naks.v)
 		return;
 	if (now > STUCK_PARTIAL_NS)
-		pubd_reasm_foreach_stuck(d->reasm, now - STUCK_PARTIAL_NS, stuck, d);
+		pubd_reasm_offer_stuck(d->reasm, now - STUCK_PARTIAL_NS, STUCK_OFFERS_PER_TICK, stuck, d);
 	engine_naks_arm(d);
 }

@@ -66,3 +66,59 @@ case_r_forged_status() {
 	it_wait "all sent" 20 it_group_is d h tx_queued 0
 	it_eq "it never waited for a receiver" "$(it_group_val d h flow_waits)" 0
 }
+
+# ---- a flood of stuck partials on a repair group does not stop the loop ----
+# First fragments of many 2-fragment messages: each is a partial message,
+# stuck 30 ms later and asked for. The NAK schedule took a scan and a
+# memmove of its whole array per gap, and every stuck partial was offered
+# to it again at every heartbeat tick: 40,000 of them (2 s at 20,000/s)
+# kept the loop away from epoll for good, SIGTERM and clients unheard.
+case_c_repair_stuck_flood() {
+	h_pubd d "heartbeat_ms: 100" <<-EOF
+		$(h_groups)
+		    repair: on
+	EOF
+	local c0 c1 t0 ms worst=0 i
+	c0=$(h_cpu "$H_PID")
+	h_forge --dst "$H_GROUP_ADDR" --group h --mode tiny --per 64 --count 40000 --rate 20000 >/dev/null
+	# Over the next 3 s, heartbeat ticks with every partial stuck: the
+	# slowest of 15 status queries.
+	for i in $(seq 1 15); do
+		t0=$(date +%s%N)
+		if ! timeout 10 "$PUBCTL" -s "$(it_sock d)" status >/dev/null 2>&1; then
+			worst=10000
+			break
+		fi
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		[ "$ms" -gt "$worst" ] && worst=$ms
+		sleep 0.2 # spreads the samples over the ticks; not a synchronisation
+	done
+	c1=$(h_cpu "$H_PID")
+	h_fig "40,000 first fragments on a repair group: slowest pubctl status of $i over 3 s $worst ms; pubd CPU $(((c1 - c0) * 10)) ms"
+	it_check "pubctl status answers within 1 s throughout ($worst ms)" test "$worst" -lt 1000
+}
+
+# ---- a forged jump on a repair group costs a bounded number of NAKs ----
+# Anyone on the group's multicast can send a heartbeat from an invented
+# source with a token, then another announcing a sequence number far ahead:
+# every message between was NAKed, 65,536 a NAK, each try, to whatever
+# address the forger gave (a reflection at a third party): 2 datagrams of
+# 92 bytes made 109,864 NAKs (9.7 MB) in the audit. Now a gap is asked for
+# up to 16 NAKs' worth a try, and a run sends at most 256.
+case_c_repair_nak_jump() {
+	h_pubd d "heartbeat_ms: 100" <<-EOF
+		$(h_groups)
+		    repair: on
+	EOF
+	local src=0x5708a000 tok=0x70c3170c3 naks
+	h_forge --dst "$H_GROUP_ADDR" --group h --mode heartbeat --source $src --seq 0 --token $tok >/dev/null
+	# The silence the jump needs: a stream's window grows with it (2 s:
+	# 100 million). Part of the attack, not a synchronisation.
+	sleep 2
+	h_forge --dst "$H_GROUP_ADDR" --group h --mode heartbeat --source $src --seq 90000000 --token $tok >/dev/null
+	# The gap is counted once reassembly gives up on it, after every retry.
+	it_wait "the jump's gap is given up" 30 it_holds '[ "$(it_group_val d h unrecovered)" -gt 0 ]'
+	naks=$(it_group_val d h naks_sent)
+	h_fig "2 forged heartbeats (a jump of 90,000,000 after 2 s): $naks NAKs sent, unrecovered $(it_group_val d h unrecovered)"
+	it_check "at most 16 NAKs a try, 8 tries ($naks)" test "$naks" -le 128
+}

@@ -6,6 +6,7 @@
  *
  *   forge_dgram --dst ADDR --port P --group NAME --mode MODE [--count N]
  *               [--rate PER_S] [--source S] [--seq Q] [--per K] [--if ADDR] [--age US]
+ *               [--token T]
  *
  * MODE:
  *   sources   N whole one-fragment messages, each from a new random source id
@@ -15,7 +16,12 @@
  *             claim to answer NAKs nobody sent)
  *   heartbeat N heartbeats from --source S announcing next sequence Q, Q+1, ...
  *             (with --age US, the 64-byte form saying the stream began US
- *             microseconds ago, wire_ctl.h)
+ *             microseconds ago, wire_ctl.h; with --token T, carrying repair
+ *             token T, as a repair group's source does)
+ *   span      N whole 8-byte messages, --per K of them per source (a new
+ *             random source id every K), sequence numbers 0, Q, 2Q, ...
+ *             (--seq Q, default 65536): a stream that a repair group
+ *             holds back for order across a wide span
  *   tiny      N first fragments (2-fragment, 2-byte messages, 1 byte each),
  *             --per K of them per source (seq 0..K-1), then a new source
  *   badfrag   N datagrams cycling through header faults: fragment count 0
@@ -94,6 +100,11 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 		h->msg_len = 0;
 		h->frag_count = 0;
 		*payload = 0;
+	} else if (!strcmp(mode, "span")) {
+		if (i % per == 0)
+			*source = next_id(seed);
+		h->source_id = *source;
+		h->msg_seq = (i % per) * (seq ? seq : 65536);
 	} else if (!strcmp(mode, "tiny")) {
 		if (i % per == 0)
 			*source = next_id(seed);
@@ -190,19 +201,26 @@ static void pace_until(uint64_t due)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"dst", required_argument, NULL, 'd'},	  {"port", required_argument, NULL, 'p'},
-		{"group", required_argument, NULL, 'g'},  {"mode", required_argument, NULL, 'm'},
-		{"count", required_argument, NULL, 'n'},  {"rate", required_argument, NULL, 'r'},
-		{"source", required_argument, NULL, 'S'}, {"seq", required_argument, NULL, 'Q'},
-		{"per", required_argument, NULL, 'k'},	  {"if", required_argument, NULL, 'i'},
-		{"age", required_argument, NULL, 'a'},	  {NULL, 0, NULL, 0},
+		{"dst", required_argument, NULL, 'd'},
+		{"port", required_argument, NULL, 'p'},
+		{"group", required_argument, NULL, 'g'},
+		{"mode", required_argument, NULL, 'm'},
+		{"count", required_argument, NULL, 'n'},
+		{"rate", required_argument, NULL, 'r'},
+		{"source", required_argument, NULL, 'S'},
+		{"seq", required_argument, NULL, 'Q'},
+		{"per", required_argument, NULL, 'k'},
+		{"if", required_argument, NULL, 'i'},
+		{"age", required_argument, NULL, 'a'},
+		{"token", required_argument, NULL, 'T'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *dst = NULL, *group = NULL, *mode = NULL, *ifaddr = "127.0.0.1";
 	uint64_t count = 1, rate = 50000, source = 0, seq = 0, per = 64, seed = 0x686f7374696c65u, i, sent = 0;
 	struct sockaddr_in to = {.sin_family = AF_INET};
 	struct in_addr mif;
 	uint8_t dgram[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN + 4 * PUBD_WIRE_BATCH_MAX];
-	uint64_t start, age = 0;
+	uint64_t start, age = 0, token = 0;
 	bool aged = false;
 	int c, fd, one = 1;
 
@@ -242,6 +260,9 @@ int main(int argc, char **argv)
 			age = strtoull(optarg, NULL, 0);
 			aged = true;
 			break;
+		case 'T':
+			token = strtoull(optarg, NULL, 0);
+			break;
 		default:
 			return 2;
 		}
@@ -276,8 +297,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		pubd_wire_encode(&h, dgram);
-		if (aged && (h.flags & PUBD_WIRE_F_HEARTBEAT))
-			hdr_len = pubd_ctl_hb_put(dgram, 0, age);
+		if ((aged || token) && (h.flags & PUBD_WIRE_F_HEARTBEAT))
+			hdr_len = pubd_ctl_hb_put(dgram, token, age);
 		memset(dgram + PUBD_WIRE_HDR_LEN, 0x5a, payload);
 		if (h.flags & PUBD_WIRE_F_BATCH) {
 			/* Empty messages: every length 0, but the first badbatch

@@ -22,6 +22,7 @@ struct rec {
 	bool refuse; /* NAKs cannot go (the source's token not heard yet) */
 	unsigned refused;
 	uint8_t seen[1024]; /* per seq: 1 given up */
+	bool many_sources;  /* seqs repeat across sources: seen is not kept */
 };
 
 static bool on_send(void *ctx, const struct pubd_nak_gap *g, uint64_t first, uint64_t count)
@@ -49,7 +50,7 @@ static void on_give_up(void *ctx, uint64_t source, uint64_t group, uint64_t firs
 	r->given_up += count;
 	r->gu_first = first;
 	r->gu_count = count;
-	for (i = first; i < first + count && i < sizeof(r->seen); i++) {
+	for (i = first; !r->many_sources && i < first + count && i < sizeof(r->seen); i++) {
 		assert_int_equal(r->seen[i], 0); /* never twice */
 		r->seen[i] = 1;
 	}
@@ -170,13 +171,13 @@ static void nak_filled_messages_leave_their_gap(void **state)
 	assert_false(pubd_nak_pending(&s, 1, 2, 10));
 	assert_true(pubd_nak_pending(&s, 1, 2, 11));
 	assert_true(pubd_nak_pending(&s, 1, 2, 18));
-	assert_int_equal(s.n, 2);
+	assert_int_equal(pubd_nak_count(&s), 2);
 	pubd_nak_run(&s, 0);
 	assert_int_equal(r.sends, 2);
 	for (uint64_t q = 11; q < 19; q++)
 		if (q != 15)
 			assert_true(pubd_nak_filled(&s, 1, 2, q));
-	assert_int_equal(s.n, 0);
+	assert_int_equal(pubd_nak_count(&s), 0);
 	pubd_nak_run(&s, UINT64_MAX / 2);
 	assert_int_equal(r.given_up, 0);
 	pubd_nak_close(&s);
@@ -199,7 +200,7 @@ static void nak_gone_gives_up_what_it_names(void **state)
 	assert_true(pubd_nak_pending(&s, 1, 2, 17));
 	pubd_nak_gone(&s, 1, 2, 0, 100); /* everything */
 	assert_int_equal(r.given_up, 12);
-	assert_int_equal(s.n, 0);
+	assert_int_equal(pubd_nak_count(&s), 0);
 	for (uint64_t q = 10; q < 20; q++)
 		assert_int_equal(r.seen[q], 1);
 	pubd_nak_close(&s);
@@ -242,9 +243,9 @@ static void nak_long_range_goes_in_pieces(void **state)
 	assert_int_equal(r.last_count, 10);
 	/* the same gap found again (a later heartbeat) is not a second gap */
 	pubd_nak_gap(&s, 0, 1, 2, 5, 3, false);
-	assert_int_equal(s.n, 1);
+	assert_int_equal(pubd_nak_count(&s), 1);
 	pubd_nak_forget(&s, 0, 2);
-	assert_int_equal(s.n, 0);
+	assert_int_equal(pubd_nak_count(&s), 0);
 	assert_int_equal(r.given_up, 0);
 	pubd_nak_close(&s);
 }
@@ -294,6 +295,113 @@ static void nak_timings_are_per_group(void **state)
 	pubd_nak_close(&s);
 }
 
+/* A flood of gaps (forged first fragments of many messages, each a partial
+ * found stuck): the schedule stays within max_gaps, gives up the oldest in
+ * batches, and a full scan of it costs no more than the array. */
+static void nak_flood_of_gaps_is_bounded(void **state)
+{
+	struct pubd_nak_sched s;
+	struct rec r;
+	uint64_t q;
+
+	(void)state;
+	setup(&s, &r, 4096);
+	r.many_sources = true;
+	for (q = 0; q < 40000; q++)
+		pubd_nak_gap(&s, 0, 100 + q / 64, 2, q % 64, 1, true);
+	assert_true(pubd_nak_count(&s) <= 4096);
+	assert_true(pubd_nak_count(&s) > 4096 - 4096 / 8);
+	assert_int_equal(s.given_up_full, 40000 - pubd_nak_count(&s));
+	assert_int_equal(r.give_ups, 40000 - pubd_nak_count(&s));
+	/* the youngest are the ones kept */
+	assert_true(pubd_nak_pending(&s, 100 + 39999 / 64, 2, 39999 % 64));
+	assert_false(pubd_nak_pending(&s, 100, 2, 0));
+	pubd_nak_close(&s);
+}
+
+/* A forged jump of 900 million: asked for up to PUBD_NAK_GAP_MAX (16 NAKs
+ * a try), the rest given up at once; and a run sends at most
+ * PUBD_NAK_RUN_MAX NAKs, the rest going at the next run. */
+static void nak_huge_gap_and_runs_are_bounded(void **state)
+{
+	struct pubd_nak_sched s;
+	struct rec r;
+
+	(void)state;
+	setup(&s, &r, 4096);
+	r.rnd = 0;
+	pubd_nak_gap(&s, 0, 1, 2, 5, 900000000ull, false);
+	assert_int_equal(s.given_up_large, 1);
+	assert_int_equal(r.given_up, 900000000ull - PUBD_NAK_GAP_MAX);
+	assert_int_equal(r.gu_first, 5 + PUBD_NAK_GAP_MAX);
+	pubd_nak_run(&s, 0);
+	assert_int_equal(r.sends, PUBD_NAK_GAP_MAX / PUBD_NAK_MAX_RANGE);
+	pubd_nak_forget(&s, 1, 2);
+	r.sends = 0;
+	for (uint64_t q = 0; q < 300; q++)
+		pubd_nak_gap(&s, 0, 7, 2, 10 * q, 1, false);
+	pubd_nak_run(&s, 0);
+	assert_int_equal(r.sends, PUBD_NAK_RUN_MAX);
+	assert_int_equal(pubd_nak_next_deadline(&s), 0); /* the rest is due now */
+	pubd_nak_run(&s, 0);
+	assert_int_equal(r.sends, 300);
+	assert_int_equal(pubd_nak_next_deadline(&s), 100 * MS);
+	pubd_nak_close(&s);
+}
+
+/* Random gaps, fills, GONEs and forgets against a plain set of what is
+ * pending: dead slots and compaction never change the answer. */
+static void nak_random_ops_agree_with_a_model(void **state)
+{
+	enum { SEQS = 512, SRCS = 3 };
+	static uint8_t model[SRCS][SEQS];
+	struct pubd_nak_sched s;
+	struct rec r;
+	uint64_t x = 12345;
+
+	(void)state;
+	memset(model, 0, sizeof(model));
+	setup(&s, &r, 1u << 16); /* room for all: no give-up for want of it */
+	r.many_sources = true;
+	for (int step = 0; step < 20000; step++) {
+		uint64_t op, src, a, n, i;
+
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		op = (x >> 33) % 10;
+		src = (x >> 20) % SRCS;
+		a = (x >> 40) % SEQS;
+		n = 1 + (x >> 50) % 8;
+		if (a + n > SEQS)
+			n = SEQS - a;
+		if (op < 4) {
+			bool any = false;
+
+			for (i = a; i < a + n; i++)
+				any |= model[src][i];
+			if (any)
+				continue; /* the schedule takes overlapping gaps as they come; the model does not */
+			pubd_nak_gap(&s, 0, src + 1, 2, a, n, false);
+			for (i = a; i < a + n; i++)
+				model[src][i] = 1;
+		} else if (op < 8) {
+			assert_int_equal(pubd_nak_filled(&s, src + 1, 2, a), model[src][a]);
+			model[src][a] = 0;
+		} else if (op == 8) {
+			pubd_nak_gone(&s, src + 1, 2, a, n);
+			for (i = a; i < a + n; i++)
+				model[src][i] = 0;
+		} else if ((x >> 60) == 0) {
+			pubd_nak_forget(&s, src + 1, 2);
+			memset(model[src], 0, sizeof(model[src]));
+		}
+		if (step % 97 == 0)
+			for (uint64_t k = 0; k < SRCS; k++)
+				for (i = 0; i < SEQS; i++)
+					assert_int_equal(pubd_nak_pending(&s, k + 1, 2, i), model[k][i]);
+	}
+	pubd_nak_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +413,9 @@ int main(void)
 		cmocka_unit_test(nak_bounded_gaps_give_up_the_oldest),
 		cmocka_unit_test(nak_long_range_goes_in_pieces),
 		cmocka_unit_test(nak_timings_are_per_group),
+		cmocka_unit_test(nak_flood_of_gaps_is_bounded),
+		cmocka_unit_test(nak_huge_gap_and_runs_are_bounded),
+		cmocka_unit_test(nak_random_ops_agree_with_a_model),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
