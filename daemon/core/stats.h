@@ -46,7 +46,11 @@
 	  "of those, copied after all: still held at the end of a loop turn (transmit backlog, slow subscriber)")     \
 	X(TX_BATCHES, "tx_batches", "datagrams sent carrying several small messages (fabric.batch)")                  \
 	X(TX_BATCHED, "tx_batched_msgs", "messages sent in those datagrams")                                          \
-	X(RX_BATCHES, "rx_batches", "datagrams received carrying several small messages")
+	X(RX_BATCHES, "rx_batches", "datagrams received carrying several small messages")                             \
+	X(REPAIR_PEER_REFUSED, "repair_peer_refused",                                                                 \
+	  "datagrams naming a source from an address other than its live one (not taken as its NAK address)")         \
+	X(REPAIR_TOKEN_REFUSED, "repair_token_refused",                                                               \
+	  "heartbeats with a repair token other than the source's live one (ignored)")
 
 enum pubd_counter {
 #define PUBD_X_ENUM(id, name, help) PUBD_CTR_##id,
@@ -102,6 +106,10 @@ struct pubd_source_stats {
 	uint8_t peer[32];
 	uint32_t peer_len;
 	uint64_t repair_token; /* from its heartbeats (wire_ctl.h); 0: none yet, no NAK */
+	/* When the peer address and the token were last heard: another one
+	 * replaces them only once they have been silent a while (rx.c,
+	 * repair_rx.c), so a forger cannot take a live stream's over. */
+	uint64_t peer_heard_ns, token_heard_ns;
 	uint64_t naks_sent;
 	uint64_t repaired;
 	/* on the map's unproven (delivered == 0) or proven list, least

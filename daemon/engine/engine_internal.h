@@ -73,6 +73,14 @@ void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source
 void engine_naks_tick(struct pubd *d, uint64_t now);
 void engine_naks_arm(struct pubd *d);
 /* Is g a group whose losses this daemon asks to be repaired? */
+/* How long a source's NAK address or repair token must have been silent
+ * before another may replace it: a few of our heartbeat periods (a source
+ * heartbeats each group it sends on). */
+static inline uint64_t engine_repair_silence_ns(const struct pubd *d)
+{
+	return 3 * (uint64_t)d->cfg.heartbeat_ms * MS + 100 * MS;
+}
+
 static inline bool engine_repairs(const struct pubd *d, const struct pubd_group *g)
 {
 	return g && g->cfg && g->cfg->repair.on && !g->raw && d->fabric_unicast;

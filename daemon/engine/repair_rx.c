@@ -185,11 +185,20 @@ void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source
 	if (!token || !engine_repairs(d, g))
 		return;
 	s = pubd_source_map_get(&d->sources, source, g->id, d->event_ns);
-	/* The latest wins: a source keeps its token while the group lives
-	 * there, and draws a new one if the group is removed and added back.
-	 * Only hosts on the group's multicast can send this (rx_group). */
-	if (s)
+	if (!s)
+		return;
+	/* A source keeps its token while the group lives there, and draws a
+	 * new one if the group is removed and added back: a new token is
+	 * taken once the old one has been silent a while. Anyone on the
+	 * group's multicast can send a heartbeat, and the latest winning let
+	 * a forger take a live stream's token (and its NAKs) over. */
+	if (s->repair_token == token || !s->repair_token ||
+	    d->event_ns - s->token_heard_ns >= engine_repair_silence_ns(d)) {
 		s->repair_token = token;
+		s->token_heard_ns = d->event_ns;
+	} else {
+		d->counters[PUBD_CTR_REPAIR_TOKEN_REFUSED]++;
+	}
 }
 
 static void stuck(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq)

@@ -208,16 +208,31 @@ static struct pubd_group *unicast_repair_group(struct pubd *d, const struct pubd
 	return g;
 }
 
+/*
+ * Where the source's NAKs go: the address its datagrams come from. Anyone
+ * on the multicast can send a datagram with the source's id, so a new
+ * address is taken only once the one we have has been silent for a while
+ * (a source that moved): datagrams from elsewhere while it still speaks are
+ * a forger's, who would have the NAKs sent to itself or to a third party.
+ */
 static void remember_peer(struct pubd *d, const struct pubd_wire_hdr *h, const struct pubd_rx_dgram *dg)
 {
 	struct pubd_source_stats *s = source_stats(d, h->source_id, h->group_id);
+	uint64_t now = d->event_ns;
 
 	if (!s || dg->from_len > sizeof(s->peer))
 		return;
-	if (s->peer_len != dg->from_len || memcmp(s->peer, dg->from, dg->from_len)) {
-		memcpy(s->peer, dg->from, dg->from_len);
-		s->peer_len = dg->from_len;
+	if (s->peer_len == dg->from_len && !memcmp(s->peer, dg->from, dg->from_len)) {
+		s->peer_heard_ns = now;
+		return;
 	}
+	if (s->peer_len && now - s->peer_heard_ns < engine_repair_silence_ns(d)) {
+		d->counters[PUBD_CTR_REPAIR_PEER_REFUSED]++;
+		return;
+	}
+	memcpy(s->peer, dg->from, dg->from_len);
+	s->peer_len = dg->from_len;
+	s->peer_heard_ns = now;
 }
 
 /* A batch (wire.h): each of its messages as if it had come alone, in

@@ -2,7 +2,9 @@
 # shellcheck shell=bash
 #
 # Hostile cases against loss repair (issue 13): forged control datagrams
-# at a source daemon. Sourced after cases.sh (h_pubd, h_forge, h_fig).
+# at a source daemon, and forged fragments, heartbeats and tokens at a
+# receiver. Sourced after cases.sh (h_pubd, h_forge, h_fig).
+# shellcheck disable=SC2016 # it_holds conditions are single-quoted: evaluated on each try
 
 # ---- forged NAKs and GONEs: no repair work, counted with their reason ----
 case_r_forged_naks() {
@@ -121,4 +123,30 @@ case_c_repair_nak_jump() {
 	naks=$(it_group_val d h naks_sent)
 	h_fig "2 forged heartbeats (a jump of 90,000,000 after 2 s): $naks NAKs sent, unrecovered $(it_group_val d h unrecovered)"
 	it_check "at most 16 NAKs a try, 8 tries ($naks)" test "$naks" -le 128
+}
+
+# ---- a forger cannot take a live source's repair token over ----
+# Anyone on the group's multicast can send a heartbeat claiming a source's
+# id. The latest token heard won: a forger's heartbeats took a live
+# stream's token, its NAKs were refused by the real source, and the forger
+# could give up the stream's lost messages with a GONE of its own. A new
+# token now replaces the old only once the old has been silent a while.
+case_c_repair_token_hijack() {
+	h_pubd d "heartbeat_ms: 100" <<-EOF
+		$(h_groups)
+		    repair: on
+	EOF
+	local src=0x7265616c tok=0x1111aaaa forged=0x2222bbbb
+	# The source: its heartbeat, then messages 0 and 10 (1..9 lost, NAKed).
+	h_forge --dst "$H_GROUP_ADDR" --group h --mode heartbeat --source $src --seq 0 --token $tok >/dev/null
+	h_forge --dst "$H_GROUP_ADDR" --group h --mode seq --source $src --seq 0 --count 1 >/dev/null
+	h_forge --dst "$H_GROUP_ADDR" --group h --mode seq --source $src --seq 10 --count 1 >/dev/null
+	# The forger, at once: heartbeats of the source with its own token,
+	# then a GONE with that token for what the source lost.
+	h_forge --dst "$H_GROUP_ADDR" --group h --mode heartbeat --source $src --seq 11 --token $forged --count 20 >/dev/null
+	h_forge --dst 127.0.0.1 --group h --mode gone --source $src --seq 1 --token $forged >/dev/null
+	it_wait "the GONE is taken or ignored" 10 \
+		it_holds '[ "$(it_group_val d h gone_ignored)" -ge 1 ] || [ "$(it_group_val d h unrecovered)" -gt 0 ]'
+	h_fig "20 forged heartbeats with another token, then a GONE with it: gone_ignored $(it_group_val d h gone_ignored), unrecovered $(it_group_val d h unrecovered), repair_token_refused $(it_counter d repair_token_refused)"
+	it_eq "the forger's GONE is ignored: the source's token stands" "$(it_group_val d h gone_ignored)" 1
 }

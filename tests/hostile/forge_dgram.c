@@ -17,7 +17,8 @@
  *   heartbeat N heartbeats from --source S announcing next sequence Q, Q+1, ...
  *             (with --age US, the 64-byte form saying the stream began US
  *             microseconds ago, wire_ctl.h; with --token T, carrying repair
- *             token T, as a repair group's source does)
+ *             token T, as a repair group's source does; nak, gone and
+ *             status carry T too instead of random tokens)
  *   span      N whole 8-byte messages, --per K of them per source (a new
  *             random source id every K), sequence numbers 0, Q, 2Q, ...
  *             (--seq Q, default 65536): a stream that a repair group
@@ -173,8 +174,9 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 	return 0;
 }
 
-/* The NAK, GONE or STATUS body of datagram i (forge set the header). */
-static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t *seed, uint8_t *out)
+/* The NAK, GONE or STATUS body of datagram i (forge set the header), with
+ * token (0: a random one each). */
+static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t token, uint64_t *seed, uint8_t *out)
 {
 	bool status = !strcmp(mode, "status");
 	struct pubd_ctl c = {.type = status		    ? PUBD_CTL_STATUS
@@ -183,7 +185,7 @@ static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t *
 			     .count = status ? 0 : PUBD_CTL_MAX_COUNT,
 			     .stream = source,
 			     .first_seq = seq,
-			     .token = next_id(seed)};
+			     .token = token ? token : next_id(seed)};
 
 	pubd_ctl_encode(&c, out, PUBD_CTL_MAX_LEN);
 }
@@ -307,7 +309,7 @@ int main(int argc, char **argv)
 			if (!strcmp(mode, "badbatch") && i % 5 == 0)
 				dgram[PUBD_WIRE_HDR_LEN + payload - 1] = 1;
 		} else if (h.flags & PUBD_WIRE_F_CONTROL)
-			ctl_body(mode, source, seq, &seed, dgram + PUBD_WIRE_HDR_LEN);
+			ctl_body(mode, source, seq, token, &seed, dgram + PUBD_WIRE_HDR_LEN);
 		else if (payload)
 			memcpy(dgram + PUBD_WIRE_HDR_LEN, &i, payload < sizeof(i) ? payload : sizeof(i));
 		/* A NAK flood from many ports: a new socket (port) every per. */
