@@ -19,6 +19,9 @@
  * subscribes again to every group it was subscribed to; the application
  * does nothing. Messages are not queued across a restart: what was in
  * flight is lost, and a publish while pubd is down fails with -ENOTCONN.
+ * When pubd went without a word (killed, crashed), that -ENOTCONN's
+ * pub_errmsg() says up to how many messages written to the shared-memory
+ * publish log it may not have read (nobody else can count them).
  * The same when a reload makes a subscribed group anew (its address, scope
  * or mode changed): pub_recv() subscribes to it again.
  *
