@@ -37,7 +37,7 @@ static void on_heartbeat_timer(void *ctx, uint64_t now)
 	engine_repair_tick(d, now);
 	engine_flow_tick(d, now);
 	engine_naks_tick(d, now);
-	pubd_loop_timer_arm(d->heartbeat_timer, now + (uint64_t)d->cfg.heartbeat_ms * MS);
+	pubd_loop_timer_arm_periodic(d->heartbeat_timer, now, (uint64_t)d->cfg.heartbeat_ms * MS);
 }
 
 static void on_pace_timer(void *ctx, uint64_t now)
@@ -52,15 +52,18 @@ static void on_status_timer(void *ctx, uint64_t now)
 	pubd_notify_status(d);
 	pubd_ipc_tick(&d->ipc, now);
 	pubd_heap_give_back(now);
-	pubd_loop_timer_arm(d->status_timer, now + 1000 * MS);
+	pubd_loop_timer_arm_periodic(d->status_timer, now, 1000 * MS);
 }
 
+/* A turn timer: it pings only once the loop has been back to epoll since the
+ * ping came due, so a loop kept from its fds and signals (a callback that
+ * does not return) stops pinging, and systemd restarts pubd. */
 static void on_watchdog_timer(void *ctx, uint64_t now)
 {
 	struct pubd *d = ctx;
 
 	pubd_notify_watchdog(d);
-	pubd_loop_timer_arm(d->watchdog_timer, now + d->watchdog_usec * 1000 / 2);
+	pubd_loop_timer_arm_periodic(d->watchdog_timer, now, d->watchdog_usec * 1000 / 2);
 }
 
 static void stop_loop(struct pubd *d)
@@ -294,7 +297,7 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	d->stop_timer = pubd_loop_timer(d->loop, on_stop_timer, d);
 	d->pace_timer = pubd_loop_timer(d->loop, on_pace_timer, d);
 	d->tx.pace_deadline = UINT64_MAX;
-	d->watchdog_timer = pubd_loop_timer(d->loop, on_watchdog_timer, d);
+	d->watchdog_timer = pubd_loop_turn_timer(d->loop, on_watchdog_timer, d);
 	if (!d->reasm || !d->reasm_timer || !d->heartbeat_timer || !d->status_timer || !d->watchdog_timer ||
 	    !d->stop_timer || !d->pace_timer)
 		return -ENOMEM;

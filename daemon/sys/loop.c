@@ -9,6 +9,13 @@
  * Watches removed during dispatch are only marked dead and freed after the
  * batch, so a callback may remove any watch, its own included, without the
  * rest of the batch touching freed memory.
+ *
+ * Fairness: a timerfd wakeup runs each timer that was due when it began at
+ * most once, then goes back to epoll. A timer that is due again at once (its
+ * callback took longer than its period) runs again in the next round, after
+ * the fds that became ready meanwhile (clients, the signalfd) and after every
+ * other timer that was due: no timer can keep the loop from epoll, nor hold
+ * back another timer.
  */
 #include <errno.h>
 #include <signal.h>
@@ -39,6 +46,10 @@ struct pubd_loop_timer {
 	pubd_loop_timer_fn fn;
 	void *ctx;
 	struct pubd_loop_timer *next;
+	bool due;	  /* in the round on_timerfd is running, not run yet */
+	bool after_turn;  /* a turn timer (pubd_loop_turn_timer) */
+	bool held;	  /* a turn timer past its deadline, waiting for a turn */
+	uint64_t held_at; /* l->turns when it was held */
 };
 
 struct pubd_loop {
@@ -47,6 +58,8 @@ struct pubd_loop {
 	int sigfd;
 	bool stop;
 	uint64_t armed; /* deadline the timerfd is set to, UINT64_MAX when disarmed */
+	uint64_t turns; /* epoll_waits that returned */
+	unsigned held;	/* turn timers held */
 	struct pubd_loop_timer *timers;
 	struct pubd_loop_watch *dead;
 	struct pubd_loop_watch timer_watch, signal_watch;
@@ -93,31 +106,87 @@ static void rearm_timerfd(struct pubd_loop *l)
 	set_timerfd(l, min);
 }
 
+/* The due timer of the round with the earliest deadline, or NULL. A timer
+ * armed anew by an earlier callback of the round is left to the next round
+ * if it is no longer due. */
+static struct pubd_loop_timer *next_due(struct pubd_loop *l, uint64_t now)
+{
+	struct pubd_loop_timer *t, *first = NULL;
+
+	for (t = l->timers; t; t = t->next) {
+		if (!t->due)
+			continue;
+		if (t->deadline > now) {
+			t->due = false;
+			continue;
+		}
+		if (!first || t->deadline < first->deadline)
+			first = t;
+	}
+	return first;
+}
+
+/* A turn timer come due waits for the loop to go back to epoll: see
+ * run_held. */
+static void hold(struct pubd_loop *l, struct pubd_loop_timer *t)
+{
+	t->deadline = UINT64_MAX;
+	if (!t->held) {
+		t->held = true;
+		l->held++;
+	}
+	t->held_at = l->turns;
+}
+
 static void on_timerfd(void *ctx, uint32_t events)
 {
 	struct pubd_loop *l = ctx;
 	struct pubd_loop_timer *t;
 	uint64_t expirations, now;
-	bool fired;
 
 	(void)events;
 	if (read(l->timerfd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		return;
 	l->armed = UINT64_MAX;
-	/* A callback may arm or free timers: restart the scan after each one. */
-	do {
-		fired = false;
-		now = pubd_now_ns();
-		for (t = l->timers; t; t = t->next) {
-			if (t->deadline <= now) {
-				t->deadline = UINT64_MAX;
-				t->fn(t->ctx, now);
-				fired = true;
-				break;
-			}
+	/* The round: the timers due now, each run once, earliest deadline
+	 * first. A callback may arm, create or free timers, so each pick
+	 * scans the list again (pubd has a handful of timers); one it arms
+	 * to a deadline already past runs in the next round, after epoll. */
+	now = pubd_now_ns();
+	for (t = l->timers; t; t = t->next)
+		t->due = t->deadline <= now;
+	while ((t = next_due(l, now))) {
+		t->due = false;
+		if (t->after_turn) {
+			hold(l, t);
+			continue;
 		}
-	} while (fired);
+		t->deadline = UINT64_MAX;
+		t->fn(t->ctx, pubd_now_ns());
+	}
 	rearm_timerfd(l);
+}
+
+/* Turn timers held since before the last epoll_wait returned, after what it
+ * returned was dispatched: the loop has been back to epoll and served its
+ * fds since they came due. */
+static void run_held(struct pubd_loop *l)
+{
+	struct pubd_loop_timer *t;
+	bool ran;
+
+	do {
+		ran = false;
+		for (t = l->timers; t && l->held; t = t->next) {
+			if (!t->held || t->held_at == l->turns)
+				continue;
+			t->held = false;
+			l->held--;
+			t->fn(t->ctx, pubd_now_ns());
+			ran = true; /* the callback may have freed timers */
+			break;
+		}
+	} while (ran);
 }
 
 static void on_signalfd(void *ctx, uint32_t events)
@@ -251,6 +320,15 @@ struct pubd_loop_timer *pubd_loop_timer(struct pubd_loop *l, pubd_loop_timer_fn 
 	return t;
 }
 
+struct pubd_loop_timer *pubd_loop_turn_timer(struct pubd_loop *l, pubd_loop_timer_fn fn, void *ctx)
+{
+	struct pubd_loop_timer *t = pubd_loop_timer(l, fn, ctx);
+
+	if (t)
+		t->after_turn = true;
+	return t;
+}
+
 /*
  * Timers are re-armed every loop turn, mostly to the deadline they had:
  * only a timer that held the earliest deadline and moves later needs the
@@ -262,6 +340,10 @@ void pubd_loop_timer_arm(struct pubd_loop_timer *t, uint64_t deadline_ns)
 	struct pubd_loop *l = t->loop;
 	uint64_t old = t->deadline;
 
+	if (t->held) { /* arming anew sets when it runs */
+		t->held = false;
+		l->held--;
+	}
 	if (deadline_ns == old)
 		return;
 	t->deadline = deadline_ns;
@@ -271,12 +353,30 @@ void pubd_loop_timer_arm(struct pubd_loop_timer *t, uint64_t deadline_ns)
 		rearm_timerfd(l);
 }
 
+/*
+ * One period after start, the time the callback was called with; a callback
+ * that overran its period would make that deadline past already, and the
+ * timer due again at once, round after round: then the missed periods are
+ * skipped and it runs one period after now, leaving the loop that period for
+ * everything else.
+ */
+void pubd_loop_timer_arm_periodic(struct pubd_loop_timer *t, uint64_t start_ns, uint64_t period_ns)
+{
+	uint64_t next = start_ns + period_ns, now = pubd_now_ns();
+
+	if (next <= now)
+		next = now + period_ns;
+	pubd_loop_timer_arm(t, next);
+}
+
 void pubd_loop_timer_free(struct pubd_loop_timer *t)
 {
 	struct pubd_loop_timer **p;
 
 	if (!t)
 		return;
+	if (t->held)
+		t->loop->held--;
 	for (p = &t->loop->timers; *p; p = &(*p)->next) {
 		if (*p == t) {
 			*p = t->next;
@@ -325,9 +425,14 @@ static int loop_step(struct pubd_loop *l, int timeout_ms)
 		timeout_ms = 0;
 	if (l->stop)
 		return work;
+	/* A turn timer still held waits for this epoll_wait to return, not
+	 * for the next event. */
+	if (l->held)
+		timeout_ms = 0;
 	n = epoll_wait(l->epfd, evs, MAX_EVENTS, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? work : -errno;
+	l->turns++;
 	for (i = 0; i < n; i++) {
 		struct pubd_loop_watch *w = evs[i].data.ptr;
 
@@ -335,6 +440,8 @@ static int loop_step(struct pubd_loop *l, int timeout_ms)
 			w->fn(w->ctx, evs[i].events);
 	}
 	free_dead(l);
+	if (l->held)
+		run_held(l);
 	return work + n;
 }
 

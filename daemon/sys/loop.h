@@ -33,9 +33,24 @@ int pubd_loop_watch_mod(struct pubd_loop_watch *w, uint32_t events);
  * including the watch's own: the handle is freed after the current dispatch. */
 void pubd_loop_unwatch(struct pubd_loop_watch *w);
 
-/* One-shot timer at an absolute CLOCK_MONOTONIC deadline; re-arm from the callback. */
+/* One-shot timer at an absolute CLOCK_MONOTONIC deadline; re-arm from the
+ * callback. A timerfd wakeup runs every timer due then, earliest deadline
+ * first, each at most once, and goes back to epoll: a timer armed from a
+ * callback to a deadline already past runs after the fds ready meanwhile. */
 struct pubd_loop_timer *pubd_loop_timer(struct pubd_loop *l, pubd_loop_timer_fn fn, void *ctx);
+/* A timer whose callback, once its deadline passed, waits until the loop
+ * has been back to epoll (which does not sleep while one waits) and
+ * dispatched what epoll returned; it then runs. A loop kept from epoll (a
+ * callback that does not return, or spins) never runs it: for keep-alives,
+ * such as systemd's watchdog ping, that must say the loop serves its fds,
+ * not only that a timer fired. */
+struct pubd_loop_timer *pubd_loop_turn_timer(struct pubd_loop *l, pubd_loop_timer_fn fn, void *ctx);
 void pubd_loop_timer_arm(struct pubd_loop_timer *t, uint64_t deadline_ns); /* UINT64_MAX disarms */
+/* For a periodic timer, from its callback: arm t at start_ns + period_ns,
+ * start_ns being the now the callback was given; if the callback overran
+ * its period, so that deadline has passed, the missed periods are skipped
+ * and t is armed one period from now. */
+void pubd_loop_timer_arm_periodic(struct pubd_loop_timer *t, uint64_t start_ns, uint64_t period_ns);
 void pubd_loop_timer_free(struct pubd_loop_timer *t);
 
 /* Route these signals (blocked process-wide) to fn. */
