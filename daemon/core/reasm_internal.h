@@ -117,6 +117,8 @@ struct stream {
 	uint64_t baseline;
 	uint64_t next_seq;
 	uint64_t last_active;
+	uint64_t jump_budget; /* sequence numbers it may still skip, as of budget_ns (reasm_push.c) */
+	uint64_t budget_ns;
 	uint64_t missing;
 	uint64_t inflight_bytes;
 	uint32_t inflight;

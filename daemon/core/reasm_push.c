@@ -18,6 +18,12 @@
  * malformed, and not 2^63 "lost" messages that push a real stream's
  * messages out as stale. A stream that really was silent for long gets a
  * window that grows with the silence.
+ *
+ * The window is a budget, not a fresh grant per datagram: each jump spends
+ * what it skips, and the budget comes back at SEQ_MAX_RATE_PER_US, never
+ * above the window. Granted anew with each accepted datagram, a chain of
+ * forged datagrams each 65,536 ahead made millions of "lost" messages in a
+ * millisecond (and pushed a real stream's next messages out as stale).
  */
 #define SEQ_JUMP_BASE	    (1ull << 16)
 #define SEQ_MAX_RATE_PER_US 50ull
@@ -66,6 +72,8 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 	s->hn.k2 = group;
 	s->id = r->next_id++;
 	s->last_active = now;
+	s->jump_budget = SEQ_JUMP_BASE;
+	s->budget_ns = now;
 	s->cls = r->ops.repairs && r->ops.repairs(r->ctx, group) ? REASM_CLS_REPAIR : REASM_CLS_PLAIN;
 	/* A stream forgotten while we listened resumes where it was. From
 	 * zero: the caller knows this stream began after we started
@@ -86,14 +94,30 @@ out:
 	return s;
 }
 
-/* Is seq (at or beyond next_seq) within the window? If so s is active now;
- * if not the datagram is counted as malformed. */
+/* What s may skip at now: its budget, grown since it was last spent, no
+ * more than the window of its silence. */
+static inline uint64_t jump_budget(const struct stream *s, uint64_t now)
+{
+	uint64_t window = seq_window(s->last_active, now), grown = seq_window(s->budget_ns, now) - SEQ_JUMP_BASE;
+	uint64_t budget = s->jump_budget > UINT64_MAX - grown ? UINT64_MAX : s->jump_budget + grown;
+
+	return budget < window ? budget : window;
+}
+
+/* Is seq (at or beyond next_seq) within the budget? If so s is active now
+ * and the jump spent; if not the datagram is counted as malformed. */
 static bool stream_accept_jump(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
 			       const struct pubd_wire_hdr *h)
 {
-	if (seq > s->next_seq && seq - s->next_seq > seq_window(s->last_active, now)) {
-		drop_dgram(r, h, PUB_DROP_MALFORMED);
-		return false;
+	if (seq > s->next_seq) {
+		uint64_t jump = seq - s->next_seq, budget = jump_budget(s, now);
+
+		if (jump > budget) {
+			drop_dgram(r, h, PUB_DROP_MALFORMED);
+			return false;
+		}
+		s->jump_budget = budget - jump;
+		s->budget_ns = now;
 	}
 	s->last_active = now;
 	return true;

@@ -53,6 +53,7 @@ bool reasm_tomb_take(struct pubd_reasm *r, uint64_t source, uint64_t group, stru
 	t = container_of(n, struct tomb, hn);
 	s->baseline = t->next_seq;
 	s->last_active = t->last_active;
+	s->budget_ns = t->last_active; /* the silence's window, as for any stream */
 	s->proven = t->proven;
 	s->based = true;
 	reasm_tomb_free(r, t);

@@ -324,6 +324,17 @@ case_c_huge_seq() {
 	h_fig "forged seq 2^62 (a datagram in one stream, a heartbeat in the other) at 20: seq_gap $gap, group received $(it_group_val d h received) (80 real)"
 	it_check "seq_gap is not pushed to an absurd value ($gap < 1000)" test "$gap" -lt 1000
 	it_check "the real streams go on after the forged jump (received >= 80)" test "$(it_group_val d h received)" -ge 80
+	# A chain of jumps, each a new stream's whole window (65,536) ahead of
+	# the last: one window of "lost" messages in all, not one per datagram
+	# (70 datagrams made 4.5 million), and stream a's next messages, from
+	# where it really is, are delivered, not pushed out as stale.
+	h_forge --dst $H_GROUP_ADDR --group h --mode span --per 71 --seq 65536 --count 71 >/dev/null
+	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq 40 --count 20 >/dev/null
+	it_wait "stream a's next 20" 20 it_holds '[ "$(it_group_val d h received)" -ge 101 ]'
+	it_wait "the chain's gap is counted" 20 it_holds '[ "$(it_q d drops "[.drops[] | select(.scope == \"group\" and .reason == \"seq_gap\") | .count] | add // 0")" -gt "$gap" ]'
+	gap=$(it_q d drops '[.drops[] | select(.scope == "group" and .reason == "seq_gap") | .count] | add // 0')
+	h_fig "a chain of 70 jumps of 65,536 from a new source: seq_gap now $gap, malformed $(it_counter d rx_malformed), group received $(it_group_val d h received) (100 real, and the chain's first two)"
+	it_check "the chain counts about one window, not 70 ($gap < 300000)" test "$gap" -lt 300000
 }
 
 # ---- class: forged heartbeat ages (wire_ctl.h): "this stream began just now" ----

@@ -30,6 +30,31 @@ static void reasm_refuses_implausible_sequence_jump(void **state)
 	pubd_reasm_destroy(r);
 }
 
+/* Jumps spend a budget that comes back with time: a chain of forged
+ * datagrams each a window ahead is not a window of "lost" messages each
+ * (70 of them made 4.5 million in the audit, and pushed the real stream's
+ * next messages out as stale); the real stream goes on. */
+static void reasm_chained_jumps_spend_one_window(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	uint64_t t = 1 * MS, i;
+
+	push_msg(r, 0, SRC_A, GRP_X, 0, 10);
+	for (i = 1; i <= 70; i++)
+		push_msg(r, t, SRC_A, GRP_X, i * 65536, 10);
+	/* The first jump fits (65,535 skipped); the others are malformed,
+	 * but for what 1 ms of budget gives back (50 a microsecond). */
+	assert_true(sink.drops[PUB_DROP_MALFORMED] >= 68);
+	assert_true(stream_info(r, SRC_A, GRP_X).missing <= 65536 + 50 * 1000);
+	/* The stream's own next message, right after, is delivered. */
+	push_msg(r, t, SRC_A, GRP_X, stream_info(r, SRC_A, GRP_X).next_seq, 10);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], 0);
+	/* Silence gives the budget back, up to the silence's window. */
+	push_msg(r, t + 2000 * MS, SRC_A, GRP_X, stream_info(r, SRC_A, GRP_X).next_seq + 1000000, 10);
+	assert_true(stream_info(r, SRC_A, GRP_X).missing >= 1000000);
+	pubd_reasm_destroy(r);
+}
+
 /* A new stream "from zero" announcing an absurd sequence starts there. */
 static void reasm_new_stream_from_zero_is_bounded(void **state)
 {
@@ -446,6 +471,7 @@ int main(void)
 		cmocka_unit_test(reasm_budget_evicts_oldest_partials_until_new_one_fits),
 		cmocka_unit_test(reasm_budget_bounds_memory_of_tiny_partials),
 		cmocka_unit_test(reasm_refuses_implausible_sequence_jump),
+		cmocka_unit_test(reasm_chained_jumps_spend_one_window),
 		cmocka_unit_test(reasm_new_stream_from_zero_is_bounded),
 		cmocka_unit_test(reasm_hostile_fragment_geometry),
 		cmocka_unit_test(reasm_flood_of_new_sources_spares_established_streams),
