@@ -3,3 +3,50 @@
 #
 # Hostile cases (see cases.sh for the conventions): one function case_NAME
 # each; case.sh sources this file and run.sh lists its cases.
+
+# ---- class: per-stream state a peer grows (THREATS.md rule 1) ----
+# Invented sources on a repair group, each sending 8-byte messages 0, 4096,
+# 2 * 4096, ... 16 * 4096: every stream holds 16 messages back for order
+# across a span of 65,536 sequence numbers (all a stream's jump budget lets
+# a peer skip at once; the audit sent them 65,536 apart, 670 MiB of RSS for
+# 300 sources, before that budget). What holding them takes is charged to
+# limits.reassembly_budget as memory (1 MiB here), not sized by the span (a
+# ring of a slot per seq: 512 KiB a stream, 150 MiB for 300). Whatever does not fit is released out of order and
+# counted: the subscriber gets every message, none dropped.
+case_c_order_hold_span() {
+	h_pubd d "heartbeat_ms: 100" <<-EOF
+		limits:
+		  reassembly_budget: 1MiB
+		  max_message_size: 64KiB
+		$(h_groups)
+		    repair: on
+	EOF
+	local n=300 k=17 r0 peak v taken
+	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count 100000000 --timeout-ms 60000
+	it_wait "a subscriber" 20 it_subscribers_at_least d h 1
+	r0=$(h_rss "$H_PID")
+	peak=$r0
+	# RSS sampled while the attack runs and until the daemon has taken it.
+	(while kill -0 "$H_PID" 2>/dev/null; do
+		h_rss "$H_PID"
+		sleep 0.1
+	done >"$IT_WORK/rss.txt") &
+	local sampler=$!
+	h_forge --dst "$H_GROUP_ADDR" --group h --mode span --per $k --seq 4096 --count $((n * k)) --rate 20000 >/dev/null ||
+		it_fail "forge_dgram --mode span"
+	taken=$(h_settled d rx_taken)
+	kill "$sampler" 2>/dev/null
+	wait "$sampler" 2>/dev/null
+	for v in $(cat "$IT_WORK/rss.txt") "$(h_rss "$H_PID")"; do
+		[ "$v" -gt "$peak" ] && peak=$v
+	done
+	h_fig "$n forged sources x $k 8-byte messages (seq 0, then 4096 apart) on a repair group, reassembly_budget 1 MiB: $taken datagrams taken, RSS $r0 -> peak $peak KiB (+$((peak - r0)) KiB); group received $(it_group_val d h received), delivered $(it_group_val d h delivered), sub_dropped $(it_group_val d h sub_dropped)"
+	it_check "pubd's RSS grew by less than 24 MiB under the attack" test $((peak - r0)) -lt 24576
+	it_eq "every forged message taken" "$(it_group_val d h received)" $((n * k))
+	# The gaps go unrecovered (nobody answers the NAKs); what was held
+	# follows, and published = delivered + dropped holds for the group.
+	it_wait "every message held delivered" 60 it_group_is d h delivered $((n * k))
+	h_fig "once the gaps were given up: delivered $(it_group_val d h delivered), sub_dropped $(it_group_val d h sub_dropped), unrecovered $(it_group_val d h unrecovered), RSS $(h_rss "$H_PID") KiB"
+	it_eq "no message dropped for a subscriber" "$(it_group_val d h sub_dropped)" 0
+	it_eq "the daemon is alive" "$(kill -0 "$H_PID" && echo up)" up
+}

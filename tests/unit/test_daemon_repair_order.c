@@ -6,7 +6,9 @@
  * drains, in order, nothing dropped; messages that arrive meanwhile queue
  * behind them. Held bytes over limits.reassembly_budget are released by
  * force, and then a full queue drops as the slow-subscriber policy says,
- * counted as sub_overflow, exactly.
+ * counted as sub_overflow, exactly. A peer's sparse sequence numbers
+ * (0, 4096, 8192, ... from many invented sources) cost the heap what the
+ * messages held take, within the budget, not the span between them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <malloc.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -39,17 +42,24 @@ static const char *config(const char *limits)
 	return b;
 }
 
-/* Message seq of SRC on r, as a datagram from the group's address. */
-static void inject(struct hd *d, uint64_t seq)
+/* Message seq of source on r, len bytes, as a datagram from the group's address. */
+static void inject_from(struct hd *d, uint64_t source, uint64_t seq, uint32_t len)
 {
 	struct pubd_group *g = hd_group(d, "r");
 	struct pubd_wire_hdr h = {
-		.group_id = g->id, .source_id = SRC, .msg_seq = seq, .msg_len = MSG_LEN, .frag_count = 1};
+		.group_id = g->id, .source_id = source, .msg_seq = seq, .msg_len = len, .frag_count = 1};
 	uint8_t dg[PUBD_WIRE_HDR_LEN + MSG_LEN];
 
+	assert_true(len <= MSG_LEN);
 	pubd_wire_encode(&h, dg);
-	memset(dg + PUBD_WIRE_HDR_LEN, (int)(seq & 0xff), MSG_LEN);
-	pubd_fake_inject_from(d->fk, g->slot, dg, sizeof(dg), 0x77);
+	memset(dg + PUBD_WIRE_HDR_LEN, (int)(seq & 0xff), len);
+	pubd_fake_inject_from(d->fk, g->slot, dg, PUBD_WIRE_HDR_LEN + len, 0x77);
+}
+
+/* Message seq of SRC on r, as a datagram from the group's address. */
+static void inject(struct hd *d, uint64_t seq)
+{
+	inject_from(d, SRC, seq, MSG_LEN);
 }
 
 /* A subscriber whose socket holds little, so the daemon's queue for it
@@ -193,7 +203,8 @@ static void test_random_repairs_among_many_held(void **state)
 
 /* Held bytes over the reassembly budget (64 KiB here) are released by
  * force: the queue's policy (drop-newest) drops what does not fit, each
- * counted as sub_overflow; delivered + sub_overflow = received. */
+ * counted as sub_overflow; once the gap is filled the rest follows, and
+ * delivered + sub_overflow = received. */
 static void test_forced_release_counts_overflow(void **state)
 {
 	static struct hd b;
@@ -213,8 +224,10 @@ static void test_forced_release_counts_overflow(void **state)
 		inject(&b, s);
 	hd_turn(&b, 1);
 	assert_true(b.d.order_overflows > 0);
+	assert_true(b.d.held_bytes <= 64 * 1024);
+	inject(&b, 1); /* the repair: what is still held follows, in order */
 	dl = hd_deadline(3000);
-	while (!hd_past(dl) && got + g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] + b.d.held_bytes / MSG_LEN < n - 1) {
+	while (!hd_past(dl) && (b.d.held_bytes || got + g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] < n)) {
 		struct pub_msg_deliver m;
 		const uint8_t *fb;
 		uint32_t flen;
@@ -232,8 +245,154 @@ static void test_forced_release_counts_overflow(void **state)
 		      (unsigned long long)g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW],
 		      (unsigned long long)b.d.held_bytes, (unsigned long long)b.d.order_overflows);
 	assert_true(g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] > 0);
-	assert_int_equal(g->delivered + g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] + b.d.held_bytes / MSG_LEN,
-			 g->received);
+	assert_int_equal(b.d.held_bytes, 0);
+	assert_int_equal(g->received, n);
+	assert_int_equal(g->delivered + g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW], g->received);
+	assert_int_equal(got, g->delivered);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
+/* The heap in use (glibc; ASan's allocator reports nothing here). */
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* Read what sub has (any order); returns how many DELIVERs. */
+static uint64_t drain(struct hc *sub)
+{
+	const uint8_t *fb;
+	uint32_t flen;
+	uint8_t type;
+	uint64_t n = 0;
+
+	while (hc_next(sub, &type, &fb, &flen, 0) == 1) {
+		n += type == PUB_FRAME_DELIVER;
+		hc_pop(sub);
+	}
+	return n;
+}
+
+/* One source of the audit's attack (a11): 8-byte messages 0, 4096,
+ * 2 * 4096, ... 16 * 4096, so the stream holds 16 messages across a span of
+ * 65,536 sequence numbers: all a stream's jump budget lets a peer skip at
+ * once (reasm_push.c; the audit used 65536 apart, before that budget). */
+static void sparse_source(struct hd *d, uint64_t source)
+{
+	unsigned j;
+
+	for (j = 0; j <= 16; j++)
+		inject_from(d, source, (uint64_t)j * 4096, 8);
+}
+
+static void sparse_start(struct hd *d, struct hc *sub, const char *limits)
+{
+	char conf[512];
+
+	snprintf(conf, sizeof(conf),
+		 "limits:\n  reassembly_timeout_ms: 60000\n  subscriber_queue: 65536\n  max_message_size: 64KiB\n%s"
+		 "groups:\n  - {name: r, address: 239.78.0.4, repair: on}\n",
+		 limits);
+	assert_int_equal(hd_start(d, NULL, conf), 0);
+	assert_int_equal(hc_connect(d, sub, 0), 0);
+	assert_int_equal(hc_hello(sub, "sub"), 0);
+	assert_int_equal(hc_group_req(sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	hd_turn(d, 1);
+}
+
+/* The attack from 300 invented sources, reassembly_budget 1 MiB: what
+ * holding takes from the heap stays within the budget, charged as memory
+ * (buffers, entries, streams); beyond it a stream is released out of
+ * order, counted, nothing lost; memory follows the messages held, not the
+ * span (a ring of a slot per seq took 512 KiB a stream here, 150 MiB for
+ * 300; 8 MiB a stream at 65536 apart). */
+static void test_sparse_seqs_stay_within_budget(void **state)
+{
+	static struct hd b;
+	enum { SOURCES = 300 };
+	const uint64_t budget = 1 << 20;
+	uint64_t got = 0, peak = 0, dl;
+	size_t heap0, heap, heap_peak = 0;
+	struct pubd_group *g;
+	struct hc sub;
+	unsigned i;
+
+	(void)state;
+	sparse_start(&b, &sub, "  reassembly_budget: 1MiB\n");
+	g = hd_group(&b, "r");
+	got += drain(&sub);
+	heap0 = heap_in_use();
+	for (i = 0; i < SOURCES; i++) {
+		sparse_source(&b, 0x401d000000000000ull + i);
+		hd_turn(&b, 0);
+		got += drain(&sub);
+		heap = heap_in_use();
+		heap_peak = heap > heap_peak ? heap : heap_peak;
+		peak = b.d.held_bytes > peak ? b.d.held_bytes : peak;
+		/* What the attack took from the heap: what holding is charged
+		 * (the budget at most), reassembly's missing ranges (its own
+		 * budget), per-source entries and the subscriber's queue. */
+		if (heap - heap0 > 3 * budget)
+			fail_msg("after %u sources the heap grew by %zu KiB (held_bytes %llu)", i + 1,
+				 (heap - heap0) / 1024, (unsigned long long)b.d.held_bytes);
+	}
+	dl = hd_deadline(2000);
+	while (!hd_past(dl) && got < g->delivered) {
+		hd_turn(&b, 1);
+		got += drain(&sub);
+	}
+	print_message("%u sources x 17 messages 4096 apart: held %llu bytes (peak %llu, budget %llu), heap +%zu KiB "
+		      "at most, %llu forced releases, received %llu, delivered %llu\n",
+		      SOURCES, (unsigned long long)b.d.held_bytes, (unsigned long long)peak, (unsigned long long)budget,
+		      (heap_peak - heap0) / 1024, (unsigned long long)b.d.order_overflows,
+		      (unsigned long long)g->received, (unsigned long long)g->delivered);
+	assert_true(peak <= budget);
+	assert_true(b.d.held_bytes > budget / 2); /* it still holds for order */
+	assert_true(b.d.order_overflows > 0);
+	assert_int_equal(g->received, SOURCES * 17);
+	assert_int_equal(pubd_drops_msg_total(&g->sub_drops), 0);
+	assert_int_equal(got, g->delivered);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
+/* Streams holding at once: at most limits.max_sources (16 here); a
+ * message of a further stream is delivered at once, counted. */
+static void test_holding_streams_capped(void **state)
+{
+	static struct hd b;
+	enum { SOURCES = 40, MAX = 16 };
+	uint64_t held, got = 0, dl;
+	struct pubd_group *g;
+	struct hc sub;
+	unsigned i;
+
+	(void)state;
+	sparse_start(&b, &sub, "  reassembly_budget: 1MiB\n  max_sources: 16\n");
+	g = hd_group(&b, "r");
+	for (i = 0; i < MAX; i++)
+		sparse_source(&b, 0x401d000000000000ull + i);
+	hd_turn(&b, 0);
+	held = b.d.held_bytes;
+	assert_int_equal(b.d.order_overflows, 0);
+	for (; i < SOURCES; i++)
+		sparse_source(&b, 0x401d000000000000ull + i);
+	hd_turn(&b, 0);
+	dl = hd_deadline(2000);
+	while (!hd_past(dl) && got < g->delivered) {
+		hd_turn(&b, 1);
+		got += drain(&sub);
+	}
+	print_message("%u sources, max_sources %u: held %llu bytes by the first %u, %llu after all; %llu refused\n",
+		      SOURCES, MAX, (unsigned long long)held, MAX, (unsigned long long)b.d.held_bytes,
+		      (unsigned long long)b.d.order_overflows);
+	assert_int_equal(b.d.held_bytes, held);
+	assert_int_equal(b.d.order_overflows, (SOURCES - MAX) * 16);
+	assert_int_equal(g->received, SOURCES * 17);
+	assert_int_equal(g->delivered, (uint64_t)SOURCES * 17 - MAX * 16);
 	assert_int_equal(got, g->delivered);
 	hc_close(&sub);
 	hd_stop(&b);
@@ -245,6 +404,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_release_waits_for_the_queue, hd_teardown),
 		cmocka_unit_test_teardown(test_forced_release_counts_overflow, hd_teardown),
 		cmocka_unit_test_teardown(test_random_repairs_among_many_held, hd_teardown),
+		cmocka_unit_test_teardown(test_sparse_seqs_stay_within_budget, hd_teardown),
+		cmocka_unit_test_teardown(test_holding_streams_capped, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
