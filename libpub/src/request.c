@@ -20,6 +20,20 @@ uint32_t next_req(struct pub_client *c)
 }
 
 /* Send a small control frame and wait for its answer. -ECONNRESET etc. when the connection failed. */
+/*
+ * The connection went while we wrote (err): pubd may have said why before
+ * it closed it, a refusal at the door (out of fds, limits.max_clients)
+ * most often, and our HELLO met the closed socket. What it sent is still
+ * to be read: its ERROR answers w, in pubd's words, not "Broken pipe".
+ */
+static int said_why(struct pub_client *c, struct pub_waiter *w, int err)
+{
+	c->wpos = c->wlen = 0; /* nothing more goes out on this connection */
+	while (process(c, w, NULL) >= 0 && !w->done && rx_read(c) > 0)
+		;
+	return w->done ? w->result : err;
+}
+
 int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w)
 {
 	uint64_t deadline = deadline_in(c->request_timeout_ms);
@@ -28,10 +42,10 @@ int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub
 
 	r = tx_flush(c, deadline);
 	if (r < 0)
-		return r;
+		return is_disconnect(r) ? said_why(c, w, r) : r;
 	r = tx_frame(c, frame, len, NULL, 0, deadline, &partial);
 	if (r < 0)
-		return r;
+		return is_disconnect(r) ? said_why(c, w, r) : r;
 	return wait_for(c, w, deadline);
 }
 
