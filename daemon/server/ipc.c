@@ -212,11 +212,6 @@ static int listen_on_path(struct pubd_ipc *srv)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	/* A socket left by a daemon that died is stale unless someone answers.
-	 * The probe never blocks: a Unix connect either completes at once, is
-	 * refused (nobody listens: stale), or finds the backlog full (EAGAIN:
-	 * a daemon is there but stuck, SIGSTOPped or overloaded). Only a
-	 * refusal lets us take the path over. */
 	/* Something else in the way is left alone, and named: a bind onto it
 	 * would only say "Address already in use", as if a pubd were there. */
 	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
@@ -228,6 +223,11 @@ static int listen_on_path(struct pubd_ipc *srv)
 		close(fd);
 		return -EEXIST;
 	}
+	/* A socket left by a daemon that died is stale unless someone answers.
+	 * The probe never blocks: a Unix connect either completes at once, is
+	 * refused (nobody listens: stale), or finds the backlog full (EAGAIN:
+	 * a daemon is there but stuck, SIGSTOPped or overloaded). Only a
+	 * refusal lets us take the path over. */
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
