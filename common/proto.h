@@ -77,12 +77,12 @@ enum pub_err {
 	PUB_ERR_STATE = 6,     /* request not valid now (e.g. before HELLO, double subscribe) */
 	PUB_ERR_INTERNAL = 7,  /* the daemon failed (out of memory, fabric down) */
 	PUB_ERR_BAD_QUERY = 8, /* unknown query kind */
-	PUB_ERR_CONFIG = 9,    /* reload rejected: the new config has errors (text lists them); or
-				* applied but not all of it ("reload applied, but: ...") */
+	PUB_ERR_CONFIG = 9,    /* reload rejected: the new config has errors (text lists them) */
 	PUB_ERR_SLOW = 10,     /* disconnected as a slow subscriber (slow_subscriber: disconnect) */
 	PUB_ERR_SHUTDOWN = 11, /* the daemon is stopping */
 	PUB_ERR_REMADE = 12,   /* a subscribed group was made anew by a reload (address, scope or mode):
 				* subscribe again (libpub does it by itself) */
+	PUB_ERR_PARTIAL = 13,  /* reload applied, but not all of it (text says what was not) */
 	PUB_ERR__MAX
 };
 const char *pub_proto_err_name(uint32_t code);

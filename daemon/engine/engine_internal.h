@@ -73,12 +73,13 @@ void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source
 void engine_naks_tick(struct pubd *d, uint64_t now);
 void engine_naks_arm(struct pubd *d);
 /* Is g a group whose losses this daemon asks to be repaired? */
-/* How long a source's NAK address or repair token must have been silent
- * before another may replace it: a few of our heartbeat periods (a source
- * heartbeats each group it sends on). */
-static inline uint64_t engine_repair_silence_ns(const struct pubd *d)
+/* Was a source's NAK address or repair token, last heard at heard_ns,
+ * heard lately? Then no other may replace it: it must have been silent a
+ * few of our heartbeat periods (a source heartbeats each group it sends
+ * on). Anyone on a group's multicast can claim a source's id. */
+static inline bool engine_repair_still_heard(const struct pubd *d, uint64_t heard_ns)
 {
-	return 3 * (uint64_t)d->cfg.heartbeat_ms * MS + 100 * MS;
+	return d->event_ns - heard_ns < 3 * (uint64_t)d->cfg.heartbeat_ms * MS + 100 * MS;
 }
 
 static inline bool engine_repairs(const struct pubd *d, const struct pubd_group *g)

@@ -159,10 +159,10 @@ static void apply_socket_mode(struct pubd *d, uint32_t old_mode, char *errtext, 
 		log_warn("daemon.socket_mode changed, but systemd passed the socket: its unit's SocketMode= applies");
 		reload_note(errtext, errcap, "daemon.socket_mode is ignored: systemd passed the socket (SocketMode=)");
 	} else if (r < 0) {
-		log_err("daemon.socket_mode %04o: %s", d->cfg.socket_mode,
-			r == -ESTALE ? "the socket file is no longer the one pubd made" : strerror(-r));
-		reload_note(errtext, errcap, "daemon.socket_mode %04o not applied: %s", d->cfg.socket_mode,
-			    r == -ESTALE ? "the socket file is no longer the one pubd made" : strerror(-r));
+		const char *why = r == -ESTALE ? "the socket file is no longer the one pubd made" : strerror(-r);
+
+		log_err("daemon.socket_mode %04o: %s", d->cfg.socket_mode, why);
+		reload_note(errtext, errcap, "daemon.socket_mode %04o not applied: %s", d->cfg.socket_mode, why);
 	}
 }
 

@@ -192,8 +192,7 @@ void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source
 	 * taken once the old one has been silent a while. Anyone on the
 	 * group's multicast can send a heartbeat, and the latest winning let
 	 * a forger take a live stream's token (and its NAKs) over. */
-	if (s->repair_token == token || !s->repair_token ||
-	    d->event_ns - s->token_heard_ns >= engine_repair_silence_ns(d)) {
+	if (s->repair_token == token || !s->repair_token || !engine_repair_still_heard(d, s->token_heard_ns)) {
 		s->repair_token = token;
 		s->token_heard_ns = d->event_ns;
 	} else {

@@ -226,7 +226,7 @@ static void remember_peer(struct pubd *d, const struct pubd_wire_hdr *h, const s
 		s->peer_heard_ns = now;
 		return;
 	}
-	if (s->peer_len && now - s->peer_heard_ns < engine_repair_silence_ns(d)) {
+	if (s->peer_len && engine_repair_still_heard(d, s->peer_heard_ns)) {
 		d->counters[PUBD_CTR_REPAIR_PEER_REFUSED]++;
 		return;
 	}

@@ -197,6 +197,7 @@ static int listen_on_path(struct pubd_ipc *srv)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	const char *path = srv->cfg->socket_path;
 	struct stat st;
+	bool exists;
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -212,9 +213,10 @@ static int listen_on_path(struct pubd_ipc *srv)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	exists = lstat(path, &st) == 0;
 	/* Something else in the way is left alone, and named: a bind onto it
 	 * would only say "Address already in use", as if a pubd were there. */
-	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+	if (exists && !S_ISSOCK(st.st_mode)) {
 		log_err("daemon.socket %s: the path holds %s, not a socket; not removing it", path,
 			S_ISREG(st.st_mode)   ? "a regular file"
 			: S_ISDIR(st.st_mode) ? "a directory"
@@ -228,7 +230,7 @@ static int listen_on_path(struct pubd_ipc *srv)
 	 * refused (nobody listens: stale), or finds the backlog full (EAGAIN:
 	 * a daemon is there but stuck, SIGSTOPped or overloaded). Only a
 	 * refusal lets us take the path over. */
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+	if (exists) {
 		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 		err = probe < 0 ? errno : connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;

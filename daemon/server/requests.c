@@ -397,7 +397,7 @@ static void handle_reload(struct pubd_client *c, uint32_t req_id)
 	/* Applied, but not all of it: the operator hears what was not, not
 	 * only the log (a tightened socket_mode, a metrics.listen in use). */
 	if (r > 0) {
-		srv_reply_error(c, req_id, PUB_ERR_CONFIG, "reload applied, but: %s", err);
+		srv_reply_error(c, req_id, PUB_ERR_PARTIAL, "%s", err);
 		return;
 	}
 	srv_reply_ok(c, req_id);

@@ -74,6 +74,7 @@ enum pub_error {
 	PUB_ESLOW = 2010,     /* disconnected as a slow subscriber (then reconnected) */
 	PUB_ESHUTDOWN = 2011, /* pubd is stopping */
 	PUB_EREMADE = 2012,   /* a group was made anew by a reload; libpub subscribes again by itself */
+	PUB_EPARTIAL = 2013,  /* reload applied, but not all of it (pub_errmsg says what was not) */
 	PUB_EUNKNOWN = 2099,  /* an error code this library does not know */
 };
 
@@ -158,8 +159,8 @@ enum pub_query_kind {
 	PUB_Q_CLIENTS = 4, /* table: clients */
 	PUB_Q_DROPS = 5,   /* table: drops */
 	PUB_Q_SOURCES = 6, /* table: sources */
-	PUB_Q_RELOAD = 7,  /* re-read pubd's config; no tables; -PUB_ECONFIG lists the errors, or
-			    * "reload applied, but: ..." what could not be applied */
+	PUB_Q_RELOAD = 7,  /* re-read pubd's config; no tables; -PUB_ECONFIG lists the errors,
+			    * -PUB_EPARTIAL what of an applied config could not be */
 	PUB_Q_METRICS = 8, /* table: metrics, one column "text": the Prometheus text, in pieces to concatenate */
 };
 

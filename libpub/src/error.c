@@ -24,6 +24,7 @@ _Static_assert(PUB_ECONFIG == PUB_EBASE + PUB_ERR_CONFIG, "PUB_ECONFIG");
 _Static_assert(PUB_ESLOW == PUB_EBASE + PUB_ERR_SLOW, "PUB_ESLOW");
 _Static_assert(PUB_ESHUTDOWN == PUB_EBASE + PUB_ERR_SHUTDOWN, "PUB_ESHUTDOWN");
 _Static_assert(PUB_EREMADE == PUB_EBASE + PUB_ERR_REMADE, "PUB_EREMADE");
+_Static_assert(PUB_EPARTIAL == PUB_EBASE + PUB_ERR_PARTIAL, "PUB_EPARTIAL");
 _Static_assert(PUB_ERR__MAX <= 99, "codes must stay below PUB_EUNKNOWN");
 
 #define SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " follows " #b)
@@ -80,6 +81,8 @@ const char *pub_strerror(int err)
 		return "disconnected by pubd as a slow subscriber (messages were dropped)";
 	case PUB_ESHUTDOWN:
 		return "pubd is shutting down";
+	case PUB_EPARTIAL:
+		return "pubd applied the new configuration, but not all of it";
 	case PUB_EREMADE:
 		return "the group was made anew by a reload (its address, scope or mode changed)";
 	case PUB_EUNKNOWN:

@@ -36,21 +36,12 @@ static int queue_message(struct pub_client *c, const struct pub_msg_deliver *d)
 
 static void reply_error(struct pub_client *c, struct pub_waiter *w, const struct pub_msg_error *e)
 {
-	static const char applied[] = "reload applied, but: ";
 	int err = pub_err_from_code(e->code);
-	const char *desc = pub_err_describe(err, w->what), *text = e->text.ptr;
-	size_t len = e->text.len;
 
-	/* A reload pubd applied but not all of (the text says what): not
-	 * "rejected". */
-	if (err == -PUB_ECONFIG && len >= sizeof(applied) - 1 && !memcmp(text, applied, sizeof(applied) - 1)) {
-		desc = "pubd applied the new configuration, but not all of it";
-		text += sizeof(applied) - 1;
-		len -= sizeof(applied) - 1;
-	}
 	w->done = true;
 	w->result = err;
-	set_err(c, err, "%s: %s (pubd: %.*s)", w->what ? w->what : "request", desc, (int)len, text);
+	set_err(c, err, "%s: %s (pubd: %.*s)", w->what ? w->what : "request", pub_err_describe(err, w->what),
+		(int)e->text.len, e->text.ptr);
 }
 
 /* An ERROR without a request: about a fast-path publish, a dropped subscription, or the connection. */
@@ -360,8 +351,7 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 		r = take_pending(c);
 		if (r < 0)
 			return r;
-		r = conn_resubscribe_due(c);
-		if (r < 0)
+		if (c->resub_due && (r = conn_resubscribe_due(c)) < 0)
 			return r;
 		if (take_queued(c, m))
 			return 1;

@@ -40,6 +40,7 @@ from ._lib import (
     PUB_ECONFIG,
     PUB_EINTERNAL,
     PUB_ENOGROUP,
+    PUB_EPARTIAL,
     PUB_EPROTO,
     PUB_EREMADE,
     PUB_ESHUTDOWN,
@@ -97,6 +98,7 @@ __all__ = [
     "PUB_ESLOW",
     "PUB_ESHUTDOWN",
     "PUB_EREMADE",
+    "PUB_EPARTIAL",
     "PUB_EUNKNOWN",
     "PUB_GROUP_MAX",
 ]
