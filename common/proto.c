@@ -111,7 +111,7 @@ int pub_proto_dec_welcome(const uint8_t *body, size_t len, struct pub_msg_welcom
 	m->source_id = rd_u64(&c);
 	rd_name8(&c, &m->daemon_version);
 	rd_name8(&c, &m->fabric);
-	if (m->flags & ~(PUB_WELCOME_F_SHM | PUB_WELCOME_F_SHM_DELIVER))
+	if (m->flags & ~(PUB_WELCOME_F_SHM | PUB_WELCOME_F_SHM_DELIVER | PUB_WELCOME_F_DIRECT))
 		return -PUB_ERR_PROTO;
 	return finish(&c);
 }
@@ -127,12 +127,20 @@ int pub_proto_dec_shm(const uint8_t *body, size_t len, struct pub_msg_shm *m)
 	m->flags = rd_u32(&c);
 	if (m->flags & ~(m->kind == PUB_SHM_GROUP_LOG ? PUB_SHM_F_AFTER_MARK : 0u))
 		return -PUB_ERR_PROTO;
-	if (m->kind == PUB_SHM_GROUP_LOG) {
+	if (m->kind == 0 || m->kind >= PUB_SHM__MAX)
+		return -PUB_ERR_PROTO;
+	if (m->kind == PUB_SHM_GROUP_LOG || m->kind >= PUB_SHM_DIRECT_LOG) {
 		m->slot = rd_u32(&c);
 		m->start = rd_u64(&c);
 		rd_name8(&c, &m->group);
 		if (!c.bad && m->group.len == 0)
 			return -PUB_ERR_PROTO;
+	}
+	if (m->kind >= PUB_SHM_DIRECT_LOG) {
+		m->log_id = rd_u32(&c);
+		m->peer = rd_u32(&c);
+		m->source = rd_u64(&c);
+		m->seq = rd_u64(&c);
 	}
 	return finish(&c);
 }
@@ -371,10 +379,18 @@ long pub_proto_enc_shm(void *out, size_t cap, const struct pub_msg_shm *m)
 	wr_u32(&w, m->capacity);
 	wr_u32(&w, m->max_record);
 	wr_u32(&w, m->flags);
-	if (m->kind == PUB_SHM_GROUP_LOG) {
+	if (m->group.len > PUB_PROTO_NAME_MAX)
+		return -PUB_ERR_PROTO;
+	if (m->kind == PUB_SHM_GROUP_LOG || m->kind >= PUB_SHM_DIRECT_LOG) {
 		wr_u32(&w, m->slot);
 		wr_u64(&w, m->start);
 		wr_name8(&w, m->group.ptr, m->group.len);
+	}
+	if (m->kind >= PUB_SHM_DIRECT_LOG) {
+		wr_u32(&w, m->log_id);
+		wr_u32(&w, m->peer);
+		wr_u64(&w, m->source);
+		wr_u64(&w, m->seq);
 	}
 	return enc_end(&w, hdr, PUB_FRAME_SHM, 0);
 }
@@ -384,7 +400,8 @@ long pub_proto_enc_group_req(void *out, size_t cap, uint8_t type, uint32_t req_i
 	struct wcur w = wcur_init(out, cap);
 	uint8_t *hdr;
 
-	if (group_len > PUB_PROTO_NAME_MAX || (type != PUB_FRAME_SUBSCRIBE && type != PUB_FRAME_UNSUBSCRIBE))
+	if (group_len > PUB_PROTO_NAME_MAX ||
+	    (type != PUB_FRAME_SUBSCRIBE && type != PUB_FRAME_UNSUBSCRIBE && type != PUB_FRAME_DIRECT))
 		return -PUB_ERR_PROTO;
 	hdr = enc_begin(&w);
 	wr_u32(&w, req_id);

@@ -50,7 +50,10 @@ enum pub_frame_type {
 				    *       one write, the fds of both in order. Kind GROUP_LOG adds
 				    *       u32 slot, u64 start, name8 group and carries one fd (the
 				    *       memfd, opened read-only); it comes before the OK of the
-				    *       SUBSCRIBE it serves. */
+				    *       SUBSCRIBE it serves. The direct path's kinds (below) add
+				    *       u32 log_id, u32 peer, u64 source, u64 seq after the group. */
+	PUB_FRAME_DIRECT = 12,	   /* c->d: u32 req_id, name8 group: a direct log of the group to publish
+				    *       into (an SHM frame of kind DIRECT_LOG, then OK; or ERROR) */
 	PUB_FRAME__MAX
 };
 
@@ -128,14 +131,28 @@ size_t pub_proto_put_hdr(void *out, uint8_t type, uint32_t body_len);
 /* ---- decoded bodies ---- */
 
 /* HELLO flags */
-#define PUB_HELLO_F_SHM 0x1 /* the client would publish through a shared-memory log */
+#define PUB_HELLO_F_SHM	   0x1 /* the client would publish through a shared-memory log */
+#define PUB_HELLO_F_DIRECT 0x2 /* ...and write and read direct logs (common/directlog.h) */
 /* WELCOME flags */
 #define PUB_WELCOME_F_SHM	  0x1 /* an SHM frame with the client's publish log follows */
 #define PUB_WELCOME_F_SHM_DELIVER 0x2 /* ...and one with its deliver log */
+#define PUB_WELCOME_F_DIRECT	  0x4 /* ...and one with its wake page: the direct path is on */
 /* SHM kinds */
 #define PUB_SHM_PUBLISH_LOG 1 /* the client writes, pubd reads */
 #define PUB_SHM_DELIVER_LOG 2 /* pubd writes the client's deliveries, the client reads */
 #define PUB_SHM_GROUP_LOG   3 /* pubd writes a group's messages once, its subscribers read (read-only) */
+/* The direct path (common/directlog.h). */
+#define PUB_SHM_WAKE_PAGE   4 /* after the deliver log's: the client's wake page (1 fd, read-write) */
+#define PUB_SHM_DIRECT_LOG  5 /* to a publisher: its direct log of a group (memfd, doorbell, space) */
+#define PUB_SHM_DIRECT_READ 6 /* to a subscriber: a publisher's direct log to read (1 fd, read-only) */
+#define PUB_SHM_WAKER                                                                            \
+	7		     /* to a publisher: a reader of its log log_id to wake: the reader's \
+			      * wake page (read-only) and doorbell eventfd; peer names it */
+#define PUB_SHM_WAKER_GONE 8 /* to a publisher: reader peer of log log_id left (no fd) */
+#define PUB_SHM_DIRECT_GONE                                                       \
+	9 /* log log_id is retired (no fd): its writer writes it no more (it asks \
+	   * for a new one), a reader reads it to its end, then lets go */
+#define PUB_SHM__MAX 10
 /* SHM frame flags (GROUP_LOG only): read it from the group's mark in the
  * deliver log on (given back after an END), not at once. */
 #define PUB_SHM_F_AFTER_MARK 0x1
@@ -187,6 +204,13 @@ struct pub_msg_shm {
 	uint32_t slot;
 	uint64_t start;
 	struct pub_str group;
+	/* The direct path's kinds (PUB_SHM_DIRECT_LOG and after) too: the
+	 * direct log, the reader it is about (WAKER, WAKER_GONE: its client
+	 * id), and the source id its messages are delivered with. */
+	uint32_t log_id;
+	uint32_t peer;
+	uint64_t source;
+	uint64_t seq; /* DIRECT_READ: the seq of the first message at start */
 };
 
 struct pub_msg_ok {

@@ -13,6 +13,7 @@ int pub_publog_decode(const struct pub_shmlog_view *v, struct pub_publog_piece *
 		return -EPROTO;
 	memcpy(head, v->body, sizeof(head));
 	memcpy(&p->req_id, head, 4);
+	p->seq = 0;
 	p->glen = head[4];
 	p->first = p->glen != 0;
 	p->more = (v->flags & PUB_SHMLOG_F_MORE) != 0;

@@ -32,6 +32,7 @@ struct pub_publog_piece {
 	const uint8_t *data; /* the piece's payload, in the log */
 	uint32_t len;
 	uint32_t total; /* the whole message */
+	uint64_t seq;	/* a direct log's (daemon/server/direct_read.c): the writer's; else 0 */
 };
 
 /*

@@ -87,12 +87,17 @@ struct pub_shmlog_ctl {
 	_Atomic uint64_t latest;	 /* start of the last committed message record */
 	_Atomic uint32_t writer_waiting; /* the writer found no room and sleeps (single-reader logs) */
 	_Atomic uint32_t closed;	 /* the writer is done with this reader (pubd closed the client) */
-	uint8_t pad1_[32];
+	_Atomic uint32_t wakers_seen;	 /* direct logs: the wakers_gen the writer has taken in */
+	uint8_t pad1_[28];
 
 	/* Reader's line (single-reader logs). */
 	_Atomic uint64_t head;		  /* position the reader has consumed up to */
 	_Atomic uint32_t reader_sleeping; /* the reader found nothing and sleeps */
-	uint8_t pad2_[52];
+	/* Direct logs (common/directlog.h), pubd being the reader: */
+	_Atomic uint32_t lazy;	     /* ring only when more than half the ring is unread */
+	_Atomic uint32_t retired;    /* write no more here: ask for a new log */
+	_Atomic uint32_t wakers_gen; /* moves with each reader change sent on the socket */
+	uint8_t pad2_[40];
 };
 
 _Static_assert(sizeof(struct pub_shmlog_rec) == PUB_SHMLOG_HDR_LEN, "record header size");

@@ -90,6 +90,7 @@ struct pubd_config {
 	uint32_t socket_mode; /* e.g. 0660 */
 	int log_level;	      /* syslog priority: 3 err .. 7 debug */
 	int shm;	      /* 1: clients that ask publish through a shared-memory log */
+	int shm_direct;	      /* 1: ...and local publishers write straight to local subscribers (direct logs) */
 
 	/* fabric */
 	enum pubd_fabric_type fabric_type;
@@ -132,6 +133,9 @@ struct pubd_config {
 	uint64_t publish_log;
 	/* Bytes of a client's deliver log, likewise. */
 	uint64_t deliver_log;
+	/* Bytes of each direct log (one per publisher and group on the direct
+	 * path), likewise: all a subscriber reading it may fall behind by. */
+	uint64_t direct_log;
 	/* Bytes of a group's group log, which pubd writes once for all its
 	 * local subscribers on shared memory; 0: none (each gets a copy). */
 	uint64_t group_log;

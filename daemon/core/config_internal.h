@@ -56,7 +56,7 @@ struct key {
 };
 
 /* The one table (config_keys.c); NKEYS is checked against it there. */
-#define NKEYS 50
+#define NKEYS 52
 extern const struct key config_keys[NKEYS];
 
 #define NSECTIONS 5

@@ -80,6 +80,7 @@ const struct key config_keys[] = {
 	{"daemon.log_level", K_ENUM, CFG(log_level), .def = LOG_INFO, .names = log_levels,
 	 .expect = "one of debug, info, notice, warning, err"},
 	{"daemon.shm", K_ENUM, CFG(shm), .def = 1, .names = on_off, .expect = "on or off"},
+	{"daemon.shm_direct", K_ENUM, CFG(shm_direct), .def = 1, .names = on_off, .expect = "on or off"},
 
 	{"fabric.type", K_ENUM, CFG(fabric_type), .def = PUBD_FABRIC_AUTO, .names = fabric_types,
 	 .expect = "one of verbs, udp, auto"},
@@ -127,6 +128,8 @@ const struct key config_keys[] = {
 	{"limits.publish_log", K_SIZE, CFG(publish_log), .def = 1 * MIB, .min = 64 * KIB, .max = GIB,
 	 .expect = "a size from 64 KiB to 1 GiB (bytes, or with KiB, MiB or GiB)"},
 	{"limits.deliver_log", K_SIZE, CFG(deliver_log), .def = 1 * MIB, .min = 64 * KIB, .max = GIB,
+	 .expect = "a size from 64 KiB to 1 GiB (bytes, or with KiB, MiB or GiB)"},
+	{"limits.direct_log", K_SIZE, CFG(direct_log), .def = 4 * MIB, .min = 64 * KIB, .max = GIB,
 	 .expect = "a size from 64 KiB to 1 GiB (bytes, or with KiB, MiB or GiB)"},
 	{"limits.group_log", K_SIZE, CFG(group_log), .def = 1 * MIB, .min = 0, .max = GIB,
 	 .expect = "0 (off), or a size from 64 KiB to 1 GiB (bytes, or with KiB, MiB or GiB)"},

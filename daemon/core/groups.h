@@ -52,6 +52,9 @@ struct pubd_sub {
 	uint32_t glog_slot;
 	uint64_t glog_released;
 	uint64_t glog_until;
+	/* it reads the direct log whose message is being fanned out now
+	 * (server/direct.c): the fan-out passes over it */
+	bool direct_now;
 };
 
 struct pubd_group {
@@ -82,6 +85,9 @@ struct pubd_group {
 	uint64_t glog_ends;	 /* times its readers were moved off a group log */
 	uint64_t glog_returns;	 /* subscriptions given it back after */
 	uint64_t glog_abandoned; /* logs retired for readers stuck before the END */
+	/* the direct logs its local publishers write (server/direct.c) */
+	struct srv_direct **directs;
+	unsigned ndirects, directs_cap;
 
 	/* transmit side */
 	uint64_t next_seq; /* sequence number of the next message published here */

@@ -50,7 +50,14 @@
 	X(REPAIR_PEER_REFUSED, "repair_peer_refused",                                                                 \
 	  "datagrams naming a source from an address other than its live one (not taken as its NAK address)")         \
 	X(REPAIR_TOKEN_REFUSED, "repair_token_refused",                                                               \
-	  "heartbeats with a repair token other than the source's live one (ignored)")
+	  "heartbeats with a repair token other than the source's live one (ignored)")                                \
+	X(DIRECT_OPENED, "direct_logs_opened", "direct logs made for local publishers (the direct path)")             \
+	X(DIRECT_RETIRED, "direct_logs_retired",                                                                      \
+	  "direct logs retired: their publisher left, or a reload changed who may read them")                         \
+	X(DIRECT_DELIVERED, "direct_delivered",                                                                       \
+	  "deliveries local subscribers read straight from a publisher's direct log (in delivered too)")              \
+	X(DIRECT_LOST, "direct_lost",                                                                                 \
+	  "of those, messages a publisher wrote over before its subscriber read them (in dropped too: sub_overflow)")
 
 enum pubd_counter {
 #define PUBD_X_ENUM(id, name, help) PUBD_CTR_##id,

@@ -27,6 +27,15 @@ static inline void engine_fan_out(struct pubd *d, struct pubd_group *g, uint64_t
 	 * subscriber. A delivery never changes g->subs: a subscriber
 	 * disconnected as slow keeps its entry until the server's next flush
 	 * (pubd_ipc_deliver). */
+	if (d->ipc.direct_fan_out) {
+		/* A direct log's message: its readers have it already. The
+		 * others get it in their own queues (a group log's readers
+		 * too: those of the direct log read that log as well). */
+		for (i = 0; i < g->nsubs; i++)
+			if (!g->subs[i]->direct_now)
+				pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
+		return;
+	}
 	pubd_ipc_group_log_put(&d->ipc, g, source, seq, m->data, m->len, m);
 	for (i = 0; i < g->nsubs; i++)
 		if (!g->subs[i]->glog_live)

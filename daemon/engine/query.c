@@ -306,8 +306,10 @@ static const char *const status_cols[] = {
 	"heartbeat_ms:u",
 	"receive:s",
 	"shm:s",
+	"shm_direct:s",
 	"publish_log:u",
 	"deliver_log:u",
+	"direct_log:u",
 	"group_log:u",
 	"client_buffered:u",
 	"client_buffer_budget:u",
@@ -358,8 +360,10 @@ static void status_row(struct pubd *d, struct pub_table_builder *b)
 	pub_table_u64(b, d->cfg.heartbeat_ms);
 	pub_table_str(b, pubd_receive_policy_name(d->cfg.receive));
 	pub_table_str(b, d->cfg.shm ? "on" : "off");
+	pub_table_str(b, d->cfg.shm_direct ? "on" : "off");
 	pub_table_u64(b, d->cfg.publish_log);
 	pub_table_u64(b, d->cfg.deliver_log);
+	pub_table_u64(b, d->cfg.direct_log);
 	pub_table_u64(b, d->cfg.group_log);
 	pub_table_u64(b, d->ipc.charged);
 	pub_table_u64(b, d->cfg.client_buffer_budget);
@@ -564,10 +568,10 @@ static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len,
 static void q_clients(struct pubd *d, struct reply *r)
 {
 	struct pub_table_builder *b = r->b;
-	static const char *const cols[] = {"id:u",	    "name:s",	       "pid:u",	      "uid:u",
-					   "gid:u",	    "subscriptions:s", "published:u", "delivered:u",
-					   "queued:u",	    "dropped:u",       "paused:u",    "connected_s:u",
-					   "publish_log:u", "deliver_log:u"};
+	static const char *const cols[] = {"id:u",	    "name:s",	       "pid:u",	       "uid:u",
+					   "gid:u",	    "subscriptions:s", "published:u",  "delivered:u",
+					   "queued:u",	    "dropped:u",       "paused:u",     "connected_s:u",
+					   "publish_log:u", "deliver_log:u",   "direct_logs:u"};
 	struct pubd_client_info ci;
 	const struct pubd_client *c;
 	uint64_t now = pubd_now_ns();
@@ -599,6 +603,7 @@ static void q_clients(struct pubd *d, struct reply *r)
 		pub_table_u64(b, (now - ci.connected_ns) / 1000000000ull);
 		pub_table_u64(b, ci.publish_log);
 		pub_table_u64(b, ci.deliver_log);
+		pub_table_u64(b, ci.direct_logs);
 	}
 	pub_table_end(b);
 }

@@ -197,6 +197,11 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 		reload_note(errtext, errcap, "daemon.socket changed; it takes effect when pubd restarts");
 	}
 	old_mode = d->cfg.socket_mode;
+	/* Who may read a direct log (server/direct.c) follows these: every
+	 * log is retired, and made anew on its writer's next message. */
+	if (cfg.shm != d->cfg.shm || cfg.shm_direct != d->cfg.shm_direct ||
+	    cfg.slow_subscriber != d->cfg.slow_subscriber)
+		pubd_ipc_direct_reconfigured(&d->ipc);
 	/* Groups point into the config they were made from: swap, then fix. */
 	err = engine_apply_groups(d, &cfg);
 	if (err < 0)

@@ -52,11 +52,15 @@ void engine_fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t sour
 			     size_t len)
 {
 	struct pubd_msgbuf *m = NULL;
+	bool direct = d->ipc.direct_fan_out;
 	unsigned i;
 
-	pubd_ipc_group_log_put(&d->ipc, g, source, seq, data, len, NULL);
+	/* A direct log's message (server/direct.c): its readers have it, and
+	 * the others get it in their own queues, as in engine_fan_out. */
+	if (!direct)
+		pubd_ipc_group_log_put(&d->ipc, g, source, seq, data, len, NULL);
 	for (i = 0; i < g->nsubs; i++) {
-		if (g->subs[i]->glog_live)
+		if (direct ? g->subs[i]->direct_now : g->subs[i]->glog_live)
 			continue;
 		if (pubd_ipc_deliver_now(&d->ipc, g->subs[i], source, seq, data, len))
 			continue;

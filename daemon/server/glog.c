@@ -202,21 +202,20 @@ static void refresh_head(struct srv_glog *gl)
 	gl->w.head_seen = head;
 }
 
-static void slot_take(struct pubd_client *c, uint32_t *slot)
+uint32_t srv_slot_take(struct pubd_client *c)
 {
 	uint32_t i;
 
 	for (i = 0; i < PUB_DELIVERLOG_NSLOTS; i++) {
 		if (!(c->glog_slots[i / 64] & (UINT64_C(1) << (i % 64)))) {
 			c->glog_slots[i / 64] |= UINT64_C(1) << (i % 64);
-			*slot = i;
-			return;
+			return i;
 		}
 	}
-	*slot = UINT32_MAX;
+	return UINT32_MAX;
 }
 
-static void slot_give(struct pubd_client *c, uint32_t slot)
+void srv_slot_give(struct pubd_client *c, uint32_t slot)
 {
 	c->glog_slots[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
 }
@@ -242,11 +241,11 @@ static void give(struct pubd_client *c, struct pubd_sub *s, bool after_mark)
 		return;
 	if (after_mark && !srv_dlog_mark(c, g->name, (uint8_t)g->name_len, true))
 		return;
-	slot_take(c, &slot);
+	slot = srv_slot_take(c);
 	if (slot == UINT32_MAX)
 		return;
 	if (!gl && !(gl = g->glog = glog_make(srv, g))) {
-		slot_give(c, slot);
+		srv_slot_give(c, slot);
 		return;
 	}
 	m = (struct pub_msg_shm){.kind = PUB_SHM_GROUP_LOG,
@@ -263,7 +262,7 @@ static void give(struct pubd_client *c, struct pubd_sub *s, bool after_mark)
 	if (err < 0) {
 		log_debug("client %u: group log of %s not handed over (%s): its deliveries are copied", c->id, g->name,
 			  strerror(-err));
-		slot_give(c, slot);
+		srv_slot_give(c, slot);
 		return;
 	}
 	/* Behind what the deliver log holds of the group (nothing more of it
@@ -344,7 +343,7 @@ void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 	 * up (srv_ended_holds). */
 	bool holds = !gl->g && s->glog_until && !s->client->hung_up && hold(s->client, gl);
 
-	slot_give(s->client, s->glog_slot);
+	srv_slot_give(s->client, s->glog_slot);
 	s->glog = NULL;
 	s->glog_live = false;
 	s->glog_until = 0;

@@ -132,6 +132,7 @@ static void on_accept(void *ctx, uint32_t events)
 		c->srv = srv;
 		c->fd = fd;
 		c->rcap = RBUF_MIN;
+		c->wake_ro_fd = -1;
 		c->id = ++srv->next_id;
 		c->connected_ns = pubd_now_ns();
 		srv_read_peer(c);
@@ -341,6 +342,7 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 		srv_glog_flush_all(srv);
 	if (srv->groups)
 		srv_glog_tick(srv, now_ns);
+	srv_direct_tick(srv, now_ns);
 	pubd_log_limit_flush(&srv->log_proto, now_ns);
 	pubd_log_limit_flush(&srv->log_denied, now_ns);
 	pubd_log_limit_flush(&srv->log_client, now_ns);
@@ -386,8 +388,7 @@ void pubd_ipc_shutdown(struct pubd_ipc *srv)
 		next = c->next;
 		/* Stopping: what waits in a publish log is counted, not read. */
 		n = srv_count_unhandled(c) + srv_publog_unhandled(c);
-		if (c->log)
-			c->log->broken = true;
+		srv_publog_stop_all(c);
 		if (n) {
 			pubd_drops_add(&c->drops, PUB_DROP_CLIENT_GONE, n);
 			pubd_drops_add(srv->drops, PUB_DROP_CLIENT_GONE, n);
@@ -418,6 +419,7 @@ void pubd_ipc_close(struct pubd_ipc *srv)
 	srv->exiting = true;
 	while (srv->clients)
 		srv_client_close(srv->clients);
+	srv_direct_tick(srv, pubd_now_ns()); /* exiting: the retired direct logs go */
 	srv_ended_close_all(srv);
 	if (srv->groups)
 		pubd_groups_foreach(srv->groups, g, i) srv_glog_group_removed(srv, g);
@@ -476,6 +478,7 @@ void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *
 	info->paused = c->paused;
 	info->publish_log = c->log ? c->log->r.cap : 0;
 	info->deliver_log = c->dlog ? c->dlog->w.cap : 0;
+	info->direct_logs = srv_direct_count(c);
 	info->group_log_withheld = c->glog_withheld;
 	info->subs = c->subs;
 	info->nsubs = c->nsubs;
@@ -502,4 +505,12 @@ bool pubd_ipc_listening(const struct pubd_ipc *srv)
 const char *pubd_ipc_path(const struct pubd_ipc *srv)
 {
 	return srv->path;
+}
+
+void pubd_ipc_direct_reconfigured(struct pubd_ipc *srv)
+{
+	/* Who may read a direct log may have changed: every one is retired,
+	 * and its writer asks for a new one (or publishes through its
+	 * publish log, with the direct path off). */
+	srv_direct_retire_group(srv, NULL);
 }

@@ -115,6 +115,9 @@ struct pubd_ipc {
 	bool polling;			/* set by the engine: the loop turns without sleeping (busy_poll, lingering),
 					 * so a publish log is read every turn, not slept on */
 	struct srv_publog *lending;	/* publish logs with messages lent from their records */
+	bool direct_fan_out;		/* a direct log's message is fanned out: pass over subs with direct_now */
+	uint32_t next_direct_id;	/* the direct path's log ids */
+	struct srv_direct *retired;	/* retired direct logs, kept for their readers (direct.c) */
 	struct srv_glog *glogs_waiting; /* group logs with messages waiting for room */
 	size_t charged;			/* bytes held for clients, against limits.client_buffer_budget */
 	size_t uncharged;		/* replies outside it: at most one REPLY_FREE_MAX per client */
@@ -262,6 +265,7 @@ struct pubd_client_info {
 	bool paused;
 	uint32_t publish_log; /* its shared-memory logs' ring bytes; 0: the socket */
 	uint32_t deliver_log;
+	uint32_t direct_logs;	 /* direct logs it writes (the direct path) */
 	bool group_log_withheld; /* it did not read to a group log's END in time */
 	struct pubd_sub *const *subs;
 	unsigned nsubs;
@@ -283,5 +287,8 @@ const char *pubd_ipc_path(const struct pubd_ipc *srv);
  * socket (its unit's SocketMode= applies), -ESTALE when the file at the path
  * is no longer the socket this pubd bound. */
 int pubd_ipc_apply_socket_mode(struct pubd_ipc *srv);
+/* daemon.shm_direct or limits.slow_subscriber changed at a reload: every
+ * direct log is retired (server/direct.c). */
+void pubd_ipc_direct_reconfigured(struct pubd_ipc *srv);
 
 #endif

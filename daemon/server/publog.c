@@ -67,10 +67,14 @@
  * doorbell's level. A count the client drives to its maximum stops its
  * own rings only.
  */
+static void read_log(struct pubd_client *c, struct srv_publog *l);
+
 static void on_doorbell(void *ctx, uint32_t events)
 {
+	struct srv_publog *l = ctx;
+
 	(void)events;
-	srv_publog_read(ctx);
+	read_log(l->owner, l);
 }
 
 /* ---- lent records ---- */
@@ -217,7 +221,7 @@ static void log_free(struct pubd_ipc *srv, struct srv_publog *l)
 }
 
 /* Make the log, its mapping and eventfds. Returns it, with *memfd to send. */
-static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *memfd)
+static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, uint32_t kind, int *memfd)
 {
 	struct srv_publog *l = calloc(1, sizeof(*l));
 
@@ -227,7 +231,7 @@ static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *mem
 	l->srv = c->srv;
 	l->client_id = c->id;
 	l->lender.returned = loan_returned;
-	*memfd = srv_shm_make(c, cap, PUB_SHM_PUBLISH_LOG, &l->shm);
+	*memfd = srv_shm_make(c, cap, kind, &l->shm);
 	if (*memfd < 0)
 		goto fail;
 	l->region.base = l->shm.map;
@@ -237,7 +241,8 @@ static struct srv_publog *log_make(struct pubd_client *c, uint32_t cap, int *mem
 	if (pub_shmlog_reader_init(&l->r, l->shm.map, l->shm.map_len, cap,
 				   ((struct pub_shmlog_ctl *)l->shm.map)->max_record, 0) < 0)
 		goto fail;
-	l->shm.watch = pubd_loop_watch(c->srv->loop, l->shm.doorbell_fd, EPOLLIN | EPOLLET, on_doorbell, c);
+	l->owner = c;
+	l->shm.watch = pubd_loop_watch(c->srv->loop, l->shm.doorbell_fd, EPOLLIN | EPOLLET, on_doorbell, l);
 	if (!l->shm.watch)
 		goto fail;
 	return l;
@@ -261,7 +266,7 @@ int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 		srv->counters[PUBD_CTR_BUDGET_WAITS]++;
 		return -ENOBUFS; /* the client publishes through its socket */
 	}
-	l = log_make(c, cap, &memfd);
+	l = log_make(c, cap, PUB_SHM_PUBLISH_LOG, &memfd);
 	if (!l) {
 		srv_budget_give(srv, charge);
 		srv_log_limited(srv, log_client, LOG_WARNING, "client %u: cannot make a publish log of %u bytes: %s",
@@ -277,13 +282,40 @@ int srv_publog_open(struct pubd_client *c, struct pub_msg_shm *m, int fds[3])
 	return 0;
 }
 
-/* The log cannot be read further: the session ends the client. */
-static int broken(struct pubd_client *c, const char *why)
+struct srv_publog *srv_publog_make_direct(struct pubd_client *c, int *memfd)
 {
-	struct srv_publog *l = c->log;
+	struct pubd_ipc *srv = c->srv;
+	uint32_t cap = srv_shm_capacity(srv->cfg->direct_log);
+	size_t charge = pub_shmlog_map_len(cap);
+	struct srv_publog *l;
 
+	*memfd = -1;
+	if (!srv_budget_take(srv, charge)) {
+		srv->counters[PUBD_CTR_BUDGET_WAITS]++;
+		errno = ENOBUFS;
+		return NULL;
+	}
+	l = log_make(c, cap, PUB_SHM_DIRECT_LOG, memfd);
+	if (!l) {
+		srv_budget_give(srv, charge);
+		return NULL;
+	}
+	l->shm.charged = charge;
+	return l;
+}
+
+void srv_publog_free_direct(struct pubd_ipc *srv, struct srv_publog *l)
+{
+	if (l->more)
+		srv->nlog_more--;
+	log_free(srv, l);
+}
+
+/* The log cannot be read further: the session ends the client. */
+static int broken(struct pubd_client *c, struct srv_publog *l, const char *why)
+{
 	if (!l->broken) {
-		snprintf(l->why, sizeof(l->why), "publish log: %s", why);
+		snprintf(l->why, sizeof(l->why), "%s: %s", l->direct ? "direct log" : "publish log", why);
 		l->broken = true;
 		srv_mark_dirty(c);
 	}
@@ -320,6 +352,17 @@ static struct pubd_group *admit(struct pubd_client *c, struct srv_publog *l, con
 	return g;
 }
 
+/* srv_publish_accept; a direct log's readers have the message already. */
+static void accept_message(struct pubd_client *c, struct srv_publog *l, uint32_t req_id, struct pubd_group *g,
+			   struct pubd_msgbuf *m, bool pieces)
+{
+	if (l->direct)
+		srv_direct_accept_begin(l->direct, g, m->len, pieces ? m : NULL, l->cur_seq);
+	srv_publish_accept(c, req_id, g, m);
+	if (l->direct)
+		srv_direct_accept_end(l->direct, g);
+}
+
 /* A message's first (or only) piece. Returns 1 when taken, 0 to wait for
  * the client budget, -1 when the log is broken. */
 static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct pub_publog_piece *p)
@@ -342,7 +385,11 @@ static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct
 	 * loan of the record, not as a copy (borrowed, 64 KiB messages under
 	 * PUB_MORE bursts ran at 0.6x the lent speed). */
 	if (g->host && !p->more && p->len < LEND_MIN) {
+		if (l->direct)
+			srv_direct_accept_begin(l->direct, g, p->len, NULL, l->cur_seq);
 		srv_publish_accept_local(c, p->req_id, g, p->data, p->len);
+		if (l->direct)
+			srv_direct_accept_end(l->direct, g);
 		return 1;
 	}
 	if (p->more && !srv_budget_take(srv, p->total)) {
@@ -363,7 +410,7 @@ static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct
 		return 1;
 	}
 	if (!p->more) {
-		srv_publish_accept(c, p->req_id, g, m);
+		accept_message(c, l, p->req_id, g, m, false);
 		pubd_msgbuf_put(m);
 		return 1;
 	}
@@ -384,7 +431,7 @@ static int next_piece(struct pubd_client *c, struct srv_publog *l, const struct 
 
 	if (p->first || p->total != l->part_total || p->len > l->part_total - l->part_have ||
 	    p->more == (l->part_have + p->len == l->part_total))
-		return broken(c, "a message's pieces do not add up");
+		return broken(c, l, "a message's pieces do not add up");
 	if (l->part)
 		memcpy(l->part->data + l->part_have, p->data, p->len);
 	l->part_have += p->len;
@@ -399,7 +446,7 @@ static int next_piece(struct pubd_client *c, struct srv_publog *l, const struct 
 	 * ACL while the pieces came. */
 	g = srv_publish_admit(c, l->part_req, l->part_group, l->part_glen, m->len);
 	if (g)
-		srv_publish_accept(c, l->part_req, g, m);
+		accept_message(c, l, l->part_req, g, m, true);
 	pubd_msgbuf_put(m);
 	return 1;
 }
@@ -408,19 +455,19 @@ static int take_record(struct pubd_client *c, struct srv_publog *l, const struct
 {
 	struct pub_publog_piece p;
 
-	if (pub_publog_decode(v, &p) < 0)
-		return broken(c, "malformed record");
+	if ((l->direct ? srv_direct_decode(l->direct, v, &p) : pub_publog_decode(v, &p)) < 0)
+		return broken(c, l, "malformed record");
 	if (l->part || l->skip)
 		return next_piece(c, l, &p);
 	if (!p.first)
-		return broken(c, "a message's later piece without its first");
+		return broken(c, l, "a message's later piece without its first");
 	l->cur_pos = v->pos;
+	l->cur_seq = p.seq;
 	return first_piece(c, l, &p);
 }
 
-void srv_publog_read(struct pubd_client *c)
+static void read_log(struct pubd_client *c, struct srv_publog *l)
 {
-	struct srv_publog *l = c->log;
 	struct pub_shmlog_view v;
 	unsigned n = 0;
 	bool dry = false;
@@ -442,7 +489,7 @@ void srv_publog_read(struct pubd_client *c)
 		}
 		r = pub_shmlog_next(&l->r, &v);
 		if (r < 0) {
-			broken(c, "a record no writer of this protocol writes (length, type or lap)");
+			broken(c, l, "a record no writer of this protocol writes (length, type or lap)");
 			break;
 		}
 		if (r == 0) {
@@ -473,6 +520,10 @@ void srv_publog_read(struct pubd_client *c)
 		}
 		return;
 	}
+	/* A direct log whose readers take everything of it (a host group's)
+	 * is read lazily: its writer rings only when half of it waits. */
+	if (l->direct && !srv_direct_after_read(l->direct, n > 0) && dry && !l->draining)
+		return;
 	/* Stopped by the batch, or found it empty: then sleep, unless a
 	 * record came while we said so. While the loop polls (fabric.busy_poll,
 	 * or lingering after work) pubd does not sleep on a log: it looks
@@ -481,6 +532,44 @@ void srv_publog_read(struct pubd_client *c)
 		l->more = true;
 		c->srv->nlog_more++;
 	}
+}
+
+void srv_publog_read(struct pubd_client *c)
+{
+	unsigned i;
+
+	read_log(c, c->log);
+	for (i = 0; i < c->ndirects; i++)
+		read_log(c, c->directs[i]->l);
+}
+
+void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l)
+{
+	read_log(c, l);
+}
+
+bool srv_publog_more(const struct pubd_client *c)
+{
+	unsigned i;
+
+	if (c->log && c->log->more)
+		return true;
+	for (i = 0; i < c->ndirects; i++)
+		if (c->directs[i]->l->more)
+			return true;
+	return false;
+}
+
+const char *srv_publog_broken(const struct pubd_client *c)
+{
+	unsigned i;
+
+	if (c->log && c->log->broken)
+		return c->log->why;
+	for (i = 0; i < c->ndirects; i++)
+		if (c->directs[i]->l->broken)
+			return c->directs[i]->l->why;
+	return NULL;
 }
 
 bool srv_publog_caught_up(struct pubd_client *c)
@@ -500,9 +589,8 @@ static bool drain_over(const struct pubd_client *c, const struct srv_publog *l, 
 	return l->drained || l->broken || c->srv->exiting || now_ns >= l->drain_deadline_ns;
 }
 
-bool srv_publog_drain(struct pubd_client *c)
+static bool drain_log(struct pubd_client *c, struct srv_publog *l)
 {
-	struct srv_publog *l = c->log;
 	struct pub_shmlog_view v;
 	uint64_t now = pubd_now_ns();
 
@@ -531,6 +619,28 @@ bool srv_publog_drain(struct pubd_client *c)
 	return true;
 }
 
+bool srv_publog_drain(struct pubd_client *c)
+{
+	bool any = drain_log(c, c->log);
+	unsigned i;
+
+	for (i = 0; i < c->ndirects; i++)
+		any |= drain_log(c, c->directs[i]->l);
+	return any;
+}
+
+bool srv_publog_draining(const struct pubd_client *c)
+{
+	unsigned i;
+
+	if (c->log && c->log->draining)
+		return true;
+	for (i = 0; i < c->ndirects; i++)
+		if (c->directs[i]->l->draining)
+			return true;
+	return false;
+}
+
 void srv_publog_close(struct pubd_client *c)
 {
 	struct srv_publog *l = c->log;
@@ -555,9 +665,8 @@ void srv_publog_close(struct pubd_client *c)
 	log_free(c->srv, l);
 }
 
-uint64_t srv_publog_unhandled(struct pubd_client *c)
+static uint64_t unhandled(struct srv_publog *l)
 {
-	struct srv_publog *l = c->log;
 	struct pub_publog_piece p;
 	struct pub_shmlog_reader r;
 	struct pub_shmlog_view v;
@@ -574,7 +683,8 @@ uint64_t srv_publog_unhandled(struct pubd_client *c)
 	/* No further than a lap: a writer that goes on committing while it
 	 * is counted must not keep pubd counting (nor stopping) for ever. */
 	end = r.pos + r.cap;
-	while (r.pos < end && pub_shmlog_next(&r, &v) == 1 && pub_publog_decode(&v, &p) == 0) {
+	while (r.pos < end && pub_shmlog_next(&r, &v) == 1 &&
+	       (l->direct ? srv_direct_decode(l->direct, &v, &p) : pub_publog_decode(&v, &p)) == 0) {
 		n += p.first;
 		open = p.more;
 		pub_shmlog_consume(&r, &v);
@@ -582,4 +692,29 @@ uint64_t srv_publog_unhandled(struct pubd_client *c)
 	/* A record begun and never committed is a message lost, unless it
 	 * was a later piece of one already counted. */
 	return n + (r.pos < end && !open && pub_shmlog_partial(&r));
+}
+
+uint64_t srv_publog_unhandled(struct pubd_client *c)
+{
+	uint64_t n = unhandled(c->log);
+	unsigned i;
+
+	for (i = 0; i < c->ndirects; i++)
+		n += unhandled(c->directs[i]->l);
+	return n;
+}
+
+uint64_t srv_publog_unhandled_one(struct srv_publog *l)
+{
+	return unhandled(l);
+}
+
+void srv_publog_stop_all(struct pubd_client *c)
+{
+	unsigned i;
+
+	if (c->log)
+		c->log->broken = true;
+	for (i = 0; i < c->ndirects; i++)
+		c->directs[i]->l->broken = true;
 }

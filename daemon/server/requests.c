@@ -63,6 +63,7 @@ void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
 	c->subs[idx] = c->subs[--c->nsubs];
 	g = s->group;
 	srv_glog_leave(srv, s);
+	srv_direct_leave(srv, s);
 	pubd_group_sub_remove(g, s);
 	srv->ops->subscribers_changed(srv->ctx, g); /* the last one gone: stop receiving */
 }
@@ -73,6 +74,7 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool rem
 	unsigned idx;
 
 	srv->admit_gen++; /* no publish log may name g from memory now */
+	srv_direct_retire_group(srv, g);
 	for (c = srv->clients; c; c = c->next) {
 		struct pubd_pubstat *p;
 		unsigned i;
@@ -124,8 +126,10 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 	unsigned i;
 
 	srv->admit_gen++; /* every admission is made afresh under the new ACLs */
-	/* A new group log first, if those who had the old one may differ. */
+	/* A new group log first, if those who had the old one may differ;
+	 * the direct logs' readers and writers may differ too. */
 	srv_glog_acl_changed(srv, g);
+	srv_direct_retire_group(srv, g);
 	for (c = srv->clients; c; c = c->next) {
 		if (c->closing || c->gone)
 			continue;
@@ -161,21 +165,29 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 /* WELCOME and, when the logs could be made, an SHM frame per log with its
  * fds, right behind it, in one write; plain WELCOME (the socket for
  * everything) when none could. */
-static void welcome_with_log(struct pubd_client *c, struct pub_msg_welcome *w)
+static void welcome_with_log(struct pubd_client *c, struct pub_msg_welcome *w, uint32_t hello_flags)
 {
-	struct pub_msg_shm shm[2];
+	struct pub_msg_shm shm[3];
 	uint8_t buf[600];
-	int fds[6], err = -EINVAL;
-	unsigned nlogs = 0, i;
+	int fds[7], err = -EINVAL;
+	unsigned nlogs = 0, nfds = 0, i;
 	long n, k;
 
 	w->flags = 0;
 	if (srv_publog_open(c, &shm[0], fds) == 0) {
 		w->flags |= PUB_WELCOME_F_SHM;
 		nlogs++;
+		nfds += 3;
 		if (srv_dlog_open(c, &shm[1], fds + 3) == 0) {
 			w->flags |= PUB_WELCOME_F_SHM_DELIVER;
 			nlogs++;
+			nfds += 3;
+			/* The direct path: the wake page, its one fd after the logs'. */
+			if ((hello_flags & PUB_HELLO_F_DIRECT) && srv_direct_hello(c, &shm[2], &fds[6]) == 0) {
+				w->flags |= PUB_WELCOME_F_DIRECT;
+				nlogs++;
+				nfds++;
+			}
 		}
 	}
 	n = pub_proto_enc_welcome(buf, sizeof(buf), w);
@@ -189,7 +201,7 @@ static void welcome_with_log(struct pubd_client *c, struct pub_msg_welcome *w)
 		n = k > 0 ? n + k : -1;
 	}
 	if (n > 0)
-		err = srv_send_fds(c, buf, (size_t)n, fds, 3 * nlogs);
+		err = srv_send_fds(c, buf, (size_t)n, fds, nfds);
 	for (i = 0; i < nlogs; i++)
 		close(fds[3 * i]); /* the mappings stay; the client has its own fds now */
 	if (err == 0) {
@@ -237,7 +249,7 @@ static bool handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
 	w.daemon_version = (struct pub_str){PUBD_VERSION, strlen(PUBD_VERSION)};
 	w.fabric = (struct pub_str){srv->fabric_name, strlen(srv->fabric_name)};
 	if ((h.flags & PUB_HELLO_F_SHM) && srv->cfg->shm && !c->out_head) {
-		welcome_with_log(c, &w);
+		welcome_with_log(c, &w, h.flags);
 		return true;
 	}
 	n = pub_proto_enc_welcome(buf, sizeof(buf), &w);
@@ -319,6 +331,9 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 		c->subs = v;
 		c->subs_cap = cap;
 	}
+	/* What a lazily read direct log holds was published before: it goes
+	 * to the subscribers of then. */
+	srv_direct_catch_up_group(g);
 	s = pubd_group_sub_add(g, c);
 	if (!s)
 		goto nomem;
@@ -335,6 +350,7 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 	c->subs[c->nsubs++] = s;
 	/* Before the answer: the client maps the log as it reads it. */
 	srv_glog_attach(c, s);
+	srv_direct_attach(c, s);
 	if (err > 0) {
 		/* The fabric is becoming a full member: answered when it is
 		 * (pubd_ipc_group_listening), so what follows the reply comes. */
@@ -374,6 +390,17 @@ static bool handle_publish(struct pubd_client *c, const uint8_t *body, size_t le
 	memcpy(m->data, p.payload, p.payload_len);
 	srv_publish_accept(c, p.req_id, g, m);
 	pubd_msgbuf_put(m);
+	return true;
+}
+
+static bool handle_direct(struct pubd_client *c, const uint8_t *body, size_t len)
+{
+	struct pubd_group *g;
+	uint32_t req_id;
+
+	g = group_request(c, body, len, "malformed DIRECT", &req_id);
+	if (g)
+		srv_direct_open(c, req_id, g);
 	return true;
 }
 
@@ -429,6 +456,8 @@ static bool handle_query(struct pubd_client *c, const uint8_t *body, size_t len)
 	if (c->gone)
 		return true; /* a read-only question nobody is left to hear: not worth building its tables */
 	err[0] = 0;
+	/* Counts as of now: what lazily read direct logs hold is read first. */
+	srv_direct_catch_up(c->srv);
 	r = c->srv->ops->query(c->srv->ctx, &b, q.req_id, q.kind, q.arg.ptr, q.arg.len, err, sizeof(err));
 	if (r < 0) {
 		srv_reply_error(c, q.req_id, (uint32_t)-r, "%s", err[0] ? err : "query failed");
@@ -468,6 +497,7 @@ static const frame_handler handlers[PUB_FRAME__MAX] = {
 	[PUB_FRAME_UNSUBSCRIBE] = handle_unsubscribe,
 	[PUB_FRAME_PUBLISH] = handle_publish,
 	[PUB_FRAME_QUERY] = handle_query,
+	[PUB_FRAME_DIRECT] = handle_direct,
 };
 
 bool srv_handle_frame(struct pubd_client *c, uint8_t type, const uint8_t *body, size_t len)

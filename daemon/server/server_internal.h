@@ -9,6 +9,7 @@
 #include "deliverlog_format.h"
 #include "ipc.h"
 #include "proto.h"
+#include "publog_format.h"
 #include "shmlog.h"
 
 /* Receive buffer per client. Frames that do not fit (big PUBLISH bodies)
@@ -117,9 +118,11 @@ struct srv_publog {
 	 * the same name within that generation skips the lookup and the ACL. */
 	struct pubd_group *admit_g;
 	uint64_t admit_gen;
-	uint64_t cur_pos; /* the record being taken */
-	bool more;	  /* records may wait: read from pubd_ipc_flush_all */
-	bool broken;	  /* the client wrote what no libpub writes: why says what */
+	uint64_t cur_pos;	   /* the record being taken */
+	uint64_t cur_seq;	   /* a direct log's: the writer's seq of the message being taken */
+	bool more;		   /* records may wait: read from pubd_ipc_flush_all */
+	bool broken;		   /* the client wrote what no libpub writes: why says what */
+	struct pubd_client *owner; /* its client (the doorbell's) */
 	/* Its client hung up: read on a batch a turn (srv_publog_drain) up
 	 * to drain_end (a lap past where the close began) or the deadline;
 	 * drained once it ran dry or reached drain_end. */
@@ -127,6 +130,42 @@ struct srv_publog {
 	uint64_t drain_end, drain_deadline_ns;
 	char why[128];
 	uint64_t records;
+	/* A direct log (direct.c): the group's, its readers and wakers; NULL
+	 * for the client's own publish log. */
+	struct srv_direct *direct;
+};
+
+/* A subscriber reading a direct log straight (direct.c). */
+struct srv_direct_reader {
+	struct pubd_sub *s;
+	uint32_t slot;	     /* in its client's deliver log and wake page */
+	bool told;	     /* the writer was sent its WAKER frame */
+	uint64_t lost_seen;  /* its count of messages lost, when last taken */
+	uint64_t lost_taken; /* of those, counted (no more than pubd read) */
+};
+
+/* A direct log: one publisher's messages to one group, which the group's
+ * local subscribers read straight (common/directlog.h). pubd reads it
+ * through l, as it reads a publish log (publog.c). */
+struct srv_direct {
+	struct srv_publog *l;
+	struct pubd_client *writer; /* not to be followed once writer_gone */
+	bool writer_gone;
+	struct pubd_group *g; /* NULL once retired */
+	char name[PUB_PROTO_NAME_MAX];
+	uint8_t name_len;
+	uint32_t id;
+	uint64_t source;
+	int ro_fd; /* a read-only file of its memfd, for readers */
+	struct srv_direct_reader *readers;
+	unsigned nreaders, readers_cap;
+	uint32_t wakers_gen; /* bumped with every WAKER or WAKER_GONE sent */
+	bool lazy;	     /* what the control page says now */
+	uint64_t read_msgs;  /* whole messages pubd read: no reader lost more */
+	uint64_t next_seq;   /* the writer's seq of the next message pubd reads */
+	uint64_t retired_ns; /* when it was retired (0: live) */
+	bool counted;	     /* retired with its writer: what it left was counted then */
+	struct srv_direct *next_retired;
 };
 
 /* Retired group logs kept for a client that may hold a message in one. */
@@ -223,8 +262,17 @@ struct pubd_client {
 
 	struct srv_publog *log; /* NULL: it publishes through its socket */
 	struct srv_dlog *dlog;	/* NULL: its deliveries go through its socket */
-	/* Its deliver log's slots in use, one per group log it reads (glog.c). */
+	/* Its deliver log's slots in use, one per group log or direct log it
+	 * reads (glog.c, direct.c). */
 	uint64_t glog_slots[(PUB_DELIVERLOG_NSLOTS + 63) / 64];
+
+	/* The direct path (direct.c): its wake page (NULL: no direct path for
+	 * it), a read-only file of it for the writers it reads, and the direct
+	 * logs it writes. */
+	uint8_t *wake_map;
+	int wake_ro_fd;
+	struct srv_direct **directs;
+	unsigned ndirects, directs_cap;
 };
 
 /* pubd is done with c (closing it): said in its deliver log, before its
@@ -320,6 +368,11 @@ uint32_t srv_shm_capacity(uint64_t configured);
  * made nothing. */
 int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_shm *s);
 void srv_shm_unmap(uint8_t *map, size_t len);
+/* A memfd of len bytes that nobody can resize or seal further; -errno. */
+int srv_shm_memfd(size_t len);
+/* A read-only file of the memfd fd (its mode goes to 0400 first), for
+ * those who must not write it (above); -errno. */
+int srv_shm_read_only(int fd);
 /* Punch the whole pages of a client's log's bytes [from, to) out of its
  * memfd, before pubd lets go of it (a client may keep its mapping after it
  * disconnects). */
@@ -397,8 +450,71 @@ bool srv_publog_drain(struct pubd_client *c);
 /* The client is closing: count what it left unread (client_gone), free
  * the log. */
 void srv_publog_close(struct pubd_client *c);
-/* Messages committed and not read yet, and one half-written (shutdown). */
+/* Messages committed and not read yet, and one half-written (shutdown):
+ * in all of c's logs, or in l. */
 uint64_t srv_publog_unhandled(struct pubd_client *c);
+uint64_t srv_publog_unhandled_one(struct srv_publog *l);
+/* Records wait in one of c's logs (read from pubd_ipc_flush_all). */
+bool srv_publog_more(const struct pubd_client *c);
+/* Why one of c's logs cannot be read further, or NULL. */
+const char *srv_publog_broken(const struct pubd_client *c);
+/* One of c's logs is being drained (srv_publog_drain). */
+bool srv_publog_draining(const struct pubd_client *c);
+/* pubd stops: none of c's logs is read again. */
+void srv_publog_stop_all(struct pubd_client *c);
+/* A direct log's reading side (direct.c owns the rest): made with its
+ * memfd (read-write, for the writer), charged to the client budget. */
+struct srv_publog *srv_publog_make_direct(struct pubd_client *c, int *memfd);
+void srv_publog_free_direct(struct pubd_ipc *srv, struct srv_publog *l);
+void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l);
+
+/* direct.c: the direct path; calls publog.c, glog.c's slots and output.c */
+/* At HELLO: the client's wake page, if it asked for the direct path and
+ * pubd offers it. The SHM frame and its fd (the caller's to close). */
+int srv_direct_hello(struct pubd_client *c, struct pub_msg_shm *m, int *fd);
+/* DIRECT: a direct log of g for c (its memfd in an SHM frame, then OK),
+ * or an ERROR (c publishes to g through its publish log). */
+void srv_direct_open(struct pubd_client *c, uint32_t req_id, struct pubd_group *g);
+/* A new subscription s: the group's direct logs, before its OK. */
+void srv_direct_attach(struct pubd_client *c, struct pubd_sub *s);
+/* s ends: it reads no direct log of its group any more. */
+void srv_direct_leave(struct pubd_ipc *srv, struct pubd_sub *s);
+/* Retire every direct log of g (NULL: of every group): a reload changed
+ * who may read them, or the group goes. */
+void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g);
+/* The client is closing: its direct logs are retired, its wake page goes. */
+void srv_direct_client_close(struct pubd_client *c);
+/* Once a second: retired logs whose readers are done go; lost counts. */
+void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns);
+/* Read every direct log now (a query wants current counts). */
+void srv_direct_catch_up(struct pubd_ipc *srv);
+/* Before g's subscribers change: its lazily read logs are read up. */
+void srv_direct_catch_up_group(struct pubd_group *g);
+/* The direct logs c writes (pubctl clients). */
+unsigned srv_direct_count(const struct pubd_client *c);
+/* direct_read.c: publog.c's hooks for a direct log's records, and the
+ * writer's side of its readers; calls output.c */
+void srv_direct_publish_gen(struct srv_direct *d);
+/* Tell the writer about reader rd (a WAKER frame with its wake page and
+ * doorbell), if its socket can take the fds now. */
+void srv_direct_tell_writer(struct srv_direct *d, struct srv_direct_reader *rd);
+/* Lazy (rung only when half the log waits) or prompt, as things stand. */
+void srv_direct_update_lazy(struct srv_direct *d);
+int srv_direct_decode(const struct srv_direct *d, const struct pub_shmlog_view *v, struct pub_publog_piece *p);
+/* The fan-out of a message of d (seq: its writer's) passes over d's
+ * readers: they read it in the log, and are counted delivered. One that
+ * came in pieces (m) is not read there (libpub reads only whole records of
+ * a log nobody waits for it on): pubd delivers it to them, as the log's
+ * source and seq, which libpub puts in its place. */
+void srv_direct_accept_begin(struct srv_direct *d, struct pubd_group *g, size_t len, struct pubd_msgbuf *pieces,
+			     uint64_t seq);
+void srv_direct_accept_end(struct srv_direct *d, struct pubd_group *g);
+/* After a batch of l's records: wake readers pubd must wake, and say
+ * whether pubd wants to be rung (false: lazy, read on a timer). */
+bool srv_direct_after_read(struct srv_direct *d, bool read_any);
+/* The slots glog.c hands out (shared with the direct path). */
+uint32_t srv_slot_take(struct pubd_client *c);
+void srv_slot_give(struct pubd_client *c, uint32_t slot);
 
 /* session.c: a connection's reading, writing and closing; calls requests.c and output.c */
 int srv_client_flush(struct pubd_client *c);

@@ -378,6 +378,7 @@ void srv_client_close(struct pubd_client *c)
 		return;
 	}
 	srv_publog_close(c);
+	srv_direct_client_close(c);
 	/* Deliveries still queued, a half-written one included, never reach
 	 * the client: each is counted against its subscription. */
 	srv_drop_output(c);
@@ -580,10 +581,11 @@ static int flush_socket(struct pubd_client *c)
 
 int srv_client_flush(struct pubd_client *c)
 {
+	const char *why = srv_publog_broken(c);
 	int r;
 
-	if (c->log && c->log->broken && !c->closing)
-		srv_protocol_error(c, c->log->why);
+	if (why && !c->closing)
+		srv_protocol_error(c, why);
 	if (c->dlog)
 		flush_log(c);
 	/* Replies and errors (out_ctrl_bytes) are all that goes by the socket
@@ -646,17 +648,17 @@ int pubd_ipc_flush_all(struct pubd_ipc *srv)
 			srv_client_parse(c);
 			srv_publog_read(c);
 			work++;
-		} else if (c->log && c->log->more) {
+		} else if (srv_publog_more(c)) {
 			srv_publog_read(c);
 			/* Socket frames that waited for the log to be caught up. */
-			if (c->rlen && !c->log->more)
+			if (c->rlen && !(c->log && c->log->more))
 				srv_client_parse(c);
 			work++;
 		}
 		/* A hung-up client whose log was drained (or ran out of time;
 		 * a paused one is looked at again on the next turn, at the
 		 * latest on pubd_ipc_tick's). */
-		if (c->log && c->log->draining) {
+		if (srv_publog_draining(c)) {
 			if (!srv_publog_drain(c)) {
 				srv_client_close(c);
 				work++;

@@ -40,8 +40,7 @@ uint32_t srv_shm_capacity(uint64_t configured)
 	return p;
 }
 
-/* A memfd of len bytes that nobody can resize or seal further. */
-static int make_memfd(size_t len)
+int srv_shm_memfd(size_t len)
 {
 	int fd = memfd_create("pubd-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
@@ -56,8 +55,7 @@ static int make_memfd(size_t len)
 	return fd;
 }
 
-/* A read-only file of the memfd fd, for a group log's readers (above). */
-static int reopen_read_only(int fd)
+int srv_shm_read_only(int fd)
 {
 	char path[64];
 	int ro;
@@ -97,7 +95,7 @@ int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_
 	s->map = NULL;
 	s->map_len = len;
 	s->doorbell_fd = s->space_fd = -1;
-	fd = make_memfd(len);
+	fd = srv_shm_memfd(len);
 	if (fd < 0)
 		return fd;
 	s->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -110,7 +108,7 @@ int srv_shm_make(struct pubd_client *c, uint32_t cap, uint32_t kind, struct srv_
 		goto fail;
 	if (kind == PUB_SHM_GROUP_LOG) {
 		/* Its readers get the read-only file; pubd keeps its mapping. */
-		err = reopen_read_only(fd);
+		err = srv_shm_read_only(fd);
 		if (err < 0)
 			goto fail;
 		close(fd);

@@ -119,6 +119,11 @@ struct pub_options {
 #define PUB_TRANSPORT_SHM     1 /* a shared-memory publish log, where pubd offers one (else the socket) */
 #define PUB_TRANSPORT_SOCKET  2 /* every message through the Unix socket */
 #define PUB_TRANSPORT_ENV     "PUBD_TRANSPORT"
+/* With shared memory, a publisher writes a group's messages where the
+ * group's local subscribers read them (the direct path: no hop through
+ * pubd), where pubd offers it (daemon.shm_direct); $PUBD_DIRECT=off asks
+ * for the logs through pubd only. */
+#define PUB_DIRECT_ENV "PUBD_DIRECT"
 #define PUB_OPTIONS_INIT                                  \
 	{                                                 \
 		.struct_size = sizeof(struct pub_options) \
@@ -129,7 +134,8 @@ struct pub_info {
 	uint32_t max_message; /* largest message pubd accepts, bytes */
 	uint32_t mtu;	      /* fabric MTU: messages above it are fragmented on the wire */
 	uint32_t client_id;   /* this connection's id in pubd (pubctl clients) */
-	uint64_t source_id;   /* pubd's source id: the `source` of messages published here */
+	uint64_t source_id;   /* pubd's source id: the `source` of messages published here that
+			       * pubd carries (remote subscribers; the direct path's have their own) */
 	char daemon_version[256];
 	char fabric[256];    /* "verbs" or "udp" */
 	uint64_t reconnects; /* how often this handle has reconnected */
@@ -140,8 +146,9 @@ struct pub_info {
 /* A received message. Pointers stay valid until the next pub_recv() or pub_close(). */
 struct pub_message {
 	const char *group; /* NUL-terminated */
-	uint64_t source;   /* the publishing daemon's source id */
-	uint64_t seq;	   /* per source and group */
+	uint64_t source;   /* the publishing daemon's source id; a local publisher's on the
+			    * direct path: one of that publisher's own, per group (PUB_DIRECT_ENV) */
+	uint64_t seq;	   /* per source and group, from 0 */
 	const void *data;
 	size_t len;
 };

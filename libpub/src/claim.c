@@ -47,7 +47,16 @@ int pub_claim(pub_client_t *c, const char *group, size_t len, void **ptr)
 		return set_err(c, -PUB_ETOOLARGE,
 			       "claim '%s': message of %zu bytes exceeds pubd's max_message_size (%u)", group, len,
 			       c->info.max_message);
-	if (!shm_fits_record(c, glen, len)) {
+	struct pub_dwriter *dw = c->wake_map ? dw_for(c, group, glen, false) : NULL;
+
+	/* The group's direct log, when it has one and the message fits a
+	 * record of it; else the publish log; else a buffer. */
+	if (dw && (p = dw_claim(c, dw, len, &r))) {
+		*ptr = p;
+	} else if (dw && r < 0) {
+		if (is_disconnect(r))
+			conn_lost(c);
+	} else if (!shm_fits_record(c, glen, len)) {
 		r = claim_buffer(c, group, len, ptr);
 	} else {
 		p = shm_claim(c, group, glen, len, &r);
@@ -77,7 +86,10 @@ int pub_commit(pub_client_t *c, int flags)
 	if (flags & PUB_SYNC)
 		flags &= ~PUB_MORE;
 	w.req_id = (flags & PUB_SYNC) ? next_req(c) : 0;
-	shm_commit(c, w.req_id, flags);
+	if (c->claim_dw)
+		dw_commit(c, w.req_id, flags);
+	else
+		shm_commit(c, w.req_id, flags);
 	if (flags & PUB_SYNC)
 		r = publish_wait(c, &w);
 	readiness_update(c);

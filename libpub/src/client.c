@@ -104,6 +104,9 @@ static void options_apply(struct pub_client *c, const struct pub_options *opts)
 		c->reconnect_max_ms = c->reconnect_min_ms;
 	c->flags = o.flags;
 	c->want_shm = transport_is_shm(o.transport);
+	/* The direct path comes with shared memory unless $PUBD_DIRECT=off. */
+	c->want_direct =
+		c->want_shm && !(secure_getenv(PUB_DIRECT_ENV) && !strcmp(secure_getenv(PUB_DIRECT_ENV), "off"));
 	if (secure_getenv(PUB_BUSY_POLL_ENV) && !strcmp(secure_getenv(PUB_BUSY_POLL_ENV), "1"))
 		c->flags |= PUB_OPT_BUSY_POLL;
 	c->recv_linger_ns = recv_linger_ns(o.recv_linger_us);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
@@ -91,8 +92,14 @@ void conn_close(struct pub_client *c)
 	c->resub_due = false; /* a reconnect subscribes to everything again */
 	c->expect_shm = false;
 	c->expect_dlog = false;
+	c->expect_wake = false;
 	shm_detach(c);
+	dw_detach_all(c);
+	dr_detach_all(c);
 	dlog_detach(c);
+	if (c->wake_map)
+		munmap(c->wake_map, PUB_WAKE_PAGE_LEN);
+	c->wake_map = NULL;
 	/* What was half read or half written belongs to the old connection. */
 	if (c->holding)
 		rx_detach(c);
@@ -222,7 +229,9 @@ static int conn_open(struct pub_client *c)
 		r = set_err(c, -errno, "epoll_ctl: %s", strerror(errno));
 		goto fail;
 	}
-	n = pub_proto_enc_hello(hello, sizeof(hello), c->want_shm ? PUB_HELLO_F_SHM : 0, c->name, strlen(c->name));
+	n = pub_proto_enc_hello(hello, sizeof(hello),
+				(c->want_shm ? PUB_HELLO_F_SHM : 0) | (c->want_direct ? PUB_HELLO_F_DIRECT : 0),
+				c->name, strlen(c->name));
 	if (n <= 0) {
 		r = set_err(c, -EINVAL, "cannot encode HELLO");
 		goto fail;

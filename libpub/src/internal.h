@@ -15,6 +15,8 @@
  *   shmpub.c   the shared-memory publish log: attaching it, writing messages into it
  *   shmrecv.c  the shared-memory deliver log: attaching it, reading messages from it
  *   claim.c    pub_claim/pub_commit: a message written in place
+ *   directpub.c  the direct path, writing: direct logs, waking their readers
+ *   directrecv.c the direct path, reading: other publishers' direct logs
  * Everything not static here is hidden (C_VISIBILITY_PRESET hidden and
  * pub.map): only the pub_* functions of pub.h are the library's ABI.
  */
@@ -26,6 +28,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "directlog.h"
 #include "pub.h"
 #include "proto.h"
 #include "shmlog.h"
@@ -50,6 +53,63 @@ struct pub_glog {
 	bool after_mark;	/* given back: read from the group's mark in the deliver log on */
 	struct pub_glog *next_dead;
 };
+
+/* A reader of one of our direct logs, to wake when it sleeps (directpub.c). */
+struct pub_waker {
+	const struct pub_wake_page *page; /* its wake page, read-only */
+	int fd;				  /* its doorbell */
+	uint32_t peer;			  /* its client id at pubd */
+	uint64_t woken_at;		  /* the sleep_seq we last rang for */
+};
+
+/* A direct log we write: our messages to one group (directpub.c). */
+struct pub_dwriter {
+	char group[PUB_GROUP_MAX + 1];
+	size_t glen;
+	uint32_t id;
+	uint64_t source, seq;
+	void *map;
+	size_t map_len;
+	struct pub_shmlog_writer w;
+	int doorbell; /* pubd's: rung when it said it sleeps (or, lazy, at half full) */
+	int space;    /* rung by pubd when we said we wait for room */
+	struct pub_waker *wakers;
+	unsigned nwakers, wakers_cap;
+	uint32_t gen_seen;	 /* the control page's wakers_gen we took in */
+	uint64_t lazy_rung_head; /* pubd's head when we last rang it, lazy */
+	uint64_t mark_seg;	 /* the ring's sixteenth we last marked (directlog.h) */
+	bool wake_owed;		 /* committed under PUB_MORE: readers not rung yet */
+};
+
+/* Another publisher's direct log we read (directrecv.c). */
+struct pub_dread {
+	struct pub_direct_reader d;
+	char group[PUB_GROUP_MAX + 1];
+	void *map; /* read-only */
+	size_t map_len;
+	uint32_t id, slot, writer;
+	uint64_t source;
+	uint64_t lost_said; /* what our wake page says we lost in it */
+	bool gone;	    /* retired: read to its end, then let go */
+	uint8_t *buf;	    /* messages are copied out here */
+	size_t cap;
+	struct pub_dread *next_dead;
+	/* A message in pieces pubd delivers in the log's place (its source
+	 * and seq): the log is read no further until it came, or until
+	 * DETOUR_WAIT_NS after its last piece (then it comes late, if at all). */
+	bool detour;
+	uint64_t detour_seq, detour_done_ns;
+	/* Such messages pubd delivered before we reached their place. */
+	struct pub_queued *via_head, **via_tail;
+};
+
+/* How long a direct log waits for pubd's delivery of a message in pieces
+ * after its last piece was written (pubd reads it at once; its delivery
+ * can wait behind others to us, or be dropped as they can). */
+#define DETOUR_WAIT_NS (2000ull * 1000 * 1000)
+/* How long the first message to a group waits for pubd to make its direct
+ * log (then the publish log carries it; the log is taken when it comes). */
+#define DIRECT_ASK_MS 200
 
 /* What a caller is waiting for while frames are processed. */
 struct pub_waiter {
@@ -151,9 +211,25 @@ struct pub_client {
 	struct pub_glog *glogs_dead; /* removed while held: unmapped at the next pub_recv */
 	bool glog_turn;		     /* which of group logs and deliver log is looked at first */
 
+	/* The direct path (directpub.c, directrecv.c), when pubd offers it. */
+	bool want_direct;   /* ask for it at HELLO */
+	bool expect_wake;   /* WELCOME said a wake page's SHM frame follows */
+	void *wake_map;	    /* our wake page (read-write); NULL: no direct path */
+	uint64_t sleep_seq; /* ours, stored in the page */
+	struct pub_dwriter **dws;
+	unsigned ndws, dws_cap;
+	char **dw_asked; /* groups a direct log was asked for on this connection */
+	unsigned ndw_asked;
+	struct pub_dread **drs;
+	unsigned ndrs, drs_cap, drs_rr;
+	struct pub_dread *dr_held;  /* the caller's message lies in its buffer */
+	struct pub_dread *drs_dead; /* let go of while held: freed at the next pub_recv */
+	bool dr_turn;		    /* which of the logs pubd writes and the direct ones first */
+
 	/* An open pub_claim (claim.c): in the publish log, or in claim_buf. */
 	bool claim_open;
-	uint8_t *claim_rec; /* the log record being written in place */
+	uint8_t *claim_rec;	      /* the log record being written in place */
+	struct pub_dwriter *claim_dw; /* ...in this direct log (else the publish log) */
 	uint8_t *claim_buf;
 	size_t claim_len, claim_cap;
 	char claim_group[PUB_GROUP_MAX + 1];
@@ -293,6 +369,43 @@ bool glog_any(struct pub_client *c);
  * (its SHM frame, sent before the mark, is read from the socket if it has
  * not been yet). 0, or an error. */
 int glog_mark(struct pub_client *c, const char *group, uint8_t glen);
+
+/* publish.c: read what pubd sent, without waiting (errors, new logs) */
+void drain(struct pub_client *c);
+
+/* directpub.c */
+int dw_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3]);
+int dw_waker_add(struct pub_client *c, const struct pub_msg_shm *m, const int fds[2]);
+void dw_waker_gone(struct pub_client *c, const struct pub_msg_shm *m);
+void dw_retired(struct pub_client *c, uint32_t log_id);
+void dw_detach_all(struct pub_client *c);
+/* The direct log of group to write into, asked of pubd the first time:
+ * NULL when there is none (the publish log then). */
+struct pub_dwriter *dw_for(struct pub_client *c, const char *group, size_t glen, bool nonblock);
+/* req_id: a PUB_SYNC's (pubd answers it once it read the message), or 0. */
+int dw_publish(struct pub_client *c, struct pub_dwriter *dw, uint32_t req_id, const void *data, size_t len, int flags);
+/* In place: a message that fits one record (NULL with *err 0 when it
+ * does not, or the log is retired: the caller claims elsewhere). */
+uint8_t *dw_claim(struct pub_client *c, struct pub_dwriter *dw, size_t len, int *err);
+void dw_commit(struct pub_client *c, uint32_t req_id, int flags);
+/* Ring the readers of messages committed under PUB_MORE. */
+void dw_wake_all(struct pub_client *c);
+
+/* directrecv.c */
+int dr_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd);
+void dr_retired(struct pub_client *c, uint32_t log_id);
+void dr_detach_group(struct pub_client *c, const char *group);
+void dr_detach_all(struct pub_client *c);
+void dr_release(struct pub_client *c);
+int dr_next(struct pub_client *c, struct pub_message *m);
+/* A message from pubd's deliver log: one of a direct log's in pieces,
+ * delivered before its place there, is kept for it (true: taken). */
+bool dr_hold(struct pub_client *c, const struct pub_message *m);
+bool dr_any(struct pub_client *c);
+/* The wake page at the handshake, and our sleeps in it. */
+int wake_attach(struct pub_client *c, int fd);
+void wake_sleep(struct pub_client *c);
+void wake_awake(struct pub_client *c);
 
 /* query.c: turn a validated TABLE into the public struct and call cb. */
 int pub_table_deliver(struct pub_table_reader *r, pub_table_cb cb, void *cb_arg);

@@ -11,8 +11,9 @@
 
 #include "internal.h"
 
-/* Look at what pubd sent without waiting: errors about earlier publishes. */
-static int drain(struct pub_client *c)
+/* Look at what pubd sent without waiting: errors about earlier publishes,
+ * new logs, readers of our direct logs. */
+void drain(struct pub_client *c)
 {
 	int r;
 
@@ -22,19 +23,18 @@ static int drain(struct pub_client *c)
 			break;
 		r = rx_read(c);
 		if (r == -EAGAIN)
-			return 0;
+			return;
 		if (r < 0)
 			break;
 	}
 	if (is_disconnect(r)) {
 		conn_lost(c);
-		return 0; /* the publish finds the connection down and tries once to reconnect */
+		return; /* the publish finds the connection down and tries once to reconnect */
 	}
 	if (r != -PUB_EPROTO && r != -ENOMEM)
 		set_err(c, r, "reading from pubd: %s", pub_strerror(r));
 	set_pending(c, r, c->errmsg);
 	conn_lost(c);
-	return 0;
 }
 
 /*
@@ -176,6 +176,19 @@ static int publish_log(struct pub_client *c, struct pub_waiter *w, const char *g
 	return set_err(c, -ENOTCONN, "%s: connection to pubd lost", w->what);
 }
 
+/* What a direct log's write came to (0, or its error as publish_log says it). */
+static int publish_direct_done(struct pub_client *c, struct pub_waiter *w, int r, int flags)
+{
+	if (r == 0)
+		return flags & PUB_SYNC ? publish_wait(c, w) : 0;
+	if (r == -EAGAIN)
+		return set_err(c, r, "%s: direct log full (PUB_NONBLOCK)", w->what);
+	if (!is_disconnect(r))
+		return set_err(c, r, "%s: %s", w->what, pub_strerror(r));
+	conn_lost(c);
+	return set_err(c, -ENOTCONN, "%s: connection to pubd lost", w->what);
+}
+
 static int publish(struct pub_client *c, const char *group, const void *data, size_t len, int flags)
 {
 	char what[PUB_GROUP_MAX + 32];
@@ -206,6 +219,19 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 			return set_err(c, -PUB_ETOOLARGE,
 				       "%s: message of %zu bytes exceeds pubd's max_message_size (%u)", what, len,
 				       c->info.max_message);
+		if (c->wake_map) {
+			/* The direct path: a log of the group's own; one pubd
+			 * retired meanwhile is asked for again, once. */
+			struct pub_dwriter *dw = dw_for(c, group, glen, flags & PUB_NONBLOCK);
+			int f = flags & PUB_SYNC ? flags & ~PUB_MORE : flags;
+
+			w.req_id = (flags & PUB_SYNC) ? next_req(c) : 0;
+			r = dw ? dw_publish(c, dw, w.req_id, data, len, f) : 1;
+			if (r == -ESTALE && (dw = dw_for(c, group, glen, flags & PUB_NONBLOCK)))
+				r = dw_publish(c, dw, w.req_id, data, len, f);
+			if (r <= 0 && r != -ESTALE)
+				return publish_direct_done(c, &w, r, flags);
+		}
 		if (c->log_map)
 			return publish_log(c, &w, group, glen, data, len, flags);
 		if ((flags & PUB_MORE) && !(flags & PUB_SYNC) && len <= MORE_COPY_MAX)

@@ -62,20 +62,84 @@ static void async_error(struct pub_client *c, const struct pub_msg_error *e)
 	set_pending(c, err, msg);
 }
 
+/* The n fds a frame came with: the first ones waiting. */
+static int take_fds(struct pub_client *c, unsigned n, int *fds, const char *what)
+{
+	if (c->nrx_fds < n)
+		return set_err(c, -PUB_EPROTO, "pubd's %s frame came without its file descriptors", what);
+	memcpy(fds, c->rx_fds, n * sizeof(int));
+	memmove(c->rx_fds, c->rx_fds + n, (c->nrx_fds - n) * sizeof(int));
+	c->nrx_fds -= n;
+	return 0;
+}
+
 /* A group log, before the OK of the SUBSCRIBE it serves: its memfd is the
  * first fd waiting. */
 static int group_log_frame(struct pub_client *c, const struct pub_msg_shm *m)
 {
 	int fd, r;
 
-	if (!c->nrx_fds)
-		return set_err(c, -PUB_EPROTO, "pubd's group log frame came without its memfd");
-	fd = c->rx_fds[0];
-	memmove(c->rx_fds, c->rx_fds + 1, (c->nrx_fds - 1) * sizeof(int));
-	c->nrx_fds--;
+	r = take_fds(c, 1, &fd, "group log");
+	if (r < 0)
+		return r;
 	r = glog_attach(c, m, fd);
 	close(fd); /* the mapping stays */
 	return r;
+}
+
+/* fd is a waker's doorbell we keep (dw_waker_add took it). */
+static bool find_waker_fd(const struct pub_client *c, int fd)
+{
+	for (unsigned i = 0; i < c->ndws; i++)
+		for (unsigned j = 0; j < c->dws[i]->nwakers; j++)
+			if (c->dws[i]->wakers[j].fd == fd)
+				return true;
+	return false;
+}
+
+/* The direct path's frames (directpub.c, directrecv.c): logs to write or
+ * read, readers to wake, logs retired. */
+static int direct_frame(struct pub_client *c, const struct pub_msg_shm *m)
+{
+	int fds[3], r;
+
+	switch (m->kind) {
+	case PUB_SHM_DIRECT_LOG:
+		r = take_fds(c, 3, fds, "direct log");
+		if (r < 0)
+			return r;
+		r = dw_attach(c, m, fds);
+		close(fds[0]);
+		if (r < 0) {
+			close(fds[1]);
+			close(fds[2]);
+		}
+		return r;
+	case PUB_SHM_DIRECT_READ:
+		r = take_fds(c, 1, fds, "direct log");
+		if (r < 0)
+			return r;
+		r = dr_attach(c, m, fds[0]);
+		close(fds[0]);
+		return r;
+	case PUB_SHM_WAKER:
+		r = take_fds(c, 2, fds, "waker");
+		if (r < 0)
+			return r;
+		r = dw_waker_add(c, m, fds);
+		close(fds[0]);
+		if (r < 0 || !find_waker_fd(c, fds[1]))
+			close(fds[1]);
+		return r;
+	case PUB_SHM_WAKER_GONE:
+		dw_waker_gone(c, m);
+		return 0;
+	case PUB_SHM_DIRECT_GONE:
+		dw_retired(c, m->log_id);
+		dr_retired(c, m->log_id);
+		return 0;
+	}
+	return set_err(c, -PUB_EPROTO, "pubd sent an SHM frame of kind %u out of place", m->kind);
 }
 
 /* The logs pubd made for this connection, right after WELCOME: the publish
@@ -91,21 +155,33 @@ static int shm_frame(struct pub_client *c, const uint8_t *body, size_t len, stru
 		goto fail;
 	if (m.kind == PUB_SHM_GROUP_LOG)
 		return group_log_frame(c, &m);
-	if (!w || !w->welcome || !(c->expect_shm || c->expect_dlog))
+	if (m.kind >= PUB_SHM_DIRECT_LOG && c->wake_map)
+		return direct_frame(c, &m);
+	if (!w || !w->welcome || !(c->expect_shm || c->expect_dlog || c->expect_wake))
 		goto fail;
-	base = c->expect_shm ? 0 : 3;
-	if (c->nrx_fds < base + 3 || m.kind != (c->expect_shm ? PUB_SHM_PUBLISH_LOG : PUB_SHM_DELIVER_LOG))
-		goto fail;
-	r = c->expect_shm ? shm_attach(c, &m, c->rx_fds + base) : dlog_attach(c, &m, c->rx_fds + base);
-	if (r < 0)
-		goto fail;
-	/* The eventfds are the log's now; the memfd is not needed once mapped. */
-	c->rx_fds[base + 1] = c->rx_fds[base + 2] = -1;
-	if (c->expect_shm)
-		c->expect_shm = false;
-	else
-		c->expect_dlog = false;
-	if (c->expect_shm || c->expect_dlog)
+	if (c->expect_shm || c->expect_dlog) {
+		base = c->expect_shm ? 0 : 3;
+		if (c->nrx_fds < base + 3 || m.kind != (c->expect_shm ? PUB_SHM_PUBLISH_LOG : PUB_SHM_DELIVER_LOG))
+			goto fail;
+		r = c->expect_shm ? shm_attach(c, &m, c->rx_fds + base) : dlog_attach(c, &m, c->rx_fds + base);
+		if (r < 0)
+			goto fail;
+		/* The eventfds are the log's now; the memfd is not needed once mapped. */
+		c->rx_fds[base + 1] = c->rx_fds[base + 2] = -1;
+		if (c->expect_shm)
+			c->expect_shm = false;
+		else
+			c->expect_dlog = false;
+	} else {
+		/* The wake page: the seventh fd, after the two logs' six. */
+		if (c->nrx_fds < 7 || m.kind != PUB_SHM_WAKE_PAGE)
+			goto fail;
+		r = wake_attach(c, c->rx_fds[6]);
+		if (r < 0)
+			goto fail;
+		c->expect_wake = false;
+	}
+	if (c->expect_shm || c->expect_dlog || c->expect_wake)
 		return 0;
 	rx_fds_close(c);
 	w->done = true;
@@ -113,7 +189,7 @@ static int shm_frame(struct pub_client *c, const uint8_t *body, size_t len, stru
 	return 0;
 fail:
 	rx_fds_close(c);
-	c->expect_shm = c->expect_dlog = false;
+	c->expect_shm = c->expect_dlog = c->expect_wake = false;
 	if (r == -PUB_EPROTO)
 		return set_err(c, r, "pubd's SHM frame is not one this libpub understands (%u fds)", c->nrx_fds);
 	return r;
@@ -150,10 +226,13 @@ static int on_welcome(struct pub_client *c, const uint8_t *body, size_t len, str
 	 * no message goes by the socket before the log exists. */
 	c->expect_shm = (wel.flags & PUB_WELCOME_F_SHM) != 0;
 	c->expect_dlog = (wel.flags & PUB_WELCOME_F_SHM_DELIVER) != 0;
+	c->expect_wake = (wel.flags & PUB_WELCOME_F_DIRECT) != 0;
 	if ((c->expect_shm || c->expect_dlog) && !c->want_shm)
 		return set_err(c, -PUB_EPROTO, "pubd offered shared memory nobody asked for");
 	if (c->expect_dlog && !c->expect_shm)
 		return set_err(c, -PUB_EPROTO, "pubd offered a deliver log without a publish log");
+	if (c->expect_wake && (!c->want_direct || !c->expect_dlog))
+		return set_err(c, -PUB_EPROTO, "pubd offered the direct path nobody asked for");
 	w->done = !c->expect_shm;
 	w->result = 0;
 	return 0;
@@ -276,6 +355,7 @@ int wait_for(struct pub_client *c, struct pub_waiter *w, uint64_t deadline)
 static void recv_release(struct pub_client *c)
 {
 	shm_release_dead(c);
+	dr_release(c);
 	free(c->held_buf);
 	c->held_buf = NULL;
 	c->holding = false;
@@ -361,7 +441,18 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 				return r;
 			continue;
 		}
-		r = dlog_next(c, m);
+		/* Turn and turn about between the logs pubd writes and the
+		 * publishers' direct logs. */
+		c->dr_turn ^= 1;
+		r = c->dr_turn && c->ndrs ? dr_next(c, m) : 0;
+		if (r == 0) {
+			r = dlog_next(c, m);
+			/* One of a direct log's, come before its place there. */
+			if (r == 1 && c->ndrs && dr_hold(c, m))
+				continue;
+		}
+		if (r == 0 && !c->dr_turn && c->ndrs)
+			r = dr_next(c, m);
 		if (r == 1)
 			return 1;
 		if (r == 0)

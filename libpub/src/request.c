@@ -170,6 +170,7 @@ int pub_unsubscribe(pub_client_t *c, const char *group)
 	if (r == 0 || r == -PUB_ESTATE || r == -PUB_ENOGROUP) {
 		sub_remove(c, group);
 		glog_detach(c, group);
+		dr_detach_group(c, group);
 	}
 	readiness_update(c);
 	return r;

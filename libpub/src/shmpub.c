@@ -107,8 +107,11 @@ static void ring(int fd)
 
 void shm_wake(struct pub_client *c)
 {
-	if (c->wake_owed && c->log_map && pub_shmlog_wake_reader(&c->log))
+	if (!c->wake_owed)
+		return;
+	if (c->log_map && pub_shmlog_wake_reader(&c->log))
 		ring(c->log_doorbell);
+	dw_wake_all(c);
 	c->wake_owed = false;
 }
 

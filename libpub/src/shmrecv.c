@@ -236,10 +236,13 @@ bool dlog_sleep(struct pub_client *c)
 		return true;
 	(void)!read(c->dlog_doorbell, &v, sizeof(v)); /* an old ring is not news */
 	/* The flag covers the group logs too: pubd rings the deliver log's
-	 * doorbell after writing either. Set before their last look. */
+	 * doorbell after writing either; the wake page's, the direct logs,
+	 * whose writers ring the same doorbell. Set before their last look
+	 * (the barrier is pub_shmlog_reader_sleep's). */
+	wake_sleep(c);
 	if (!pub_shmlog_reader_sleep(&c->dlog))
 		return false;
-	return !glog_any(c);
+	return !glog_any(c) && !dr_any(c);
 }
 
 bool dlog_spin(struct pub_client *c)
@@ -249,7 +252,8 @@ bool dlog_spin(struct pub_client *c)
 
 	for (i = 0; i < DLOG_SPINS; i++) {
 		rec = (const struct pub_shmlog_rec *)(c->dlog.ring + (c->dlog.pos & (c->dlog.cap - 1)));
-		if (atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire) || glog_any(c))
+		if (atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire) || glog_any(c) ||
+		    dr_any(c))
 			return true;
 		pub_shmlog_cpu_relax();
 	}
@@ -260,4 +264,5 @@ void dlog_awake(struct pub_client *c)
 {
 	if (c->dlog_map)
 		pub_shmlog_reader_awake(&c->dlog);
+	wake_awake(c);
 }

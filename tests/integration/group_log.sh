@@ -23,8 +23,12 @@
 #     pieces never mixed with the other group's.
 # With PUBD_TRANSPORT=socket (the tier's second run) libpub asks for no
 # shared memory: every subscriber's path is socket and no log is made.
+# Off the direct path (PUBD_DIRECT=off): a local publisher's messages would
+# otherwise go to these subscribers straight from its direct log, not
+# through the group log (tests/integration/direct.sh has that path).
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
+export PUBD_DIRECT=off
 it_setup group_log
 
 N=2000

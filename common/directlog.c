@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A subscriber's reader of a direct log (directlog.h): the writer never
+ * waits for it, so every record is copied out first and trusted only once
+ * the writer's claim shows it was not written over meanwhile.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "directlog.h"
+
+/* A reader the writer keeps lapping gives up for this call after so many
+ * fresh starts (and tries again at the next). */
+#define RESYNC_MAX 64
+
+int pub_direct_reader_init(struct pub_direct_reader *d, const void *map, size_t map_len, uint32_t cap,
+			   uint32_t max_record, uint64_t start, const char *group, uint8_t glen)
+{
+	memset(d, 0, sizeof(*d));
+	if (!cap || !glen || pub_shmlog_reader_init(&d->r, (void *)map, map_len, cap, max_record, start) < 0)
+		return -EPROTO;
+	d->glen = glen;
+	memcpy(d->group, group, glen);
+	return 0;
+}
+
+/*
+ * The writer lapped us: start again at the oldest of its marks it is not
+ * about to write over (directlog.h), else at the last message record it
+ * committed. Both are record boundaries it says it wrote; untrusted, so
+ * checked against where it claims to be writing (and the records there are
+ * checked as they are read). What lay between is counted from the sequence
+ * numbers once a message is read.
+ */
+static int resync(struct pub_direct_reader *d)
+{
+	struct pub_shmlog_ctl *ctl = (struct pub_shmlog_ctl *)d->r.ctl;
+	uint64_t latest = atomic_load_explicit(&ctl->latest, memory_order_acquire);
+	uint64_t claim = atomic_load_explicit(&ctl->claim, memory_order_acquire);
+	uint64_t best = UINT64_MAX, m;
+	/* Room the writer keeps going in while we read: an eighth of the ring. */
+	uint64_t keep = d->r.cap - d->r.cap / 8;
+	unsigned i;
+
+	if (latest % PUB_SHMLOG_ALIGN || latest <= d->r.pos || claim < latest || claim - latest > d->r.cap)
+		return -EPROTO;
+	for (i = 0; i < PUB_DIRECT_NMARKS; i++) {
+		m = atomic_load_explicit(&pub_direct_marks(ctl)[i], memory_order_acquire);
+		if (m % PUB_SHMLOG_ALIGN == 0 && m > d->r.pos && m <= latest && claim - m <= keep && m < best)
+			best = m;
+	}
+	d->r.pos = best != UINT64_MAX ? best : latest;
+	return 0;
+}
+
+static bool lapped(const struct pub_direct_reader *d, uint64_t pos)
+{
+	return pub_shmlog_lapped(&d->r, pos);
+}
+
+/* A message is whole: count what the writer's sequence skipped. */
+static int complete(struct pub_direct_reader *d, uint64_t seq, uint32_t len, struct pub_direct_msg *m)
+{
+	/* A sequence that goes backwards is the writer's nonsense: nothing
+	 * to count, and it is delivered as it came. */
+	if (d->synced && seq > d->next_seq)
+		d->lost += seq - d->next_seq;
+	d->synced = true;
+	d->next_seq = seq + 1;
+	m->seq = seq;
+	m->len = len;
+	return 1;
+}
+
+int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint32_t max_total, struct pub_direct_msg *m,
+		    size_t *need)
+{
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	unsigned resyncs = 0;
+	int r;
+
+	for (;;) {
+		if (lapped(d, d->r.pos)) {
+			if (++resyncs > RESYNC_MAX)
+				return 0;
+			if (resync(d) < 0)
+				return -EPROTO;
+			continue;
+		}
+		r = pub_shmlog_next(&d->r, &v);
+		if (r == 0)
+			return 0;
+		/* What we read may be torn by a lap: only then is it not the
+		 * writer's fault. */
+		if (r < 0 || v.type != PUB_SHMLOG_MSG || pub_deliverlog_decode(&v, &p) < 0 || p.move ||
+		    (p.first && (p.glen != d->glen || memcmp(p.group, d->group, p.glen) || p.total > max_total))) {
+			if (lapped(d, v.pos))
+				continue;
+			return -EPROTO;
+		}
+		if (!p.first) {
+			/* A later piece: of a message pubd delivers (below), or
+			 * begun before where we started. */
+			if (lapped(d, v.pos))
+				continue;
+			pub_shmlog_consume(&d->r, &v);
+			continue;
+		}
+		if (p.more) {
+			/* A message in pieces is not read here: a writer that
+			 * never waits for us could write over its first pieces
+			 * before we read its last. pubd delivers it, as this
+			 * log's source and seq. */
+			if (lapped(d, v.pos))
+				continue;
+			pub_shmlog_consume(&d->r, &v);
+			complete(d, p.seq, p.total, m);
+			return 2;
+		}
+		if (p.total > cap) {
+			*need = p.total;
+			return -ENOSPC;
+		}
+		memcpy(buf, p.data, p.len);
+		if (lapped(d, v.pos))
+			continue;
+		pub_shmlog_consume(&d->r, &v);
+		return complete(d, p.seq, p.total, m);
+	}
+}
+
+int pub_direct_skip_pieces(struct pub_direct_reader *d)
+{
+	struct pub_deliverlog_piece p;
+	struct pub_shmlog_view v;
+	int r;
+
+	for (;;) {
+		/* Lapped: past the message whatever it was. */
+		if (lapped(d, d->r.pos))
+			return resync(d) < 0 ? -EPROTO : 1;
+		r = pub_shmlog_next(&d->r, &v);
+		if (r <= 0)
+			return r < 0 && !lapped(d, d->r.pos) ? -EPROTO : 0;
+		if (v.type != PUB_SHMLOG_MSG || pub_deliverlog_decode(&v, &p) < 0) {
+			if (lapped(d, v.pos))
+				continue;
+			return -EPROTO;
+		}
+		if (p.first)
+			return 1;
+		if (lapped(d, v.pos))
+			continue;
+		pub_shmlog_consume(&d->r, &v);
+	}
+}
+
+bool pub_direct_ready(const struct pub_direct_reader *d)
+{
+	const struct pub_shmlog_rec *rec = (const struct pub_shmlog_rec *)(d->r.ring + (d->r.pos & (d->r.cap - 1)));
+
+	return atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire) != 0 || lapped(d, d->r.pos);
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The direct path: a local publisher's messages reach the local
+ * subscribers of the group on shared memory the publisher writes and they
+ * read, with no hop through pubd.
+ *
+ * A direct log is a shared-memory log (shmlog.h) of one (publisher, group),
+ * made by pubd at the publisher's request (PUB_FRAME_DIRECT) once it passed
+ * the group's publish ACL. Its records are a deliver log's
+ * (deliverlog_format.h): u64 source (the writer's; readers use the one
+ * pubd gave them), u64 seq (the writer's count of its messages on the
+ * log, from 0), the group's name in a message's first piece, the payload.
+ *
+ * Who does what:
+ *   - the publisher writes it (the memfd, read-write);
+ *   - pubd reads every message, as the log's one reader the writer waits
+ *     for: it sends them to the fabric, delivers them to the local
+ *     subscribers that do not read the log, and counts them. It says in
+ *     the control page how it wants to be rung: when it sleeps (prompt),
+ *     or only when more than half the ring waits for it (lazy: a host
+ *     group whose subscribers all read the log, where nothing but the
+ *     counts waits for pubd);
+ *   - each subscriber on shared memory that pubd handed the log to reads
+ *     it (a read-only file of the memfd: it cannot write it), at its own
+ *     position, copying each message out. Nobody waits for it: a
+ *     subscriber the writer laps loses the oldest messages it had not
+ *     read (drop-oldest), finds out from the commit words and the writer's
+ *     claim, and counts them exactly from the sequence numbers. Only a
+ *     client whose slow-subscriber policy is drop-oldest reads direct logs.
+ *     A message in pieces (larger than a record) is not read there: the
+ *     writer could write over its first pieces before a reader got to its
+ *     last. pubd delivers it to each reader, under the log's source and
+ *     seq, and the reader puts it in its place among the log's messages.
+ *
+ * Wakeups. A subscriber that found nothing anywhere says so in its wake
+ * page (sleep_seq odd) and in its deliver log's control page, then sleeps
+ * on its deliver log's doorbell (in pub_fd's set). A writer, after a
+ * commit, looks at the wake pages of the readers pubd told it about
+ * (PUB_SHM_WAKER: the page read-only and the doorbell) and rings each that
+ * sleeps, once per sleep. pubd is the backstop: until the writer says it
+ * took in every reader change (wakers_seen == wakers_gen), pubd reads the
+ * log promptly and rings sleeping readers itself.
+ *
+ * Trust. Everything in a direct log is the writer's, and hostile to its
+ * readers: pubd checks each record as it checks a publish log's; a
+ * subscriber checks each record, copies what it uses, and drops the log
+ * (not its connection) at the first record no honest writer writes. The
+ * wake page is its subscriber's, hostile to the writers and to pubd:
+ * values there only ever decide whether to ring a doorbell, and the lost
+ * counts pubd takes from it are bounded by what pubd itself read.
+ */
+#ifndef PUB_DIRECTLOG_H
+#define PUB_DIRECTLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "deliverlog_format.h"
+#include "shmlog.h"
+
+/* ---- the wake page: one per client, written by it, read by others ---- */
+
+#define PUB_WAKE_PAGE_LEN   4096u
+#define PUB_WAKE_PAGE_MAGIC UINT64_C(0x3165676170656b77) /* "wkpage1" */
+/* Lost-message counts, one u64 per slot (the slots of the deliver log's
+ * control page: a direct log read takes one, as a group log does). */
+#define PUB_WAKE_LOST_OFF 1024u
+
+struct pub_wake_page {
+	uint64_t magic;
+	/* Odd while the client sleeps; a new value at each sleep (odd) and
+	 * each wakeup (even). A writer rings at most once per odd value. */
+	_Atomic uint64_t sleep_seq;
+};
+
+static inline _Atomic uint64_t *pub_wake_lost(void *page, uint32_t slot)
+{
+	return (_Atomic uint64_t *)((uint8_t *)page + PUB_WAKE_LOST_OFF) + slot;
+}
+
+/*
+ * A writer's look at one reader's page after a commit (a full barrier must
+ * come between the commit and this load: pub_shmlog_wake_reader's, or
+ * atomic_thread_fence). *woken_at: the value it last rang for. True when it
+ * should ring now.
+ */
+static inline bool pub_wake_due(const struct pub_wake_page *p, uint64_t *woken_at)
+{
+	uint64_t s = atomic_load_explicit(&((struct pub_wake_page *)p)->sleep_seq, memory_order_relaxed);
+
+	if (!(s & 1) || s == *woken_at)
+		return false;
+	*woken_at = s;
+	return true;
+}
+
+/* ---- marks: where a lapped reader starts again ---- */
+
+/*
+ * The writer marks, in the control page, the first record it commits in
+ * each sixteenth of the ring. A reader the writer lapped starts again at
+ * the oldest mark the writer is not about to write over, so it keeps the
+ * newest messages the log still holds (drop-oldest), not only the last.
+ * Untrusted: a reader checks a mark, and the record there, like anything
+ * else the writer wrote.
+ */
+#define PUB_DIRECT_MARKS_OFF 512u
+#define PUB_DIRECT_NMARKS    16u
+
+static inline _Atomic uint64_t *pub_direct_marks(const void *map)
+{
+	return (_Atomic uint64_t *)((uint8_t *)map + PUB_DIRECT_MARKS_OFF);
+}
+
+/* The writer, after committing a record at pos: marks it if it is the
+ * first in its sixteenth of the ring (*seg: the writer's last marked one). */
+static inline void pub_direct_mark(void *map, uint32_t cap, uint64_t pos, uint64_t *seg)
+{
+	uint64_t s = pos / (cap / PUB_DIRECT_NMARKS);
+
+	if (s == *seg)
+		return;
+	*seg = s;
+	atomic_store_explicit(&pub_direct_marks(map)[s % PUB_DIRECT_NMARKS], pos, memory_order_release);
+}
+
+/* ---- a subscriber's reader of a direct log ---- */
+
+struct pub_direct_reader {
+	struct pub_shmlog_reader r;
+	uint8_t glen;
+	char group[255];
+	bool synced;	   /* next_seq is known (a message was read) */
+	uint64_t next_seq; /* the seq the next message should have */
+	uint64_t lost;	   /* messages the writer lapped us past, all told */
+};
+
+/* One message, copied out. */
+struct pub_direct_msg {
+	uint64_t seq;
+	uint32_t len; /* in the caller's buffer */
+};
+
+/*
+ * Attach to a mapping of map_len bytes; cap and max_record from pubd's
+ * frame (never from the mapping), start: where pubd says to begin (a
+ * record boundary it read up to). 0, or -EPROTO.
+ */
+int pub_direct_reader_init(struct pub_direct_reader *d, const void *map, size_t map_len, uint32_t cap,
+			   uint32_t max_record, uint64_t start, const char *group, uint8_t glen);
+/* The seq of the message at start, when the reader knows it (pubd says):
+ * messages lost from there on are counted too. */
+static inline void pub_direct_reader_expect(struct pub_direct_reader *d, uint64_t seq)
+{
+	d->synced = true;
+	d->next_seq = seq;
+}
+
+/*
+ * The next message that fits one record, copied into buf (cap bytes).
+ * Returns 1 with *m filled; 2 for a message in pieces, which is not read
+ * here (m->seq and m->len say which: pubd delivers it to us, as this log's
+ * source and seq); 0 when nothing new is committed; -ENOSPC when the next
+ * message needs more than cap bytes (*need says how many: call again with
+ * room); -EPROTO when the log holds what no honest writer writes (a length
+ * above max_total among it: stop reading the log). Messages the writer
+ * lapped us past are added to d->lost.
+ */
+int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint32_t max_total, struct pub_direct_msg *m,
+		    size_t *need);
+
+/* After a message in pieces (pub_direct_next said 2): pass over its later
+ * pieces. 1 once the next record is another message's (or a lap carried
+ * us past), 0 while its pieces are still being written, -EPROTO. */
+int pub_direct_skip_pieces(struct pub_direct_reader *d);
+
+/* Is a record (or a lap) waiting at our position? For the last look
+ * before sleeping, and for spinning. */
+bool pub_direct_ready(const struct pub_direct_reader *d);
+
+#endif

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The direct path (common/directlog.h): a local publisher writes a group's
+ * messages into a direct log pubd made for it, and the group's local
+ * subscribers on shared memory read them there, with no hop through pubd.
+ *
+ * pubd's part:
+ *   - it makes the log at the publisher's request (PUB_FRAME_DIRECT), once
+ *     the group's publish ACL allows it, and hands the writer the memfd;
+ *   - it hands each subscriber of the group that may read it (a client on
+ *     shared memory with a wake page, slow_subscriber drop-oldest) a
+ *     read-only file of it, with a slot in its deliver log and wake page,
+ *     and starting where pubd itself has read up to; and it tells the
+ *     writer about each such reader (PUB_SHM_WAKER: the reader's wake page,
+ *     read-only, and its doorbell), so that the writer wakes it;
+ *   - it reads every message itself (publog.c), as the one reader the
+ *     writer waits for: to the fabric, to the local subscribers that do not
+ *     read the log (their own queues), and into the counts; the fan-out
+ *     passes over the log's readers (direct_now), which are counted
+ *     delivered then. A host group whose subscribers all read the log
+ *     needs nothing of pubd but the counts: pubd reads it lazily (the
+ *     writer rings when half the log waits; once a second; before a query
+ *     answers);
+ *   - until the writer says it took in every reader change, pubd reads the
+ *     log promptly and rings readers itself (the backstop);
+ *   - the lost counts readers keep in their wake pages (messages the
+ *     writer lapped them past) become sub_overflow drops of their
+ *     subscriptions, each never more than pubd itself read of the log.
+ *
+ * Access. A reader keeps whatever it mapped. So when a reload changes who
+ * may read or write a group (its ACLs, daemon.shm_direct,
+ * slow_subscriber), or the group goes, its direct logs are retired: pubd
+ * reads what is in them, tells writer and readers (PUB_SHM_DIRECT_GONE),
+ * and says so in the control page, which an honest writer looks at before
+ * each message; it asks for a new log, handed to those allowed now. A
+ * retired log is read no further by pubd (what its writer committed after
+ * is counted client_gone) and its pages are punched out once its readers
+ * had limits.group_log_drain_ms to read to its end.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "directlog.h"
+#include "log.h"
+#include "loop.h"
+#include "server_internal.h"
+
+/* Direct logs one client may write at once; past it it publishes through
+ * its publish log. Each is a publish_log's worth of the client budget. */
+#define DIRECT_MAX_PER_CLIENT 64
+
+static bool direct_on(const struct pubd_ipc *srv)
+{
+	return srv->cfg->shm && srv->cfg->shm_direct && srv->cfg->slow_subscriber == PUBD_SLOW_DROP_OLDEST;
+}
+
+static struct pub_shmlog_ctl *ctl_of(const struct srv_direct *d)
+{
+	return (struct pub_shmlog_ctl *)d->l->shm.map;
+}
+
+/* ---- the wake page ---- */
+
+int srv_direct_hello(struct pubd_client *c, struct pub_msg_shm *m, int *fd)
+{
+	struct pub_wake_page *page;
+	int memfd, ro;
+
+	*fd = -1;
+	if (!direct_on(c->srv) || !c->dlog)
+		return -ENOTSUP;
+	memfd = srv_shm_memfd(PUB_WAKE_PAGE_LEN);
+	if (memfd < 0)
+		return memfd;
+	page = mmap(NULL, PUB_WAKE_PAGE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (page == MAP_FAILED) {
+		close(memfd);
+		return -ENOMEM;
+	}
+	page->magic = PUB_WAKE_PAGE_MAGIC;
+	/* Writers get a read-only file: the page is the client's to write. */
+	ro = srv_shm_read_only(memfd);
+	if (ro < 0) {
+		munmap(page, PUB_WAKE_PAGE_LEN);
+		close(memfd);
+		return ro;
+	}
+	c->wake_map = (uint8_t *)page;
+	c->wake_ro_fd = ro;
+	*m = (struct pub_msg_shm){.kind = PUB_SHM_WAKE_PAGE, .capacity = PUB_WAKE_PAGE_LEN};
+	*fd = memfd;
+	return 0;
+}
+
+/* ---- readers ---- */
+
+static bool may_read(const struct pubd_sub *s)
+{
+	const struct pubd_client *c = s->client;
+
+	return c->wake_map && c->dlog && !c->closing && !c->gone && direct_on(c->srv);
+}
+
+/* The reader frame for s's client: the log read-only, from start. */
+static int hand_to_reader(struct srv_direct *d, struct pubd_sub *s, uint32_t slot, uint64_t start, uint64_t seq)
+{
+	uint8_t frame[96 + PUB_PROTO_NAME_MAX];
+	struct pub_msg_shm m = {.kind = PUB_SHM_DIRECT_READ,
+				.capacity = d->l->r.cap,
+				.max_record = d->l->r.max_record,
+				.slot = slot,
+				.start = start,
+				.group = {d->name, d->name_len},
+				.log_id = d->id,
+				.peer = d->writer->id,
+				.source = d->source,
+				.seq = seq};
+	long n = pub_proto_enc_shm(frame, sizeof(frame), &m);
+
+	return n > 0 ? srv_send_fds(s->client, frame, (size_t)n, &d->ro_fd, 1) : -EINVAL;
+}
+
+/* Give s the log d, if it may read it and its socket can take the fd now
+ * (else pubd delivers d's messages to it, as to any subscriber). */
+static void reader_add(struct srv_direct *d, struct pubd_sub *s)
+{
+	struct pubd_client *c = s->client;
+	struct srv_direct_reader *rd;
+	uint64_t start;
+	uint32_t slot;
+
+	if (!may_read(s) || d->retired_ns)
+		return;
+	/* What the writer committed before is read (and delivered to s if it
+	 * is subscribed already) before s reads on from where pubd stands. */
+	srv_publog_read_one(d->writer, d->l);
+	if (c->out_head)
+		return;
+	if (d->nreaders == d->readers_cap) {
+		unsigned cap = d->readers_cap ? d->readers_cap * 2 : 4;
+
+		rd = realloc(d->readers, cap * sizeof(*rd));
+		if (!rd)
+			return;
+		d->readers = rd;
+		d->readers_cap = cap;
+	}
+	slot = srv_slot_take(c);
+	if (slot == UINT32_MAX)
+		return;
+	/* From the start of a message pubd has begun reading in pieces: the
+	 * reader passes over what it finds before a first piece. */
+	start = d->l->part || d->l->skip ? d->l->cur_pos : d->l->r.pos;
+	/* ...and the seq of the message there: what it loses from the start on
+	 * is counted too. */
+	if (hand_to_reader(d, s, slot, start, d->l->part || d->l->skip ? d->l->cur_seq : d->next_seq) < 0) {
+		srv_slot_give(c, slot);
+		return;
+	}
+	rd = &d->readers[d->nreaders++];
+	*rd = (struct srv_direct_reader){
+		.s = s,
+		.slot = slot,
+		.lost_seen = atomic_load_explicit(pub_wake_lost(c->wake_map, slot), memory_order_acquire)};
+	srv_direct_tell_writer(d, rd);
+}
+
+/* What reader rd says it lost since last looked at: sub_overflow drops,
+ * taken off what was counted delivered to it. Its page is its own to
+ * write: no more than pubd read of the log is taken, in all. */
+static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd)
+{
+	struct pubd_sub *s = rd->s;
+	struct pubd_client *c = s->client;
+	uint64_t v, n;
+
+	if (!c->wake_map)
+		return;
+	v = atomic_load_explicit(pub_wake_lost(c->wake_map, rd->slot), memory_order_acquire);
+	if (v <= rd->lost_seen)
+		return;
+	n = v - rd->lost_seen;
+	if (n > d->read_msgs - rd->lost_taken)
+		n = d->read_msgs - rd->lost_taken;
+	rd->lost_seen = v;
+	rd->lost_taken += n;
+	if (!n)
+		return;
+	s->delivered -= n < s->delivered ? n : s->delivered;
+	s->group->delivered -= n < s->group->delivered ? n : s->group->delivered;
+	c->delivered -= n < c->delivered ? n : c->delivered;
+	c->srv->counters[PUBD_CTR_MSG_DELIVERED] -= n;
+	c->srv->counters[PUBD_CTR_DIRECT_DELIVERED] -= n;
+	c->srv->counters[PUBD_CTR_DIRECT_LOST] += n;
+	srv_count_sub_drop(c->srv, s, PUB_DROP_SUB_OVERFLOW, n);
+}
+
+/* Reader i goes: its lost count taken, its slot given back, the writer
+ * told (a reader it wakes for nothing costs it a system call a message). */
+static void reader_remove(struct srv_direct *d, unsigned i)
+{
+	struct srv_direct_reader *rd = &d->readers[i];
+	struct pubd_client *c = rd->s->client;
+
+	take_lost(d, rd);
+	srv_slot_give(c, rd->slot);
+	if (rd->told && !d->retired_ns && !d->writer->closing && !d->writer->gone) {
+		uint8_t frame[96 + PUB_PROTO_NAME_MAX];
+		struct pub_msg_shm m = {.kind = PUB_SHM_WAKER_GONE,
+					.slot = rd->slot,
+					.start = d->wakers_gen + 1,
+					.group = {d->name, d->name_len},
+					.log_id = d->id,
+					.peer = c->id,
+					.source = d->source};
+		long n = pub_proto_enc_shm(frame, sizeof(frame), &m);
+
+		if (n > 0 && srv_queue_frame(d->writer, frame, (size_t)n) == 0)
+			srv_direct_publish_gen(d);
+	}
+	d->readers[i] = d->readers[--d->nreaders];
+}
+
+/* ---- open ---- */
+
+static int list_add(struct srv_direct ***v, unsigned *n, unsigned *cap, struct srv_direct *d)
+{
+	if (*n == *cap) {
+		unsigned ncap = *cap ? *cap * 2 : 4;
+		struct srv_direct **nv = realloc(*v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*n)++] = d;
+	return 0;
+}
+
+static void list_del(struct srv_direct **v, unsigned *n, struct srv_direct *d)
+{
+	unsigned i;
+
+	for (i = 0; i < *n; i++) {
+		if (v[i] == d) {
+			v[i] = v[--*n];
+			return;
+		}
+	}
+}
+
+static struct srv_direct *find(const struct pubd_client *c, const struct pubd_group *g)
+{
+	for (unsigned i = 0; i < c->ndirects; i++)
+		if (c->directs[i]->g == g)
+			return c->directs[i];
+	return NULL;
+}
+
+static void direct_free(struct pubd_ipc *srv, struct srv_direct *d)
+{
+	while (d->nreaders)
+		reader_remove(d, d->nreaders - 1);
+	free(d->readers);
+	if (d->ro_fd >= 0)
+		close(d->ro_fd);
+	/* Punched: readers that keep their mappings pin nothing of pubd's. */
+	srv_shm_punch(&d->l->shm, 0, d->l->shm.map_len);
+	srv_publog_free_direct(srv, d->l);
+	free(d);
+}
+
+/* Refused: the client publishes to the group through its publish log. */
+static void refuse(struct pubd_client *c, uint32_t req_id, uint32_t code, const char *why, const char *group)
+{
+	srv_reply_error(c, req_id, code, "no direct log of '%s': %s", group, why);
+}
+
+void srv_direct_open(struct pubd_client *c, uint32_t req_id, struct pubd_group *g)
+{
+	struct pubd_ipc *srv = c->srv;
+	uint8_t frame[96 + PUB_PROTO_NAME_MAX];
+	struct pub_msg_shm m;
+	struct srv_direct *d;
+	int memfd = -1, fds[3];
+	unsigned i;
+	long n;
+
+	if (!c->wake_map || !direct_on(srv)) {
+		refuse(c, req_id, PUB_ERR_STATE, "the direct path is off", g->name);
+		return;
+	}
+	if (!srv_client_may(c, &g->cfg->publish)) {
+		refuse(c, req_id, PUB_ERR_ACL, "the group's publish ACL does not allow it", g->name);
+		return;
+	}
+	if (g->raw || find(c, g) || c->ndirects >= DIRECT_MAX_PER_CLIENT || c->out_head) {
+		refuse(c, req_id, PUB_ERR_STATE,
+		       g->raw	    ? "a raw group"
+		       : find(c, g) ? "it has one"
+				    : "not now",
+		       g->name);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		goto nomem;
+	d->ro_fd = -1;
+	d->l = srv_publog_make_direct(c, &memfd);
+	if (!d->l) {
+		free(d);
+		goto nomem;
+	}
+	d->l->direct = d;
+	d->writer = c;
+	d->g = g;
+	memcpy(d->name, g->name, g->name_len);
+	d->name_len = (uint8_t)g->name_len;
+	d->id = ++srv->next_direct_id;
+	/* A stream of its own, apart from pubd's per-group one. */
+	d->source = srv->source_id ^ (UINT64_C(0x9e3779b97f4a7c15) * d->id);
+	d->ro_fd = srv_shm_read_only(memfd);
+	if (d->ro_fd < 0 || list_add(&c->directs, &c->ndirects, &c->directs_cap, d) < 0)
+		goto fail;
+	if (list_add(&g->directs, &g->ndirects, &g->directs_cap, d) < 0) {
+		list_del(c->directs, &c->ndirects, d);
+		goto fail;
+	}
+	m = (struct pub_msg_shm){.kind = PUB_SHM_DIRECT_LOG,
+				 .capacity = d->l->r.cap,
+				 .max_record = d->l->r.max_record,
+				 .group = {d->name, d->name_len},
+				 .log_id = d->id,
+				 .peer = c->id,
+				 .source = d->source};
+	n = pub_proto_enc_shm(frame, sizeof(frame), &m);
+	fds[0] = memfd;
+	fds[1] = d->l->shm.doorbell_fd;
+	fds[2] = d->l->shm.space_fd;
+	if (n <= 0 || srv_send_fds(c, frame, (size_t)n, fds, 3) < 0) {
+		list_del(c->directs, &c->ndirects, d);
+		list_del(g->directs, &g->ndirects, d);
+		goto fail;
+	}
+	close(memfd);
+	srv->counters[PUBD_CTR_DIRECT_OPENED]++;
+	/* Its readers before the OK: the writer knows them at its first message. */
+	for (i = 0; i < g->nsubs; i++)
+		reader_add(d, g->subs[i]);
+	srv_direct_update_lazy(d);
+	srv_reply_ok(c, req_id);
+	return;
+fail:
+	close(memfd);
+	direct_free(srv, d);
+nomem:
+	refuse(c, req_id, PUB_ERR_INTERNAL, "out of memory or file descriptors", g->name);
+}
+
+/* ---- subscriptions ---- */
+
+void srv_direct_attach(struct pubd_client *c, struct pubd_sub *s)
+{
+	struct pubd_group *g = s->group;
+	unsigned i;
+
+	(void)c;
+	for (i = 0; i < g->ndirects; i++) {
+		reader_add(g->directs[i], s);
+		/* One that could not have it makes the log prompt again. */
+		srv_direct_update_lazy(g->directs[i]);
+	}
+}
+
+void srv_direct_leave(struct pubd_ipc *srv, struct pubd_sub *s)
+{
+	struct srv_direct *d;
+	unsigned i, j;
+
+	for (i = 0; i < s->group->ndirects; i++) {
+		d = s->group->directs[i];
+		for (j = 0; j < d->nreaders; j++) {
+			if (d->readers[j].s == s) {
+				/* What it may have read there is counted delivered
+				 * to it while it is a reader (a lazily read log is
+				 * behind it). Not from inside a fan-out. */
+				if (!srv->direct_fan_out)
+					srv_publog_read_one(d->writer, d->l);
+				reader_remove(d, j);
+				break;
+			}
+		}
+		srv_direct_update_lazy(d);
+	}
+	/* Retired logs it may still read. */
+	for (d = srv->retired; d; d = d->next_retired)
+		for (j = 0; j < d->nreaders; j++)
+			if (d->readers[j].s == s) {
+				reader_remove(d, j);
+				break;
+			}
+}
+
+/* Before a subscription changes the group's readers: what the group's
+ * lazily read logs hold goes to the subscribers it was published to. */
+void srv_direct_catch_up_group(struct pubd_group *g)
+{
+	for (unsigned i = 0; i < g->ndirects; i++)
+		if (g->directs[i]->lazy)
+			srv_publog_read_one(g->directs[i]->writer, g->directs[i]->l);
+}
+
+/* ---- retiring ---- */
+
+/* A retired-log frame (no fd) to c. */
+static void tell_gone(struct srv_direct *d, struct pubd_client *c)
+{
+	uint8_t frame[96 + PUB_PROTO_NAME_MAX];
+	struct pub_msg_shm m = {.kind = PUB_SHM_DIRECT_GONE,
+				.group = {d->name, d->name_len},
+				.log_id = d->id,
+				.peer = d->writer_gone ? 0 : d->writer->id,
+				.source = d->source};
+	long n;
+
+	if (c->closing || c->gone)
+		return;
+	n = pub_proto_enc_shm(frame, sizeof(frame), &m);
+	if (n > 0)
+		srv_queue_frame(c, frame, (size_t)n);
+}
+
+/*
+ * d goes out of use: read up to where its writer is (catch_up: not when
+ * its writer is closing, whose logs were read and counted already), told
+ * to writer and readers, and kept, unread, for the readers to finish.
+ */
+static void retire(struct pubd_ipc *srv, struct srv_direct *d, bool catch_up)
+{
+	struct pubd_client *w = d->writer;
+	unsigned i;
+
+	if (catch_up)
+		srv_publog_read_one(w, d->l);
+	/* What the writer commits from now on is counted when the log goes. */
+	d->counted = !catch_up;
+	d->retired_ns = pubd_now_ns();
+	atomic_store_explicit(&ctl_of(d)->retired, 1, memory_order_release);
+	atomic_store_explicit(&ctl_of(d)->lazy, 0, memory_order_release);
+	if (d->g)
+		list_del(d->g->directs, &d->g->ndirects, d);
+	d->g = NULL;
+	list_del(w->directs, &w->ndirects, d);
+	if (d->l->more) {
+		d->l->more = false;
+		srv->nlog_more--;
+	}
+	tell_gone(d, w);
+	for (i = 0; i < d->nreaders; i++)
+		tell_gone(d, d->readers[i].s->client);
+	/* The writer's doorbell reads nothing more. */
+	if (d->l->shm.watch)
+		pubd_loop_unwatch(d->l->shm.watch);
+	d->l->shm.watch = NULL;
+	d->next_retired = srv->retired;
+	srv->retired = d;
+	srv->counters[PUBD_CTR_DIRECT_RETIRED]++;
+}
+
+void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	struct pubd_client *c;
+
+	if (g) {
+		while (g->ndirects)
+			retire(srv, g->directs[g->ndirects - 1], true);
+		return;
+	}
+	for (c = srv->clients; c; c = c->next)
+		while (c->ndirects)
+			retire(srv, c->directs[c->ndirects - 1], true);
+}
+
+void srv_direct_client_close(struct pubd_client *c)
+{
+	struct pubd_ipc *srv = c->srv;
+	struct srv_direct *d;
+
+	while (c->ndirects)
+		retire(srv, c->directs[c->ndirects - 1], false);
+	/* Its retired logs outlive it: they name no writer now. */
+	for (d = srv->retired; d; d = d->next_retired)
+		if (d->writer == c)
+			d->writer_gone = true;
+	if (c->wake_map) {
+		munmap(c->wake_map, PUB_WAKE_PAGE_LEN);
+		close(c->wake_ro_fd);
+		c->wake_map = NULL;
+		c->wake_ro_fd = -1;
+	}
+	free(c->directs);
+	c->directs = NULL;
+	c->directs_cap = 0;
+}
+
+/* A retired log goes: what its writer committed after it was retired is
+ * counted (client_gone), against nobody's client counts if it is gone. */
+static void retired_free(struct pubd_ipc *srv, struct srv_direct *d)
+{
+	uint64_t n = d->counted ? 0 : srv_publog_unhandled_one(d->l);
+
+	if (n) {
+		if (!d->writer_gone)
+			pubd_drops_add(&d->writer->drops, PUB_DROP_CLIENT_GONE, n);
+		pubd_drops_add(srv->drops, PUB_DROP_CLIENT_GONE, n);
+		srv->counters[PUBD_CTR_MSG_DROPPED] += n;
+	}
+	direct_free(srv, d);
+}
+
+void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns)
+{
+	uint64_t grace = srv->cfg->group_log_drain_ms * 1000000ull;
+	struct srv_direct **pp, *d;
+	struct pubd_client *c;
+	unsigned i, j;
+
+	for (pp = &srv->retired; (d = *pp);) {
+		if (srv->exiting || now_ns - d->retired_ns >= grace) {
+			*pp = d->next_retired;
+			retired_free(srv, d);
+			continue;
+		}
+		for (j = 0; j < d->nreaders; j++)
+			take_lost(d, &d->readers[j]);
+		pp = &d->next_retired;
+	}
+	for (c = srv->clients; c; c = c->next) {
+		for (i = 0; i < c->ndirects; i++) {
+			d = c->directs[i];
+			if (d->lazy)
+				srv_publog_read_one(c, d->l);
+			for (j = 0; j < d->nreaders; j++)
+				take_lost(d, &d->readers[j]);
+			/* Readers the writer could not be told of yet. */
+			srv_direct_after_read(d, false);
+		}
+	}
+}
+
+void srv_direct_catch_up(struct pubd_ipc *srv)
+{
+	struct pubd_client *c;
+	struct srv_direct *d;
+	unsigned i, j;
+
+	for (c = srv->clients; c; c = c->next) {
+		for (i = 0; i < c->ndirects; i++) {
+			d = c->directs[i];
+			srv_publog_read_one(c, d->l);
+			for (j = 0; j < d->nreaders; j++)
+				take_lost(d, &d->readers[j]);
+		}
+	}
+	for (d = srv->retired; d; d = d->next_retired)
+		for (j = 0; j < d->nreaders; j++)
+			take_lost(d, &d->readers[j]);
+}
+
+unsigned srv_direct_count(const struct pubd_client *c)
+{
+	return c->ndirects;
+}
