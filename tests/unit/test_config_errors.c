@@ -45,7 +45,7 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 		  "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
 		  "max_message_size, reassembly_timeout_ms, reassembly_budget, "
 		  "reassembly_inflight, subscriber_queue, subscriber_queue_bytes, slow_subscriber, "
-		  "client_buffer_budget, max_clients, publish_log, deliver_log, group_log, group_log_drain_ms, "
+		  "client_buffer_budget, max_clients, publish_log, deliver_log, direct_log, group_log, group_log_drain_ms, "
 		  "max_sources, repair_budget)");
 }
 
@@ -160,7 +160,7 @@ static void config_collects_several_errors_in_one_pass(void **state)
 	assert_string_equal(err(0), "t.yaml:2:14: daemon.log_level: expected one of debug, info, notice, warning, "
 				    "err, got \"loud\"");
 	assert_string_equal(err(1), "t.yaml:3:3: daemon: unknown key \"mystery\" (expected one of socket, "
-				    "socket_mode, log_level, shm)");
+				    "socket_mode, log_level, shm, shm_direct)");
 	assert_string_equal(err(2), "t.yaml:5:13: fabric.udp_port: expected an integer from 1 to 65535, got \"0\"");
 	assert_string_equal(err(3), "t.yaml:7:22: fabric.srq_low_watermark: must be less than fabric.srq_depth "
 				    "(64), got 64");
