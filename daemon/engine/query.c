@@ -513,7 +513,8 @@ static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len,
 {
 	struct pub_table_builder *b = r->b;
 	static const char *const sub_cols[] = {"client:u",    "name:s",	  "pid:u",     "uid:u",
-					       "delivered:u", "queued:u", "dropped:u", "path:s"};
+					       "delivered:u", "queued:u", "dropped:u", "path:s",
+					       "direct_logs:u"};
 	static const char *const pub_cols[] = {"client:u", "name:s", "pid:u", "uid:u", "published:u", "bytes:u"};
 	struct pubd_group *g = pubd_groups_by_name(&d->groups, arg, len);
 	struct pubd_client_info ci;
@@ -543,6 +544,7 @@ static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len,
 		pub_table_u64(b, pubd_ipc_queued_for(s));
 		pub_table_u64(b, pubd_drops_msg_total(&s->drops));
 		pub_table_str(b, sub_path(s, &ci));
+		pub_table_u64(b, pubd_ipc_sub_direct_logs(s));
 	}
 	pub_table_end(b);
 

@@ -575,3 +575,13 @@ unsigned srv_direct_count(const struct pubd_client *c)
 {
 	return c->ndirects;
 }
+
+unsigned pubd_ipc_sub_direct_logs(const struct pubd_sub *s)
+{
+	unsigned i, j, n = 0;
+
+	for (i = 0; i < s->group->ndirects; i++)
+		for (j = 0; j < s->group->directs[i]->nreaders; j++)
+			n += s->group->directs[i]->readers[j].s == s;
+	return n;
+}

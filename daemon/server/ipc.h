@@ -275,6 +275,9 @@ struct pubd_client_info {
 const struct pubd_client *pubd_ipc_clients_first(const struct pubd_ipc *srv);
 const struct pubd_client *pubd_ipc_clients_next(const struct pubd_client *c);
 void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *info);
+/* The direct logs of local publishers this subscription reads straight
+ * (server/direct.c): their messages never pass through its queue. */
+unsigned pubd_ipc_sub_direct_logs(const struct pubd_sub *s);
 /* Deliveries queued for this subscription and not yet written (its
  * client's queue, and what waits for room in the group log it reads). */
 unsigned pubd_ipc_queued_for(const struct pubd_sub *s);

@@ -1,0 +1,146 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The direct path (daemon.shm_direct): a local publisher writes a group's
+# messages into a direct log of its own, which the group's local subscribers
+# on shared memory read straight.
+#  1. A host group and a fabric group, each with two libpub subscribers and
+#     pubctl (direct readers) beside a subscriber on the socket
+#     (PUBD_TRANSPORT=socket, which pubd serves itself): every one gets every
+#     message, intact and in order, small ones read in the log and 2 MiB
+#     ones (in pieces) delivered by pubd in their place; pubd's counts add
+#     up (delivered = subscribers x published, nothing dropped), and the
+#     direct readers' deliveries are counted direct_delivered.
+#  2. A subscribe ACL changed at reload retires the log (a mapping cannot be
+#     taken back): the subscriber it no longer allows gets nothing the
+#     publisher publishes after the reload, and the publisher goes on in a
+#     new log nobody else had.
+# With PUBD_TRANSPORT=socket (the tier's second run) nobody is on shared
+# memory: every check but the direct counters holds the same.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+it_setup direct
+
+N=2000
+SIZE=300
+BIG=$((2 * 1024 * 1024))
+NBIG=8
+write_conf() { # SUBSCRIBE_ACL_OF_g3
+	it_conf_write h1 - <<-EOF
+		limits:
+		  max_message_size: 4MiB
+		groups:
+		  - name: here
+		    scope: host
+		  - name: wire
+		    address: 239.88.1.1
+		  - name: acl
+		    address: 239.88.1.2
+		    subscribe: [$1]
+	EOF
+}
+it_host_lo h1
+write_conf uid:0
+ns=$(it_ns h1)
+sock=$(it_sock h1)
+it_pubd_start h1 "$ns" || it_die "pubd did not start"
+shm=yes
+[ "${PUBD_TRANSPORT:-}" = socket ] && shm=no
+direct_counter() { it_counter h1 "$1"; }
+
+# ---- 1. every subscriber, every message, in order ----
+"$ITEST_CLIENT" gen --count "$N" --size "$SIZE" >"$IT_WORK/small.bin" || it_die "gen"
+"$ITEST_CLIENT" gen --count "$NBIG" --size "$BIG" --start "$N" >"$IT_WORK/big.bin" || it_die "gen"
+cat "$IT_WORK/small.bin" "$IT_WORK/big.bin" >"$IT_WORK/all.bin"
+want_sha=$(sha256sum <"$IT_WORK/all.bin" | cut -d' ' -f1)
+total=$((N + NBIG))
+for g in here wire; do
+	for k in 1 2; do
+		it_bg "sub-$g-$k" "$ns" "$ITEST_CLIENT" sub -s "$sock" -g "$g" --count "$total" --timeout-ms 120000 \
+			--log "$IT_WORK/sub-$g-$k.log"
+		printf -v "SUB_${g}_$k" '%s' "$IT_BG_PID"
+	done
+	it_bg "pubctl-$g" "$ns" "$PUBCTL" -s "$sock" sub "$g" --count "$total" --timeout 120 --output "$IT_WORK/pubctl-$g.bin"
+	printf -v "PUBCTL_$g" '%s' "$IT_BG_PID"
+	PUBD_TRANSPORT=socket it_bg "sock-$g" "$ns" "$PUBCTL" -s "$sock" sub "$g" --count "$total" --timeout 120 \
+		--output "$IT_WORK/sock-$g.bin"
+	printf -v "SOCK_$g" '%s' "$IT_BG_PID"
+	it_wait "four subscribers of $g" 20 it_subscribers_at_least h1 "$g" 4 || it_die "subscribers of $g"
+done
+for g in here wire; do
+	# One publisher a group, small ones (in the log) then large ones (in
+	# pieces, which pubd delivers to the log's readers in their place).
+	{
+		ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g "$g" --count "$N" --size "$SIZE" --rate 20000 &&
+			ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g "$g" --count "$NBIG" --size "$BIG" --start "$N"
+	} >"$IT_WORK/pub-$g.out" 2>&1 || it_fail "publish to $g: $(cat "$IT_WORK/pub-$g.out")"
+done
+for g in here wire; do
+	for k in 1 2; do
+		v="SUB_${g}_$k"
+		it_reap "${!v}" 120
+		it_eq "$g: libpub subscriber $k received $total" "$IT_STATUS" 0
+		it_eq "$g: libpub subscriber $k: in order, each once, intact" \
+			"$(awk -v want="$total" '$1 == "msg" { if ($6 != n || $7 != "OK") bad++; n++ }
+				END { print (bad ? bad " out of order or damaged" : "ok") " " n "/" want }' "$IT_WORK/sub-$g-$k.log")" \
+			"ok $total/$total"
+	done
+	for w in pubctl sock; do
+		v="${w^^}_$g"
+		it_reap "${!v}" 120
+		it_eq "$g: $w subscriber received $total" "$IT_STATUS" 0
+		it_eq "$g: $w subscriber: every byte, in order" "$(sha256sum <"$IT_WORK/$w-$g.bin" | cut -d' ' -f1)" "$want_sha"
+	done
+done
+for g in here wire; do
+	it_eq "$g: published $total, delivered 4 x $total, nothing dropped" \
+		"$(it_group_val h1 "$g" published) $(it_group_val h1 "$g" delivered) $(it_group_val h1 "$g" dropped)" \
+		"$total $((4 * total)) 0"
+done
+if [ "$shm" = yes ]; then
+	it_eq "a direct log per publisher and group" "$(direct_counter direct_logs_opened)" 4
+	# Three direct readers a group read the small ones in the log.
+	it_eq "direct_delivered: 3 readers x $N small ones x 2 groups" "$(direct_counter direct_delivered)" $((6 * N))
+	it_eq "direct_lost: none" "$(direct_counter direct_lost)" 0
+else
+	it_eq "no direct log on the socket" "$(direct_counter direct_logs_opened)" 0
+fi
+
+# ---- 2. a reload that takes the subscribe ACL away retires the log ----
+it_bg acl-sub "$ns" "$ITEST_CLIENT" sub -s "$sock" -g acl -g here --log "$IT_WORK/acl-sub.log" --timeout-ms 60000
+acl_sub=$IT_BG_PID
+it_wait "a subscriber of acl" 20 it_subscribers_at_least h1 acl 1 || it_die "no acl subscriber"
+coproc PUBA { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g acl --count 10 --size 100 --hold 2>&1; }
+exec {pa_out}<&"${PUBA[0]}" {pa_in}>&"${PUBA[1]}"
+pa_pid=$PUBA_PID
+read -r -t 20 line <&"$pa_out" || line=timeout
+it_eq "the acl publisher connected" "$line" connected
+echo go >&"$pa_in"
+read -r -t 20 line <&"$pa_out" || line=timeout
+it_eq "the acl publisher published 10" "$line" "published 10"
+it_wait "the subscriber has the 10" 20 it_lines_at_least "$IT_WORK/acl-sub.log" '^msg acl ' 10
+if [ "$shm" = yes ]; then
+	it_eq "acl: the subscriber reads the publisher's log" "$(it_q h1 group acl '.subscribers[0].direct_logs')" 1
+fi
+retired=$(direct_counter direct_logs_retired)
+write_conf uid:4242
+kill -HUP "$(it_pid h1)"
+it_wait "the reload took the subscription away" 20 it_group_is h1 acl subscribers 0
+if [ "$shm" = yes ]; then
+	it_eq "acl: the reload retired the publisher's log" "$(direct_counter direct_logs_retired)" $((retired + 1))
+fi
+echo go >&"$pa_in"
+read -r -t 20 line <&"$pa_out" || line=timeout
+it_eq "the acl publisher's next message was taken" "$line" "after 0"
+it_reap "$pa_pid" 20
+exec {pa_in}>&- {pa_out}<&-
+it_eq "pubd has the 11" "$(it_group_val h1 acl published)" 11
+# A message of its other group wakes it: it reads every log it has then.
+"$ITEST_CLIENT" pub -s "$sock" -g here --count 1 --size 64 --start 777777 || it_fail "publish to here"
+it_wait "the subscriber read on (here)" 20 it_lines_at_least "$IT_WORK/acl-sub.log" '^msg here .* 777777 OK' 1
+it_eq "the subscriber the ACL no longer allows got none after the reload" \
+	"$(grep -c '^msg acl ' "$IT_WORK/acl-sub.log")" 10
+kill -TERM "$acl_sub"
+it_reap "$acl_sub" 10
+it_pubd_stop h1
+it_finish
