@@ -478,6 +478,10 @@ void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
 	if (g) {
 		while (g->ndirects)
 			retire(srv, g->directs[g->ndirects - 1], true);
+		/* The group may be going: its list goes (made again if not). */
+		free(g->directs);
+		g->directs = NULL;
+		g->directs_cap = 0;
 		return;
 	}
 	for (c = srv->clients; c; c = c->next)

@@ -422,7 +422,11 @@ void pubd_ipc_close(struct pubd_ipc *srv)
 	srv_direct_tick(srv, pubd_now_ns()); /* exiting: the retired direct logs go */
 	srv_ended_close_all(srv);
 	if (srv->groups)
-		pubd_groups_foreach(srv->groups, g, i) srv_glog_group_removed(srv, g);
+		pubd_groups_foreach(srv->groups, g, i)
+		{
+			srv_glog_group_removed(srv, g);
+			srv_direct_retire_group(srv, g);
+		}
 	if (srv->listen_watch)
 		pubd_loop_unwatch(srv->listen_watch);
 	srv->listen_watch = NULL;
