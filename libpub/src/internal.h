@@ -124,14 +124,15 @@ struct pub_waiter {
 };
 
 struct pub_client {
-	int sock;	 /* connected socket; -1 while down */
-	int epfd;	 /* what pub_fd() returns: stable for the handle's life */
-	int timerfd;	 /* readable when a reconnect attempt is due */
-	int kickfd;	 /* eventfd: readable while work is buffered inside the handle */
-	bool kicked;	 /* kickfd holds a count */
-	bool want_out;	 /* sock is registered for EPOLLOUT (output pending) */
-	bool up;	 /* connected and WELCOME received */
-	bool sock_quiet; /* pub_recv's last poll (or read) found the socket empty: skip the read before sleeping */
+	int sock;	      /* connected socket; -1 while down */
+	int epfd;	      /* what pub_fd() returns: stable for the handle's life */
+	int timerfd;	      /* readable when a reconnect attempt is due */
+	int kickfd;	      /* eventfd: readable while work is buffered inside the handle */
+	bool kicked;	      /* kickfd holds a count */
+	bool want_out;	      /* sock is registered for EPOLLOUT (output pending) */
+	bool up;	      /* connected and WELCOME received */
+	bool sock_quiet;      /* pub_recv's last poll (or read) found the socket empty: skip the read before sleeping */
+	unsigned quiet_turns; /* turns of a spinning or lingering pub_recv since (recv.c, socket_due) */
 
 	char *path;
 	char name[PUB_PROTO_NAME_MAX + 1];
@@ -252,6 +253,8 @@ struct pub_client {
 #define NEVER UINT64_MAX
 /* Busy poll: looks at the deliver log between looks at the socket. */
 #define DLOG_SPINS 256
+/* ...and at its socket once every so many turns (recv.c, socket_due). */
+#define BUSY_SOCK_TURNS 64
 
 /* ---- time ---- */
 

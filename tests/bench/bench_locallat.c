@@ -203,6 +203,8 @@ struct kase {
 	const char *linger;    /* PUBD_RECV_LINGER_US for pubd's clients, or NULL */
 	bool host;	       /* ping and pong of scope host: never sent to the fabric */
 	bool asleep;	       /* fabric.rx_linger_us: 0: pubd sleeps after each message, as under sparse traffic */
+	bool via_pubd;	       /* PUBD_DIRECT=off: every message through pubd, not the direct path */
+	bool clients_busy;     /* busy: the clients spin, pubd does not (the direct path needs no pubd) */
 };
 
 struct peer {
@@ -254,7 +256,8 @@ static void peer_start(const struct kase *k, struct peer *p, bool pinned)
 		snprintf(body, sizeof(body),
 			 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n%s"
 			 "groups:\n  - name: ping\n    scope: host\n  - name: pong\n    scope: host\n",
-			 bench_udp_port(), k->busy ? "true" : "false", k->asleep ? "  rx_linger_us: 0\n" : "");
+			 bench_udp_port(), k->busy && !k->clients_busy ? "true" : "false",
+			 k->asleep ? "  rx_linger_us: 0\n" : "");
 	else
 		snprintf(body, sizeof(body),
 			 "fabric:\n  type: udp\n  udp_port: %u\n  busy_poll: %s\n%s"
@@ -266,6 +269,10 @@ static void peer_start(const struct kase *k, struct peer *p, bool pinned)
 	if (pinned)
 		pin(p->d.pid);
 	setenv("PUBD_TRANSPORT", k->transport ? k->transport : "shm", 1);
+	if (k->via_pubd)
+		setenv("PUBD_DIRECT", "off", 1);
+	else
+		unsetenv("PUBD_DIRECT");
 	if (k->busy)
 		setenv("PUBD_BUSY_POLL", "1", 1);
 	else
@@ -347,17 +354,22 @@ static void round_of(const struct kase *k, bool pinned, struct result *res)
 /* ---- the table ---- */
 
 static const struct kase kases[] = {
-	{"pair", K_PAIR, false, NULL, NULL, false, false},
-	{"ring futex", K_RING, false, NULL, NULL, false, false},
-	{"ring busy", K_RING, true, NULL, NULL, false, false},
-	{"pubd shm", K_PUBD, false, "shm", NULL, false, false},
-	{"pubd shm linger", K_PUBD, false, "shm", "100", false, false},
-	{"pubd socket", K_PUBD, false, "socket", NULL, false, false},
-	{"pubd shm busy", K_PUBD, true, "shm", NULL, false, false},
-	{"pubd shm host", K_PUBD, false, "shm", NULL, true, false},
-	{"pubd shm host asleep", K_PUBD, false, "shm", NULL, true, true},
-	{"pubd socket host", K_PUBD, false, "socket", NULL, true, false},
-	{"pubd shm busy host", K_PUBD, true, "shm", NULL, true, false},
+	{"pair", K_PAIR, false, NULL, NULL, false, false, false, false},
+	{"ring futex", K_RING, false, NULL, NULL, false, false, false, false},
+	{"ring busy", K_RING, true, NULL, NULL, false, false, false, false},
+	{"pubd shm", K_PUBD, false, "shm", NULL, false, false, false, false},
+	{"pubd shm linger", K_PUBD, false, "shm", "100", false, false, false, false},
+	{"pubd socket", K_PUBD, false, "socket", NULL, false, false, false, false},
+	{"pubd shm busy", K_PUBD, true, "shm", NULL, false, false, false, false},
+	{"pubd shm host", K_PUBD, false, "shm", NULL, true, false, false, false},
+	{"pubd shm host asleep", K_PUBD, false, "shm", NULL, true, true, false, false},
+	{"pubd socket host", K_PUBD, false, "socket", NULL, true, false, false, false},
+	{"pubd shm busy host", K_PUBD, true, "shm", NULL, true, false, false, false},
+	/* The direct path's own rows, and the same through pubd (as before it). */
+	{"pubd shm busy clients host", K_PUBD, true, "shm", NULL, true, false, false, true},
+	{"pubd shm host via pubd", K_PUBD, false, "shm", NULL, true, false, true, false},
+	{"pubd shm via pubd", K_PUBD, false, "shm", NULL, false, false, true, false},
+	{"pubd shm busy host via pubd", K_PUBD, true, "shm", NULL, true, false, true, false},
 };
 #define NKASES (sizeof(kases) / sizeof(kases[0]))
 
