@@ -288,44 +288,25 @@ struct pub_dwriter *dw_for(struct pub_client *c, const char *group, size_t glen,
 	return find_group(c, group, glen);
 }
 
-/* Wait for room for a record of len body bytes: 0, -EAGAIN (nonblock),
- * -ESTALE (the log was retired meanwhile), or a connection error. */
+/* The log waited on: its id, kept apart (a retired one is freed). */
+struct waited {
+	uint32_t id;
+	const struct pub_dwriter *dw;
+};
+
+/* It is still ours (not retired while we waited for room in it). */
+static bool still_ours(struct pub_client *c, const void *arg)
+{
+	const struct waited *w = arg;
+
+	return find_id(c, w->id, NULL) == w->dw;
+}
+
 static int wait_room(struct pub_client *c, struct pub_dwriter *dw, uint32_t len, bool nonblock)
 {
-	struct pollfd p[2];
-	uint32_t id = dw->id;
-	uint64_t v;
-	int r;
+	struct waited w = {.id = dw->id, .dw = dw};
 
-	while (!pub_shmlog_has_room(&dw->w, len)) {
-		if (nonblock)
-			return -EAGAIN;
-		/* pubd makes room only by reading: it must know there is more. */
-		if (pub_shmlog_wake_reader(&dw->w) || atomic_load_explicit(&dw->w.ctl->lazy, memory_order_relaxed))
-			ring(dw->doorbell);
-		if (!pub_shmlog_writer_sleep(&dw->w, len))
-			continue;
-		p[0] = (struct pollfd){.fd = dw->space, .events = POLLIN};
-		p[1] = (struct pollfd){.fd = c->sock, .events = POLLIN};
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			return -errno;
-		if (p[0].revents & POLLIN)
-			(void)!read(dw->space, &v, sizeof(v));
-		if (p[1].revents) {
-			/* pubd's answers must not pile up unread (it stops
-			 * reading a client that leaves them), and the log may
-			 * have been retired: pubd reads it no more. */
-			r = rx_read(c);
-			if (r < 0 && r != -EAGAIN)
-				return r;
-			r = process(c, NULL, NULL);
-			if (r < 0)
-				return r;
-			if (find_id(c, id, NULL) != dw)
-				return -ESTALE;
-		}
-	}
-	return 0;
+	return shm_wait_room(c, &dw->w, dw->doorbell, dw->space, len, nonblock, still_ours, &w);
 }
 
 /* Ring whoever sleeps on what was committed. Readers first: on one CPU

@@ -327,6 +327,8 @@ int request(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_w
 
 /* shmpub.c */
 int shm_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3]);
+int shm_wait_room(struct pub_client *c, struct pub_shmlog_writer *w, int doorbell, int space, uint32_t len,
+		  bool nonblock, bool (*still)(struct pub_client *c, const void *arg), const void *arg);
 void shm_detach(struct pub_client *c);
 uint64_t shm_unread(const struct pub_client *c);
 void shm_wake(struct pub_client *c);

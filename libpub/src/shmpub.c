@@ -115,28 +115,32 @@ void shm_wake(struct pub_client *c)
 	c->wake_owed = false;
 }
 
-/* Wait for room for a record of len body bytes: 0, -EAGAIN (nonblocking),
- * or a connection error (pubd went away while we waited). */
-static int wait_room(struct pub_client *c, uint32_t len, bool nonblock)
+/* Wait for room for a record of len body bytes in w (rung through
+ * doorbell, woken through space): 0, -EAGAIN (nonblocking), -ESTALE when
+ * still says the log went while we waited (a retired direct log), or a
+ * connection error (pubd went away while we waited). */
+int shm_wait_room(struct pub_client *c, struct pub_shmlog_writer *w, int doorbell, int space, uint32_t len,
+		  bool nonblock, bool (*still)(struct pub_client *c, const void *arg), const void *arg)
 {
 	struct pollfd p[2];
 	uint64_t v;
 	int r;
 
-	while (!pub_shmlog_has_room(&c->log, len)) {
+	while (!pub_shmlog_has_room(w, len)) {
 		if (nonblock)
 			return -EAGAIN;
-		/* pubd reads only what it was woken for. */
-		if (pub_shmlog_wake_reader(&c->log))
-			ring(c->log_doorbell);
-		if (!pub_shmlog_writer_sleep(&c->log, len))
+		/* pubd makes room only by reading: it must know there is more
+		 * (one that reads a direct log lazily too). */
+		if (pub_shmlog_wake_reader(w) || atomic_load_explicit(&w->ctl->lazy, memory_order_relaxed))
+			ring(doorbell);
+		if (!pub_shmlog_writer_sleep(w, len))
 			continue;
-		p[0] = (struct pollfd){.fd = c->log_space, .events = POLLIN};
+		p[0] = (struct pollfd){.fd = space, .events = POLLIN};
 		p[1] = (struct pollfd){.fd = c->sock, .events = POLLIN};
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			return -errno;
 		if (p[0].revents & POLLIN)
-			(void)!read(c->log_space, &v, sizeof(v));
+			(void)!read(space, &v, sizeof(v));
 		if (p[1].revents) {
 			/* Read what pubd says meanwhile (errors about earlier
 			 * messages): it stops reading a client whose answers
@@ -147,6 +151,8 @@ static int wait_room(struct pub_client *c, uint32_t len, bool nonblock)
 			r = process(c, NULL, NULL);
 			if (r < 0)
 				return r;
+			if (still && !still(c, arg))
+				return -ESTALE;
 		}
 	}
 	return 0;
@@ -173,7 +179,7 @@ static int put_piece(struct pub_client *c, uint32_t req_id, const char *group, u
 	uint8_t *b;
 	int r;
 
-	r = wait_room(c, body, nonblock);
+	r = shm_wait_room(c, &c->log, c->log_doorbell, c->log_space, body, nonblock, NULL, NULL);
 	if (r < 0)
 		return r;
 	b = pub_shmlog_claim(&c->log, PUB_SHMLOG_MSG, more ? PUB_SHMLOG_F_MORE : 0, total, body);
@@ -196,7 +202,7 @@ uint8_t *shm_claim(struct pub_client *c, const char *group, size_t glen, size_t 
 	uint32_t body = (uint32_t)(PUB_PUBLOG_HEAD + glen + len);
 	uint8_t *b;
 
-	*err = wait_room(c, body, false);
+	*err = shm_wait_room(c, &c->log, c->log_doorbell, c->log_space, body, false, NULL, NULL);
 	if (*err < 0)
 		return NULL;
 	b = pub_shmlog_claim(&c->log, PUB_SHMLOG_MSG, 0, (uint32_t)len, body);
