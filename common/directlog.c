@@ -122,7 +122,8 @@ int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint3
 			*need = p.total;
 			return -ENOSPC;
 		}
-		memcpy(buf, p.data, p.len);
+		if (p.len)
+			memcpy(buf, p.data, p.len);
 		if (lapped(d, v.pos))
 			continue;
 		pub_shmlog_consume(&d->r, &v);

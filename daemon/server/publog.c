@@ -545,7 +545,17 @@ void srv_publog_read(struct pubd_client *c)
 
 void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l)
 {
-	read_log(c, l);
+	struct pub_shmlog_view v;
+	uint64_t end = l->r.pos + l->r.cap, before;
+
+	/* Batch after batch, up to what is committed now (a lap at most, for
+	 * a writer that goes on meanwhile), unless back-pressure stops it. */
+	while (!c->paused && !l->broken && l->r.pos < end && pub_shmlog_next(&l->r, &v) == 1) {
+		before = l->r.pos;
+		read_log(c, l);
+		if (l->r.pos == before)
+			break;
+	}
 }
 
 bool srv_publog_more(const struct pubd_client *c)

@@ -466,6 +466,7 @@ void srv_publog_stop_all(struct pubd_client *c);
  * memfd (read-write, for the writer), charged to the client budget. */
 struct srv_publog *srv_publog_make_direct(struct pubd_client *c, int *memfd);
 void srv_publog_free_direct(struct pubd_ipc *srv, struct srv_publog *l);
+/* Read what l holds now (what a batch leaves too), unless paused. */
 void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l);
 
 /* direct.c: the direct path; calls publog.c, glog.c's slots and output.c */

@@ -30,6 +30,7 @@ static void client_free(struct pub_client *c)
 	c->held_data = NULL; /* the caller's message goes with the handle */
 	conn_close(c);
 	shm_release_dead(c);
+	dr_release(c); /* direct logs let go of while the caller's message lay in one */
 	if (c->epfd >= 0)
 		close(c->epfd);
 	if (c->timerfd >= 0)
