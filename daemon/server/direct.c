@@ -268,8 +268,9 @@ static void direct_free(struct pubd_ipc *srv, struct srv_direct *d)
 	free(d->readers);
 	if (d->ro_fd >= 0)
 		close(d->ro_fd);
-	/* Punched: readers that keep their mappings pin nothing of pubd's. */
-	srv_shm_punch(&d->l->shm, 0, d->l->shm.map_len);
+	/* Its pages are punched out (readers that keep their mappings pin
+	 * nothing of pubd's) once nothing of pubd's reads them: now, or when
+	 * the last message sent from a record in place returns (publog.c). */
 	srv_publog_free_direct(srv, d->l);
 	free(d);
 }
