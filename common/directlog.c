@@ -32,18 +32,31 @@ int pub_direct_reader_init(struct pub_direct_reader *d, const void *map, size_t 
  * checked as they are read). What lay between is counted from the sequence
  * numbers once a message is read.
  */
+static bool resync_point_ok(const struct pub_direct_reader *d, uint64_t latest, uint64_t claim)
+{
+	return latest % PUB_SHMLOG_ALIGN == 0 && latest > d->r.pos && claim >= latest && claim - latest <= d->r.cap;
+}
+
 static int resync(struct pub_direct_reader *d)
 {
 	struct pub_shmlog_ctl *ctl = (struct pub_shmlog_ctl *)d->r.ctl;
 	uint64_t latest = atomic_load_explicit(&ctl->latest, memory_order_acquire);
 	uint64_t claim = atomic_load_explicit(&ctl->claim, memory_order_acquire);
-	uint64_t best = UINT64_MAX, m;
+	uint64_t latest2, claim2, best = UINT64_MAX, m;
 	/* Room the writer keeps going in while we read: an eighth of the ring. */
 	uint64_t keep = d->r.cap - d->r.cap / 8;
 	unsigned i;
 
-	if (latest % PUB_SHMLOG_ALIGN || latest <= d->r.pos || claim < latest || claim - latest > d->r.cap)
-		return -EPROTO;
+	if (!resync_point_ok(d, latest, claim)) {
+		/* Two looks that disagree are a writer that moved between our
+		 * loads (we were preempted): look again later. The same
+		 * nonsense twice is the writer's. */
+		latest2 = atomic_load_explicit(&ctl->latest, memory_order_acquire);
+		claim2 = atomic_load_explicit(&ctl->claim, memory_order_acquire);
+		if (latest2 == latest && claim2 == claim)
+			return -EPROTO;
+		return 1;
+	}
 	for (i = 0; i < PUB_DIRECT_NMARKS; i++) {
 		m = atomic_load_explicit(&pub_direct_marks(ctl)[i], memory_order_acquire);
 		if (m % PUB_SHMLOG_ALIGN == 0 && m > d->r.pos && m <= latest && claim - m <= keep && m < best)
@@ -63,8 +76,12 @@ static int complete(struct pub_direct_reader *d, uint64_t seq, uint32_t len, str
 {
 	/* A sequence that goes backwards is the writer's nonsense: nothing
 	 * to count, and it is delivered as it came. */
-	if (d->synced && seq > d->next_seq)
-		d->lost += seq - d->next_seq;
+	if (d->synced && seq > d->next_seq) {
+		uint64_t gap = seq - d->next_seq;
+
+		/* A writer's jump near 2^64 must not wrap the count back. */
+		d->lost = gap > UINT64_MAX - d->lost ? UINT64_MAX : d->lost + gap;
+	}
 	d->synced = true;
 	d->next_seq = seq + 1;
 	m->seq = seq;
@@ -84,7 +101,8 @@ int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint3
 		if (lapped(d, d->r.pos)) {
 			if (++resyncs > RESYNC_MAX)
 				return 0;
-			if (resync(d) < 0)
+			r = resync(d);
+			if (r < 0)
 				return -EPROTO;
 			continue;
 		}
@@ -95,7 +113,8 @@ int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint3
 		 * writer's fault. */
 		if (r < 0 || v.type != PUB_SHMLOG_MSG || pub_deliverlog_decode(&v, &p) < 0 || p.move ||
 		    (p.first && (p.glen != d->glen || memcmp(p.group, d->group, p.glen) || p.total > max_total))) {
-			if (lapped(d, v.pos))
+			/* (A refused commit word filled no view: our position.) */
+			if (lapped(d, r < 0 ? d->r.pos : v.pos))
 				continue;
 			return -EPROTO;
 		}
@@ -138,9 +157,12 @@ int pub_direct_skip_pieces(struct pub_direct_reader *d)
 	int r;
 
 	for (;;) {
-		/* Lapped: past the message whatever it was. */
-		if (lapped(d, d->r.pos))
-			return resync(d) < 0 ? -EPROTO : 1;
+		/* Lapped: past the message whatever it was (or, the writer
+		 * moving on as we looked, to be looked at again). */
+		if (lapped(d, d->r.pos)) {
+			r = resync(d);
+			return r < 0 ? -EPROTO : r == 0 ? 1 : 0;
+		}
 		r = pub_shmlog_next(&d->r, &v);
 		if (r <= 0)
 			return r < 0 && !lapped(d, d->r.pos) ? -EPROTO : 0;

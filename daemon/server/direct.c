@@ -183,8 +183,8 @@ static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd)
 	if (v <= rd->lost_seen)
 		return;
 	n = v - rd->lost_seen;
-	if (n > d->read_msgs - rd->lost_taken)
-		n = d->read_msgs - rd->lost_taken;
+	if (n > rd->given - rd->lost_taken)
+		n = rd->given - rd->lost_taken;
 	rd->lost_seen = v;
 	rd->lost_taken += n;
 	if (!n)

@@ -112,8 +112,6 @@ void srv_direct_accept_begin(struct srv_direct *d, struct pubd_group *g, size_t 
 	struct pubd_ipc *srv = d->l->srv;
 	unsigned i;
 
-	if (!pieces)
-		d->read_msgs++; /* what a reader can lose in the log */
 	d->next_seq = seq + 1;
 	for (i = 0; i < d->nreaders; i++) {
 		struct pubd_sub *s = d->readers[i].s;
@@ -125,6 +123,7 @@ void srv_direct_accept_begin(struct srv_direct *d, struct pubd_group *g, size_t 
 			pubd_ipc_deliver(srv, s, d->source, seq, pieces);
 			continue;
 		}
+		d->readers[i].given++; /* no more can it say it lost */
 		srv_count_delivered(s->client, s, len);
 		srv->counters[PUBD_CTR_DIRECT_DELIVERED]++;
 	}

@@ -550,12 +550,10 @@ void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l)
 
 	/* Batch after batch, up to what is committed now (a lap at most, for
 	 * a writer that goes on meanwhile), unless back-pressure stops it. */
-	while (!c->paused && !l->broken && l->r.pos < end && pub_shmlog_next(&l->r, &v) == 1) {
+	do {
 		before = l->r.pos;
-		read_log(c, l);
-		if (l->r.pos == before)
-			break;
-	}
+		read_log(c, l); /* a record no writer writes ends its client here, as when rung */
+	} while (l->r.pos != before && !c->paused && !l->broken && l->r.pos < end && pub_shmlog_next(&l->r, &v) == 1);
 }
 
 bool srv_publog_more(const struct pubd_client *c)

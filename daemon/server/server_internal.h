@@ -141,7 +141,8 @@ struct srv_direct_reader {
 	uint32_t slot;	     /* in its client's deliver log and wake page */
 	bool told;	     /* the writer was sent its WAKER frame */
 	uint64_t lost_seen;  /* its count of messages lost, when last taken */
-	uint64_t lost_taken; /* of those, counted (no more than pubd read) */
+	uint64_t lost_taken; /* of those, counted (no more than it was given) */
+	uint64_t given;	     /* messages pubd counted delivered to it in the log */
 };
 
 /* A direct log: one publisher's messages to one group, which the group's
@@ -161,7 +162,6 @@ struct srv_direct {
 	unsigned nreaders, readers_cap;
 	uint32_t wakers_gen; /* bumped with every WAKER or WAKER_GONE sent */
 	bool lazy;	     /* what the control page says now */
-	uint64_t read_msgs;  /* whole messages pubd read: no reader lost more */
 	uint64_t next_seq;   /* the writer's seq of the next message pubd reads */
 	uint64_t retired_ns; /* when it was retired (0: live) */
 	bool counted;	     /* retired with its writer: what it left was counted then */

@@ -253,6 +253,8 @@ static int detour_step(struct pub_client *c, struct pub_dread *dr, struct pub_me
 			return r;
 		if (r == 1)
 			dr->detour_done_ns = now_ns();
+		else if (dr->gone)
+			dr->detour = false; /* retired mid-message (its writer died): the rest never comes */
 	}
 	if (dr->detour_done_ns && now_ns() - dr->detour_done_ns > DETOUR_WAIT_NS)
 		dr->detour = false; /* it comes late, if at all: the log goes on */

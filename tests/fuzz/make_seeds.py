@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Write the seed corpora of fuzz_wire, fuzz_reasm, fuzz_ipc and fuzz_rxpath
-(small, deterministic).
+"""Write the seed corpora of fuzz_wire, fuzz_reasm, fuzz_ipc, fuzz_rxpath,
+fuzz_repair and fuzz_directlog (small, deterministic).
 
     tests/fuzz/make_seeds.py [OUTDIR]   (default: corpus/ beside this script)
 
 The header layout is the one daemon/wire.h documents; fuzz_reasm's input
 format (two config bytes, then u8 clock advance + u16 length + datagram records)
 is the one tests/fuzz/fuzz_reasm.c documents; fuzz_ipc's (u8 op = action << 2 |
-client, then the action's bytes) and fuzz_rxpath's (u8 ctl, u16 length,
-datagram) are the ones their sources document.
+client, then the action's bytes), fuzz_rxpath's (u8 ctl, u16 length,
+datagram) and fuzz_directlog's (8 config bytes, then u8 op records) are the
+ones their sources document.
 """
 import os
 import struct
@@ -220,10 +221,60 @@ def repair_seeds():
     }
 
 
+def directlog_seeds():
+    """fuzz_directlog input: 8 config bytes, then op records (see tests/fuzz/fuzz_directlog.c)."""
+    HONEST, MARKS, SMALL_RMAX, PLACED = 0x08, 0x10, 0x20, 0x40
+    R1024 = 2 << 1  # max_record 1024
+
+    def cfg(flags, glen=2, buf8=4, total64=0, start16=0, tail16=0):
+        return bytes([flags, glen, buf8, total64]) + struct.pack("<HH", start16, tail16)
+
+    def write(kind, length):
+        return bytes([1, kind]) + struct.pack("<H", length)
+
+    def read(n):
+        return bytes([4, n])
+
+    def burst(n):
+        return bytes([5, n])
+
+    def ctl(which, how, v):
+        """which: 0 claim, 1 latest, 2 tail, 3 + 4 * slot a mark; how: 0 raw, 1 pos + v*16,
+        2 pos + cap + v*16, 3 claim + v*16."""
+        return bytes([3, which | how << 6]) + struct.pack("<q", v)
+
+    def word(at8, v):
+        return bytes([2]) + struct.pack("<HQ", at8, v)
+
+    honest = cfg(HONEST | MARKS | R1024)
+    hostile = cfg(MARKS | R1024, total64=40)
+    return {
+        "honest_in_order": honest + write(0, 100) + write(0, 0) + read(8) + write(1 + 4 * 7, 2000) +
+        write(0, 50) + read(16),
+        "honest_laps": honest + write(0, 10) + read(1) + burst(63) + read(31) + burst(63) + burst(63) + read(31),
+        "honest_open": honest + write(0, 5) + read(1) + write(3, 300) + read(4) + write(0, 20) + read(8),
+        "honest_pieces_lapped": honest + write(0, 5) + read(1) + write(1 + 4 * 31, 12000) + write(0, 7) +
+        read(8) + bytes([8]),
+        "unmarked_small_records": cfg(HONEST) + write(0, 3) + read(1) + burst(63) + burst(63) + read(31),
+        "claim_past_a_lap": hostile + write(0, 100) + read(1) + write(0, 100) + ctl(0, 2, 1) + read(4),
+        "latest_behind": hostile + write(0, 100) + read(1) + ctl(0, 2, 4) + ctl(1, 1, -2) + read(4),
+        "mark_mid_record": hostile + write(0, 100) + read(1) + burst(40) + ctl(3 + 4 * 5, 1, 66) +
+        ctl(0, 2, 8) + read(8),
+        "garbage_word": hostile + write(0, 100) + read(1) + write(0, 100) + word(18, 7 << 32 | 64) + read(4),
+        "raw_bytes": hostile + bytes([0, 0, 0, 32]) + bytes(range(1, 33)) + read(4),
+        "other_group": hostile + write(2, 40) + read(2),
+        "seq_gap_and_restart": hostile + write(0, 10) + read(1) + bytes([6, 200]) + write(0, 10) + read(2) +
+        bytes([7, 0, 0]) + read(4),
+        "placed_start": cfg(PLACED | SMALL_RMAX | R1024, start16=300, tail16=290) + write(0, 10) +
+        burst(20) + read(8),
+    }
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
     for sub, seeds in (("wire", wire_seeds()), ("reasm", reasm_seeds()), ("ipc", ipc_seeds()),
-                      ("rxpath", rxpath_seeds()), ("repair", repair_seeds())):
+                      ("rxpath", rxpath_seeds()), ("repair", repair_seeds()),
+                      ("directlog", directlog_seeds())):
         d = os.path.join(top, sub)
         os.makedirs(d, exist_ok=True)
         for name, blob in seeds.items():

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 #
 # Run every libFuzzer target (every fuzz_* the build made: fuzz_wire,
-# fuzz_reasm, fuzz_proto, fuzz_config, fuzz_repair, fuzz_udpeer, fuzz_ipc, fuzz_rxpath, fuzz_publog) for a short
-# time, starting from its seed corpus in tests/fuzz/corpus/<name without
-# fuzz_>/ (copied, so the tree is never modified).
+# fuzz_reasm, fuzz_proto, fuzz_config, fuzz_repair, fuzz_udpeer, fuzz_ipc, fuzz_rxpath, fuzz_publog,
+# fuzz_directlog) for a short time, starting from its seed corpus in
+# tests/fuzz/corpus/<name without fuzz_>/ (copied, so the tree is never modified).
 # A crash, leak or sanitizer report fails the run; the reproducer is kept.
 #
 #   tests/fuzz/run.sh BUILD_DIR [SECONDS]

@@ -24,6 +24,8 @@ IT_LIMIT=${IT_LIMIT:-140}
 . "$here/cases_operator.sh"
 # shellcheck source=tests/hostile/cases_order.sh
 . "$here/cases_order.sh"
+# shellcheck source=tests/hostile/cases_direct.sh
+. "$here/cases_direct.sh"
 HC=$HOSTILE_TOOLS/hostile_client
 FORGE=$HOSTILE_TOOLS/forge_dgram
 HSHM=$HOSTILE_TOOLS/hostile_shm
