@@ -79,10 +79,17 @@ for d in C1 C2; do
 	total=0 own=0 other=0 dups=0
 	unset seen
 	declare -A seen=()
+	# Its own: under its daemon's source id, or (libpub on shared memory,
+	# the direct path) under its publisher's own, one source either way.
+	own_src=
 	while read -r _ src seq _; do
 		total=$((total + 1))
-		[ "$src" = "${SRC[$d]}" ] && own=$((own + 1))
-		[ "$src" = "${SRC[$o]}" ] && other=$((other + 1))
+		if [ "$src" = "${SRC[$o]}" ]; then
+			other=$((other + 1))
+		elif [ -z "$own_src" ] || [ "$src" = "$own_src" ]; then
+			own_src=$src
+			own=$((own + 1))
+		fi
 		[ -n "${seen[$src/$seq]:-}" ] && dups=$((dups + 1))
 		seen[$src/$seq]=1
 	done <"$W/$d.list"
