@@ -316,6 +316,7 @@ static void dw_wake(struct pub_dwriter *dw)
 	uint64_t head;
 
 	dw->wake_owed = false;
+	dw->rung_tail = dw->w.tail;
 	atomic_thread_fence(memory_order_seq_cst);
 	for (unsigned i = 0; i < dw->nwakers; i++)
 		if (pub_wake_due(dw->wakers[i].page, &dw->wakers[i].woken_at))
@@ -386,7 +387,9 @@ static void committed(struct pub_client *c, struct pub_dwriter *dw, uint32_t req
 {
 	dw->seq++;
 	dw->wake_owed = true;
-	if (flags & PUB_MORE)
+	/* PUB_MORE holds the rings back, but not past a quarter of the log:
+	 * readers asleep meanwhile would be lapped before the burst ends. */
+	if ((flags & PUB_MORE) && dw->w.tail - dw->rung_tail < dw->w.cap / 4)
 		c->wake_owed = true;
 	else
 		dw_wake(dw);

@@ -79,6 +79,7 @@ struct pub_dwriter {
 	uint64_t lazy_rung_head; /* pubd's head when we last rang it, lazy */
 	uint64_t mark_seg;	 /* the ring's sixteenth we last marked (directlog.h) */
 	bool wake_owed;		 /* committed under PUB_MORE: readers not rung yet */
+	uint64_t rung_tail;	 /* our tail when we last rang */
 };
 
 /* Another publisher's direct log we read (directrecv.c). */

@@ -11,7 +11,11 @@
  * from the first publish to the last delivery. pubd drops for slow local
  * subscribers rather than pushing back, so the publisher keeps at most
  * WINDOW messages ahead of the slowest subscriber (half pubd's subscriber
- * queue): no drops, the same lossless stream the pair carries. Cases
+ * queue): no drops, the same lossless stream the pair carries. On the
+ * direct path (libpub's default on shared memory) the subscribers read the
+ * publisher's direct log, which then must hold the window: limits.direct_log
+ * is set to a subscriber queue of the largest messages (64 MiB), as
+ * subscriber_queue_bytes is for pubd's queues. Cases
  * alternate within each round, best of ROUNDS, so a noisy neighbour on the
  * shared host hurts both sides alike.
  *
@@ -438,7 +442,7 @@ int main(int argc, char **argv)
 	snprintf(body, sizeof(body),
 		 "fabric:\n  type: udp\n  udp_port: %u\n"
 		 "limits:\n  max_message_size: 1MiB\n  reassembly_budget: 16MiB\n"
-		 "  subscriber_queue: %u\n  slow_subscriber: drop-oldest\n"
+		 "  subscriber_queue: %u\n  slow_subscriber: drop-oldest\n  direct_log: 64MiB\n"
 		 "groups:\n  - name: fan\n    address: %s\n  - name: here\n    scope: host\n",
 		 bench_udp_port(), SUB_QUEUE, bench_group_addr(0, addr, sizeof(addr)));
 	if (bench_daemon_start(&d, "fanout", body, NULL, 10000) < 0)
