@@ -512,9 +512,8 @@ static void sources_table(struct pubd *d, struct reply *r, const struct pubd_gro
 static int q_group(struct pubd *d, struct reply *r, const char *arg, size_t len, char *err, size_t errcap)
 {
 	struct pub_table_builder *b = r->b;
-	static const char *const sub_cols[] = {"client:u",    "name:s",	  "pid:u",     "uid:u",
-					       "delivered:u", "queued:u", "dropped:u", "path:s",
-					       "direct_logs:u"};
+	static const char *const sub_cols[] = {"client:u", "name:s",	"pid:u",  "uid:u",	  "delivered:u",
+					       "queued:u", "dropped:u", "path:s", "direct_logs:u"};
 	static const char *const pub_cols[] = {"client:u", "name:s", "pid:u", "uid:u", "published:u", "bytes:u"};
 	struct pubd_group *g = pubd_groups_by_name(&d->groups, arg, len);
 	struct pubd_client_info ci;
