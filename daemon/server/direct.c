@@ -170,7 +170,9 @@ static void reader_add(struct srv_direct *d, struct pubd_sub *s)
 
 /* What reader rd says it lost since last looked at: sub_overflow drops,
  * taken off what was counted delivered to it. Its page is its own to
- * write: no more than pubd read of the log is taken, in all. */
+ * write: no more than pubd counted delivered to it is taken, in all (an
+ * honest reader loses only what pubd read: the writer overwrites nothing
+ * pubd has not read). */
 static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd)
 {
 	struct pubd_sub *s = rd->s;
