@@ -880,6 +880,8 @@ case_c_slow_subscriber() {
 # log, where the same queue bounds what waits. Without that count each
 # group held a queue's worth (here 485 x 64 KiB a group: 360 MiB).
 case_c_glog_hoard() {
+	# The group log is pubd's path: the publishers stay off the direct path.
+	local -x PUBD_DIRECT=off
 	local i groups="" list="" r0 r1 pub deliv dropped ends=0
 	for i in $(seq 1 12); do
 		groups+="  - name: h$i"$'\n'"    address: 239.77.1.$i"$'\n'
@@ -921,6 +923,8 @@ case_c_glog_hoard() {
 # up on it: the two get a new log, the hoarder none again; every message
 # reaches the two intact, and what the hoarder holds back is its own loss.
 case_c_glog_stall() {
+	# The group log is pubd's path: the publishers stay off the direct path.
+	local -x PUBD_DIRECT=off
 	local n=3000 abandoned readers paths
 	h_pubd d <<-EOF
 		limits:
@@ -1132,6 +1136,8 @@ case_c_shm_pin_unread() {
 # client that goes on. Now pubd punches a retired log's pages out once
 # nobody may read it.
 case_c_glog_retire() {
+	# The group log is pubd's path: the publishers stay off the direct path.
+	local -x PUBD_DIRECT=off
 	local out kib
 	h_pubd d <<-EOF
 		limits:
