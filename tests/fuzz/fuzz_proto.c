@@ -64,10 +64,11 @@ static void all_decoders(const uint8_t *body, size_t len)
 		check_str(e.text, body, len);
 	if (pub_proto_dec_query(body, len, &q) == 0)
 		check_str(q.arg, body, len);
-	/* A group log's SHM frame names its group (never empty); the others none. */
+	/* A group log's SHM frame and the direct path's name their group (never
+	 * empty); the others none. */
 	if (pub_proto_dec_shm(body, len, &shm) == 0) {
 		check_str(shm.group, body, len);
-		if ((shm.kind == PUB_SHM_GROUP_LOG) != (shm.group.len != 0))
+		if ((shm.kind == PUB_SHM_GROUP_LOG || shm.kind >= PUB_SHM_DIRECT_LOG) != (shm.group.len != 0))
 			abort();
 	}
 	if (pub_proto_dec_table(body, len, &r) == 0) {
