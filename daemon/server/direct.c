@@ -379,33 +379,38 @@ void srv_direct_attach(struct pubd_client *c, struct pubd_sub *s)
 	}
 }
 
+/* s's place among d's readers, or -1. */
+static int reader_of(const struct srv_direct *d, const struct pubd_sub *s)
+{
+	for (unsigned j = 0; j < d->nreaders; j++)
+		if (d->readers[j].s == s)
+			return (int)j;
+	return -1;
+}
+
 void srv_direct_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 {
 	struct srv_direct *d;
-	unsigned i, j;
+	unsigned i;
+	int j;
 
 	for (i = 0; i < s->group->ndirects; i++) {
 		d = s->group->directs[i];
-		for (j = 0; j < d->nreaders; j++) {
-			if (d->readers[j].s == s) {
-				/* What it may have read there is counted delivered
-				 * to it while it is a reader (a lazily read log is
-				 * behind it). Not from inside a fan-out. */
-				if (!srv->direct_fan_out)
-					srv_publog_read_one(d->writer, d->l);
-				reader_remove(d, j);
-				break;
-			}
+		j = reader_of(d, s);
+		if (j >= 0) {
+			/* What it may have read there is counted delivered to it
+			 * while it is a reader (a lazily read log is behind it).
+			 * Not from inside a fan-out. */
+			if (!srv->direct_fan_out)
+				srv_publog_read_one(d->writer, d->l);
+			reader_remove(d, (unsigned)j);
 		}
 		srv_direct_update_lazy(d);
 	}
 	/* Retired logs it may still read. */
 	for (d = srv->retired; d; d = d->next_retired)
-		for (j = 0; j < d->nreaders; j++)
-			if (d->readers[j].s == s) {
-				reader_remove(d, j);
-				break;
-			}
+		if ((j = reader_of(d, s)) >= 0)
+			reader_remove(d, (unsigned)j);
 }
 
 /* Before a subscription changes the group's readers: what the group's
@@ -578,17 +583,11 @@ void srv_direct_catch_up(struct pubd_ipc *srv)
 			take_lost(d, &d->readers[j]);
 }
 
-unsigned srv_direct_count(const struct pubd_client *c)
-{
-	return c->ndirects;
-}
-
 unsigned pubd_ipc_sub_direct_logs(const struct pubd_sub *s)
 {
-	unsigned i, j, n = 0;
+	unsigned i, n = 0;
 
 	for (i = 0; i < s->group->ndirects; i++)
-		for (j = 0; j < s->group->directs[i]->nreaders; j++)
-			n += s->group->directs[i]->readers[j].s == s;
+		n += reader_of(s->group->directs[i], s) >= 0;
 	return n;
 }

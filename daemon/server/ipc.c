@@ -482,7 +482,7 @@ void pubd_ipc_client_info(const struct pubd_client *c, struct pubd_client_info *
 	info->paused = c->paused;
 	info->publish_log = c->log ? c->log->r.cap : 0;
 	info->deliver_log = c->dlog ? c->dlog->w.cap : 0;
-	info->direct_logs = srv_direct_count(c);
+	info->direct_logs = c->ndirects;
 	info->group_log_withheld = c->glog_withheld;
 	info->subs = c->subs;
 	info->nsubs = c->nsubs;

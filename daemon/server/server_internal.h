@@ -491,8 +491,6 @@ void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns);
 void srv_direct_catch_up(struct pubd_ipc *srv);
 /* Before g's subscribers change: its lazily read logs are read up. */
 void srv_direct_catch_up_group(struct pubd_group *g);
-/* The direct logs c writes (pubctl clients). */
-unsigned srv_direct_count(const struct pubd_client *c);
 /* direct_read.c: publog.c's hooks for a direct log's records, and the
  * writer's side of its readers; calls output.c */
 void srv_direct_publish_gen(struct srv_direct *d);
