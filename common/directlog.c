@@ -185,3 +185,37 @@ bool pub_direct_ready(const struct pub_direct_reader *d)
 
 	return atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire) != 0 || lapped(d, d->r.pos);
 }
+
+/* ---- seq marks ---- */
+
+void pub_direct_seqmarks_init(struct pub_direct_seqmarks *k, uint32_t cap)
+{
+	for (unsigned i = 0; i < PUB_DIRECT_SEQMARKS; i++)
+		k->m[i] = (struct pub_direct_seqmark){.pos = UINT64_MAX};
+	k->seg = UINT64_MAX;
+	k->cap = cap;
+	k->shift = 0;
+	while (k->shift < 63 && (UINT64_C(1) << (k->shift + 1)) * PUB_DIRECT_SEQMARK_SEGS <= cap)
+		k->shift++;
+}
+
+uint64_t pub_direct_seqmarks_lost(const struct pub_direct_seqmarks *k, uint64_t claim, uint64_t from)
+{
+	const struct pub_direct_seqmark *best = NULL;
+	uint64_t below, upto;
+
+	if (claim <= k->cap)
+		return 0;
+	below = claim - k->cap; /* records that begin before it are overwritten */
+	for (unsigned i = 0; i < PUB_DIRECT_SEQMARKS; i++) {
+		const struct pub_direct_seqmark *m = &k->m[i];
+
+		if (m->pos != UINT64_MAX && m->pos <= below && (!best || m->pos > best->pos))
+			best = m;
+	}
+	if (!best)
+		return 0;
+	/* The mark's own message too, when it begins before the line. */
+	upto = best->pos < below ? best->seq + 1 : best->seq;
+	return upto > from ? upto - from : 0;
+}

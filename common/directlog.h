@@ -61,11 +61,13 @@
 
 /* ---- the wake page: one per client, written by it, read by others ---- */
 
-#define PUB_WAKE_PAGE_LEN   4096u
-#define PUB_WAKE_PAGE_MAGIC UINT64_C(0x3165676170656b77) /* "wkpage1" */
+#define PUB_WAKE_PAGE_LEN   8192u
+#define PUB_WAKE_PAGE_MAGIC UINT64_C(0x3265676170656b77) /* "wkpage2" */
 /* Lost-message counts, one u64 per slot (the slots of the deliver log's
  * control page: a direct log read takes one, as a group log does). */
 #define PUB_WAKE_LOST_OFF 1024u
+/* Where each slot's reader is: one u64 per slot (pub_wake_at_word). */
+#define PUB_WAKE_AT_OFF 4096u
 
 struct pub_wake_page {
 	uint64_t magic;
@@ -77,6 +79,48 @@ struct pub_wake_page {
 static inline _Atomic uint64_t *pub_wake_lost(void *page, uint32_t slot)
 {
 	return (_Atomic uint64_t *)((uint8_t *)page + PUB_WAKE_LOST_OFF) + slot;
+}
+
+/*
+ * Where a slot's reader is: the seq of the next message it will read (every
+ * one before was read or counted in its lost count), tagged with the low
+ * bits of the log's id so that a word a reader of the slot's previous log
+ * wrote late is not taken for this one's. The reader stores it before its
+ * lost count (release); pubd loads the count (acquire) before it, so never
+ * a count with an older position. From it pubd counts, while a reader does
+ * not read (hung, or gone), the messages the writer surely lapped it past
+ * (pub_direct_seqmarks_lost); the reader counts them exactly when it reads
+ * again, and pubd takes the larger figure.
+ */
+#define PUB_WAKE_AT_SEQ_BITS 48u
+#define PUB_WAKE_AT_SEQ_MASK ((UINT64_C(1) << PUB_WAKE_AT_SEQ_BITS) - 1)
+
+static inline _Atomic uint64_t *pub_wake_at(void *page, uint32_t slot)
+{
+	return (_Atomic uint64_t *)((uint8_t *)page + PUB_WAKE_AT_OFF) + slot;
+}
+
+static inline uint64_t pub_wake_at_word(uint32_t log_id, uint64_t next_seq)
+{
+	return (uint64_t)(log_id & 0xffffu) << PUB_WAKE_AT_SEQ_BITS | (next_seq & PUB_WAKE_AT_SEQ_MASK);
+}
+
+/*
+ * The seq a word says, for log log_id whose next message to be read by pubd
+ * has seq pubd_next: false for a word of another log. The word holds the low
+ * bits only: the full seq is the one nearest below pubd_next, or pubd_next
+ * itself for a reader ahead of pubd (the writer commits before pubd reads,
+ * and a lazily read log is read behind its readers).
+ */
+static inline bool pub_wake_at_seq(uint64_t word, uint32_t log_id, uint64_t pubd_next, uint64_t *seq)
+{
+	uint64_t behind;
+
+	if (word >> PUB_WAKE_AT_SEQ_BITS != (log_id & 0xffffu))
+		return false;
+	behind = (pubd_next - word) & PUB_WAKE_AT_SEQ_MASK;
+	*seq = behind > (PUB_WAKE_AT_SEQ_MASK >> 1) || behind > pubd_next ? pubd_next : pubd_next - behind;
+	return true;
 }
 
 /*
@@ -124,6 +168,50 @@ static inline void pub_direct_mark(void *map, uint32_t cap, uint64_t pos, uint64
 	*seg = s;
 	atomic_store_explicit(&pub_direct_marks(map)[s % PUB_DIRECT_NMARKS], pos, memory_order_release);
 }
+
+/* ---- seq marks: what a reader that does not read has surely lost ---- */
+
+/*
+ * pubd notes, for each sixty-fourth of the ring over the last two passes,
+ * the position and seq of the first message it read there. A message whose
+ * record begins before the writer's claim less the ring's capacity is
+ * overwritten, at least its first bytes: so is every message up to a mark
+ * that lies there. The bound is exact to within the messages of one
+ * sixty-fourth of the ring; the rest a reader counts when it reads again.
+ * Two passes: the line lies a pass behind the writer, and the marks of the
+ * pass before are the ones it needs.
+ */
+#define PUB_DIRECT_SEQMARK_SEGS 64u /* per pass of the ring */
+#define PUB_DIRECT_SEQMARKS	(2 * PUB_DIRECT_SEQMARK_SEGS)
+
+struct pub_direct_seqmark {
+	uint64_t pos; /* UINT64_MAX: none yet */
+	uint64_t seq;
+};
+
+struct pub_direct_seqmarks {
+	struct pub_direct_seqmark m[PUB_DIRECT_SEQMARKS];
+	uint64_t seg;	/* the last sixty-fourth marked, UINT64_MAX before any */
+	uint32_t cap;	/* the ring's bytes, a power of two */
+	unsigned shift; /* a position's sixty-fourth: pos >> shift */
+};
+
+void pub_direct_seqmarks_init(struct pub_direct_seqmarks *k, uint32_t cap);
+
+/* A message begins at pos with seq (in the order they were written). */
+static inline void pub_direct_seqmarks_note(struct pub_direct_seqmarks *k, uint64_t pos, uint64_t seq)
+{
+	uint64_t seg = pos >> k->shift;
+
+	if (seg == k->seg)
+		return;
+	k->seg = seg;
+	k->m[seg % PUB_DIRECT_SEQMARKS] = (struct pub_direct_seqmark){.pos = pos, .seq = seq};
+}
+
+/* Of the messages from seq `from` on, how many are surely overwritten when
+ * the writer's claim is at claim. */
+uint64_t pub_direct_seqmarks_lost(const struct pub_direct_seqmarks *k, uint64_t claim, uint64_t from);
 
 /* ---- a subscriber's reader of a direct log ---- */
 

@@ -25,7 +25,10 @@
  *     log promptly and rings readers itself (the backstop);
  *   - the lost counts readers keep in their wake pages (messages the
  *     writer lapped them past) become sub_overflow drops of their
- *     subscriptions, each never more than pubd itself read of the log.
+ *     subscriptions, each never more than pubd itself read of the log; so
+ *     do, for a reader that does not read, the messages the writer surely
+ *     wrote over since the position its page says (pubd's seq marks), and
+ *     what a reader had not read of a log when the log goes.
  *
  * Access. A reader keeps whatever it mapped. So when a reload changes who
  * may read or write a group (its ACLs, daemon.shm_direct,
@@ -129,7 +132,7 @@ static void reader_add(struct srv_direct *d, struct pubd_sub *s)
 {
 	struct pubd_client *c = s->client;
 	struct srv_direct_reader *rd;
-	uint64_t start;
+	uint64_t start, seq;
 	uint32_t slot;
 
 	if (!may_read(s) || d->retired_ns)
@@ -155,8 +158,12 @@ static void reader_add(struct srv_direct *d, struct pubd_sub *s)
 	 * reader passes over what it finds before a first piece. */
 	start = d->l->part || d->l->skip ? d->l->cur_pos : d->l->r.pos;
 	/* ...and the seq of the message there: what it loses from the start on
-	 * is counted too. */
-	if (hand_to_reader(d, s, slot, start, d->l->part || d->l->skip ? d->l->cur_seq : d->next_seq) < 0) {
+	 * is counted too. Its position is said in its wake page from now: a
+	 * reader that never reads (hung, or not reading its socket) is where
+	 * it was handed the log. */
+	seq = d->l->part || d->l->skip ? d->l->cur_seq : d->next_seq;
+	atomic_store_explicit(pub_wake_at(c->wake_map, slot), pub_wake_at_word(d->id, seq), memory_order_relaxed);
+	if (hand_to_reader(d, s, slot, start, seq) < 0) {
 		srv_slot_give(c, slot);
 		return;
 	}
@@ -164,33 +171,54 @@ static void reader_add(struct srv_direct *d, struct pubd_sub *s)
 	*rd = (struct srv_direct_reader){
 		.s = s,
 		.slot = slot,
-		.lost_seen = atomic_load_explicit(pub_wake_lost(c->wake_map, slot), memory_order_acquire)};
+		.lost_base = atomic_load_explicit(pub_wake_lost(c->wake_map, slot), memory_order_acquire)};
 	srv_direct_tell_writer(d, rd);
 }
 
-/* What reader rd says it lost since last looked at: sub_overflow drops,
- * taken off what was counted delivered to it. Its page is its own to
- * write: no more than pubd counted delivered to it is taken, in all (an
- * honest reader loses only what pubd read: the writer overwrites nothing
- * pubd has not read). */
-static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd)
+/* Of the messages from seq `at` on, how many reader-less time has cost:
+ * those the writer surely wrote over, or (ending: the log goes now, its
+ * pages with it) all that pubd read. */
+static uint64_t lapped_since(const struct srv_direct *d, uint64_t at, bool ending)
+{
+	uint64_t claim, most = d->l->r.pos + d->l->r.cap;
+
+	if (ending)
+		return d->next_seq > at ? d->next_seq - at : 0;
+	/* The writer's word: no honest claim runs further ahead of what pubd
+	 * read than the ring's size. */
+	claim = atomic_load_explicit(&ctl_of(d)->claim, memory_order_acquire);
+	return pub_direct_seqmarks_lost(&d->marks, claim < most ? claim : most, at);
+}
+
+/*
+ * What reader rd lost, as far as is known now: sub_overflow drops, taken
+ * off what was counted delivered to it. Of two figures the larger counts:
+ * what it says in its wake page it lost (exact, counted as it reads), plus
+ * what the writer surely lapped it past since where it says it is (a
+ * reader that does not read, hung or gone, counts nothing itself). Its
+ * page is its own to write: no more than pubd counted delivered to it is
+ * taken, in all (an honest reader loses only what pubd read: the writer
+ * overwrites nothing pubd has not read), and nothing taken is given back.
+ */
+static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd, bool ending)
 {
 	struct pubd_sub *s = rd->s;
 	struct pubd_client *c = s->client;
-	uint64_t v, n;
+	uint64_t said, word, at, total, n;
 
 	if (!c->wake_map)
 		return;
-	v = atomic_load_explicit(pub_wake_lost(c->wake_map, rd->slot), memory_order_acquire);
-	if (v <= rd->lost_seen)
+	said = atomic_load_explicit(pub_wake_lost(c->wake_map, rd->slot), memory_order_acquire);
+	total = said > rd->lost_base ? said - rd->lost_base : 0;
+	word = atomic_load_explicit(pub_wake_at(c->wake_map, rd->slot), memory_order_relaxed);
+	if (pub_wake_at_seq(word, d->id, d->next_seq, &at))
+		total += lapped_since(d, at, ending);
+	if (total > rd->given)
+		total = rd->given;
+	if (total <= rd->lost_taken)
 		return;
-	n = v - rd->lost_seen;
-	if (n > rd->given - rd->lost_taken)
-		n = rd->given - rd->lost_taken;
-	rd->lost_seen = v;
-	rd->lost_taken += n;
-	if (!n)
-		return;
+	n = total - rd->lost_taken;
+	rd->lost_taken = total;
 	s->delivered -= n < s->delivered ? n : s->delivered;
 	s->group->delivered -= n < s->group->delivered ? n : s->group->delivered;
 	c->delivered -= n < c->delivered ? n : c->delivered;
@@ -202,12 +230,12 @@ static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd)
 
 /* Reader i goes: its lost count taken, its slot given back, the writer
  * told (a reader it wakes for nothing costs it a system call a message). */
-static void reader_remove(struct srv_direct *d, unsigned i)
+static void reader_remove(struct srv_direct *d, unsigned i, bool ending)
 {
 	struct srv_direct_reader *rd = &d->readers[i];
 	struct pubd_client *c = rd->s->client;
 
-	take_lost(d, rd);
+	take_lost(d, rd, ending);
 	srv_slot_give(c, rd->slot);
 	if (rd->told && !d->retired_ns && !d->writer->closing && !d->writer->gone) {
 		uint8_t frame[96 + PUB_PROTO_NAME_MAX];
@@ -263,10 +291,12 @@ static struct srv_direct *find(const struct pubd_client *c, const struct pubd_gr
 	return NULL;
 }
 
+/* d goes, and its pages with it: what its readers have not read is lost to
+ * them. */
 static void direct_free(struct pubd_ipc *srv, struct srv_direct *d)
 {
 	while (d->nreaders)
-		reader_remove(d, d->nreaders - 1);
+		reader_remove(d, d->nreaders - 1, true);
 	free(d->readers);
 	if (d->ro_fd >= 0)
 		close(d->ro_fd);
@@ -319,6 +349,7 @@ void srv_direct_open(struct pubd_client *c, uint32_t req_id, struct pubd_group *
 		goto nomem;
 	}
 	d->l->direct = d;
+	pub_direct_seqmarks_init(&d->marks, d->l->r.cap);
 	d->writer = c;
 	d->g = g;
 	memcpy(d->name, g->name, g->name_len);
@@ -403,14 +434,14 @@ void srv_direct_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 			 * Not from inside a fan-out. */
 			if (!srv->direct_fan_out)
 				srv_publog_read_one(d->writer, d->l);
-			reader_remove(d, (unsigned)j);
+			reader_remove(d, (unsigned)j, false);
 		}
 		srv_direct_update_lazy(d);
 	}
 	/* Retired logs it may still read. */
 	for (d = srv->retired; d; d = d->next_retired)
 		if ((j = reader_of(d, s)) >= 0)
-			reader_remove(d, (unsigned)j);
+			reader_remove(d, (unsigned)j, false);
 }
 
 /* Before a subscription changes the group's readers: what the group's
@@ -548,7 +579,7 @@ void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns)
 			continue;
 		}
 		for (j = 0; j < d->nreaders; j++)
-			take_lost(d, &d->readers[j]);
+			take_lost(d, &d->readers[j], false);
 		pp = &d->next_retired;
 	}
 	for (c = srv->clients; c; c = c->next) {
@@ -557,7 +588,7 @@ void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns)
 			if (d->lazy)
 				srv_publog_read_one(c, d->l);
 			for (j = 0; j < d->nreaders; j++)
-				take_lost(d, &d->readers[j]);
+				take_lost(d, &d->readers[j], false);
 			/* Readers the writer could not be told of yet. */
 			srv_direct_after_read(d, false);
 		}
@@ -575,12 +606,12 @@ void srv_direct_catch_up(struct pubd_ipc *srv)
 			d = c->directs[i];
 			srv_publog_read_one(c, d->l);
 			for (j = 0; j < d->nreaders; j++)
-				take_lost(d, &d->readers[j]);
+				take_lost(d, &d->readers[j], false);
 		}
 	}
 	for (d = srv->retired; d; d = d->next_retired)
 		for (j = 0; j < d->nreaders; j++)
-			take_lost(d, &d->readers[j]);
+			take_lost(d, &d->readers[j], false);
 }
 
 unsigned pubd_ipc_sub_direct_logs(const struct pubd_sub *s)

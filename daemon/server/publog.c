@@ -463,6 +463,8 @@ static int take_record(struct pubd_client *c, struct srv_publog *l, const struct
 		return broken(c, l, "a message's later piece without its first");
 	l->cur_pos = v->pos;
 	l->cur_seq = p.seq;
+	if (l->direct)
+		pub_direct_seqmarks_note(&l->direct->marks, v->pos, p.seq);
 	return first_piece(c, l, &p);
 }
 

@@ -7,6 +7,7 @@
 #define PUBD_SERVER_INTERNAL_H
 
 #include "deliverlog_format.h"
+#include "directlog.h"
 #include "ipc.h"
 #include "proto.h"
 #include "publog_format.h"
@@ -140,8 +141,8 @@ struct srv_direct_reader {
 	struct pubd_sub *s;
 	uint32_t slot;	     /* in its client's deliver log and wake page */
 	bool told;	     /* the writer was sent its WAKER frame */
-	uint64_t lost_seen;  /* its count of messages lost, when last taken */
-	uint64_t lost_taken; /* of those, counted (no more than it was given) */
+	uint64_t lost_base;  /* its wake page's lost count when it began reading */
+	uint64_t lost_taken; /* messages it lost, counted (no more than it was given) */
 	uint64_t given;	     /* messages pubd counted delivered to it in the log */
 };
 
@@ -160,11 +161,12 @@ struct srv_direct {
 	int ro_fd; /* a read-only file of its memfd, for readers */
 	struct srv_direct_reader *readers;
 	unsigned nreaders, readers_cap;
-	uint32_t wakers_gen; /* bumped with every WAKER or WAKER_GONE sent */
-	bool lazy;	     /* what the control page says now */
-	uint64_t next_seq;   /* the writer's seq of the next message pubd reads */
-	uint64_t retired_ns; /* when it was retired (0: live) */
-	bool counted;	     /* retired with its writer: what it left was counted then */
+	uint32_t wakers_gen;		  /* bumped with every WAKER or WAKER_GONE sent */
+	bool lazy;			  /* what the control page says now */
+	uint64_t next_seq;		  /* the writer's seq of the next message pubd reads */
+	struct pub_direct_seqmarks marks; /* what a reader that does not read surely lost */
+	uint64_t retired_ns;		  /* when it was retired (0: live) */
+	bool counted;			  /* retired with its writer: what it left was counted then */
 	struct srv_direct *next_retired;
 };
 

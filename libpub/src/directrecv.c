@@ -25,6 +25,8 @@
 
 #include "internal.h"
 
+static void say_at(struct pub_client *c, struct pub_dread *dr);
+
 /* ---- the wake page ---- */
 
 int wake_attach(struct pub_client *c, int fd)
@@ -160,6 +162,7 @@ int dr_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 	dr->source = m->source;
 	dr->lost_said = atomic_load_explicit(pub_wake_lost(c->wake_map, m->slot), memory_order_relaxed);
 	dr->via_tail = &dr->via_head;
+	say_at(c, dr);
 	if (find_id(c, dr->id, &i))
 		dr_remove(c, i);
 	c->drs[c->ndrs++] = dr;
@@ -204,19 +207,30 @@ void dr_release(struct pub_client *c)
 	}
 }
 
-/* Messages the writer lapped us past: said in our wake page's slot. */
+/* Where we are in the log: said in our wake page's slot, for pubd to count
+ * what the writer laps us past while we do not read (directlog.h). */
+static void say_at(struct pub_client *c, struct pub_dread *dr)
+{
+	atomic_store_explicit(pub_wake_at(c->wake_map, dr->slot), pub_wake_at_word(dr->id, dr->d.next_seq),
+			      memory_order_relaxed);
+}
+
+/* Messages the writer lapped us past: said in our wake page's slot, after
+ * the position they bring us to (release: pubd loads them the other way). */
 static void say_lost(struct pub_client *c, struct pub_dread *dr)
 {
+	say_at(c, dr);
 	atomic_store_explicit(pub_wake_lost(c->wake_map, dr->slot), dr->lost_said + dr->d.lost, memory_order_release);
 }
 
 /* A message of the log pubd delivered takes its place in the log's
  * sequence (what comes after it is counted from it). */
-static void placed(struct pub_dread *dr, uint64_t seq)
+static void placed(struct pub_client *c, struct pub_dread *dr, uint64_t seq)
 {
 	if (!dr->d.synced || seq >= dr->d.next_seq) {
 		dr->d.synced = true;
 		dr->d.next_seq = seq + 1;
+		say_at(c, dr);
 	}
 }
 
@@ -225,7 +239,7 @@ static int take_via(struct pub_client *c, struct pub_dread *dr, struct pub_messa
 {
 	struct pub_queued *q = dr->via_head;
 
-	placed(dr, q->seq);
+	placed(c, dr, q->seq);
 	dr->via_head = q->next;
 	if (!dr->via_head)
 		dr->via_tail = &dr->via_head;
@@ -282,6 +296,8 @@ static int read_one(struct pub_client *c, struct pub_dread *dr, struct pub_messa
 	}
 	if (dr->d.lost != lost)
 		say_lost(c, dr);
+	else if (r > 0)
+		say_at(c, dr);
 	if (r == 2) {
 		/* In pieces: pubd delivers it; its place is here. */
 		dr->detour = true;
@@ -380,7 +396,7 @@ bool dr_hold(struct pub_client *c, const struct pub_message *m)
 	if (dr->detour) {
 		if (m->seq >= dr->detour_seq) {
 			dr->detour = false;
-			placed(dr, m->seq);
+			placed(c, dr, m->seq);
 		}
 		return false;
 	}
@@ -389,7 +405,7 @@ bool dr_hold(struct pub_client *c, const struct pub_message *m)
 	 * past it). One with more to read keeps it until it gets there, or
 	 * has read all (a lap). */
 	if (!pub_direct_ready(&dr->d)) {
-		placed(dr, m->seq);
+		placed(c, dr, m->seq);
 		return false;
 	}
 	q = malloc(sizeof(*q) + m->len);

@@ -67,6 +67,7 @@ fi
 jsonl=$results/bench-vm.jsonl
 : >"$jsonl"
 pids=()
+client_env=() # the latency clients' environment (a variant's CLIENT_ENV)
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -397,7 +398,7 @@ selected() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 # fabric; A: through one daemon, local fan-out only).
 lat() {
 	local pong=$work/$1-$2-pong.log ping=$work/$1-$2-ping.log ppid rc gping=${4:-ping} gpong=${5:-pong}
-	"$bin/bench_lat" pong -s "$3" --ping "$gping" --pong "$gpong" >"$pong" 2>&1 &
+	env "${client_env[@]}" "$bin/bench_lat" pong -s "$3" --ping "$gping" --pong "$gpong" >"$pong" 2>&1 &
 	ppid=$!
 	pids+=("$ppid")
 	if ! wait_line "$pong" READY 30; then
@@ -405,7 +406,7 @@ lat() {
 		return 1
 	fi
 	prof_start "$1-$2"
-	timeout 600 "$bin/bench_lat" ping -s "$work/a.sock" --ping "$gping" --pong "$gpong" --count "$LAT_COUNT" \
+	timeout 600 env "${client_env[@]}" "$bin/bench_lat" ping -s "$work/a.sock" --ping "$gping" --pong "$gpong" --count "$LAT_COUNT" \
 		--warmup "$LAT_WARMUP" --size 64 >"$ping" 2>&1
 	rc=$?
 	prof_stop "$1-$2" $((2 * (LAT_COUNT + LAT_WARMUP)))
@@ -498,14 +499,18 @@ if "$bin/bench_lat" pair --count "$LAT_COUNT" --warmup "$LAT_WARMUP" --size 64 >
 	record lat 64B_p50_unix_pair oneway_p50_us "$(jget "$work/lat-pair.log" oneway_p50_us)" lat_typ
 fi
 
-# Variants: "NAME|PUBD_BIN|BUSY_POLL[|BENCH_DIR[|FABRIC_KEYS]]" entries (vm-params.sh may
-# set VARIANTS to compare builds or settings in the same boot; FABRIC_KEYS like
-# "rx_linger_us: 0;receive: always"); the first gives the figures.
+# Variants: "NAME|PUBD_BIN|BUSY_POLL[|BENCH_DIR[|FABRIC_KEYS[|CLIENT_ENV]]]" entries
+# (vm-params.sh may set VARIANTS to compare builds or settings in the same boot;
+# FABRIC_KEYS like "rx_linger_us: 0;receive: always"; CLIENT_ENV, variables for the
+# latency clients separated by spaces, like "PUBD_RECV_LINGER_US=500"); the first
+# gives the figures.
 if [ -z "${VARIANTS+x}" ] || [ ${#VARIANTS[@]} -eq 0 ]; then
 	VARIANTS=("pubd|$PUBD|false")
 fi
 for v in "${VARIANTS[@]}"; do
-	IFS='|' read -r vname vbin vbusy vbench vkeys <<<"$v"
+	IFS='|' read -r vname vbin vbusy vbench vkeys venv <<<"$v"
+	# CLIENT_ENV: the latency clients' environment (e.g. PUBD_RECV_LINGER_US=500).
+	read -r -a client_env <<<"${venv:-}"
 	run_variant "$vname" "$vbin" "${vbusy:-false}" "$vbench" "$vkeys"
 done
 

@@ -51,7 +51,9 @@
  *                                  a lie back, past the tail or into a record);
  *                                  direct mode with s bit 7: the lost count
  *                                  of slot s % 4 in the client's wake page
- *                                  (what a reader of a direct log says it lost)
+ *                                  (what a reader of a direct log says it
+ *                                  lost), with bit 6 too its position word
+ *                                  (where it says it is: tag and seq)
  *   DLOG    u16 off, u64           the deliver log as the client may write
  *                                  it: off 0xffff its head (read position),
  *                                  else 8 bytes at ring offset off * 8 (a
@@ -743,7 +745,9 @@ static void op_slot(struct run *r)
 	uint64_t v = arg64(r, 1);
 
 	take(r, 9);
-	if (r->cl.wake && (s & 0x80))
+	if (r->cl.wake && (s & 0xc0) == 0xc0)
+		atomic_store_explicit(pub_wake_at(r->cl.wake, slot), v, memory_order_relaxed);
+	else if (r->cl.wake && (s & 0x80))
 		atomic_store_explicit(pub_wake_lost(r->cl.wake, slot), v, memory_order_release);
 	else
 		atomic_store_explicit(pub_deliverlog_slot(r->cl.dmap, slot), v, memory_order_release);

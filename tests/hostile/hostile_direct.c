@@ -941,13 +941,25 @@ static int mode_readonly(struct conn *c, const char *group, double seconds)
 
 /* ---- wakelies ---- */
 
+/* The position word a liar writes in slot s: at seq 0 of the log it was
+ * handed there (as far behind as can be), or, turn about, garbage. */
+static uint64_t lie_at(const struct conn *c, uint32_t s, uint64_t turn)
+{
+	for (unsigned i = 0; i < c->nr; i++)
+		if (c->r[i].slot == s && turn % 2)
+			return pub_wake_at_word(c->r[i].id, 0);
+	return (turn * UINT64_C(0x9e3779b97f4a7c15)) ^ s;
+}
+
 /*
  * A subscriber's wake page is its own to write, and the writers and pubd
  * read it: for `seconds`, sleep_seq moved on nonstop (every writer rings
- * us once per odd value: as often as it commits), and every lost-count
- * slot of the page set higher and higher (pubd takes what it grew by as
- * sub_overflow drops of ours). We read nothing. A writer must not stall,
- * and pubd must take no more lost than it read of the log for us.
+ * us once per odd value: as often as it commits), every lost-count slot of
+ * the page set higher and higher (pubd takes what it grew by as
+ * sub_overflow drops of ours), and every position word saying we are at
+ * the start of our logs, or garbage (pubd counts what the writer lapped
+ * us past from there). We read nothing. A writer must not stall, and pubd
+ * must take no more lost than it read of the log for us.
  */
 static int mode_wakelies(struct conn *c, const char *group, double seconds, const char *ready_path, const char *stop)
 {
@@ -970,15 +982,19 @@ static int mode_wakelies(struct conn *c, const char *group, double seconds, cons
 		flips++;
 		if (flips % 64 == 0) {
 			big += UINT64_C(1) << 40;
-			for (uint32_t s = 0; s < PUB_DELIVERLOG_NSLOTS; s++)
+			for (uint32_t s = 0; s < PUB_DELIVERLOG_NSLOTS; s++) {
+				atomic_store(pub_wake_at(c->wake, s), lie_at(c, s, flips / 64));
 				atomic_store(pub_wake_lost(c->wake, s), big + s);
+			}
 			pump(c, 0, 0);
 			drain_fd(c->dlog[1]);
 		}
 	}
 	/* The largest lie last: what pubd looks at from now on. */
-	for (uint32_t s = 0; s < PUB_DELIVERLOG_NSLOTS; s++)
+	for (uint32_t s = 0; s < PUB_DELIVERLOG_NSLOTS; s++) {
+		atomic_store(pub_wake_at(c->wake, s), lie_at(c, s, 1));
 		atomic_store(pub_wake_lost(c->wake, s), UINT64_MAX - 1);
+	}
 	printf("wakelies: %llu flips of sleep_seq in %.1f s; lost counts up to %llu in all %u slots; given %u "
 	       "direct logs\n",
 	       (unsigned long long)flips, now_s() - t0, (unsigned long long)(UINT64_MAX - 1), PUB_DELIVERLOG_NSLOTS,

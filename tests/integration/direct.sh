@@ -15,8 +15,15 @@
 #     taken back): the subscriber it no longer allows gets nothing the
 #     publisher publishes after the reload, and the publisher goes on in a
 #     new log nobody else had.
+#  3. A subscriber that reads nothing while the writer laps it: pubd counts
+#     its losses at once (sub_overflow), never more than were overwritten;
+#     once it reads again it counts the rest, and for each subscriber
+#     received + dropped = published.
+#  4. A reader held while a reload retires the log it was handed: once the
+#     log goes, what it had not read is counted lost.
 # With PUBD_TRANSPORT=socket (the tier's second run) nobody is on shared
-# memory: every check but the direct counters holds the same.
+# memory: every check but the direct counters holds the same (case 3 is
+# shared memory's only).
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup direct
@@ -25,10 +32,11 @@ N=2000
 SIZE=300
 BIG=$((2 * 1024 * 1024))
 NBIG=8
-write_conf() { # SUBSCRIBE_ACL_OF_g3
+write_conf() { # SUBSCRIBE_ACL_OF_acl [PUBLISH_ACL_OF_held]
 	it_conf_write h1 - <<-EOF
 		limits:
 		  max_message_size: 4MiB
+		  group_log_drain_ms: 1000
 		groups:
 		  - name: here
 		    scope: host
@@ -37,6 +45,9 @@ write_conf() { # SUBSCRIBE_ACL_OF_g3
 		  - name: acl
 		    address: 239.88.1.2
 		    subscribe: [$1]
+		  - name: held
+		    scope: host
+		${2:+    publish: [$2]}
 	EOF
 }
 it_host_lo h1
@@ -142,5 +153,81 @@ it_eq "the subscriber the ACL no longer allows got none after the reload" \
 	"$(grep -c '^msg acl ' "$IT_WORK/acl-sub.log")" 10
 kill -TERM "$acl_sub"
 it_reap "$acl_sub" 10
+
+# ---- 3. a direct reader that does not read ----
+if [ "$shm" = yes ]; then
+	# A subscriber that reads nothing while a publisher laps it three times
+	# over: its losses are counted at once (pubd, from the position in its
+	# wake page against the writer's claim), within the messages of a
+	# sixty-fourth of the log; once it reads again it counts the rest
+	# itself. Beside it a subscriber that reads. In the end, what each
+	# received plus what was dropped for it is what was published.
+	M=12000 MSZ=1000
+	# A record of one: header 16, deliver head 16, the group's name, the
+	# payload, 16-byte aligned; the log holds 4 MiB of them.
+	per_log=$(((4 << 20) / ((16 + 16 + 4 + MSZ + 15) / 16 * 16)))
+	mkfifo "$IT_WORK/held.in"
+	it_bg held "$ns" bash -c "exec \"\$0\" \"\$@\" <\"$IT_WORK/held.in\"" "$ITEST_CLIENT" sub -s "$sock" -g held \
+		--hold --count "$M" --timeout-ms 3000 --log "$IT_WORK/held.log"
+	held=$IT_BG_PID
+	exec {held_in}>"$IT_WORK/held.in"
+	it_bg reader "$ns" "$ITEST_CLIENT" sub -s "$sock" -g held --count "$M" --timeout-ms 20000 --log "$IT_WORK/reader.log"
+	reader=$IT_BG_PID
+	it_wait "two subscribers of held" 20 it_subscribers_at_least h1 held 2 || it_die "subscribers of held"
+	hid=$(it_q h1 group held ".subscribers[] | select(.pid == $held) | .client")
+	ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g held --count "$M" --size "$MSZ" --rate 10000 ||
+		it_fail "publish to held"
+	it_wait "the held subscriber's losses counted while it reads nothing" 10 \
+		it_holds '[ "$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .dropped")" -ge $((M - per_log - 200)) ]'
+	hdrop=$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .dropped")
+	hdel=$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .delivered")
+	it_check "held: no more counted lost than the writer overwrote ($hdrop of $M, the log holds $per_log)" \
+		test "$hdrop" -le $((M - per_log))
+	it_eq "held: delivered + dropped while held" $((hdel + hdrop)) "$M"
+	# It reads what the log still holds, counts the rest, and times out.
+	echo "$M" >&"$held_in"
+	it_reap "$held" 30
+	exec {held_in}>&-
+	it_reap "$reader" 30
+	rgot=$(grep -c '^msg held .* OK$' "$IT_WORK/reader.log")
+	got=$(grep -c '^msg held .* OK$' "$IT_WORK/held.log")
+	it_check "held: it read the newest messages the log kept ($got)" test "$got" -ge $((per_log / 2)) -a "$got" -le "$per_log"
+	it_eq "held: published $M, and for the two subscribers received + dropped = 2 x $M" \
+		"$(it_group_val h1 held published) $(($(it_group_val h1 held delivered) + $(it_group_val h1 held sub_dropped)))" \
+		"$M $((2 * M))"
+	it_eq "held: what pubd counts delivered is what the two received ($got + $rgot)" \
+		"$(it_group_val h1 held delivered)" $((got + rgot))
+
+	# 4. The same reader, held while a reload retires the log it was
+	# handed (held's publish ACL changes): once the log goes
+	# (group_log_drain_ms), what it had not read is counted lost, not left
+	# counted delivered.
+	K=500
+	pub0=$(it_group_val h1 held published) del0=$(it_group_val h1 held delivered)
+	sd0=$(it_group_val h1 held sub_dropped) retired=$(direct_counter direct_logs_retired)
+	mkfifo "$IT_WORK/held2.in"
+	it_bg held2 "$ns" bash -c "exec \"\$0\" \"\$@\" <\"$IT_WORK/held2.in\"" "$ITEST_CLIENT" sub -s "$sock" -g held \
+		--hold --count "$K" --timeout-ms 2000 --log "$IT_WORK/held2.log"
+	held=$IT_BG_PID
+	exec {held_in}>"$IT_WORK/held2.in"
+	it_wait "the held subscriber" 20 it_subscribers_at_least h1 held 1 || it_die "no subscriber of held"
+	hid=$(it_q h1 group held ".subscribers[] | select(.pid == $held) | .client")
+	ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g held --count "$K" --size 100 || it_fail "publish to held"
+	it_eq "held: the held reader was handed the $K (delivered, dropped)" \
+		"$(it_q h1 group held ".subscribers[] | select(.client == $hid) | \"\\(.delivered) \\(.dropped)\"")" "$K 0"
+	write_conf uid:4242 uid:0
+	kill -HUP "$(it_pid h1)"
+	it_wait "the reload retired held's log" 20 it_counter_is h1 direct_logs_retired $((retired + 1))
+	it_wait "once the retired log went, what the held reader had not read counted lost" 20 \
+		it_holds '[ "$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .dropped")" = $K ]'
+	echo "$K" >&"$held_in"
+	it_reap "$held" 20
+	exec {held_in}>&-
+	got=$(grep -c '^msg held ' "$IT_WORK/held2.log")
+	it_eq "held: published $K more; received ($got) + dropped = $K" \
+		"$(($(it_group_val h1 held published) - pub0)) $(($(it_group_val h1 held delivered) - del0 + $(it_group_val h1 held sub_dropped) - sd0))" \
+		"$K $K"
+	it_eq "held: delivered counts what it received" $(($(it_group_val h1 held delivered) - del0)) "$got"
+fi
 it_pubd_stop h1
 it_finish

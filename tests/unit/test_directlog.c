@@ -1081,6 +1081,103 @@ static void a_random_model_of_writer_and_reader_agrees(void **state)
 		run_model(*state, seed, 4000);
 }
 
+/* ---- what a reader that does not read surely lost (seq marks) ---- */
+
+/*
+ * pubd notes where each message begins as it reads it (every message,
+ * before the writer may write over it); for a reader that stopped at seq
+ * `at`, the messages it surely lost are those whose records begin before
+ * the writer's claim less the ring. The bound never exceeds the truth, is
+ * short of it by no more than the messages of one sixty-fourth of the ring,
+ * and never exceeds what the reader counts itself when it reads again.
+ */
+static void a_reader_that_does_not_read_is_counted_what_it_surely_lost(void **state)
+{
+	struct fixture *f = *state;
+	struct pub_direct_seqmarks k;
+	uint64_t *pos = calloc(20000, sizeof(*pos)), n, at, claim, below, truth, bound, near, i;
+	uint64_t rs = 12345;
+	unsigned checks = 0, lapped = 0;
+
+	assert_non_null(pos);
+	pub_direct_seqmarks_init(&k, CAP);
+	assert_int_equal(k.shift, 6);				      /* 4096 / 64 */
+	assert_int_equal(pub_direct_seqmarks_lost(&k, 100000, 0), 0); /* nothing noted: nothing known */
+	f->marks = true;
+	at = 0;
+	for (n = 0; n < 20000; n++) {
+		uint32_t len = (uint32_t)(rng(&rs) % (rng(&rs) % 4 ? 200 : MAX_ONE + 1));
+
+		put(f, n, len);
+		pos[n] = atomic_load(&ctl(f)->latest);
+		pub_direct_seqmarks_note(&k, pos[n], n);
+		if (n % 37)
+			continue;
+		/* The reader at `at`, as it stands. */
+		claim = atomic_load(&ctl(f)->claim);
+		below = claim > CAP ? claim - CAP : 0;
+		/* Short of the truth by the lost messages that share a
+		 * sixty-fourth with the last one lost, at most. */
+		for (truth = 0, i = at; i <= n && pos[i] < below; i++)
+			truth++;
+		for (near = 0, i = at + truth; i > at && pos[i - 1] >> k.shift == pos[at + truth - 1] >> k.shift; i--)
+			near++;
+		bound = pub_direct_seqmarks_lost(&k, claim, at);
+		if (bound > truth || truth - bound > near)
+			fail_msg("reader at %llu, claim %llu: bound %llu, truth %llu, %llu in the last one's "
+				 "sixty-fourth",
+				 (unsigned long long)at, (unsigned long long)claim, (unsigned long long)bound,
+				 (unsigned long long)truth, (unsigned long long)near);
+		checks++;
+		lapped += truth > 0;
+		/* Now and then the reader reads again: what it counts lost is no
+		 * less than the bound was. */
+		if (rng(&rs) % 5 == 0) {
+			uint64_t lost0 = f->d.lost;
+			struct pub_direct_msg m;
+			size_t need;
+			int r;
+
+			if (!f->d.synced)
+				pub_direct_reader_expect(&f->d, 0);
+			while ((r = next(f, sizeof(f->buf), MAX_TOTAL, &m, &need)) == 1)
+				;
+			assert_int_equal(r, 0);
+			assert_true(f->d.lost - lost0 >= bound);
+			at = f->d.next_seq;
+			assert_int_equal(at, n + 1);
+		}
+	}
+	assert_true(checks > 500);
+	assert_true(lapped > checks / 2);
+	/* The newest message is never lost. */
+	assert_int_equal(pub_direct_seqmarks_lost(&k, claim, n), 0);
+	free(pos);
+}
+
+/* The position word: the log's tag, and the seq's low bits, read against
+ * pubd's next seq. */
+static void a_position_word_is_read_for_its_own_log_only(void **state)
+{
+	uint64_t seq;
+
+	(void)state;
+	assert_true(pub_wake_at_seq(pub_wake_at_word(7, 90), 7, 100, &seq));
+	assert_int_equal(seq, 90);
+	/* Another log's word (one the slot's previous reader wrote late). */
+	assert_false(pub_wake_at_seq(pub_wake_at_word(8, 90), 7, 100, &seq));
+	/* A reader ahead of pubd (a lazily read log) is behind by nothing. */
+	assert_true(pub_wake_at_seq(pub_wake_at_word(7, 130), 7, 100, &seq));
+	assert_int_equal(seq, 100);
+	/* Across the low bits' wrap. */
+	uint64_t next = (UINT64_C(1) << PUB_WAKE_AT_SEQ_BITS) + 5;
+	assert_true(pub_wake_at_seq(pub_wake_at_word(7, next - 10), 7, next, &seq));
+	assert_int_equal(seq, next - 10);
+	/* A word below seq 0 (a liar) says nothing is behind. */
+	assert_true(pub_wake_at_seq(pub_wake_at_word(7, PUB_WAKE_AT_SEQ_MASK - 3), 7, 5, &seq));
+	assert_int_equal(seq, 5);
+}
+
 /* ---- a writer and a reader on two threads ---- */
 
 #define STRESS_N 300000u
@@ -1183,6 +1280,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ready_says_whether_a_record_or_a_lap_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_random_model_of_writer_and_reader_agrees, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_and_a_reader_on_two_threads_agree, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_that_does_not_read_is_counted_what_it_surely_lost, setup,
+						teardown),
+		cmocka_unit_test(a_position_word_is_read_for_its_own_log_only),
 		/* Last: what it finds wrong is a reader that never returns. */
 		cmocka_unit_test_setup_teardown(a_garbage_commit_word_past_the_first_pass_is_refused, setup, teardown),
 	};
