@@ -175,19 +175,36 @@ static void reader_add(struct srv_direct *d, struct pubd_sub *s)
 	srv_direct_tell_writer(d, rd);
 }
 
-/* Of the messages from seq `at` on, how many reader-less time has cost:
- * those the writer surely wrote over, or (ending: the log goes now, its
- * pages with it) all that pubd read. */
-static uint64_t lapped_since(const struct srv_direct *d, uint64_t at, bool ending)
-{
-	uint64_t claim, most = d->l->r.pos + d->l->r.cap;
+/* How take_lost weighs a reader's position (its wake page's word). */
+enum lost_look {
+	LOOK_LIVE,   /* a reader that may be reading now */
+	LOOK_GONE,   /* one that reads no more (its client closed) */
+	LOOK_ENDING, /* the log goes now, its pages with it */
+};
 
-	if (ending)
+/* The writer's claim, as far as pubd believes it: no honest claim runs
+ * further ahead of what pubd read than the ring's size. */
+static uint64_t claim_now(const struct srv_direct *d)
+{
+	uint64_t claim = atomic_load_explicit(&ctl_of(d)->claim, memory_order_acquire);
+	uint64_t most = d->l->r.pos + d->l->r.cap;
+
+	return claim < most ? claim : most;
+}
+
+/*
+ * Of the messages from seq `at` on, how many a reader that stood there
+ * lost: those the writer surely wrote over, or all that pubd read when
+ * the log goes. For a reader that may be reading, the writer's claim of
+ * the tick before (claim_seen): one that copied a message out just before
+ * the writer reached it says so in its page a moment later, and the
+ * claim of a second ago cannot have overtaken that moment.
+ */
+static uint64_t lapped_since(const struct srv_direct *d, uint64_t at, enum lost_look look)
+{
+	if (look == LOOK_ENDING)
 		return d->next_seq > at ? d->next_seq - at : 0;
-	/* The writer's word: no honest claim runs further ahead of what pubd
-	 * read than the ring's size. */
-	claim = atomic_load_explicit(&ctl_of(d)->claim, memory_order_acquire);
-	return pub_direct_seqmarks_lost(&d->marks, claim < most ? claim : most, at);
+	return pub_direct_seqmarks_lost(&d->marks, look == LOOK_GONE ? claim_now(d) : d->claim_seen, at);
 }
 
 /*
@@ -200,7 +217,7 @@ static uint64_t lapped_since(const struct srv_direct *d, uint64_t at, bool endin
  * taken, in all (an honest reader loses only what pubd read: the writer
  * overwrites nothing pubd has not read), and nothing taken is given back.
  */
-static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd, bool ending)
+static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd, enum lost_look look)
 {
 	struct pubd_sub *s = rd->s;
 	struct pubd_client *c = s->client;
@@ -212,7 +229,7 @@ static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd, bool e
 	total = said > rd->lost_base ? said - rd->lost_base : 0;
 	word = atomic_load_explicit(pub_wake_at(c->wake_map, rd->slot), memory_order_relaxed);
 	if (pub_wake_at_seq(word, d->id, d->next_seq, &at))
-		total += lapped_since(d, at, ending);
+		total += lapped_since(d, at, look);
 	if (total > rd->given)
 		total = rd->given;
 	if (total <= rd->lost_taken)
@@ -235,7 +252,7 @@ static void reader_remove(struct srv_direct *d, unsigned i, bool ending)
 	struct srv_direct_reader *rd = &d->readers[i];
 	struct pubd_client *c = rd->s->client;
 
-	take_lost(d, rd, ending);
+	take_lost(d, rd, ending ? LOOK_ENDING : c->closing || c->gone ? LOOK_GONE : LOOK_LIVE);
 	srv_slot_give(c, rd->slot);
 	if (rd->told && !d->retired_ns && !d->writer->closing && !d->writer->gone) {
 		uint8_t frame[96 + PUB_PROTO_NAME_MAX];
@@ -565,12 +582,22 @@ static void retired_free(struct pubd_ipc *srv, struct srv_direct *d)
 	direct_free(srv, d);
 }
 
+/* What d's readers lost, as far as is known now; at a tick, the writer's
+ * claim is taken in for the next (lapped_since). */
+static void take_all_lost(struct srv_direct *d, bool tick)
+{
+	for (unsigned j = 0; j < d->nreaders; j++)
+		take_lost(d, &d->readers[j], LOOK_LIVE);
+	if (tick)
+		d->claim_seen = claim_now(d);
+}
+
 void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns)
 {
 	uint64_t grace = srv->cfg->group_log_drain_ms * 1000000ull;
 	struct srv_direct **pp, *d;
 	struct pubd_client *c;
-	unsigned i, j;
+	unsigned i;
 
 	for (pp = &srv->retired; (d = *pp);) {
 		if (srv->exiting || now_ns - d->retired_ns >= grace) {
@@ -578,8 +605,7 @@ void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns)
 			retired_free(srv, d);
 			continue;
 		}
-		for (j = 0; j < d->nreaders; j++)
-			take_lost(d, &d->readers[j], false);
+		take_all_lost(d, true);
 		pp = &d->next_retired;
 	}
 	for (c = srv->clients; c; c = c->next) {
@@ -587,8 +613,7 @@ void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns)
 			d = c->directs[i];
 			if (d->lazy)
 				srv_publog_read_one(c, d->l);
-			for (j = 0; j < d->nreaders; j++)
-				take_lost(d, &d->readers[j], false);
+			take_all_lost(d, true);
 			/* Readers the writer could not be told of yet. */
 			srv_direct_after_read(d, false);
 		}
@@ -599,19 +624,17 @@ void srv_direct_catch_up(struct pubd_ipc *srv)
 {
 	struct pubd_client *c;
 	struct srv_direct *d;
-	unsigned i, j;
+	unsigned i;
 
 	for (c = srv->clients; c; c = c->next) {
 		for (i = 0; i < c->ndirects; i++) {
 			d = c->directs[i];
 			srv_publog_read_one(c, d->l);
-			for (j = 0; j < d->nreaders; j++)
-				take_lost(d, &d->readers[j], false);
+			take_all_lost(d, false);
 		}
 	}
 	for (d = srv->retired; d; d = d->next_retired)
-		for (j = 0; j < d->nreaders; j++)
-			take_lost(d, &d->readers[j], false);
+		take_all_lost(d, false);
 }
 
 unsigned pubd_ipc_sub_direct_logs(const struct pubd_sub *s)

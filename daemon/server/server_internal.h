@@ -165,6 +165,7 @@ struct srv_direct {
 	bool lazy;			  /* what the control page says now */
 	uint64_t next_seq;		  /* the writer's seq of the next message pubd reads */
 	struct pub_direct_seqmarks marks; /* what a reader that does not read surely lost */
+	uint64_t claim_seen;		  /* the writer's claim at the last tick */
 	uint64_t retired_ns;		  /* when it was retired (0: live) */
 	bool counted;			  /* retired with its writer: what it left was counted then */
 	struct srv_direct *next_retired;
