@@ -75,6 +75,10 @@
  *                                  oldest sends: the fake pins every lent
  *                                  payload it sends, as verbs sending in
  *                                  place does, until its send completes
+ *   RELOAD  u8                     reload with config variant u8 % 3: as
+ *                                  started, c's publish ACL closed to us, or
+ *                                  a's subscribe ACL (each retires that
+ *                                  group's direct logs, live, with readers)
  *
  * Checked while the input plays: pubd never crashes or aborts, whatever the
  * logs hold; the client budget never holds less than the mappings of the
@@ -132,6 +136,22 @@ static const char config[] = "limits:\n  max_message_size: 256KiB\n  publish_log
 			     "  - name: a\n    address: 239.79.1.1\n"
 			     "  - name: b\n    address: 239.79.1.2\n    publish: [uid:54321]\n"
 			     "  - name: c\n    scope: host\n";
+/* What RELOAD swaps in: who may publish to c, or subscribe to a, changes
+ * (each retires the group's direct logs; the second ends a subscription). */
+#define CONFIG_HEAD                                                                         \
+	"limits:\n  max_message_size: 256KiB\n  publish_log: 64KiB\n  deliver_log: 64KiB\n" \
+	"  direct_log: 64KiB\n  group_log_drain_ms: 10\n"                                   \
+	"groups:\n"
+static const char *const variants[] = {
+	config,
+	CONFIG_HEAD "  - name: a\n    address: 239.79.1.1\n"
+		    "  - name: b\n    address: 239.79.1.2\n    publish: [uid:54321]\n"
+		    "  - name: c\n    scope: host\n    publish: [uid:54321]\n",
+	CONFIG_HEAD "  - name: a\n    address: 239.79.1.1\n    subscribe: [uid:54321]\n"
+		    "  - name: b\n    address: 239.79.1.2\n    publish: [uid:54321]\n"
+		    "  - name: c\n    scope: host\n",
+};
+static unsigned variant; /* the one the daemon runs */
 
 enum op {
 	O_RAW,
@@ -146,6 +166,7 @@ enum op {
 	O_COMPLETE,
 	O_SLOT,
 	O_DLOG,
+	O_RELOAD,
 	O__COUNT
 };
 
@@ -806,6 +827,23 @@ static void op_turn(struct run *r)
 		pubd_ipc_tick(&H.d.ipc, pubd_now_ns() + (a & 0x40 ? 0 : drain_ns()));
 }
 
+static void reload_to(unsigned v)
+{
+	if (v == variant)
+		return;
+	variant = v;
+	if (hd_reload(&H, NULL, variants[v]) < 0)
+		abort(); /* the variants are valid configs */
+}
+
+static void op_reload(struct run *r)
+{
+	uint8_t v = arg(r, 0);
+
+	take(r, 1);
+	reload_to(v % (sizeof(variants) / sizeof(variants[0])));
+}
+
 static void play(struct run *r, uint8_t op)
 {
 	switch (op % O__COUNT) {
@@ -847,6 +885,9 @@ static void play(struct run *r, uint8_t op)
 		break;
 	case O_DLOG:
 		op_dlog(r);
+		break;
+	case O_RELOAD:
+		op_reload(r);
 		break;
 	}
 }
@@ -983,6 +1024,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!started)
 		start();
+	reload_to(0); /* each input from the same config */
 	memset(&r, 0, sizeof(r));
 	for (i = 0; i < 7; i++)
 		r.cl.fds[i] = -1;
