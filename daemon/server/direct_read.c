@@ -113,6 +113,8 @@ void srv_direct_accept_begin(struct srv_direct *d, struct pubd_group *g, size_t 
 	unsigned i;
 
 	d->next_seq = seq + 1;
+	if (!d->nreaders)
+		return; /* a publisher with no local reader: the fabric path */
 	for (i = 0; i < d->nreaders; i++) {
 		struct pubd_sub *s = d->readers[i].s;
 

@@ -340,9 +340,10 @@ static struct pubd_group *admit(struct pubd_client *c, struct srv_publog *l, con
 {
 	struct pubd_group *g;
 
-	/* Within the generation the group is still there: its own name is the one to compare. */
+	/* Within the generation the group is still there: its own name is the
+	 * one to compare (a direct log's records name its group: decoded so). */
 	g = l->admit_gen == c->srv->admit_gen ? l->admit_g : NULL;
-	if (g && g->name_len == p->glen && memcmp(g->name, p->group, p->glen) == 0)
+	if (g && (l->direct ? g == l->direct->g : g->name_len == p->glen && memcmp(g->name, p->group, p->glen) == 0))
 		return srv_publish_size_ok(c, p->req_id, g, p->total) ? g : NULL;
 	g = srv_publish_admit(c, p->req_id, p->group, p->glen, p->total);
 	if (g) {
