@@ -200,7 +200,11 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 	r = publish_checks(c, group, data, len, flags, &glen);
 	if (r < 0)
 		return r;
-	snprintf(what, sizeof(what), "publish '%s'", group);
+	/* "publish 'GROUP'" for the error messages, without snprintf: its
+	 * format parsing alone cost more than the rest of a publish. */
+	memcpy(what, "publish '", 9);
+	memcpy(what + 9, group, glen);
+	memcpy(what + 9 + glen, "'", 2);
 
 	/* A pure publisher reads only here: errors pubd reported, or the end of the connection. */
 	if (c->up && c->nsubs == 0 && (++c->publishes >= DRAIN_EVERY || (flags & PUB_SYNC))) {
