@@ -57,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hostile_util.h"
 #include "deliverlog_format.h"
 #include "directlog.h"
 #include "proto.h"
@@ -108,22 +109,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "hostile_direct: %s: %s\n", what, strerror(errno));
 	exit(2);
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void ready(const char *path)
-{
-	FILE *f = path ? fopen(path, "w") : NULL;
-
-	if (f)
-		fclose(f);
 }
 
 /* Wait (up to 30 s) for the file `go` names to exist: the case's word. */

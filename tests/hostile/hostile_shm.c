@@ -64,6 +64,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hostile_util.h"
 #include "proto.h"
 #include "deliverlog_format.h"
 #include "publog_format.h"
@@ -717,23 +718,6 @@ static int mode_retire(struct shm *s, const char *path, const char *group, unsig
 	free(spare);
 	free(maps);
 	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* Say the attack is in place: the file named by --ready. */
-static void ready(const char *path)
-{
-	FILE *f = path ? fopen(path, "w") : NULL;
-
-	if (f)
-		fclose(f);
 }
 
 /* The publish-log position of the last record pubd delivered to the
