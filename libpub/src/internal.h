@@ -116,8 +116,13 @@ struct pub_dread {
 struct pub_waiter {
 	uint32_t req_id;  /* OK / ERROR / TABLE with this id; 0: none */
 	bool welcome;	  /* the handshake: WELCOME, or any ERROR */
-	const char *what; /* context for pub_errmsg: "subscribe 'prices'" */
-	pub_table_cb cb;  /* TABLE frames of req_id */
+	const char *what; /* context for pub_errmsg: "subscribe 'prices'" (waiter_what) */
+	/* A publish's: its group, and room for "publish 'GROUP'", made only
+	 * when an error needs it (snprintf on every publish cost more than
+	 * the rest of it). */
+	const char *publish_group;
+	char *what_buf;	 /* PUB_GROUP_MAX + 32 bytes */
+	pub_table_cb cb; /* TABLE frames of req_id */
 	void *cb_arg;
 	int cb_ret; /* first non-zero callback return; later tables are skipped */
 	bool done;
@@ -317,6 +322,8 @@ int tx_frame(struct pub_client *c, const void *head, size_t hlen, const void *da
 /* recv.c */
 int process(struct pub_client *c, struct pub_waiter *w, struct pub_message *m);
 int wait_for(struct pub_client *c, struct pub_waiter *w, uint64_t deadline);
+/* w's context for an error message ("request" when it has none). */
+const char *waiter_what(struct pub_waiter *w);
 
 /* publish.c: PUB_SYNC's wait for pubd's answer */
 int publish_wait(struct pub_client *c, struct pub_waiter *w);

@@ -123,13 +123,14 @@ static int publish_send(struct pub_client *c, struct pub_waiter *w, const char *
 		n = pub_proto_enc_publish_head(head, sizeof(head), w->req_id, group, glen, len);
 		if (n <= 0) {
 			*final = true;
-			return set_err(c, -PUB_ETOOLARGE, "%s: message of %zu bytes cannot be framed", w->what, len);
+			return set_err(c, -PUB_ETOOLARGE, "%s: message of %zu bytes cannot be framed", waiter_what(w),
+				       len);
 		}
 		r = tx_frame(c, head, (size_t)n, data, len, deadline, &partial);
 	}
 	if (r == -EAGAIN) {
 		*final = true;
-		return set_err(c, r, "%s: socket full (PUB_NONBLOCK)", w->what);
+		return set_err(c, r, "%s: socket full (PUB_NONBLOCK)", waiter_what(w));
 	}
 	return r;
 }
@@ -144,12 +145,12 @@ int publish_wait(struct pub_client *c, struct pub_waiter *w)
 	if (w->done)
 		return r; /* pubd refused: errmsg says why */
 	if (r == -ETIMEDOUT)
-		return set_err(c, r, "%s: pubd did not answer within %d ms", w->what, c->request_timeout_ms);
+		return set_err(c, r, "%s: pubd did not answer within %d ms", waiter_what(w), c->request_timeout_ms);
 	conn_lost(c);
 	if (!is_disconnect(r))
-		return set_err(c, r, "%s: %s", w->what, c->errmsg);
+		return set_err(c, r, "%s: %s", waiter_what(w), c->errmsg);
 	/* Sent, then the connection died before pubd answered: we cannot tell. */
-	return set_err(c, -ENOTCONN, "%s: connection to pubd lost before it confirmed", w->what);
+	return set_err(c, -ENOTCONN, "%s: connection to pubd lost before it confirmed", waiter_what(w));
 }
 
 /* Through the publish log: no system call unless pubd sleeps (and, with
@@ -167,13 +168,13 @@ static int publish_log(struct pub_client *c, struct pub_waiter *w, const char *g
 	if (r == 0)
 		return flags & PUB_SYNC ? publish_wait(c, w) : 0;
 	if (r == -EAGAIN)
-		return set_err(c, r, "%s: publish log full (PUB_NONBLOCK)", w->what);
+		return set_err(c, r, "%s: publish log full (PUB_NONBLOCK)", waiter_what(w));
 	if (!is_disconnect(r))
-		return set_err(c, r, "%s: %s", w->what, pub_strerror(r));
+		return set_err(c, r, "%s: %s", waiter_what(w), pub_strerror(r));
 	/* Pieces of it may be in the old log already: pubd counts them lost
 	 * (client_gone); it is not sent again. */
 	conn_lost(c);
-	return set_err(c, -ENOTCONN, "%s: connection to pubd lost", w->what);
+	return set_err(c, -ENOTCONN, "%s: connection to pubd lost", waiter_what(w));
 }
 
 /* What a direct log's write came to (0, or its error as publish_log says it). */
@@ -182,17 +183,17 @@ static int publish_direct_done(struct pub_client *c, struct pub_waiter *w, int r
 	if (r == 0)
 		return flags & PUB_SYNC ? publish_wait(c, w) : 0;
 	if (r == -EAGAIN)
-		return set_err(c, r, "%s: direct log full (PUB_NONBLOCK)", w->what);
+		return set_err(c, r, "%s: direct log full (PUB_NONBLOCK)", waiter_what(w));
 	if (!is_disconnect(r))
-		return set_err(c, r, "%s: %s", w->what, pub_strerror(r));
+		return set_err(c, r, "%s: %s", waiter_what(w), pub_strerror(r));
 	conn_lost(c);
-	return set_err(c, -ENOTCONN, "%s: connection to pubd lost", w->what);
+	return set_err(c, -ENOTCONN, "%s: connection to pubd lost", waiter_what(w));
 }
 
 static int publish(struct pub_client *c, const char *group, const void *data, size_t len, int flags)
 {
 	char what[PUB_GROUP_MAX + 32];
-	struct pub_waiter w = {.what = what};
+	struct pub_waiter w = {.publish_group = group, .what_buf = what};
 	size_t glen = 0; /* set by check_group; gcc -O3 cannot see it */
 	bool final;
 	int r;
@@ -200,11 +201,6 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 	r = publish_checks(c, group, data, len, flags, &glen);
 	if (r < 0)
 		return r;
-	/* "publish 'GROUP'" for the error messages, without snprintf: its
-	 * format parsing alone cost more than the rest of a publish. */
-	memcpy(what, "publish '", 9);
-	memcpy(what + 9, group, glen);
-	memcpy(what + 9 + glen, "'", 2);
 
 	/* A pure publisher reads only here: errors pubd reported, or the end of the connection. */
 	if (c->up && c->nsubs == 0 && (++c->publishes >= DRAIN_EVERY || (flags & PUB_SYNC))) {
@@ -218,11 +214,11 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 	for (int attempt = 0;; attempt++) {
 		r = ensure_up(c);
 		if (r < 0)
-			return set_err(c, r, "%s: %s", what, c->errmsg);
+			return set_err(c, r, "%s: %s", waiter_what(&w), c->errmsg);
 		if (len > c->info.max_message)
 			return set_err(c, -PUB_ETOOLARGE,
-				       "%s: message of %zu bytes exceeds pubd's max_message_size (%u)", what, len,
-				       c->info.max_message);
+				       "%s: message of %zu bytes exceeds pubd's max_message_size (%u)", waiter_what(&w),
+				       len, c->info.max_message);
 		if (c->wake_map) {
 			/* The direct path: a log of the group's own; one pubd
 			 * retired meanwhile is asked for again, once. */
@@ -239,7 +235,7 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 		if (c->log_map)
 			return publish_log(c, &w, group, glen, data, len, flags);
 		if ((flags & PUB_MORE) && !(flags & PUB_SYNC) && len <= MORE_COPY_MAX)
-			return publish_more(c, what, group, glen, data, len, flags & PUB_NONBLOCK);
+			return publish_more(c, waiter_what(&w), group, glen, data, len, flags & PUB_NONBLOCK);
 		r = publish_send(c, &w, group, glen, data, len, flags, &final);
 		if (final)
 			return r;
@@ -247,12 +243,12 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 		if (r == 0)
 			return flags & PUB_SYNC ? publish_wait(c, &w) : 0;
 		if (!is_disconnect(r))
-			return set_err(c, r, "%s: %s", what, pub_strerror(r));
+			return set_err(c, r, "%s: %s", waiter_what(&w), pub_strerror(r));
 		/* pubd went away. Nothing of this frame reached a live pubd (a partial frame dies
 		 * with the connection), so one fresh connection may carry it whole. */
 		conn_lost(c);
 		if (attempt > 0)
-			return set_err(c, -ENOTCONN, "%s: connection to pubd lost", what);
+			return set_err(c, -ENOTCONN, "%s: connection to pubd lost", waiter_what(&w));
 	}
 }
 

@@ -40,8 +40,9 @@ static void reply_error(struct pub_client *c, struct pub_waiter *w, const struct
 
 	w->done = true;
 	w->result = err;
-	set_err(c, err, "%s: %s (pubd: %.*s)", w->what ? w->what : "request", pub_err_describe(err, w->what),
-		(int)e->text.len, e->text.ptr);
+	const char *what = waiter_what(w); /* w->what too, for a publish's */
+
+	set_err(c, err, "%s: %s (pubd: %.*s)", what, pub_err_describe(err, w->what), (int)e->text.len, e->text.ptr);
 }
 
 /* An ERROR without a request: about a fast-path publish, a dropped subscription, or the connection. */

@@ -49,6 +49,15 @@ int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub
 	return wait_for(c, w, deadline);
 }
 
+const char *waiter_what(struct pub_waiter *w)
+{
+	if (!w->what && w->publish_group && w->what_buf) {
+		snprintf(w->what_buf, PUB_GROUP_MAX + 32, "publish '%s'", w->publish_group);
+		w->what = w->what_buf;
+	}
+	return w->what ? w->what : "request";
+}
+
 /*
  * A request with a reply. If the connection turns out to be dead, one
  * reconnect and one retry: a restart of pubd between two calls should not
@@ -61,21 +70,23 @@ int request(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_w
 	for (int attempt = 0;; attempt++) {
 		r = ensure_up(c);
 		if (r < 0)
-			return set_err(c, r, "%s: %s", w->what, c->errmsg);
+			return set_err(c, r, "%s: %s", waiter_what(w), c->errmsg);
 		w->done = false;
 		w->result = 0;
 		r = roundtrip(c, frame, len, w);
 		if (r >= 0 || w->done)
 			return r;
 		if (r == -ETIMEDOUT)
-			return set_err(c, r, "%s: pubd did not answer within %d ms", w->what, c->request_timeout_ms);
+			return set_err(c, r, "%s: pubd did not answer within %d ms", waiter_what(w),
+				       c->request_timeout_ms);
 		if (r == -PUB_EPROTO || r == -ENOMEM) {
 			conn_lost(c);
-			return set_err(c, r, "%s: %s", w->what, c->errmsg);
+			return set_err(c, r, "%s: %s", waiter_what(w), c->errmsg);
 		}
 		conn_lost(c);
 		if (attempt > 0 || !is_disconnect(r))
-			return set_err(c, -ENOTCONN, "%s: connection to pubd lost: %s", w->what, pub_strerror(r));
+			return set_err(c, -ENOTCONN, "%s: connection to pubd lost: %s", waiter_what(w),
+				       pub_strerror(r));
 	}
 }
 

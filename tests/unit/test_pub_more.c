@@ -252,6 +252,22 @@ static void lost_with_the_connection_is_reported(void **state)
 	fake_stop(f, c);
 }
 
+/* A publish's errors name it and its group (made only when one happens). */
+static void a_publish_error_names_the_group(void **state)
+{
+	struct fake *f = *state;
+	pub_client_t *c = fake_start(f);
+	size_t len = (16 << 20) + 1; /* past the fake pubd's max_message */
+	void *big = calloc(1, len);
+
+	assert_non_null(big);
+	assert_int_equal(pub_publish(c, "prices.eu", big, len, 0), -PUB_ETOOLARGE);
+	if (strncmp(pub_errmsg(c), "publish 'prices.eu': message of ", 32))
+		fail_msg("errmsg \"%s\"", pub_errmsg(c));
+	free(big);
+	fake_stop(f, c);
+}
+
 static int setup(void **state)
 {
 	*state = calloc(1, sizeof(struct fake));
@@ -272,6 +288,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(written_once_64k_gather, setup, teardown),
 		cmocka_unit_test_setup_teardown(large_messages_are_not_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(lost_with_the_connection_is_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_publish_error_names_the_group, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
