@@ -87,7 +87,7 @@ static int publish_checks(struct pub_client *c, const char *group, const void *d
 }
 
 /* PUB_MORE: the message is held back with the others (hold_frame). */
-static int publish_more(struct pub_client *c, const char *what, const char *group, size_t glen, const void *data,
+static int publish_more(struct pub_client *c, struct pub_waiter *w, const char *group, size_t glen, const void *data,
 			size_t len, bool nonblock)
 {
 	int r = hold_frame(c, group, glen, data, len, nonblock);
@@ -95,13 +95,13 @@ static int publish_more(struct pub_client *c, const char *what, const char *grou
 	if (r == 0)
 		return 0;
 	if (r == -EAGAIN)
-		return set_err(c, r, "%s: socket full (PUB_NONBLOCK)", what);
+		return set_err(c, r, "%s: socket full (PUB_NONBLOCK)", waiter_what(w));
 	if (!is_disconnect(r))
-		return set_err(c, r, "%s: %s", what, pub_strerror(r));
+		return set_err(c, r, "%s: %s", waiter_what(w), pub_strerror(r));
 	/* The held messages went down with the connection; so does this one. */
 	conn_lost(c);
 	take_pending(c);
-	return set_err(c, -ENOTCONN, "%s: connection to pubd lost; this and %s", what,
+	return set_err(c, -ENOTCONN, "%s: connection to pubd lost; this and %s", waiter_what(w),
 		       "the messages held by PUB_MORE before it were not sent");
 }
 
@@ -235,7 +235,7 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 		if (c->log_map)
 			return publish_log(c, &w, group, glen, data, len, flags);
 		if ((flags & PUB_MORE) && !(flags & PUB_SYNC) && len <= MORE_COPY_MAX)
-			return publish_more(c, waiter_what(&w), group, glen, data, len, flags & PUB_NONBLOCK);
+			return publish_more(c, &w, group, glen, data, len, flags & PUB_NONBLOCK);
 		r = publish_send(c, &w, group, glen, data, len, flags, &final);
 		if (final)
 			return r;
