@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "directlog.h"
+#include "grow.h"
 #include "log.h"
 #include "loop.h"
 #include "server_internal.h"
@@ -142,15 +143,10 @@ static void reader_add(struct srv_direct *d, struct pubd_sub *s)
 	srv_publog_read_one(d->writer, d->l);
 	if (c->out_head)
 		return;
-	if (d->nreaders == d->readers_cap) {
-		unsigned cap = d->readers_cap ? d->readers_cap * 2 : 4;
-
-		rd = realloc(d->readers, cap * sizeof(*rd));
-		if (!rd)
-			return;
-		d->readers = rd;
-		d->readers_cap = cap;
-	}
+	rd = pub_grow(d->readers, d->nreaders, &d->readers_cap, sizeof(*rd), 4);
+	if (!rd)
+		return;
+	d->readers = rd;
 	slot = srv_slot_take(c);
 	if (slot == UINT32_MAX)
 		return;
@@ -275,15 +271,11 @@ static void reader_remove(struct srv_direct *d, unsigned i, bool ending)
 
 static int list_add(struct srv_direct ***v, unsigned *n, unsigned *cap, struct srv_direct *d)
 {
-	if (*n == *cap) {
-		unsigned ncap = *cap ? *cap * 2 : 4;
-		struct srv_direct **nv = realloc(*v, ncap * sizeof(*nv));
+	struct srv_direct **nv = pub_grow(*v, *n, cap, sizeof(*nv), 4);
 
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = ncap;
-	}
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
 	(*v)[(*n)++] = d;
 	return 0;
 }

@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "internal.h"
 
 static void ring(int fd)
@@ -94,15 +95,10 @@ int dw_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3
 
 	if (!c->wake_map || m->group.len > PUB_GROUP_MAX || find_id(c, m->log_id, NULL))
 		return set_err(c, -PUB_EPROTO, "pubd's direct log frame is not one this libpub can use");
-	if (c->ndws == c->dws_cap) {
-		unsigned cap = c->dws_cap ? c->dws_cap * 2 : 4;
-
-		v = realloc(c->dws, cap * sizeof(*v));
-		if (!v)
-			return set_err(c, -ENOMEM, "direct log: out of memory");
-		c->dws = v;
-		c->dws_cap = cap;
-	}
+	v = pub_grow(c->dws, c->ndws, &c->dws_cap, sizeof(*v), 4);
+	if (!v)
+		return set_err(c, -ENOMEM, "direct log: out of memory");
+	c->dws = v;
 	dw = calloc(1, sizeof(*dw));
 	if (!dw)
 		return set_err(c, -ENOMEM, "direct log: out of memory");
@@ -139,15 +135,10 @@ int dw_waker_add(struct pub_client *c, const struct pub_msg_shm *m, const int fd
 
 	if (!dw)
 		return 0; /* retired meanwhile: nobody to wake through it */
-	if (dw->nwakers == dw->wakers_cap) {
-		unsigned cap = dw->wakers_cap ? dw->wakers_cap * 2 : 4;
-
-		k = realloc(dw->wakers, cap * sizeof(*k));
-		if (!k)
-			return set_err(c, -ENOMEM, "direct log: out of memory");
-		dw->wakers = k;
-		dw->wakers_cap = cap;
-	}
+	k = pub_grow(dw->wakers, dw->nwakers, &dw->wakers_cap, sizeof(*k), 4);
+	if (!k)
+		return set_err(c, -ENOMEM, "direct log: out of memory");
+	dw->wakers = k;
 	page = mmap(NULL, PUB_WAKE_PAGE_LEN, PROT_READ, MAP_SHARED, fds[0], 0);
 	if (page == MAP_FAILED)
 		return set_err(c, -errno, "mapping a reader's wake page: %s", strerror(errno));

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "internal.h"
 
 static void say_at(struct pub_client *c, struct pub_dread *dr);
@@ -128,15 +129,10 @@ int dr_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 
 	if (!c->wake_map || m->slot >= PUB_DELIVERLOG_NSLOTS || m->group.len > PUB_GROUP_MAX)
 		return set_err(c, -PUB_EPROTO, "pubd's direct log frame is not one this libpub can read");
-	if (c->ndrs == c->drs_cap) {
-		unsigned cap = c->drs_cap ? c->drs_cap * 2 : 4;
-
-		v = realloc(c->drs, cap * sizeof(*v));
-		if (!v)
-			return set_err(c, -ENOMEM, "direct log: out of memory");
-		c->drs = v;
-		c->drs_cap = cap;
-	}
+	v = pub_grow(c->drs, c->ndrs, &c->drs_cap, sizeof(*v), 4);
+	if (!v)
+		return set_err(c, -ENOMEM, "direct log: out of memory");
+	c->drs = v;
 	dr = calloc(1, sizeof(*dr));
 	if (!dr)
 		return set_err(c, -ENOMEM, "direct log: out of memory");
