@@ -240,6 +240,11 @@ const struct pubd_group_config *pubd_config_group(const struct pubd_config *c, c
  */
 bool pubd_acl_allows(const struct pubd_acl *acl, uint32_t uid, uint32_t gid, const uint32_t *groups, size_t ngroups);
 
+/* The same ACL (pure): both absent, or both present with the same entries
+ * in the same order. A reload uses it to tell whether who may publish or
+ * subscribe can have changed at all. */
+bool pubd_acl_same(const struct pubd_acl *a, const struct pubd_acl *b);
+
 /* Names as written in the config ("udp", "drop-oldest", "warning"); "unknown" for a value out of range. */
 const char *pubd_fabric_type_name(enum pubd_fabric_type t);
 const char *pubd_slow_policy_name(enum pubd_slow_policy p);

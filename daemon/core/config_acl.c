@@ -128,6 +128,12 @@ void cfg_acl_free(struct pubd_acl *a)
 	a->n = 0;
 }
 
+bool pubd_acl_same(const struct pubd_acl *a, const struct pubd_acl *b)
+{
+	return a->present == b->present && a->n == b->n &&
+	       (!a->n || !memcmp(a->entries, b->entries, a->n * sizeof(*a->entries)));
+}
+
 bool pubd_acl_allows(const struct pubd_acl *acl, uint32_t uid, uint32_t gid, const uint32_t *groups, size_t ngroups)
 {
 	size_t i, j;

@@ -104,9 +104,11 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 	{
 		gc = pubd_config_group(cfg, g->name, g->name_len);
 		if (gc && same_address(gc, g)) {
+			const struct pubd_group_config *was = g->cfg; /* d->cfg's, freed after this */
+
 			/* New ACLs take effect at once, for live clients too. */
 			g->cfg = gc;
-			pubd_ipc_acl_changed(&d->ipc, g);
+			pubd_ipc_acl_changed(&d->ipc, g, was);
 			if (g->pacer.rate != gc->rate)
 				pubd_tx_pace_config(d, g);
 			continue;

@@ -537,6 +537,34 @@ void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
 			retire(srv, c->directs[c->ndirects - 1], true);
 }
 
+/*
+ * A reload kept g (was: its config before). A log is retired only when
+ * someone may have lost a right to it: when the subscribe ACL changed at
+ * all (a mapping cannot be taken back, and who holds one is not only who
+ * subscribes now: an earlier subscriber keeps it), and, when only the
+ * publish ACL changed, the logs whose writer it no longer allows (what
+ * they write, readers would read without pubd's check). A reload that
+ * leaves g's ACLs as they were keeps every log: its source and sequence
+ * go on, and its readers keep their place (a retired log goes, with what a
+ * slow reader had not read of it, group_log_drain_ms later).
+ */
+void srv_direct_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was)
+{
+	unsigned i;
+
+	if (!pubd_acl_same(&was->subscribe, &g->cfg->subscribe)) {
+		srv_direct_retire_group(srv, g);
+		return;
+	}
+	if (pubd_acl_same(&was->publish, &g->cfg->publish))
+		return;
+	/* Backwards: retire() moves the list's last entry, seen already, into
+	 * the place it empties. */
+	for (i = g->ndirects; i-- > 0;)
+		if (!srv_client_may(g->directs[i]->writer, &g->cfg->publish))
+			retire(srv, g->directs[i], true);
+}
+
 void srv_direct_client_close(struct pubd_client *c)
 {
 	struct pubd_ipc *srv = c->srv;

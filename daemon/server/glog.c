@@ -776,12 +776,6 @@ void srv_glog_tick(struct pubd_ipc *srv, uint64_t now_ns)
 	}
 }
 
-static bool same_acl(const struct pubd_acl *a, const struct pubd_acl *b)
-{
-	return a->present == b->present && a->n == b->n &&
-	       (!a->n || !memcmp(a->entries, b->entries, a->n * sizeof(*a->entries)));
-}
-
 /*
  * pubd ends c before it hung up (ended.c keeps what it may still read until
  * it does). libpub may still hold a message where it lies in a group log c
@@ -812,7 +806,7 @@ void srv_glog_client_ended(struct pubd_client *c)
 
 void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 {
-	if (g->glog && !same_acl(&g->glog->acl, &g->cfg->subscribe))
+	if (g->glog && !pubd_acl_same(&g->glog->acl, &g->cfg->subscribe))
 		glog_retire(srv, g, "its subscribe ACL changed: a new group log for readers the ACL allows");
 }
 

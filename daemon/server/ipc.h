@@ -244,9 +244,12 @@ void pubd_ipc_shutdown(struct pubd_ipc *srv);
 /* A group is going away: drop its subscriptions (clients are told: removed,
  * or remade, when a group of that name stays, for them to subscribe again). */
 void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool remade);
-/* The group's ACLs changed (reload): end the subscriptions and publishing
- * its new ACLs no longer allow (clients are told, counted acl_revoked). */
-void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g);
+/* A reload kept the group, with g->cfg its new config and was its config
+ * before (still valid for the call): end the subscriptions and publishing
+ * its new ACLs no longer allow (clients are told, counted acl_revoked),
+ * and retire the shared-memory logs that someone who had them may no
+ * longer read or write. */
+void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was);
 /* The group's fabric receives now (or gave up): answer the SUBSCRIBEs that
  * waited for it (subscribers_changed answered 1). */
 void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g);

@@ -120,7 +120,7 @@ void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g)
 }
 
 /* ---- frame handlers ---- */
-void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
+void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was)
 {
 	struct pubd_client *c;
 	unsigned i;
@@ -129,7 +129,7 @@ void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
 	/* A new group log first, if those who had the old one may differ;
 	 * the direct logs' readers and writers may differ too. */
 	srv_glog_acl_changed(srv, g);
-	srv_direct_retire_group(srv, g);
+	srv_direct_acl_changed(srv, g, was);
 	for (c = srv->clients; c; c = c->next) {
 		if (c->closing || c->gone)
 			continue;

@@ -486,6 +486,7 @@ void srv_direct_leave(struct pubd_ipc *srv, struct pubd_sub *s);
 /* Retire every direct log of g (NULL: of every group): a reload changed
  * who may read them, or the group goes. */
 void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g);
+void srv_direct_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was);
 /* The client is closing: its direct logs are retired, its wake page goes. */
 void srv_direct_client_close(struct pubd_client *c);
 /* Once a second: retired logs whose readers are done go; lost counts. */

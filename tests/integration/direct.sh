@@ -19,8 +19,16 @@
 #     its losses at once (sub_overflow), never more than were overwritten;
 #     once it reads again it counts the rest, and for each subscriber
 #     received + dropped = published.
-#  4. A reader held while a reload retires the log it was handed: once the
+#  4. A reader held while a reload retires the log it was handed (its
+#     group's subscribe ACL changed; the writer still connected): once the
 #     log goes, what it had not read is counted lost.
+#  5. A reload that leaves a group's ACLs as they were keeps its logs: one
+#     that changes nothing, and one that changes another group's ACL and
+#     this group's publish ACL to one that still allows the writer. The
+#     writer goes on in its log (no log retired or opened; one source, its
+#     seq going on), and the subscriber gets every message. A reload that
+#     takes the publish right away from a writer retires its log, and its
+#     next message is refused.
 # With PUBD_TRANSPORT=socket (the tier's second run) nobody is on shared
 # memory: every check but the direct counters holds the same (case 3 is
 # shared memory's only).
@@ -32,7 +40,7 @@ N=2000
 SIZE=300
 BIG=$((2 * 1024 * 1024))
 NBIG=8
-write_conf() { # SUBSCRIBE_ACL_OF_acl [PUBLISH_ACL_OF_held]
+write_conf() { # SUBSCRIBE_ACL_OF_acl [SUBSCRIBE_ACL_OF_held [PUBLISH_ACL_OF_here]]
 	it_conf_write h1 - <<-EOF
 		limits:
 		  max_message_size: 4MiB
@@ -40,6 +48,7 @@ write_conf() { # SUBSCRIBE_ACL_OF_acl [PUBLISH_ACL_OF_held]
 		groups:
 		  - name: here
 		    scope: host
+		${3:+    publish: [$3]}
 		  - name: wire
 		    address: 239.88.1.1
 		  - name: acl
@@ -47,7 +56,7 @@ write_conf() { # SUBSCRIBE_ACL_OF_acl [PUBLISH_ACL_OF_held]
 		    subscribe: [$1]
 		  - name: held
 		    scope: host
-		${2:+    publish: [$2]}
+		${2:+    subscribe: [$2]}
 	EOF
 }
 it_host_lo h1
@@ -199,9 +208,10 @@ if [ "$shm" = yes ]; then
 		"$(it_group_val h1 held delivered)" $((got + rgot))
 
 	# 4. The same reader, held while a reload retires the log it was
-	# handed (held's publish ACL changes): once the log goes
-	# (group_log_drain_ms), what it had not read is counted lost, not left
-	# counted delivered.
+	# handed: held's subscribe ACL changes (to one that still allows it),
+	# with the writer still connected. Once the log goes
+	# (group_log_drain_ms), what the reader had not read is counted lost,
+	# not left counted delivered.
 	K=500
 	pub0=$(it_group_val h1 held published) del0=$(it_group_val h1 held delivered)
 	sd0=$(it_group_val h1 held sub_dropped) retired=$(direct_counter direct_logs_retired)
@@ -212,14 +222,27 @@ if [ "$shm" = yes ]; then
 	exec {held_in}>"$IT_WORK/held2.in"
 	it_wait "the held subscriber" 20 it_subscribers_at_least h1 held 1 || it_die "no subscriber of held"
 	hid=$(it_q h1 group held ".subscribers[] | select(.pid == $held) | .client")
-	ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g held --count "$K" --size 100 || it_fail "publish to held"
-	it_eq "held: the held reader was handed the $K (delivered, dropped)" \
-		"$(it_q h1 group held ".subscribers[] | select(.client == $hid) | \"\\(.delivered) \\(.dropped)\"")" "$K 0"
+	coproc PUBH { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g held --count "$K" --size 100 --hold 2>&1; }
+	exec {ph_out}<&"${PUBH[0]}" {ph_in}>&"${PUBH[1]}"
+	ph_pid=$PUBH_PID
+	read -r -t 20 line <&"$ph_out" || line=timeout
+	it_eq "the held group's publisher connected" "$line" connected
+	echo go >&"$ph_in"
+	read -r -t 20 line <&"$ph_out" || line=timeout
+	it_eq "the held group's publisher published $K" "$line" "published $K"
+	it_wait "the held reader was handed the $K" 20 \
+		it_holds '[ "$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .delivered")" = $K ]'
+	it_eq "held: none of them lost yet" "$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .dropped")" 0
+	it_eq "held: its writer's log is live" "$(direct_counter direct_logs_retired)" "$retired"
 	write_conf uid:4242 uid:0
-	kill -HUP "$(it_pid h1)"
-	it_wait "the reload retired held's log" 20 it_counter_is h1 direct_logs_retired $((retired + 1))
+	it_ctl h1 reload >/dev/null || it_fail "the reload"
+	it_eq "the reload retired held's log (its writer still connected)" \
+		"$(direct_counter direct_logs_retired) $(kill -0 "$ph_pid" 2>/dev/null && echo connected)" \
+		"$((retired + 1)) connected"
 	it_wait "once the retired log went, what the held reader had not read counted lost" 20 \
 		it_holds '[ "$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .dropped")" = $K ]'
+	exec {ph_in}>&- {ph_out}<&-
+	it_reap "$ph_pid" 20
 	echo "$K" >&"$held_in"
 	it_reap "$held" 20
 	exec {held_in}>&-
@@ -229,5 +252,80 @@ if [ "$shm" = yes ]; then
 		"$K $K"
 	it_eq "held: delivered counts what it received" $(($(it_group_val h1 held delivered) - del0)) "$got"
 fi
+
+# ---- 5. a reload that leaves a group's ACLs as they were keeps its logs ----
+# A publisher of here, connected across two reloads: one that changes
+# nothing, and one that changes acl's subscribe ACL and here's publish ACL
+# to one that still allows it (root). It goes on in the log it has: no log
+# retired or opened, and its 11 messages reach the subscriber under one
+# source, seq 0 to 10. A third reload takes here's publish right from
+# root: a second publisher's log is retired, and its next message refused.
+# (Through the socket the same holds, bar the direct counters.)
+write_conf uid:4242 uid:0
+it_ctl h1 reload >/dev/null || it_fail "the reload to case 5's start"
+it_bg sub5 "$ns" "$ITEST_CLIENT" sub -s "$sock" -g here --timeout-ms 60000 --log "$IT_WORK/sub5.log"
+sub5=$IT_BG_PID
+it_wait "a subscriber of here" 20 it_subscribers_at_least h1 here 1 || it_die "no subscriber of here"
+coproc PUB5 { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g here --count 10 --size 100 --start 5000 --hold 2>&1; }
+exec {p5_out}<&"${PUB5[0]}" {p5_in}>&"${PUB5[1]}"
+p5_pid=$PUB5_PID
+read -r -t 20 line <&"$p5_out" || line=timeout
+it_eq "here's publisher connected" "$line" connected
+echo go >&"$p5_in"
+read -r -t 20 line <&"$p5_out" || line=timeout
+it_eq "here's publisher published 10" "$line" "published 10"
+it_wait "the subscriber has the 10" 20 it_lines_at_least "$IT_WORK/sub5.log" '^msg here ' 10
+retired=$(direct_counter direct_logs_retired) opened=$(direct_counter direct_logs_opened)
+reloads=$(direct_counter reloads)
+it_ctl h1 reload >/dev/null || it_fail "a reload that changes nothing"
+write_conf uid:0 uid:0 uid:0
+it_ctl h1 reload >/dev/null || it_fail "a reload that changes acl's subscribe ACL and here's publish ACL"
+it_eq "two reloads applied; no direct log retired or opened by them" \
+	"$(direct_counter reloads) $(direct_counter direct_logs_retired) $(direct_counter direct_logs_opened)" \
+	"$((reloads + 2)) $retired $opened"
+echo go >&"$p5_in"
+read -r -t 20 line <&"$p5_out" || line=timeout
+it_eq "here's publisher's message after the reloads was taken" "$line" "after 0"
+# (It hangs up right after: its log is retired then.)
+it_eq "it went into the same log (none opened)" "$(direct_counter direct_logs_opened)" "$opened"
+it_reap "$p5_pid" 20
+exec {p5_in}>&- {p5_out}<&-
+it_wait "the subscriber has the 11" 20 it_lines_at_least "$IT_WORK/sub5.log" '^msg here ' 11
+# (Its own source and seq from 0 on the direct path; pubd's, going on from
+# the messages before, through the socket.)
+it_eq "the 11: one source, seq one after another, in order and intact" \
+	"$(awk '$1 == "msg" && $2 == "here" { if (!n) { src = $3; s0 = $4 }
+			if ($3 != src || $4 != s0 + n || $6 != 5000 + n || $7 != "OK") bad++; n++ }
+		END { print (bad ? bad " off" : "ok") " " n }' "$IT_WORK/sub5.log")" "ok 11"
+# The publish right taken away: a writer's log retired, its message refused.
+coproc PUB6 { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g here --count 1 --size 100 --start 6000 --hold 2>&1; }
+exec {p6_out}<&"${PUB6[0]}" {p6_in}>&"${PUB6[1]}"
+p6_pid=$PUB6_PID
+read -r -t 20 line <&"$p6_out" || line=timeout
+it_eq "a second publisher of here connected" "$line" connected
+echo go >&"$p6_in"
+read -r -t 20 line <&"$p6_out" || line=timeout
+it_eq "it published 1" "$line" "published 1"
+it_wait "the subscriber has its message" 20 it_lines_at_least "$IT_WORK/sub5.log" '^msg here .* 6000 OK' 1
+retired=$(direct_counter direct_logs_retired)
+write_conf uid:0 uid:0 uid:4242
+it_ctl h1 reload >/dev/null || it_fail "a reload that takes here's publish right from root"
+if [ "$shm" = yes ]; then
+	it_eq "the reload retired the writer's log" "$(direct_counter direct_logs_retired)" $((retired + 1))
+fi
+echo go >&"$p6_in"
+read -r -t 20 line <&"$p6_out" || line=timeout
+it_check "its next message refused by the ACL ($line)" grep -q '^after -' <<<"$line"
+it_reap "$p6_pid" 20
+exec {p6_in}>&- {p6_out}<&-
+# The right given back, a marker from a new publisher: when the subscriber
+# has it, it has read every log it was handed.
+write_conf uid:0 uid:0
+it_ctl h1 reload >/dev/null || it_fail "a reload that gives here's publish right back"
+"$ITEST_CLIENT" pub -s "$sock" -g here --count 1 --size 100 --start 7000 || it_fail "publish the marker to here"
+it_wait "the subscriber has the marker" 20 it_lines_at_least "$IT_WORK/sub5.log" '^msg here .* 7000 OK' 1
+kill -TERM "$sub5"
+it_reap "$sub5" 10
+it_eq "the subscriber got none after the right was taken" "$(grep -c '^msg here .* 6001 ' "$IT_WORK/sub5.log")" 0
 it_pubd_stop h1
 it_finish

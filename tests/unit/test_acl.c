@@ -297,6 +297,31 @@ static void acl_first_match_in_a_longer_list(void **state)
 	assert_false(pubd_acl_allows(&a, 9, 9, NULL, 0));
 }
 
+/* ---- pubd_acl_same: did a reload change who may? ---------------------- */
+
+static void acl_same_tells_a_kept_acl_from_a_changed_one(void **state)
+{
+	struct pubd_acl_entry mine[3] = {{PUBD_ACL_UID, 0}, {PUBD_ACL_GID, 50}, {PUBD_ACL_UID, 1000}};
+	struct pubd_acl absent = {0}, empty = acl_of(0), a, b = {.entries = mine, .n = 3, .present = true};
+
+	(void)state;
+	entries[0] = (struct pubd_acl_entry){PUBD_ACL_UID, 0};
+	entries[1] = (struct pubd_acl_entry){PUBD_ACL_GID, 50};
+	entries[2] = (struct pubd_acl_entry){PUBD_ACL_UID, 1000};
+	a = acl_of(3);
+	assert_true(pubd_acl_same(&absent, &absent));
+	assert_true(pubd_acl_same(&a, &b));	      /* the same entries, loaded anew */
+	assert_false(pubd_acl_same(&absent, &empty)); /* everyone, then no one */
+	assert_false(pubd_acl_same(&empty, &absent));
+	b.n = 2;
+	assert_false(pubd_acl_same(&a, &b)); /* one entry fewer */
+	b.n = 3;
+	mine[2].id = 1001;
+	assert_false(pubd_acl_same(&a, &b)); /* another uid */
+	mine[2] = (struct pubd_acl_entry){PUBD_ACL_GID, 1000};
+	assert_false(pubd_acl_same(&a, &b)); /* gid 1000 is not uid 1000 */
+}
+
 static void acl_parsed_lists_decide_as_written(void **state)
 {
 	const struct pubd_group_config *g = group("    publish: [user:alice, group:staff]\n"
@@ -349,6 +374,7 @@ int main(void)
 		cmocka_unit_test(acl_gid_matches_primary_gid),
 		cmocka_unit_test(acl_gid_matches_supplementary_group),
 		cmocka_unit_test(acl_first_match_in_a_longer_list),
+		cmocka_unit_test(acl_same_tells_a_kept_acl_from_a_changed_one),
 		cmocka_unit_test_teardown(acl_parsed_lists_decide_as_written, teardown),
 		cmocka_unit_test_teardown(acl_nss_resolver_finds_root_and_not_strangers, teardown),
 	};

@@ -192,6 +192,7 @@ static void a_reloaded_acl_reaches_the_next_record(void **state)
 	struct fixture *f = *state;
 	struct pubd_group *open = pubd_groups_by_name(&f->groups, "open", 4);
 	const struct pubd_group *closed = pubd_groups_by_name(&f->groups, "closed", 6);
+	const struct pubd_group_config *was = open->cfg;
 	struct shm_client sc;
 	uint32_t code;
 
@@ -203,7 +204,7 @@ static void a_reloaded_acl_reaches_the_next_record(void **state)
 	assert_int_equal(f->calls.publish, 2);
 	/* A reload gives open the publish ACL of closed (publish: []). */
 	open->cfg = closed->cfg;
-	pubd_ipc_acl_changed(&f->srv, open);
+	pubd_ipc_acl_changed(&f->srv, open, was);
 	assert_int_equal(reply(f, sc.fd, &code), PUB_FRAME_ERROR); /* publishing to open ended */
 	assert_int_equal(code, PUB_ERR_ACL);
 	put_piece(&sc, 7, "open", 100, 100, false);
@@ -1428,7 +1429,7 @@ static const struct pubd_group_config *acl_change(struct fixture *f, struct pubd
 	changed = *old;
 	changed.subscribe = (struct pubd_acl){.entries = &e, .n = 1, .present = true};
 	g->cfg = &changed;
-	pubd_ipc_acl_changed(&f->srv, g);
+	pubd_ipc_acl_changed(&f->srv, g, old);
 	return old;
 }
 
