@@ -71,6 +71,15 @@ static bool lapped(const struct pub_direct_reader *d, uint64_t pos)
 	return pub_shmlog_lapped(&d->r, pos);
 }
 
+/* At or past the end pubd set (a lap carries us only forward). */
+static bool at_end(struct pub_direct_reader *d)
+{
+	if (!d->ended && d->end &&
+	    pub_direct_end_reached(atomic_load_explicit(d->end, memory_order_acquire), d->log_id, d->r.pos))
+		d->ended = true;
+	return d->ended;
+}
+
 /* A message is whole: count what the writer's sequence skipped. */
 static int complete(struct pub_direct_reader *d, uint64_t seq, uint32_t len, struct pub_direct_msg *m)
 {
@@ -98,6 +107,8 @@ int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint3
 	int r;
 
 	for (;;) {
+		if (at_end(d))
+			return 0;
 		if (lapped(d, d->r.pos)) {
 			if (++resyncs > RESYNC_MAX)
 				return 0;
@@ -157,6 +168,8 @@ int pub_direct_skip_pieces(struct pub_direct_reader *d)
 	int r;
 
 	for (;;) {
+		if (at_end(d))
+			return 1; /* nothing of it is read past the end */
 		/* Lapped: past the message whatever it was (or, the writer
 		 * moving on as we looked, to be looked at again). */
 		if (lapped(d, d->r.pos)) {
@@ -183,6 +196,8 @@ bool pub_direct_ready(const struct pub_direct_reader *d)
 {
 	const struct pub_shmlog_rec *rec = (const struct pub_shmlog_rec *)(d->r.ring + (d->r.pos & (d->r.cap - 1)));
 
+	if (d->ended)
+		return false;
 	return atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire) != 0 || lapped(d, d->r.pos);
 }
 

@@ -124,6 +124,47 @@ static inline bool pub_wake_at_seq(uint64_t word, uint32_t log_id, uint64_t pubd
 }
 
 /*
+ * Where a retired log ends, for each of its readers. A direct log read
+ * takes a slot of its reader's deliver log's control page, as a group log
+ * does (whose slot holds what its reader consumed, pub_deliverlog_slot).
+ * For a direct log the slot's word is pubd's, out of its writer's reach
+ * (a deliver log is its reader's alone; the log's own control page is the
+ * writer's to scribble on): once pubd retires the log it stores there the
+ * position it read up to, and the reader reads nothing at or past it. What
+ * the writer commits after that, pubd neither reads nor counts delivered;
+ * a writer whose right to the group a reload took away does not reach the
+ * readers who still map its log by writing on.
+ *
+ *   bits 63-48  the log's id, low 16 bits (a word of the slot's previous
+ *               or next log is told apart: one not of ours means pubd let
+ *               us go, and the log is over for us)
+ *   bit 47      ended
+ *   bits 46-0   the end position / 16 (records are 16-aligned), compared
+ *               modulo 2^47: a reader is never as much as that behind it
+ */
+#define PUB_DIRECT_END_ENDED	(UINT64_C(1) << 47)
+#define PUB_DIRECT_END_POS_MASK (PUB_DIRECT_END_ENDED - 1)
+
+static inline uint64_t pub_direct_end_word(uint32_t log_id, bool ended, uint64_t end_pos)
+{
+	return (uint64_t)(log_id & 0xffffu) << PUB_WAKE_AT_SEQ_BITS | (ended ? PUB_DIRECT_END_ENDED : 0) |
+	       ((end_pos / PUB_SHMLOG_ALIGN) & PUB_DIRECT_END_POS_MASK);
+}
+
+/* Has a reader of log log_id at pos reached the end the word says? */
+static inline bool pub_direct_end_reached(uint64_t word, uint32_t log_id, uint64_t pos)
+{
+	uint64_t past;
+
+	if (word >> PUB_WAKE_AT_SEQ_BITS != (log_id & 0xffffu))
+		return true;
+	if (!(word & PUB_DIRECT_END_ENDED))
+		return false;
+	past = (pos / PUB_SHMLOG_ALIGN - word) & PUB_DIRECT_END_POS_MASK;
+	return past <= (PUB_DIRECT_END_POS_MASK >> 1);
+}
+
+/*
  * A writer's look at one reader's page after a commit (a full barrier must
  * come between the commit and this load: pub_shmlog_wake_reader's, or
  * atomic_thread_fence). *woken_at: the value it last rang for. True when it
@@ -222,6 +263,10 @@ struct pub_direct_reader {
 	bool synced;	   /* next_seq is known (a message was read) */
 	uint64_t next_seq; /* the seq the next message should have */
 	uint64_t lost;	   /* messages the writer lapped us past, all told */
+	/* pubd's word of where the log ends (pub_direct_end_word); NULL: none */
+	const _Atomic uint64_t *end;
+	uint32_t log_id;
+	bool ended; /* reached it: nothing more is read here */
 };
 
 /* One message, copied out. */
@@ -237,6 +282,13 @@ struct pub_direct_msg {
  */
 int pub_direct_reader_init(struct pub_direct_reader *d, const void *map, size_t map_len, uint32_t cap,
 			   uint32_t max_record, uint64_t start, const char *group, uint8_t glen);
+/* Read the log no further than pubd's word says (pub_direct_end_word). */
+static inline void pub_direct_reader_end_at(struct pub_direct_reader *d, const _Atomic uint64_t *word, uint32_t log_id)
+{
+	d->end = word;
+	d->log_id = log_id;
+}
+
 /* The seq of the message at start, when the reader knows it (pubd says):
  * messages lost from there on are counted too. */
 static inline void pub_direct_reader_expect(struct pub_direct_reader *d, uint64_t seq)
@@ -253,7 +305,8 @@ static inline void pub_direct_reader_expect(struct pub_direct_reader *d, uint64_
  * message needs more than cap bytes (*need says how many: call again with
  * room); -EPROTO when the log holds what no honest writer writes (a length
  * above max_total among it: stop reading the log). Messages the writer
- * lapped us past are added to d->lost.
+ * lapped us past are added to d->lost. At the end pubd set (d->ended once
+ * reached) it returns 0 for good.
  */
 int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint32_t max_total, struct pub_direct_msg *m,
 		    size_t *need);

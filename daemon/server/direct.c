@@ -31,9 +31,12 @@
  *     what a reader had not read of a log when the log goes.
  *
  * Access. A reader keeps whatever it mapped. So when a reload changes who
- * may read or write a group (its ACLs, daemon.shm_direct,
- * slow_subscriber), or the group goes, its direct logs are retired: pubd
- * reads what is in them, tells writer and readers (PUB_SHM_DIRECT_GONE),
+ * may read or write a group (its subscribe ACL, daemon.shm_direct,
+ * slow_subscriber: all its logs; its publish ACL: the logs of the writers
+ * it no longer allows), or the group goes, its direct logs are retired:
+ * pubd reads what is in them (paused or not), writes where each ends into
+ * its readers' deliver logs (a reader reads no further, whatever the writer
+ * writes on), tells writer and readers (PUB_SHM_DIRECT_GONE),
  * and says so in the control page, which an honest writer looks at before
  * each message; it asks for a new log, handed to those allowed now. A
  * retired log is read no further by pubd (what its writer committed after
@@ -159,6 +162,10 @@ static void reader_add(struct srv_direct *d, struct pubd_sub *s)
 	 * it was handed the log. */
 	seq = d->l->part || d->l->skip ? d->l->cur_seq : d->next_seq;
 	atomic_store_explicit(pub_wake_at(c->wake_map, slot), pub_wake_at_word(d->id, seq), memory_order_relaxed);
+	/* The slot's word in its deliver log says the log is live (a word of
+	 * the slot's last log would end it at once). */
+	atomic_store_explicit(pub_deliverlog_slot(c->dlog->shm.map, slot), pub_direct_end_word(d->id, false, 0),
+			      memory_order_relaxed);
 	if (hand_to_reader(d, s, slot, start, seq) < 0) {
 		srv_slot_give(c, slot);
 		return;
@@ -454,11 +461,16 @@ void srv_direct_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 }
 
 /* Before a subscription changes the group's readers: what the group's
- * lazily read logs hold goes to the subscribers it was published to. */
-void srv_direct_catch_up_group(struct pubd_group *g)
+ * lazily read logs hold goes to the subscribers it was published to. With
+ * all: every log of the group, read up to where its writer is (before a
+ * reload's ACLs apply: what was written under the old ones is taken under
+ * them, as its readers may have taken it already). */
+void srv_direct_catch_up_group(struct pubd_group *g, bool all)
 {
 	for (unsigned i = 0; i < g->ndirects; i++)
-		if (g->directs[i]->lazy)
+		if (all)
+			srv_publog_read_all(g->directs[i]->writer, g->directs[i]->l);
+		else if (g->directs[i]->lazy)
 			srv_publog_read_one(g->directs[i]->writer, g->directs[i]->l);
 }
 
@@ -482,20 +494,40 @@ static void tell_gone(struct srv_direct *d, struct pubd_client *c)
 		srv_queue_frame(c, frame, (size_t)n);
 }
 
+/* How a log is retired: what pubd reads of it first, and what it counts
+ * when the log goes. */
+enum retire_how {
+	RETIRE_READ,	/* read up to where its writer is now; count what comes after */
+	RETIRE_AS_READ, /* read up to there already (a reload's catch-up, under the
+			 * ACLs it was written under); count what came since */
+	RETIRE_CLOSED,	/* its writer is closing, whose logs were read and counted */
+};
+
 /*
- * d goes out of use: read up to where its writer is (catch_up: not when
- * its writer is closing, whose logs were read and counted already), told
- * to writer and readers, and kept, unread, for the readers to finish.
+ * d goes out of use: read up to where its writer is (RETIRE_READ), told to
+ * writer and readers, and kept, unread, for the readers to finish: no
+ * further than pubd read.
  */
-static void retire(struct pubd_ipc *srv, struct srv_direct *d, bool catch_up)
+static void retire(struct pubd_ipc *srv, struct srv_direct *d, enum retire_how how)
 {
 	struct pubd_client *w = d->writer;
 	unsigned i;
 
-	if (catch_up)
-		srv_publog_read_one(w, d->l);
-	/* What the writer commits from now on is counted when the log goes. */
-	d->counted = !catch_up;
+	if (how == RETIRE_READ)
+		srv_publog_read_all(w, d->l);
+	/* What the writer commits from now on is counted when the log goes,
+	 * and its readers read no further than pubd did: the word is in each
+	 * one's deliver log, where the writer cannot write. (Read again now,
+	 * under a reload's new ACLs, what an honest writer committed since the
+	 * catch-up would be refused, after its readers may have read it.) */
+	d->counted = how == RETIRE_CLOSED;
+	for (i = 0; i < d->nreaders; i++) {
+		struct pubd_client *c = d->readers[i].s->client;
+
+		if (c->dlog)
+			atomic_store_explicit(pub_deliverlog_slot(c->dlog->shm.map, d->readers[i].slot),
+					      pub_direct_end_word(d->id, true, d->l->r.pos), memory_order_release);
+	}
 	d->retired_ns = pubd_now_ns();
 	atomic_store_explicit(&ctl_of(d)->retired, 1, memory_order_release);
 	atomic_store_explicit(&ctl_of(d)->lazy, 0, memory_order_release);
@@ -519,13 +551,13 @@ static void retire(struct pubd_ipc *srv, struct srv_direct *d, bool catch_up)
 	srv->counters[PUBD_CTR_DIRECT_RETIRED]++;
 }
 
-void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
+static void retire_group(struct pubd_ipc *srv, struct pubd_group *g, enum retire_how how)
 {
 	struct pubd_client *c;
 
 	if (g) {
 		while (g->ndirects)
-			retire(srv, g->directs[g->ndirects - 1], true);
+			retire(srv, g->directs[g->ndirects - 1], how);
 		/* The group may be going: its list goes (made again if not). */
 		free(g->directs);
 		g->directs = NULL;
@@ -534,7 +566,12 @@ void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
 	}
 	for (c = srv->clients; c; c = c->next)
 		while (c->ndirects)
-			retire(srv, c->directs[c->ndirects - 1], true);
+			retire(srv, c->directs[c->ndirects - 1], how);
+}
+
+void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	retire_group(srv, g, RETIRE_READ);
 }
 
 /*
@@ -546,14 +583,15 @@ void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
  * they write, readers would read without pubd's check). A reload that
  * leaves g's ACLs as they were keeps every log: its source and sequence
  * go on, and its readers keep their place (a retired log goes, with what a
- * slow reader had not read of it, group_log_drain_ms later).
+ * slow reader had not read of it, group_log_drain_ms later). Each was read
+ * up to its writer under the old ACLs just before (pubd_ipc_acl_changing).
  */
 void srv_direct_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was)
 {
 	unsigned i;
 
 	if (!pubd_acl_same(&was->subscribe, &g->cfg->subscribe)) {
-		srv_direct_retire_group(srv, g);
+		retire_group(srv, g, RETIRE_AS_READ);
 		return;
 	}
 	if (pubd_acl_same(&was->publish, &g->cfg->publish))
@@ -562,7 +600,7 @@ void srv_direct_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const st
 	 * the place it empties. */
 	for (i = g->ndirects; i-- > 0;)
 		if (!srv_client_may(g->directs[i]->writer, &g->cfg->publish))
-			retire(srv, g->directs[i], true);
+			retire(srv, g->directs[i], RETIRE_AS_READ);
 }
 
 void srv_direct_client_close(struct pubd_client *c)
@@ -571,7 +609,7 @@ void srv_direct_client_close(struct pubd_client *c)
 	struct srv_direct *d;
 
 	while (c->ndirects)
-		retire(srv, c->directs[c->ndirects - 1], false);
+		retire(srv, c->directs[c->ndirects - 1], RETIRE_CLOSED);
 	/* Its retired logs outlive it: they name no writer now. */
 	for (d = srv->retired; d; d = d->next_retired)
 		if (d->writer == c)

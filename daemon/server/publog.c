@@ -484,7 +484,7 @@ static void read_log(struct pubd_client *c, struct srv_publog *l)
 		l->more = false;
 		c->srv->nlog_more--;
 	}
-	while (!c->paused && n < LOG_BATCH) {
+	while ((!c->paused || l->forced) && n < LOG_BATCH) {
 		/* Draining: no further than a lap past where the close began. */
 		if (l->draining && l->r.pos >= l->drain_end) {
 			dry = true;
@@ -506,7 +506,7 @@ static void read_log(struct pubd_client *c, struct srv_publog *l)
 		l->records++;
 		n++;
 		/* Each record with a req_id the reader refuses queues an ERROR. */
-		if (srv_replies_back_pressure(c))
+		if (!l->forced && srv_replies_back_pressure(c))
 			break;
 	}
 	release(l);
@@ -546,7 +546,7 @@ void srv_publog_read(struct pubd_client *c)
 		read_log(c, c->directs[i]->l);
 }
 
-void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l)
+static void read_up(struct pubd_client *c, struct srv_publog *l)
 {
 	struct pub_shmlog_view v;
 	uint64_t end = l->r.pos + l->r.cap, before;
@@ -556,7 +556,20 @@ void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l)
 	do {
 		before = l->r.pos;
 		read_log(c, l); /* a record no writer writes ends its client here, as when rung */
-	} while (l->r.pos != before && !c->paused && !l->broken && l->r.pos < end && pub_shmlog_next(&l->r, &v) == 1);
+	} while (l->r.pos != before && (!c->paused || l->forced) && !l->broken && l->r.pos < end &&
+		 pub_shmlog_next(&l->r, &v) == 1);
+}
+
+void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l)
+{
+	read_up(c, l);
+}
+
+void srv_publog_read_all(struct pubd_client *c, struct srv_publog *l)
+{
+	l->forced = true;
+	read_up(c, l);
+	l->forced = false;
 }
 
 bool srv_publog_more(const struct pubd_client *c)

@@ -120,6 +120,12 @@ void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g)
 }
 
 /* ---- frame handlers ---- */
+void pubd_ipc_acl_changing(struct pubd_ipc *srv, struct pubd_group *g)
+{
+	(void)srv;
+	srv_direct_catch_up_group(g, true);
+}
+
 void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was)
 {
 	struct pubd_client *c;
@@ -333,7 +339,7 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 	}
 	/* What a lazily read direct log holds was published before: it goes
 	 * to the subscribers of then. */
-	srv_direct_catch_up_group(g);
+	srv_direct_catch_up_group(g, false);
 	s = pubd_group_sub_add(g, c);
 	if (!s)
 		goto nomem;

@@ -128,6 +128,7 @@ struct srv_publog {
 	 * to drain_end (a lap past where the close began) or the deadline;
 	 * drained once it ran dry or reached drain_end. */
 	bool draining, drained;
+	bool forced; /* read by srv_publog_read_all now: the client's pause is not heeded */
 	uint64_t drain_end, drain_deadline_ns;
 	char why[128];
 	uint64_t records;
@@ -471,6 +472,11 @@ struct srv_publog *srv_publog_make_direct(struct pubd_client *c, int *memfd);
 void srv_publog_free_direct(struct pubd_ipc *srv, struct srv_publog *l);
 /* Read what l holds now (what a batch leaves too), unless paused. */
 void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l);
+/* Read what l holds now, paused or not (up to a lap: a retire and a
+ * reload's ACLs need pubd to stand where the writer is, which its readers
+ * may have read up to; a message in pieces waiting for the budget still
+ * stops it). */
+void srv_publog_read_all(struct pubd_client *c, struct srv_publog *l);
 
 /* direct.c: the direct path; calls publog.c, glog.c's slots and output.c */
 /* At HELLO: the client's wake page, if it asked for the direct path and
@@ -494,7 +500,7 @@ void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns);
 /* Read every direct log now (a query wants current counts). */
 void srv_direct_catch_up(struct pubd_ipc *srv);
 /* Before g's subscribers change: its lazily read logs are read up. */
-void srv_direct_catch_up_group(struct pubd_group *g);
+void srv_direct_catch_up_group(struct pubd_group *g, bool all);
 /* direct_read.c: publog.c's hooks for a direct log's records, and the
  * writer's side of its readers; calls output.c */
 void srv_direct_publish_gen(struct srv_direct *d);

@@ -127,7 +127,7 @@ int dr_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 	unsigned i;
 	void *map;
 
-	if (!c->wake_map || m->slot >= PUB_DELIVERLOG_NSLOTS || m->group.len > PUB_GROUP_MAX)
+	if (!c->wake_map || !c->dlog_map || m->slot >= PUB_DELIVERLOG_NSLOTS || m->group.len > PUB_GROUP_MAX)
 		return set_err(c, -PUB_EPROTO, "pubd's direct log frame is not one this libpub can read");
 	v = pub_grow(c->drs, c->ndrs, &c->drs_cap, sizeof(*v), 4);
 	if (!v)
@@ -151,6 +151,9 @@ int dr_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 		return set_err(c, -PUB_EPROTO, "pubd's direct log is not one this libpub can read");
 	}
 	pub_direct_reader_expect(&dr->d, m->seq);
+	/* Where pubd says the log ends once it retires it (our deliver log's
+	 * slot word: the writer cannot reach it). */
+	pub_direct_reader_end_at(&dr->d, pub_deliverlog_slot(c->dlog_map, m->slot), m->log_id);
 	memcpy(dr->group, m->group.ptr, m->group.len);
 	dr->id = m->log_id;
 	dr->slot = m->slot;
@@ -353,7 +356,7 @@ int dr_next(struct pub_client *c, struct pub_message *m)
 				"that publisher's messages stop here",
 				c->drs[i]->group, c->drs[i]->writer);
 			dr_remove(c, i);
-		} else if (c->drs[i]->gone && !c->drs[i]->detour) {
+		} else if ((c->drs[i]->gone || c->drs[i]->d.ended) && !c->drs[i]->detour) {
 			dr_remove(c, i); /* retired, and read to its end */
 		}
 	}

@@ -45,7 +45,11 @@
  *                      (laps)
  *   op % 9 == 6 SEQ    u8 n: the writer's seq jumps n (a writer's gap)
  *   op % 9 == 7 START  u16 s: the reader starts again at s x 16
- *   op % 9 == 8 PEEK   pub_direct_ready
+ *   op % 9 == 8 PEEK   pub_direct_ready; with op / 9 odd, END: pubd
+ *                      ends the log where the writer is now (its word in
+ *                      the reader's deliver log, directlog.h): a reader
+ *                      call that begins at or past it must return no
+ *                      message, whatever the writer writes there
  * In an honest input, RAW, WORD, CTL, WRITE kind 2, SEQ and START do
  * nothing. At the end the writer commits what it holds and the reader
  * reads on (at most 64 calls).
@@ -67,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define SRC	    5u
 #define LENS	    4096u /* more than the messages a ring holds */
 #define FINAL_CALLS 64
+#define LOG_ID	    3u
 
 static const char letters[] = "abcdefgh";
 
@@ -114,6 +119,10 @@ struct fz {
 	uint32_t max_total;
 	bool dead, skipping, have_first;
 	uint64_t pos, lost, first, last, returned;
+	/* pubd's word of where the log ends (END), and that end. */
+	_Atomic uint64_t end_word;
+	bool end_set;
+	uint64_t end_pos;
 };
 
 static struct pub_shmlog_ctl *ctl(struct fz *z)
@@ -292,11 +301,15 @@ static bool read_once(struct fz *z, unsigned how)
 {
 	struct pub_direct_msg m;
 	size_t need = 0;
+	uint64_t pos0 = z->d.r.pos;
+	/* Begun at or past the end pubd set: nothing may come of this call. */
+	bool past = z->end_set && pos0 >= z->end_pos;
 	uint8_t *nb;
 	int r;
 
 	if (z->dead)
 		return false;
+
 	if (how % 8 == 7) {
 		(void)pub_direct_ready(&z->d);
 		check_reader(z);
@@ -305,6 +318,8 @@ static bool read_once(struct fz *z, unsigned how)
 	if (z->skipping) {
 		r = pub_direct_skip_pieces(&z->d);
 		check_reader(z);
+		if (past && (r != 1 || z->d.r.pos != pos0))
+			abort();
 		if (r == 1 || (r == 0 && how % 4 == 3))
 			z->skipping = false; /* done, or pub_direct_next passes over the rest */
 		else if (r != 0)
@@ -313,6 +328,8 @@ static bool read_once(struct fz *z, unsigned how)
 	}
 	r = pub_direct_next(&z->d, z->buf, z->bufcap, z->max_total, &m, &need);
 	check_reader(z);
+	if (past && (r != 0 || !z->d.ended || pub_direct_ready(&z->d)))
+		abort();
 	switch (r) {
 	case 0:
 		return true;
@@ -346,6 +363,7 @@ static void start_reader(struct fz *z, uint64_t start)
 		rmax = 64;
 	if (pub_direct_reader_init(&z->d, z->map, z->map_len, z->cap, rmax, start, z->group, z->glen) < 0)
 		abort(); /* pubd's frame: always one it can read */
+	pub_direct_reader_end_at(&z->d, &z->end_word, LOG_ID);
 	z->dead = z->skipping = false;
 	z->pos = z->d.r.pos;
 	z->lost = 0;
@@ -387,6 +405,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	z->mark_seg = UINT64_MAX;
 	z->small_rmax = cfg >> 5 & 1;
+	atomic_store(&z->end_word, pub_direct_end_word(LOG_ID, false, 0));
 	start_reader(z, start);
 
 	while (in.n) {
@@ -447,9 +466,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!z->honest)
 				start_reader(z, v);
 			break;
-		default: /* PEEK */
-			if (!z->dead)
+		default: /* PEEK, or END */
+			if (op / 9 % 2 && !z->end_set) {
+				z->end_pos = z->w.tail;
+				z->end_set = true;
+				atomic_store(&z->end_word, pub_direct_end_word(LOG_ID, true, z->end_pos));
+			} else if (!z->dead) {
 				(void)pub_direct_ready(&z->d);
+			}
 			break;
 		}
 	}

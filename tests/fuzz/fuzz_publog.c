@@ -77,8 +77,10 @@
  *                                  place does, until its send completes
  *   RELOAD  u8                     reload with config variant u8 % 3: as
  *                                  started, c's publish ACL closed to us, or
- *                                  a's subscribe ACL (each retires that
- *                                  group's direct logs, live, with readers)
+ *                                  a's subscribe ACL (a change of a's
+ *                                  retires its direct logs, live, with
+ *                                  readers; c closed to us retires ours of
+ *                                  c; c opened again retires nothing)
  *
  * Checked while the input plays: pubd never crashes or aborts, whatever the
  * logs hold; the client budget never holds less than the mappings of the
@@ -137,7 +139,8 @@ static const char config[] = "limits:\n  max_message_size: 256KiB\n  publish_log
 			     "  - name: b\n    address: 239.79.1.2\n    publish: [uid:54321]\n"
 			     "  - name: c\n    scope: host\n";
 /* What RELOAD swaps in: who may publish to c, or subscribe to a, changes
- * (each retires the group's direct logs; the second ends a subscription). */
+ * (each retires the group's direct logs it must; the second ends a
+ * subscription). */
 #define CONFIG_HEAD                                                                         \
 	"limits:\n  max_message_size: 256KiB\n  publish_log: 64KiB\n  deliver_log: 64KiB\n" \
 	"  direct_log: 64KiB\n  group_log_drain_ms: 10\n"                                   \

@@ -267,6 +267,12 @@ def directlog_seeds():
         bytes([7, 0, 0]) + read(4),
         "placed_start": cfg(PLACED | SMALL_RMAX | R1024, start16=300, tail16=290) + write(0, 10) +
         burst(20) + read(8),
+        # END (op 17: PEEK's byte with op / 9 odd): pubd ends the log where the writer is; the
+        # writer writes on, in one record and in pieces; the reader must return none of it.
+        "ended_then_written_on": honest + write(0, 40) + write(0, 40) + read(1) + bytes([17]) + burst(20) +
+        write(1 + 4 * 3, 300) + read(31) + write(0, 40) + read(8),
+        "ended_behind_the_reader": hostile + write(0, 40) + bytes([17]) + write(0, 40) + ctl(0, 2, 1) +
+        read(8) + burst(30) + read(31),
     }
 
 

@@ -36,6 +36,10 @@
  *                              until the file --stop names exists), after
  *                              its subscription is ended too (see
  *                              mode_revoked)
+ *   hostile_direct unheeding -s SOCK -g G --seconds S --after N [--ready F]
+ *                              a direct log of G, written on and rung for
+ *                              up to S seconds, and N more messages after
+ *                              pubd said it is gone (see mode_unheeding)
  *
  * Each prints what it did and what pubd answered, in lines the hostile
  * cases (cases_direct.sh) read.
@@ -443,6 +447,21 @@ static int open_direct(struct conn *c, const char *group)
 	return 1;
 }
 
+/* open_direct, and a writer on the log (overwrite: it never waits for
+ * pubd; else as libpub's). False, said on stdout as who's, without one. */
+static bool open_writer(struct conn *c, const char *group, const char *who, bool waits, struct pub_shmlog_writer *w)
+{
+	int r = open_direct(c, group);
+
+	if (r != 1) {
+		printf("%s: pubd gave no direct log of %s (%d)\n", who, group, r);
+		return false;
+	}
+	if (pub_shmlog_writer_init(w, c->w.map, c->w.len, waits) < 0)
+		die("the direct log");
+	return true;
+}
+
 static unsigned long inode_of(int fd)
 {
 	struct stat st;
@@ -509,17 +528,13 @@ static int mode_garbage(struct conn *c, const char *group, const char *kind, con
 	struct pub_shmlog_rec *rec;
 	const uint8_t payload[8] = "GGGGGGGG";
 	bool closed, ok = true;
+	char who[64];
 	uint32_t code;
 	uint8_t *b;
-	int r;
 
-	r = open_direct(c, group);
-	if (r != 1) {
-		printf("garbage %s: pubd gave no direct log of %s (%d)\n", kind, group, r);
+	snprintf(who, sizeof(who), "garbage %s", kind);
+	if (!open_writer(c, group, who, false, &w))
 		return 1;
-	}
-	if (pub_shmlog_writer_init(&w, c->w.map, c->w.len, false) < 0)
-		die("the direct log");
 	if (ready_path) {
 		/* The case looks at the readers first. */
 		printf("garbage %s: direct log inode %lu\n", kind, inode_of(c->w.fd));
@@ -596,15 +611,9 @@ static int mode_stall(struct conn *c, const char *group, double seconds, const c
 	uint32_t code;
 	bool closed;
 	double t0;
-	int r;
 
-	r = open_direct(c, group);
-	if (r != 1) {
-		printf("stall: pubd gave no direct log of %s (%d)\n", group, r);
+	if (!open_writer(c, group, "stall", false, &w))
 		return 1;
-	}
-	if (pub_shmlog_writer_init(&w, c->w.map, c->w.len, false) < 0)
-		die("the direct log");
 	taken = w.tail;
 	if (!put_message(&w, group, 0, 0, payload, sizeof(payload)))
 		die("no room for the message");
@@ -748,18 +757,14 @@ static int mode_scribble(struct conn *c, const char *path, const char *group, do
 	for (int k = 0; k < LIE__COUNT; k++) {
 		struct pub_shmlog_writer w;
 		uint64_t seq = 0, turns = 0, msgs = 0;
+		char who[64];
 		double t0;
-		int r;
 
 		if (k)
 			conn_open(c, path);
-		r = open_direct(c, group);
-		if (r != 1) {
-			printf("scribble %s: pubd gave no direct log of %s (%d)\n", lie_names[k], group, r);
+		snprintf(who, sizeof(who), "scribble %s", lie_names[k]);
+		if (!open_writer(c, group, who, true, &w))
 			return 1;
-		}
-		if (pub_shmlog_writer_init(&w, c->w.map, c->w.len, true) < 0)
-			die("the direct log");
 		printf("scribble %s: direct log inode %lu of %s, %u readers\n", lie_names[k], inode_of(c->w.fd), group,
 		       c->nwakers);
 		fflush(stdout);
@@ -1134,11 +1139,57 @@ static int mode_revoked(struct conn *c, const char *group, double seconds, const
 	return 0;
 }
 
+/* ---- unheeding ---- */
+
+/*
+ * A writer that heeds nothing pubd says: a few messages of 64 bytes a
+ * millisecond into its direct log of group (seq 0, 1, ..., the seq in the
+ * first 8 bytes), pubd and every reader rung; once pubd said the log is
+ * gone (a reload took our right to publish, or changed who may read), it
+ * writes on in bursts, as fast as the ring takes them, until it wrote
+ * `after` more or seconds passed. Its readers must read none of those:
+ * pubd set where the log ends in each one's deliver log (directlog.h).
+ */
+static int mode_unheeding(struct conn *c, const char *group, double seconds, uint64_t after, const char *ready_path)
+{
+	uint8_t payload[64] = {0};
+	struct pub_shmlog_writer w;
+	uint64_t seq = 0, gone_seq = 0, written_after = 0;
+	double t0;
+
+	if (!open_writer(c, group, "unheeding", false, &w))
+		return 1;
+	printf("unheeding: log %u source %016" PRIx64 " of %s\n", c->w.id, c->w.source, group);
+	t0 = now_s();
+	while (now_s() - t0 < seconds && written_after < after) {
+		unsigned burst = c->w.gone ? 256 : 4;
+
+		for (unsigned i = 0; i < burst && written_after < after; i++) {
+			memcpy(payload, &seq, sizeof(seq));
+			if (!put_message(&w, group, 0, seq, payload, sizeof(payload)))
+				die("no room in the ring");
+			if (c->w.gone && !written_after++)
+				gone_seq = seq;
+			seq++;
+		}
+		ring_all(c);
+		if (seq >= 1000)
+			ready(ready_path);
+		pump(c, 0, 1);
+	}
+	printf("unheeding: wrote %llu messages, %llu of them after pubd said the log is gone (from seq %llu); pubd's "
+	       "first error %u (%s), connection %s\n",
+	       (unsigned long long)seq, (unsigned long long)written_after, (unsigned long long)gone_seq, c->first_error,
+	       pub_proto_err_name(c->first_error), c->closed ? "closed" : "open");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h", *ready_path = NULL, *kind = "len", *other = "h2", *stop = NULL,
 		   *go = NULL;
 	double seconds = 3;
+	uint64_t after = 0;
 	static struct conn c;
 	int i;
 
@@ -1161,6 +1212,8 @@ int main(int argc, char **argv)
 			stop = argv[i + 1];
 		else if (!strcmp(argv[i], "--go"))
 			go = argv[i + 1];
+		else if (!strcmp(argv[i], "--after"))
+			after = strtoull(argv[i + 1], NULL, 10);
 		else
 			goto usage;
 	}
@@ -1180,10 +1233,12 @@ int main(int argc, char **argv)
 		return mode_wakelies(&c, group, seconds, ready_path, stop);
 	if (!strcmp(argv[1], "revoked"))
 		return mode_revoked(&c, group, seconds, ready_path, stop);
+	if (!strcmp(argv[1], "unheeding"))
+		return mode_unheeding(&c, group, seconds, after, ready_path);
 usage:
 	fprintf(stderr,
-		"usage: hostile_direct garbage|stall|scribble|readonly|wakelies|revoked\n"
+		"usage: hostile_direct garbage|stall|scribble|readonly|wakelies|revoked|unheeding\n"
 		"       -s SOCK [-g G] [--kind len|lap|group|reqid|piece|firstpiece] [--other G2] [--seconds S]\n"
-		"       [--ready FILE] [--go FILE] [--stop FILE]\n");
+		"       [--ready FILE] [--go FILE] [--stop FILE] [--after N]\n");
 	return 2;
 }

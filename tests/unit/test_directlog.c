@@ -1178,6 +1178,99 @@ static void a_position_word_is_read_for_its_own_log_only(void **state)
 	assert_int_equal(seq, 5);
 }
 
+/* ---- where a retired log ends (pubd's word in the reader's deliver log) ---- */
+
+#define LOG_ID 9u
+
+/*
+ * The reader reads up to the end pubd set, and nothing after, whatever the
+ * writer writes there (a writer whose right a reload took away, writing
+ * on, with seqs of its choosing), whether the reader walks up to the end
+ * or is lapped past it.
+ */
+static void a_retired_log_is_read_up_to_its_end_and_no_further(void **state)
+{
+	struct fixture *f = *state;
+	_Atomic uint64_t word = pub_direct_end_word(LOG_ID, false, 0);
+	uint64_t end, seq;
+
+	pub_direct_reader_end_at(&f->d, &word, LOG_ID);
+	for (seq = 0; seq < 7; seq++)
+		put(f, seq, 40);
+	end = f->w.tail; /* where pubd read up to when it retired the log */
+	put(f, 7, 40);
+	put(f, 0, 40); /* the writer's seq, of its choosing: the end is a position */
+	for (seq = 0; seq < 4; seq++)
+		get(f, seq, 40);
+	atomic_store(&word, pub_direct_end_word(LOG_ID, true, end));
+	for (; seq < 7; seq++)
+		get(f, seq, 40);
+	assert_false(f->d.ended);
+	nothing_new(f);
+	assert_true(f->d.ended);
+	assert_false(pub_direct_ready(&f->d));
+	put(f, 9, 40);
+	nothing_new(f);
+	assert_int_equal(f->d.lost, 0);
+
+	/* Lapped past the end: nothing more either. */
+	reset(f);
+	word = pub_direct_end_word(LOG_ID, false, 0);
+	pub_direct_reader_end_at(&f->d, &word, LOG_ID);
+	put(f, 0, LEN256);
+	get(f, 0, LEN256);
+	end = f->w.tail + 256;
+	atomic_store(&word, pub_direct_end_word(LOG_ID, true, end));
+	for (seq = 1; seq < 40; seq++) /* two laps and a half of 256-byte records */
+		put(f, seq, LEN256);
+	nothing_new(f);
+	assert_true(f->d.ended);
+	assert_true(f->d.r.pos >= end);
+
+	/* A message in pieces begun before the end: its later pieces after it
+	 * are passed over no further than the end. */
+	reset(f);
+	word = pub_direct_end_word(LOG_ID, false, 0);
+	pub_direct_reader_end_at(&f->d, &word, LOG_ID);
+	put_piece(f, 0, 3 * 100, 0, 100);
+	end = f->w.tail;
+	put_piece(f, 0, 3 * 100, 100, 100);
+	put_piece(f, 0, 3 * 100, 200, 100);
+	put(f, 1, 40);
+	atomic_store(&word, pub_direct_end_word(LOG_ID, true, end));
+	{
+		struct pub_direct_msg m;
+		size_t need = 0;
+
+		assert_int_equal(next(f, sizeof(f->buf), MAX_TOTAL, &m, &need), 2);
+		assert_int_equal(pub_direct_skip_pieces(&f->d), 1);
+		assert_int_equal(f->d.r.pos, end);
+	}
+	nothing_new(f);
+	assert_true(f->d.ended);
+}
+
+/* The word: live, ended at a position (compared modulo its bits), or
+ * another log's (the slot went to another: this one is over). */
+static void an_end_word_is_read_for_its_own_log_only(void **state)
+{
+	uint64_t wrap = (PUB_DIRECT_END_POS_MASK + 1) * PUB_SHMLOG_ALIGN;
+
+	(void)state;
+	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID, false, 0), LOG_ID, 1 << 20));
+	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 4096), LOG_ID, 4080));
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 4096), LOG_ID, 4096));
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 4096), LOG_ID, 4096 + 1024));
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 0), LOG_ID, 0));
+	/* Across the position bits' wrap, both ways. */
+	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, wrap + 32), LOG_ID, wrap - 32));
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, wrap - 32), LOG_ID, wrap + 32));
+	/* Another log's word, live or not: ours is over. */
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 1, false, 0), LOG_ID, 0));
+	/* Only the low 16 bits of the id are kept. */
+	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 0x10000, false, 0), LOG_ID, 0));
+}
+
 /* ---- a writer and a reader on two threads ---- */
 
 #define STRESS_N 300000u
@@ -1266,6 +1359,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(init_refuses_what_it_cannot_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_retired_log_is_read_up_to_its_end_and_no_further, setup, teardown),
+		cmocka_unit_test(an_end_word_is_read_for_its_own_log_only),
 		cmocka_unit_test_setup_teardown(messages_arrive_in_order_each_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_right_behind_the_reader_costs_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_that_laps_the_reader_costs_exactly_what_it_overwrote, setup,
