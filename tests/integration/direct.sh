@@ -68,6 +68,30 @@ shm=yes
 [ "${PUBD_TRANSPORT:-}" = socket ] && shm=no
 direct_counter() { it_counter h1 "$1"; }
 
+# A publisher held between its steps (itest_client pub --hold, a coproc; one
+# at a time): hp_start GROUP COUNT START connects it and has it publish
+# COUNT messages of 100 bytes from index START; hp_go has it publish one
+# more (PUB_SYNC), its answer in $line ("after RC ..."); hp_end hangs it up.
+hp_next() { read -r -t 20 line <&"$hp_out" || line=timeout; }
+hp_start() {
+	coproc HP { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g "$1" --count "$2" --size 100 --start "$3" --hold 2>&1; }
+	exec {hp_out}<&"${HP[0]}" {hp_in}>&"${HP[1]}"
+	hp_pid=$HP_PID
+	hp_next
+	it_eq "a publisher of $1 connected" "$line" connected
+	echo go >&"$hp_in"
+	hp_next
+	it_eq "it published $2" "$line" "published $2"
+}
+hp_go() {
+	echo go >&"$hp_in"
+	hp_next
+}
+hp_end() {
+	exec {hp_in}>&- {hp_out}<&-
+	it_reap "$hp_pid" 20
+}
+
 # ---- 1. every subscriber, every message, in order ----
 "$ITEST_CLIENT" gen --count "$N" --size "$SIZE" >"$IT_WORK/small.bin" || it_die "gen"
 "$ITEST_CLIENT" gen --count "$NBIG" --size "$BIG" --start "$N" >"$IT_WORK/big.bin" || it_die "gen"
@@ -130,14 +154,7 @@ fi
 it_bg acl-sub "$ns" "$ITEST_CLIENT" sub -s "$sock" -g acl -g here --log "$IT_WORK/acl-sub.log" --timeout-ms 60000
 acl_sub=$IT_BG_PID
 it_wait "a subscriber of acl" 20 it_subscribers_at_least h1 acl 1 || it_die "no acl subscriber"
-coproc PUBA { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g acl --count 10 --size 100 --hold 2>&1; }
-exec {pa_out}<&"${PUBA[0]}" {pa_in}>&"${PUBA[1]}"
-pa_pid=$PUBA_PID
-read -r -t 20 line <&"$pa_out" || line=timeout
-it_eq "the acl publisher connected" "$line" connected
-echo go >&"$pa_in"
-read -r -t 20 line <&"$pa_out" || line=timeout
-it_eq "the acl publisher published 10" "$line" "published 10"
+hp_start acl 10 0
 it_wait "the subscriber has the 10" 20 it_lines_at_least "$IT_WORK/acl-sub.log" '^msg acl ' 10
 if [ "$shm" = yes ]; then
 	it_eq "acl: the subscriber reads the publisher's log" "$(it_q h1 group acl '.subscribers[0].direct_logs')" 1
@@ -149,11 +166,9 @@ it_wait "the reload took the subscription away" 20 it_group_is h1 acl subscriber
 if [ "$shm" = yes ]; then
 	it_eq "acl: the reload retired the publisher's log" "$(direct_counter direct_logs_retired)" $((retired + 1))
 fi
-echo go >&"$pa_in"
-read -r -t 20 line <&"$pa_out" || line=timeout
+hp_go
 it_eq "the acl publisher's next message was taken" "$line" "after 0"
-it_reap "$pa_pid" 20
-exec {pa_in}>&- {pa_out}<&-
+hp_end
 it_eq "pubd has the 11" "$(it_group_val h1 acl published)" 11
 # A message of its other group wakes it: it reads every log it has then.
 "$ITEST_CLIENT" pub -s "$sock" -g here --count 1 --size 64 --start 777777 || it_fail "publish to here"
@@ -222,14 +237,7 @@ if [ "$shm" = yes ]; then
 	exec {held_in}>"$IT_WORK/held2.in"
 	it_wait "the held subscriber" 20 it_subscribers_at_least h1 held 1 || it_die "no subscriber of held"
 	hid=$(it_q h1 group held ".subscribers[] | select(.pid == $held) | .client")
-	coproc PUBH { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g held --count "$K" --size 100 --hold 2>&1; }
-	exec {ph_out}<&"${PUBH[0]}" {ph_in}>&"${PUBH[1]}"
-	ph_pid=$PUBH_PID
-	read -r -t 20 line <&"$ph_out" || line=timeout
-	it_eq "the held group's publisher connected" "$line" connected
-	echo go >&"$ph_in"
-	read -r -t 20 line <&"$ph_out" || line=timeout
-	it_eq "the held group's publisher published $K" "$line" "published $K"
+	hp_start held "$K" 0
 	it_wait "the held reader was handed the $K" 20 \
 		it_holds '[ "$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .delivered")" = $K ]'
 	it_eq "held: none of them lost yet" "$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .dropped")" 0
@@ -237,12 +245,11 @@ if [ "$shm" = yes ]; then
 	write_conf uid:4242 uid:0
 	it_ctl h1 reload >/dev/null || it_fail "the reload"
 	it_eq "the reload retired held's log (its writer still connected)" \
-		"$(direct_counter direct_logs_retired) $(kill -0 "$ph_pid" 2>/dev/null && echo connected)" \
+		"$(direct_counter direct_logs_retired) $(kill -0 "$hp_pid" 2>/dev/null && echo connected)" \
 		"$((retired + 1)) connected"
 	it_wait "once the retired log went, what the held reader had not read counted lost" 20 \
 		it_holds '[ "$(it_q h1 group held ".subscribers[] | select(.client == $hid) | .dropped")" = $K ]'
-	exec {ph_in}>&- {ph_out}<&-
-	it_reap "$ph_pid" 20
+	hp_end
 	echo "$K" >&"$held_in"
 	it_reap "$held" 20
 	exec {held_in}>&-
@@ -266,14 +273,7 @@ it_ctl h1 reload >/dev/null || it_fail "the reload to case 5's start"
 it_bg sub5 "$ns" "$ITEST_CLIENT" sub -s "$sock" -g here --timeout-ms 60000 --log "$IT_WORK/sub5.log"
 sub5=$IT_BG_PID
 it_wait "a subscriber of here" 20 it_subscribers_at_least h1 here 1 || it_die "no subscriber of here"
-coproc PUB5 { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g here --count 10 --size 100 --start 5000 --hold 2>&1; }
-exec {p5_out}<&"${PUB5[0]}" {p5_in}>&"${PUB5[1]}"
-p5_pid=$PUB5_PID
-read -r -t 20 line <&"$p5_out" || line=timeout
-it_eq "here's publisher connected" "$line" connected
-echo go >&"$p5_in"
-read -r -t 20 line <&"$p5_out" || line=timeout
-it_eq "here's publisher published 10" "$line" "published 10"
+hp_start here 10 5000
 it_wait "the subscriber has the 10" 20 it_lines_at_least "$IT_WORK/sub5.log" '^msg here ' 10
 retired=$(direct_counter direct_logs_retired) opened=$(direct_counter direct_logs_opened)
 reloads=$(direct_counter reloads)
@@ -283,13 +283,11 @@ it_ctl h1 reload >/dev/null || it_fail "a reload that changes acl's subscribe AC
 it_eq "two reloads applied; no direct log retired or opened by them" \
 	"$(direct_counter reloads) $(direct_counter direct_logs_retired) $(direct_counter direct_logs_opened)" \
 	"$((reloads + 2)) $retired $opened"
-echo go >&"$p5_in"
-read -r -t 20 line <&"$p5_out" || line=timeout
+hp_go
 it_eq "here's publisher's message after the reloads was taken" "$line" "after 0"
 # (It hangs up right after: its log is retired then.)
 it_eq "it went into the same log (none opened)" "$(direct_counter direct_logs_opened)" "$opened"
-it_reap "$p5_pid" 20
-exec {p5_in}>&- {p5_out}<&-
+hp_end
 it_wait "the subscriber has the 11" 20 it_lines_at_least "$IT_WORK/sub5.log" '^msg here ' 11
 # (Its own source and seq from 0 on the direct path; pubd's, going on from
 # the messages before, through the socket.)
@@ -298,14 +296,7 @@ it_eq "the 11: one source, seq one after another, in order and intact" \
 			if ($3 != src || $4 != s0 + n || $6 != 5000 + n || $7 != "OK") bad++; n++ }
 		END { print (bad ? bad " off" : "ok") " " n }' "$IT_WORK/sub5.log")" "ok 11"
 # The publish right taken away: a writer's log retired, its message refused.
-coproc PUB6 { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g here --count 1 --size 100 --start 6000 --hold 2>&1; }
-exec {p6_out}<&"${PUB6[0]}" {p6_in}>&"${PUB6[1]}"
-p6_pid=$PUB6_PID
-read -r -t 20 line <&"$p6_out" || line=timeout
-it_eq "a second publisher of here connected" "$line" connected
-echo go >&"$p6_in"
-read -r -t 20 line <&"$p6_out" || line=timeout
-it_eq "it published 1" "$line" "published 1"
+hp_start here 1 6000
 it_wait "the subscriber has its message" 20 it_lines_at_least "$IT_WORK/sub5.log" '^msg here .* 6000 OK' 1
 retired=$(direct_counter direct_logs_retired)
 write_conf uid:0 uid:0 uid:4242
@@ -313,11 +304,9 @@ it_ctl h1 reload >/dev/null || it_fail "a reload that takes here's publish right
 if [ "$shm" = yes ]; then
 	it_eq "the reload retired the writer's log" "$(direct_counter direct_logs_retired)" $((retired + 1))
 fi
-echo go >&"$p6_in"
-read -r -t 20 line <&"$p6_out" || line=timeout
+hp_go
 it_check "its next message refused by the ACL ($line)" grep -q '^after -' <<<"$line"
-it_reap "$p6_pid" 20
-exec {p6_in}>&- {p6_out}<&-
+hp_end
 # The right given back, a marker from a new publisher: when the subscriber
 # has it, it has read every log it was handed.
 write_conf uid:0 uid:0
