@@ -107,7 +107,7 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 			const struct pubd_group_config *was = g->cfg; /* d->cfg's, freed after this */
 
 			/* New ACLs take effect at once, for live clients too. */
-			pubd_ipc_acl_changing(&d->ipc, g);
+			pubd_ipc_acl_changing(&d->ipc, g, gc);
 			g->cfg = gc;
 			pubd_ipc_acl_changed(&d->ipc, g, was);
 			if (g->pacer.rate != gc->rate)

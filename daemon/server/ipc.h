@@ -244,10 +244,11 @@ void pubd_ipc_shutdown(struct pubd_ipc *srv);
 /* A group is going away: drop its subscriptions (clients are told: removed,
  * or remade, when a group of that name stays, for them to subscribe again). */
 void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool remade);
-/* A reload keeps the group and is about to give it its new config: what
- * local publishers wrote to it until now is read under the ACLs it was
- * written under (its direct logs' readers may have it already). */
-void pubd_ipc_acl_changing(struct pubd_ipc *srv, struct pubd_group *g);
+/* A reload keeps the group and is about to give it its new config next:
+ * when that changes its ACLs, what local publishers wrote to it until now
+ * is read under the ACLs it was written under (its direct logs' readers
+ * may have it already). */
+void pubd_ipc_acl_changing(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *next);
 /* A reload kept the group, with g->cfg its new config and was its config
  * before (still valid for the call): end the subscriptions and publishing
  * its new ACLs no longer allow (clients are told, counted acl_revoked),

@@ -120,10 +120,11 @@ void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g)
 }
 
 /* ---- frame handlers ---- */
-void pubd_ipc_acl_changing(struct pubd_ipc *srv, struct pubd_group *g)
+void pubd_ipc_acl_changing(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *next)
 {
 	(void)srv;
-	srv_direct_catch_up_group(g, true);
+	if (!pubd_acl_same(&g->cfg->subscribe, &next->subscribe) || !pubd_acl_same(&g->cfg->publish, &next->publish))
+		srv_direct_catch_up_group(g, true);
 }
 
 void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was)
