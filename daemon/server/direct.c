@@ -461,16 +461,11 @@ void srv_direct_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 }
 
 /* Before a subscription changes the group's readers: what the group's
- * lazily read logs hold goes to the subscribers it was published to. With
- * all: every log of the group, read up to where its writer is (before a
- * reload's ACLs apply: what was written under the old ones is taken under
- * them, as its readers may have taken it already). */
-void srv_direct_catch_up_group(struct pubd_group *g, bool all)
+ * lazily read logs hold goes to the subscribers it was published to. */
+void srv_direct_catch_up_group(struct pubd_group *g)
 {
 	for (unsigned i = 0; i < g->ndirects; i++)
-		if (all)
-			srv_publog_read_all(g->directs[i]->writer, g->directs[i]->l);
-		else if (g->directs[i]->lazy)
+		if (g->directs[i]->lazy)
 			srv_publog_read_one(g->directs[i]->writer, g->directs[i]->l);
 }
 
@@ -551,13 +546,13 @@ static void retire(struct pubd_ipc *srv, struct srv_direct *d, enum retire_how h
 	srv->counters[PUBD_CTR_DIRECT_RETIRED]++;
 }
 
-static void retire_group(struct pubd_ipc *srv, struct pubd_group *g, enum retire_how how)
+void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
 {
 	struct pubd_client *c;
 
 	if (g) {
 		while (g->ndirects)
-			retire(srv, g->directs[g->ndirects - 1], how);
+			retire(srv, g->directs[g->ndirects - 1], RETIRE_READ);
 		/* The group may be going: its list goes (made again if not). */
 		free(g->directs);
 		g->directs = NULL;
@@ -566,40 +561,58 @@ static void retire_group(struct pubd_ipc *srv, struct pubd_group *g, enum retire
 	}
 	for (c = srv->clients; c; c = c->next)
 		while (c->ndirects)
-			retire(srv, c->directs[c->ndirects - 1], how);
-}
-
-void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g)
-{
-	retire_group(srv, g, RETIRE_READ);
+			retire(srv, c->directs[c->ndirects - 1], RETIRE_READ);
 }
 
 /*
- * A reload kept g (was: its config before). A log is retired only when
- * someone may have lost a right to it: when the subscribe ACL changed at
- * all (a mapping cannot be taken back, and who holds one is not only who
+ * A reload from config `from` to `to` of g retires a log only when someone
+ * may have lost a right to it: when the subscribe ACL changed at all (a
+ * mapping cannot be taken back, and who holds one is not only who
  * subscribes now: an earlier subscriber keeps it), and, when only the
  * publish ACL changed, the logs whose writer it no longer allows (what
  * they write, readers would read without pubd's check). A reload that
  * leaves g's ACLs as they were keeps every log: its source and sequence
- * go on, and its readers keep their place (a retired log goes, with what a
- * slow reader had not read of it, group_log_drain_ms later). Each was read
- * up to its writer under the old ACLs just before (pubd_ipc_acl_changing).
+ * go on, and its readers keep their place.
  */
-void srv_direct_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was)
+static bool acl_change_retires(const struct srv_direct *d, const struct pubd_group_config *from,
+			       const struct pubd_group_config *to)
+{
+	return !pubd_acl_same(&from->subscribe, &to->subscribe) ||
+	       (!pubd_acl_same(&from->publish, &to->publish) && !srv_client_may(d->writer, &to->publish));
+}
+
+/*
+ * Before the reload gives g the config next: the logs it will retire are
+ * said retired in their control page first (an honest writer looks there
+ * before each message: it stops writing there and asks for a new log),
+ * then, when g's ACLs change at all, every log of g is read up to its
+ * writer, under the ACLs it was written under and whatever pause its
+ * client is in: its readers may have read that far. So nothing an honest
+ * writer committed is left unread in the log the reload retires but the
+ * one message it may have begun as it was told.
+ */
+void srv_direct_acl_changing(struct pubd_group *g, const struct pubd_group_config *next)
 {
 	unsigned i;
 
-	if (!pubd_acl_same(&was->subscribe, &g->cfg->subscribe)) {
-		retire_group(srv, g, RETIRE_AS_READ);
+	if (pubd_acl_same(&g->cfg->subscribe, &next->subscribe) && pubd_acl_same(&g->cfg->publish, &next->publish))
 		return;
-	}
-	if (pubd_acl_same(&was->publish, &g->cfg->publish))
-		return;
+	for (i = 0; i < g->ndirects; i++)
+		if (acl_change_retires(g->directs[i], g->cfg, next))
+			atomic_store_explicit(&ctl_of(g->directs[i])->retired, 1, memory_order_release);
+	for (i = 0; i < g->ndirects; i++)
+		srv_publog_read_all(g->directs[i]->writer, g->directs[i]->l);
+}
+
+/* The reload gave g its config; was is the one before (just read up to
+ * every writer under it: srv_direct_acl_changing). A retired log goes,
+ * with what a slow reader had not read of it, group_log_drain_ms later. */
+void srv_direct_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was)
+{
 	/* Backwards: retire() moves the list's last entry, seen already, into
 	 * the place it empties. */
-	for (i = g->ndirects; i-- > 0;)
-		if (!srv_client_may(g->directs[i]->writer, &g->cfg->publish))
+	for (unsigned i = g->ndirects; i-- > 0;)
+		if (acl_change_retires(g->directs[i], was, g->cfg))
 			retire(srv, g->directs[i], RETIRE_AS_READ);
 }
 

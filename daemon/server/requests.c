@@ -123,8 +123,7 @@ void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g)
 void pubd_ipc_acl_changing(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *next)
 {
 	(void)srv;
-	if (!pubd_acl_same(&g->cfg->subscribe, &next->subscribe) || !pubd_acl_same(&g->cfg->publish, &next->publish))
-		srv_direct_catch_up_group(g, true);
+	srv_direct_acl_changing(g, next);
 }
 
 void pubd_ipc_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was)
@@ -340,7 +339,7 @@ static bool handle_subscribe(struct pubd_client *c, const uint8_t *body, size_t 
 	}
 	/* What a lazily read direct log holds was published before: it goes
 	 * to the subscribers of then. */
-	srv_direct_catch_up_group(g, false);
+	srv_direct_catch_up_group(g);
 	s = pubd_group_sub_add(g, c);
 	if (!s)
 		goto nomem;

@@ -492,6 +492,7 @@ void srv_direct_leave(struct pubd_ipc *srv, struct pubd_sub *s);
 /* Retire every direct log of g (NULL: of every group): a reload changed
  * who may read them, or the group goes. */
 void srv_direct_retire_group(struct pubd_ipc *srv, struct pubd_group *g);
+void srv_direct_acl_changing(struct pubd_group *g, const struct pubd_group_config *next);
 void srv_direct_acl_changed(struct pubd_ipc *srv, struct pubd_group *g, const struct pubd_group_config *was);
 /* The client is closing: its direct logs are retired, its wake page goes. */
 void srv_direct_client_close(struct pubd_client *c);
@@ -500,7 +501,7 @@ void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns);
 /* Read every direct log now (a query wants current counts). */
 void srv_direct_catch_up(struct pubd_ipc *srv);
 /* Before g's subscribers change: its lazily read logs are read up. */
-void srv_direct_catch_up_group(struct pubd_group *g, bool all);
+void srv_direct_catch_up_group(struct pubd_group *g);
 /* direct_read.c: publog.c's hooks for a direct log's records, and the
  * writer's side of its readers; calls output.c */
 void srv_direct_publish_gen(struct srv_direct *d);

@@ -29,6 +29,10 @@
 #     seq going on), and the subscriber gets every message. A reload that
 #     takes the publish right away from a writer retires its log, and its
 #     next message is refused.
+#  6. A publisher at full speed across five reloads that each retire its
+#     log (here's subscribe ACL changes, still allowing everyone here):
+#     nothing it wrote is left unread in a retired log (no client_gone),
+#     and the subscriber gets every message.
 # With PUBD_TRANSPORT=socket (the tier's second run) nobody is on shared
 # memory: every check but the direct counters holds the same (case 3 is
 # shared memory's only).
@@ -40,7 +44,7 @@ N=2000
 SIZE=300
 BIG=$((2 * 1024 * 1024))
 NBIG=8
-write_conf() { # SUBSCRIBE_ACL_OF_acl [SUBSCRIBE_ACL_OF_held [PUBLISH_ACL_OF_here]]
+write_conf() { # SUBSCRIBE_ACL_OF_acl [SUBSCRIBE_ACL_OF_held [PUBLISH_ACL_OF_here [SUBSCRIBE_ACL_OF_here]]]
 	it_conf_write h1 - <<-EOF
 		limits:
 		  max_message_size: 4MiB
@@ -49,6 +53,7 @@ write_conf() { # SUBSCRIBE_ACL_OF_acl [SUBSCRIBE_ACL_OF_held [PUBLISH_ACL_OF_her
 		  - name: here
 		    scope: host
 		${3:+    publish: [$3]}
+		${4:+    subscribe: [$4]}
 		  - name: wire
 		    address: 239.88.1.1
 		  - name: acl
@@ -316,5 +321,33 @@ it_wait "the subscriber has the marker" 20 it_lines_at_least "$IT_WORK/sub5.log"
 kill -TERM "$sub5"
 it_reap "$sub5" 10
 it_eq "the subscriber got none after the right was taken" "$(grep -c '^msg here .* 6001 ' "$IT_WORK/sub5.log")" 0
+
+# ---- 6. a publisher at full speed across reloads that retire its log ----
+N6=300000
+write_conf uid:0 uid:0
+it_ctl h1 reload >/dev/null || it_fail "the reload to case 6's start"
+here_drops() { it_q h1 drops '[.drops[] | select(.name == "here") | .count] | add // 0'; }
+pub0=$(it_group_val h1 here published) retired=$(direct_counter direct_logs_retired) drops0=$(here_drops)
+it_bg sub6 "$ns" "$ITEST_CLIENT" sub -s "$sock" -g here --count "$N6" --timeout-ms 30000
+sub6=$IT_BG_PID
+it_wait "a subscriber of here" 20 it_subscribers_at_least h1 here 1 || it_die "no subscriber of here"
+it_bg pub6 "$ns" "$ITEST_CLIENT" pub -s "$sock" -g here --count "$N6" --size 64 --rate 150000
+pub6=$IT_BG_PID
+for k in 1 2 3 4 5; do
+	it_wait "here: $k sixths published" 20 \
+		it_holds '[ $(($(it_group_val h1 here published) - pub0)) -ge $((k * N6 / 6)) ]' || break
+	if [ $((k % 2)) = 1 ]; then write_conf uid:0 uid:0 "" uid:0; else write_conf uid:0 uid:0; fi
+	it_ctl h1 reload >/dev/null || it_fail "reload $k of here's subscribe ACL"
+done
+it_reap "$pub6" 30
+it_eq "here: the publisher had all $N6 taken (PUB_SYNC)" "$IT_STATUS" 0
+it_reap "$sub6" 30
+it_eq "here: the subscriber got all $N6" "$IT_STATUS" 0
+it_eq "here: published $N6, nothing dropped" \
+	"$(($(it_group_val h1 here published) - pub0)) $(($(here_drops) - drops0))" "$N6 0"
+if [ "$shm" = yes ]; then
+	it_check "here: the reloads retired its logs ($(($(direct_counter direct_logs_retired) - retired)))" \
+		test $(($(direct_counter direct_logs_retired) - retired)) -ge 5
+fi
 it_pubd_stop h1
 it_finish
