@@ -135,33 +135,31 @@ static inline bool pub_wake_at_seq(uint64_t word, uint32_t log_id, uint64_t pubd
  * a writer whose right to the group a reload took away does not reach the
  * readers who still map its log by writing on.
  *
- *   bits 63-48  the log's id, low 16 bits (a word of the slot's previous
- *               or next log is told apart: one not of ours means pubd let
- *               us go, and the log is over for us)
- *   bit 47      ended
- *   bits 46-0   the end position / 16 (records are 16-aligned), compared
- *               modulo 2^47: a reader is never as much as that behind it
+ *   bits 63-4  the end position (records are 16-aligned), whole: the
+ *              reader compares it with its own position as it is, so a
+ *              writer that sends it any distance ahead (a lap it lies
+ *              about) sends it past the end, never back before it
+ *   bits 3-1   the log's id, low 3 bits (a word of the slot's next log is
+ *              told apart, mostly: one not of ours means pubd let us go,
+ *              and the log is over for us)
+ *   bit 0      ended (else the log is live, and the position 0)
  */
-#define PUB_DIRECT_END_ENDED	(UINT64_C(1) << 47)
-#define PUB_DIRECT_END_POS_MASK (PUB_DIRECT_END_ENDED - 1)
+#define PUB_DIRECT_END_ENDED	UINT64_C(1)
+#define PUB_DIRECT_END_ID_SHIFT 1u
+#define PUB_DIRECT_END_ID_MASK	7u
 
 static inline uint64_t pub_direct_end_word(uint32_t log_id, bool ended, uint64_t end_pos)
 {
-	return (uint64_t)(log_id & 0xffffu) << PUB_WAKE_AT_SEQ_BITS | (ended ? PUB_DIRECT_END_ENDED : 0) |
-	       ((end_pos / PUB_SHMLOG_ALIGN) & PUB_DIRECT_END_POS_MASK);
+	return (ended ? (end_pos & ~(uint64_t)(PUB_SHMLOG_ALIGN - 1)) | PUB_DIRECT_END_ENDED : 0) |
+	       (uint64_t)(log_id & PUB_DIRECT_END_ID_MASK) << PUB_DIRECT_END_ID_SHIFT;
 }
 
 /* Has a reader of log log_id at pos reached the end the word says? */
 static inline bool pub_direct_end_reached(uint64_t word, uint32_t log_id, uint64_t pos)
 {
-	uint64_t past;
-
-	if (word >> PUB_WAKE_AT_SEQ_BITS != (log_id & 0xffffu))
+	if ((word >> PUB_DIRECT_END_ID_SHIFT & PUB_DIRECT_END_ID_MASK) != (log_id & PUB_DIRECT_END_ID_MASK))
 		return true;
-	if (!(word & PUB_DIRECT_END_ENDED))
-		return false;
-	past = (pos / PUB_SHMLOG_ALIGN - word) & PUB_DIRECT_END_POS_MASK;
-	return past <= (PUB_DIRECT_END_POS_MASK >> 1);
+	return (word & PUB_DIRECT_END_ENDED) && pos >= (word & ~(uint64_t)(PUB_SHMLOG_ALIGN - 1));
 }
 
 /*

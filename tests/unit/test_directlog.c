@@ -1250,25 +1250,27 @@ static void a_retired_log_is_read_up_to_its_end_and_no_further(void **state)
 	assert_true(f->d.ended);
 }
 
-/* The word: live, ended at a position (compared modulo its bits), or
- * another log's (the slot went to another: this one is over). */
+/* The word: live, ended at a position (whole, 64 bits), or another log's
+ * (the slot went to another: this one is over). */
 static void an_end_word_is_read_for_its_own_log_only(void **state)
 {
-	uint64_t wrap = (PUB_DIRECT_END_POS_MASK + 1) * PUB_SHMLOG_ALIGN;
-
 	(void)state;
 	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID, false, 0), LOG_ID, 1 << 20));
 	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 4096), LOG_ID, 4080));
 	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 4096), LOG_ID, 4096));
 	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 4096), LOG_ID, 4096 + 1024));
 	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 0), LOG_ID, 0));
-	/* Across the position bits' wrap, both ways. */
-	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, wrap + 32), LOG_ID, wrap - 32));
-	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, wrap - 32), LOG_ID, wrap + 32));
+	/* Far behind it (a reader a writer lapped) or far past it (one a writer
+	 * lying about its laps sent ahead): positions compare whole. */
+	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, UINT64_C(1) << 62), LOG_ID, 16));
+	assert_true(
+		pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 112), LOG_ID, UINT64_C(868082074056919552)));
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID, true, 112), LOG_ID, UINT64_MAX & ~UINT64_C(15)));
 	/* Another log's word, live or not: ours is over. */
 	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 1, false, 0), LOG_ID, 0));
-	/* Only the low 16 bits of the id are kept. */
-	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 0x10000, false, 0), LOG_ID, 0));
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 1, true, 1 << 20), LOG_ID, 0));
+	/* Only the low 3 bits of the id are kept. */
+	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 8, false, 0), LOG_ID, 0));
 }
 
 /* ---- a writer and a reader on two threads ---- */
