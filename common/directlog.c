@@ -13,6 +13,9 @@
  * fresh starts (and tries again at the next). */
 #define RESYNC_MAX 64
 
+/* The end word of a reader pubd gave none (tests, tools): live, log 0. */
+static const _Atomic uint64_t no_end;
+
 int pub_direct_reader_init(struct pub_direct_reader *d, const void *map, size_t map_len, uint32_t cap,
 			   uint32_t max_record, uint64_t start, const char *group, uint8_t glen)
 {
@@ -21,6 +24,7 @@ int pub_direct_reader_init(struct pub_direct_reader *d, const void *map, size_t 
 		return -EPROTO;
 	d->glen = glen;
 	memcpy(d->group, group, glen);
+	d->end = &no_end;
 	return 0;
 }
 
@@ -71,12 +75,16 @@ static bool lapped(const struct pub_direct_reader *d, uint64_t pos)
 	return pub_shmlog_lapped(&d->r, pos);
 }
 
-/* At or past the end pubd set (a lap carries us only forward). */
+/* At or past the end pubd set (a lap carries us only forward). On every
+ * read: one load and one compare while the log is live. */
 static bool at_end(struct pub_direct_reader *d)
 {
-	if (!d->ended && d->end &&
-	    pub_direct_end_reached(atomic_load_explicit(d->end, memory_order_acquire), d->log_id, d->r.pos))
-		d->ended = true;
+	uint64_t w = atomic_load_explicit(d->end, memory_order_acquire);
+
+	if (__builtin_expect(w == d->live, 1))
+		return false;
+	if (!d->ended)
+		d->ended = pub_direct_end_reached(w, d->log_id, d->r.pos);
 	return d->ended;
 }
 

@@ -261,8 +261,10 @@ struct pub_direct_reader {
 	bool synced;	   /* next_seq is known (a message was read) */
 	uint64_t next_seq; /* the seq the next message should have */
 	uint64_t lost;	   /* messages the writer lapped us past, all told */
-	/* pubd's word of where the log ends (pub_direct_end_word); NULL: none */
+	/* pubd's word of where the log ends (pub_direct_end_word), and what it
+	 * says while the log is live */
 	const _Atomic uint64_t *end;
+	uint64_t live;
 	uint32_t log_id;
 	bool ended; /* reached it: nothing more is read here */
 };
@@ -284,6 +286,7 @@ int pub_direct_reader_init(struct pub_direct_reader *d, const void *map, size_t 
 static inline void pub_direct_reader_end_at(struct pub_direct_reader *d, const _Atomic uint64_t *word, uint32_t log_id)
 {
 	d->end = word;
+	d->live = pub_direct_end_word(log_id, false, 0);
 	d->log_id = log_id;
 }
 
