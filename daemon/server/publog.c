@@ -546,7 +546,7 @@ void srv_publog_read(struct pubd_client *c)
 		read_log(c, c->directs[i]->l);
 }
 
-static void read_up(struct pubd_client *c, struct srv_publog *l)
+void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l)
 {
 	struct pub_shmlog_view v;
 	uint64_t end = l->r.pos + l->r.cap, before;
@@ -560,15 +560,10 @@ static void read_up(struct pubd_client *c, struct srv_publog *l)
 		 pub_shmlog_next(&l->r, &v) == 1);
 }
 
-void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l)
-{
-	read_up(c, l);
-}
-
 void srv_publog_read_all(struct pubd_client *c, struct srv_publog *l)
 {
 	l->forced = true;
-	read_up(c, l);
+	srv_publog_read_one(c, l);
 	l->forced = false;
 }
 
