@@ -79,11 +79,12 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
 	struct pubd_source_stats *s = source_stats(d, source, group_id);
+	bool repairs = engine_repairs(d, g);
 
 	if (s)
 		pubd_source_map_delivered(&d->sources, s, len);
 	d->counters[PUBD_CTR_MSG_RECEIVED]++;
-	if (engine_repairs(d, g))
+	if (repairs)
 		engine_naks_delivered(d, g, s, source, seq);
 	if (!g) {
 		pubd_msgbuf_put(owned);
@@ -91,7 +92,7 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 	}
 	g->received++;
 	g->received_bytes += len;
-	if (g->nsubs && !owned && !engine_repairs(d, g)) {
+	if (g->nsubs && !owned && !repairs) {
 		engine_fan_out_borrowed(d, g, source, seq, data, len);
 		engine_flow_delivered(d, g, source, seq);
 	} else if (g->nsubs) {
@@ -102,7 +103,7 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 			overflow_all(d, g);
 			return;
 		}
-		if (!engine_repairs(d, g) || !engine_order_hold(d, source, group_id, seq, owned)) {
+		if (!repairs || !engine_order_hold(d, source, group_id, seq, owned)) {
 			engine_fan_out(d, g, source, seq, owned);
 			engine_flow_delivered(d, g, source, seq);
 		}
