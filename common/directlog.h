@@ -124,6 +124,19 @@ static inline bool pub_wake_at_seq(uint64_t word, uint32_t log_id, uint64_t pubd
 }
 
 /*
+ * A direct log's record as its writer may write it: a message or a piece
+ * of one (no group mark), whose source field carries a PUB_SYNC's req_id
+ * on a first piece (32 bits) and nothing on a later one. pubd refuses any
+ * other (and ends the writer) and the readers too: they read before pubd
+ * does, and what pubd refuses it counts nowhere, so a reader that took it
+ * would hold a message no one published.
+ */
+static inline bool pub_direct_record_ok(const struct pub_deliverlog_piece *p)
+{
+	return !p->move && p->source <= UINT32_MAX && (p->first || !p->source);
+}
+
+/*
  * Where a retired log ends, for each of its readers. A direct log read
  * takes a slot of its reader's deliver log's control page, as a group log
  * does (whose slot holds what its reader consumed, pub_deliverlog_slot).
@@ -135,31 +148,50 @@ static inline bool pub_wake_at_seq(uint64_t word, uint32_t log_id, uint64_t pubd
  * a writer whose right to the group a reload took away does not reach the
  * readers who still map its log by writing on.
  *
+ * While the log is live the word names it whole:
+ *
+ *   bits 63-4  the log's id, all of it
+ *   bit 3      set (no position has it: a group log's reader keeps its
+ *              16-aligned position in its slot, so a slot that went to a
+ *              group log never reads as live)
+ *   bits 2-0   0
+ *
+ * Any other word not ended means the slot went to another log (or pubd
+ * let us go): the log is over for us. A live word named only the id's low
+ * 3 bits before, and a writer that opened logs until one took the slot
+ * with the same 3 bits read as live again to a reader still behind on a
+ * log retired from under it, which then read all the writer wrote on.
+ * Once retired:
+ *
  *   bits 63-4  the end position (records are 16-aligned), whole: the
  *              reader compares it with its own position as it is, so a
  *              writer that sends it any distance ahead (a lap it lies
  *              about) sends it past the end, never back before it
- *   bits 3-1   the log's id, low 3 bits (a word of the slot's next log is
- *              told apart, mostly: one not of ours means pubd let us go,
- *              and the log is over for us)
- *   bit 0      ended (else the log is live, and the position 0)
+ *   bits 3-1   the log's id, low 3 bits (an ended word of the slot's next
+ *              log is told apart, mostly)
+ *   bit 0      set: ended
  */
 #define PUB_DIRECT_END_ENDED	UINT64_C(1)
+#define PUB_DIRECT_END_LIVE	UINT64_C(8)
 #define PUB_DIRECT_END_ID_SHIFT 1u
 #define PUB_DIRECT_END_ID_MASK	7u
 
 static inline uint64_t pub_direct_end_word(uint32_t log_id, bool ended, uint64_t end_pos)
 {
-	return (ended ? (end_pos & ~(uint64_t)(PUB_SHMLOG_ALIGN - 1)) | PUB_DIRECT_END_ENDED : 0) |
+	if (!ended)
+		return (uint64_t)log_id << 4 | PUB_DIRECT_END_LIVE;
+	return (end_pos & ~(uint64_t)(PUB_SHMLOG_ALIGN - 1)) | PUB_DIRECT_END_ENDED |
 	       (uint64_t)(log_id & PUB_DIRECT_END_ID_MASK) << PUB_DIRECT_END_ID_SHIFT;
 }
 
 /* Has a reader of log log_id at pos reached the end the word says? */
 static inline bool pub_direct_end_reached(uint64_t word, uint32_t log_id, uint64_t pos)
 {
+	if (!(word & PUB_DIRECT_END_ENDED))
+		return word != pub_direct_end_word(log_id, false, 0);
 	if ((word >> PUB_DIRECT_END_ID_SHIFT & PUB_DIRECT_END_ID_MASK) != (log_id & PUB_DIRECT_END_ID_MASK))
 		return true;
-	return (word & PUB_DIRECT_END_ENDED) && pos >= (word & ~(uint64_t)(PUB_SHMLOG_ALIGN - 1));
+	return pos >= (word & ~(uint64_t)(PUB_SHMLOG_ALIGN - 1));
 }
 
 /*

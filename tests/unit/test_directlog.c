@@ -118,7 +118,8 @@ static uint8_t *piece_open(struct fixture *f, uint64_t seq, uint32_t total, uint
 	uint8_t *b = pub_shmlog_claim(&f->w, PUB_SHMLOG_MSG, more ? PUB_SHMLOG_F_MORE : 0, total, head + len);
 
 	assert_non_null(b);
-	assert_int_equal(pub_deliverlog_put_head(b, SRC, seq, group, g), head);
+	/* A later piece carries no source, as libpub writes it. */
+	assert_int_equal(pub_deliverlog_put_head(b, g ? SRC : 0, seq, group, g), head);
 	for (i = 0; i < fill; i++)
 		b[head + i] = pat(seq, off + i);
 	return b;
@@ -1248,6 +1249,56 @@ static void a_retired_log_is_read_up_to_its_end_and_no_further(void **state)
 	}
 	nothing_new(f);
 	assert_true(f->d.ended);
+
+	/* The slot given to another log with the same low bits of id before
+	 * the reader saw the end: over, with the writer still writing. */
+	reset(f);
+	word = pub_direct_end_word(LOG_ID, false, 0);
+	pub_direct_reader_end_at(&f->d, &word, LOG_ID);
+	put(f, 0, 40);
+	get(f, 0, 40);
+	atomic_store(&word, pub_direct_end_word(LOG_ID + 8, false, 0));
+	put(f, 1, 40);
+	nothing_new(f);
+	assert_true(f->d.ended);
+}
+
+/* One record with the source field given, committed. */
+static void put_source(struct fixture *f, uint64_t source, uint64_t seq, uint32_t total, uint32_t len, bool first)
+{
+	uint8_t g = first ? GLEN : 0;
+	uint8_t *b = pub_shmlog_claim(&f->w, PUB_SHMLOG_MSG, len < total ? PUB_SHMLOG_F_MORE : 0, total,
+				      PUB_DELIVERLOG_HEAD + g + len);
+
+	assert_non_null(b);
+	memset(b + pub_deliverlog_put_head(b, source, seq, GROUP, g), 1, len);
+	commit(f);
+}
+
+/*
+ * A record pubd refuses (and then counts nowhere: it ends the writer) is
+ * refused by its readers too, who read before pubd: a first piece whose
+ * source field is more than a req_id, a later piece with one. Before, a
+ * reader took such a message that pubd never counted published.
+ */
+static void a_record_pubd_refuses_its_readers_refuse(void **state)
+{
+	struct fixture *f = *state;
+	struct pub_direct_msg m;
+	size_t need = 0;
+
+	put_source(f, UINT32_MAX, 0, 40, 40, true);
+	assert_int_equal(next(f, sizeof(f->buf), MAX_TOTAL, &m, &need), 1); /* a req_id: taken */
+	assert_int_equal(m.len, 40);
+	put_source(f, UINT64_C(1) << 32, 1, 40, 40, true);
+	assert_int_equal(next(f, sizeof(f->buf), MAX_TOTAL, &m, &need), -EPROTO);
+
+	reset(f);
+	put_source(f, 0, 0, 200, 100, true);
+	put_source(f, 5, 0, 200, 100, false);
+	put(f, 1, 40);
+	assert_int_equal(next(f, sizeof(f->buf), MAX_TOTAL, &m, &need), 2); /* the message in pieces: pubd's */
+	assert_int_equal(next(f, sizeof(f->buf), MAX_TOTAL, &m, &need), -EPROTO);
 }
 
 /* The word: live, ended at a position (whole, 64 bits), or another log's
@@ -1269,8 +1320,17 @@ static void an_end_word_is_read_for_its_own_log_only(void **state)
 	/* Another log's word, live or not: ours is over. */
 	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 1, false, 0), LOG_ID, 0));
 	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 1, true, 1 << 20), LOG_ID, 0));
-	/* Only the low 3 bits of the id are kept. */
-	assert_false(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 8, false, 0), LOG_ID, 0));
+	/* A live word names its log whole: the slot's next log with the same
+	 * low 3 bits of id ends ours (it read as ours before, and a writer
+	 * that opened logs up to one such reached readers of a log retired
+	 * from under them). */
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID + 8, false, 0), LOG_ID, 0));
+	assert_true(pub_direct_end_reached(pub_direct_end_word(LOG_ID + (1u << 20), false, 0), LOG_ID, 0));
+	/* A group log's reader's position in the slot (16-aligned), 0 too. */
+	assert_true(pub_direct_end_reached(0, LOG_ID, 0));
+	assert_true(pub_direct_end_reached(UINT64_C(4096), LOG_ID, 0));
+	assert_true(pub_direct_end_reached((uint64_t)LOG_ID << 4, LOG_ID, 0));
+	assert_false(pub_direct_end_reached(pub_direct_end_word(0, false, 0), 0, 0));
 }
 
 /* ---- a writer and a reader on two threads ---- */
@@ -1380,6 +1440,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reader_that_does_not_read_is_counted_what_it_surely_lost, setup,
 						teardown),
 		cmocka_unit_test(a_position_word_is_read_for_its_own_log_only),
+		cmocka_unit_test_setup_teardown(a_record_pubd_refuses_its_readers_refuse, setup, teardown),
 		/* Last: what it finds wrong is a reader that never returns. */
 		cmocka_unit_test_setup_teardown(a_garbage_commit_word_past_the_first_pass_is_refused, setup, teardown),
 	};
