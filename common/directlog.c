@@ -130,7 +130,8 @@ int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint3
 			return 0;
 		/* What we read may be torn by a lap: only then is it not the
 		 * writer's fault. */
-		if (r < 0 || v.type != PUB_SHMLOG_MSG || pub_deliverlog_decode(&v, &p) < 0 || p.move ||
+		if (r < 0 || v.type != PUB_SHMLOG_MSG || pub_deliverlog_decode(&v, &p) < 0 ||
+		    !pub_direct_record_ok(&p) ||
 		    (p.first && (p.glen != d->glen || memcmp(p.group, d->group, p.glen) || p.total > max_total))) {
 			/* (A refused commit word filled no view: our position.) */
 			if (lapped(d, r < 0 ? d->r.pos : v.pos))

@@ -146,11 +146,9 @@ int srv_direct_decode(const struct srv_direct *d, const struct pub_shmlog_view *
 {
 	struct pub_deliverlog_piece q;
 
-	if (v->type != PUB_SHMLOG_MSG || pub_deliverlog_decode(v, &q) < 0 || q.move)
-		return -EPROTO;
 	/* The writer's source field carries a PUB_SYNC's req_id (readers
 	 * take the source pubd gave them): answered once read. */
-	if (q.source > UINT32_MAX || (!q.first && q.source))
+	if (v->type != PUB_SHMLOG_MSG || pub_deliverlog_decode(v, &q) < 0 || !pub_direct_record_ok(&q))
 		return -EPROTO;
 	p->req_id = (uint32_t)q.source;
 	p->seq = q.seq;

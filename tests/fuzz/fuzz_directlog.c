@@ -167,7 +167,7 @@ static uint8_t *piece(struct fz *z, uint64_t seq, uint32_t total, uint32_t off, 
 	b = pub_shmlog_claim(&z->w, PUB_SHMLOG_MSG, more ? PUB_SHMLOG_F_MORE : 0, total, head + len);
 	if (!b)
 		return NULL;
-	pub_deliverlog_put_head(b, SRC, seq, group, g);
+	pub_deliverlog_put_head(b, g ? SRC : 0, seq, group, g); /* a later piece: no source */
 	for (i = 0; i < fill; i++)
 		b[head + i] = pat(seq, off + i);
 	return b;
