@@ -201,9 +201,10 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 	}
 	old_mode = d->cfg.socket_mode;
 	/* Who may read a direct log (server/direct.c) follows these: every
-	 * log is retired, and made anew on its writer's next message. */
+	 * log is retired, and made anew on its writer's next message (for a
+	 * client told another size limit at HELLO, not at all). */
 	if (cfg.shm != d->cfg.shm || cfg.shm_direct != d->cfg.shm_direct ||
-	    cfg.slow_subscriber != d->cfg.slow_subscriber)
+	    cfg.slow_subscriber != d->cfg.slow_subscriber || cfg.max_message_size != d->cfg.max_message_size)
 		pubd_ipc_direct_reconfigured(&d->ipc);
 	/* Groups point into the config they were made from: swap, then fix. */
 	err = engine_apply_groups(d, &cfg);

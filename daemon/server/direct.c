@@ -64,6 +64,19 @@ static bool direct_on(const struct pubd_ipc *srv)
 	return srv->cfg->shm && srv->cfg->shm_direct && srv->cfg->slow_subscriber == PUBD_SLOW_DROP_OLDEST;
 }
 
+/*
+ * ...and for c: only while the size limit is the one c was told. A direct
+ * log's readers check a message's size against what they were told before
+ * pubd reads it; after a reload that lowered limits.max_message_size they
+ * took messages pubd then refused as too large (and told their publisher
+ * so). Such a client publishes and is delivered to through pubd until it
+ * reconnects: the reload retired its logs (pubd_ipc_direct_reconfigured).
+ */
+static bool direct_for(const struct pubd_client *c)
+{
+	return direct_on(c->srv) && c->told_max_message == c->srv->cfg->max_message_size;
+}
+
 static struct pub_shmlog_ctl *ctl_of(const struct srv_direct *d)
 {
 	return (struct pub_shmlog_ctl *)d->l->shm.map;
@@ -108,7 +121,7 @@ static bool may_read(const struct pubd_sub *s)
 {
 	const struct pubd_client *c = s->client;
 
-	return c->wake_map && c->dlog && !c->closing && !c->gone && direct_on(c->srv);
+	return c->wake_map && c->dlog && !c->closing && !c->gone && direct_for(c);
 }
 
 /* The reader frame for s's client: the log read-only, from start. */
@@ -339,7 +352,7 @@ void srv_direct_open(struct pubd_client *c, uint32_t req_id, struct pubd_group *
 	unsigned i;
 	long n;
 
-	if (!c->wake_map || !direct_on(srv)) {
+	if (!c->wake_map || !direct_for(c)) {
 		refuse(c, req_id, PUB_ERR_STATE, "the direct path is off", g->name);
 		return;
 	}

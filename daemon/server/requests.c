@@ -249,6 +249,7 @@ static bool handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
 	c->hello = true;
 	w.version = PUB_PROTO_VERSION;
 	w.max_message = (uint32_t)srv->cfg->max_message_size;
+	c->told_max_message = w.max_message;
 	w.mtu = srv->mtu;
 	w.client_id = c->id;
 	w.source_id = srv->source_id;

@@ -211,6 +211,9 @@ struct pubd_client {
 	size_t nsup_gids;
 	char name[64];
 	bool hello;
+	/* limits.max_message_size as HELLO told it: libpub sizes its messages,
+	 * and a direct log's reader checks them, against it (direct.c). */
+	uint32_t told_max_message;
 	bool closing;		    /* protocol error: flush the error reply, then close */
 	bool unsub_deferred;	    /* closing from inside fan-out: subscriptions end in pubd_ipc_flush_all */
 	uint64_t close_deadline_ns; /* closing: closed by then even if the reply did not drain */

@@ -44,10 +44,11 @@ N=2000
 SIZE=300
 BIG=$((2 * 1024 * 1024))
 NBIG=8
+# (limits.max_message_size is $MAXMSG, 4MiB unless set.)
 write_conf() { # SUBSCRIBE_ACL_OF_acl [SUBSCRIBE_ACL_OF_held [PUBLISH_ACL_OF_here [SUBSCRIBE_ACL_OF_here]]]
 	it_conf_write h1 - <<-EOF
 		limits:
-		  max_message_size: 4MiB
+		  max_message_size: ${MAXMSG:-4MiB}
 		  group_log_drain_ms: 1000
 		groups:
 		  - name: here
@@ -349,5 +350,35 @@ if [ "$shm" = yes ]; then
 	it_check "here: the reloads retired its logs ($(($(direct_counter direct_logs_retired) - retired)))" \
 		test $(($(direct_counter direct_logs_retired) - retired)) -ge 5
 fi
+
+# ---- 7. a reload that lowers limits.max_message_size ----
+# A direct log's readers check a message's size against the limit HELLO
+# told them, before pubd reads it. A publisher writes 10 messages of 100
+# bytes; a reload lowers the limit to 64 bytes; its next message of 100
+# must be refused (too_large) and reach no one. Before, the subscriber read
+# it from the log while pubd refused it and told the publisher so. Then a
+# message of 50 bytes from a new publisher is delivered: the path is whole.
+write_conf uid:0 uid:0
+it_ctl h1 reload >/dev/null || it_fail "the reload to case 7's start"
+it_bg sub7 "$ns" "$ITEST_CLIENT" sub -s "$sock" -g here --timeout-ms 60000 --log "$IT_WORK/sub7.log"
+sub7=$IT_BG_PID
+it_wait "a subscriber of here" 20 it_subscribers_at_least h1 here 1 || it_die "no subscriber of here"
+too_large0=$(it_q h1 drops '[.drops[] | select(.name == "here" and .reason == "too_large") | .count] | add // 0')
+hp_start here 10 8000
+it_wait "the subscriber has the 10" 20 it_lines_at_least "$IT_WORK/sub7.log" '^msg here ' 10
+MAXMSG=64 write_conf uid:0 uid:0
+it_ctl h1 reload >/dev/null || it_fail "a reload that lowers limits.max_message_size to 64 bytes"
+hp_go
+it_check "the publisher's message of 100 bytes refused ($line)" grep -q '^after -' <<<"$line"
+hp_end
+ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g here --count 1 --size 50 --start 8100 ||
+	it_fail "publish 50 bytes to here under the new limit"
+it_wait "the subscriber has the message of 50 bytes" 20 it_lines_at_least "$IT_WORK/sub7.log" '^msg here .* 8100 OK' 1
+kill -TERM "$sub7"
+it_reap "$sub7" 10
+it_eq "the subscriber did not get the refused message" "$(grep -c '^msg here .* 8010 ' "$IT_WORK/sub7.log")" 0
+it_eq "it was counted too_large" \
+	"$(it_q h1 drops '[.drops[] | select(.name == "here" and .reason == "too_large") | .count] | add // 0')" \
+	$((too_large0 + 1))
 it_pubd_stop h1
 it_finish
