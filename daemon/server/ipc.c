@@ -416,6 +416,10 @@ void pubd_ipc_close(struct pubd_ipc *srv)
 	struct pubd_out *o;
 	unsigned i;
 
+	/* Never initialised: pubd stopped before it served (its fabric did
+	 * not open). There is nothing to close, and no config to read. */
+	if (!srv->cfg)
+		return;
 	srv->exiting = true;
 	while (srv->clients)
 		srv_client_close(srv->clients);
