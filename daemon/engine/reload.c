@@ -169,6 +169,63 @@ static void apply_socket_mode(struct pubd *d, uint32_t old_mode, char *errtext, 
 	}
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/*
+ * The settings a reload cannot apply (the fabric is opened, the socket
+ * bound, at start): the names of those next changes from what runs, in
+ * buf (empty when none), and next made to keep what runs, so the next
+ * reload compares with what runs too (it compared with the last file read:
+ * a change put back was reported as a change, and one after it was not).
+ * Strings are swapped, not copied: next's go with the old config.
+ */
+static void keep_running(struct pubd_config *next, struct pubd_config *run, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+#define RESTART_ONLY(changed, key, keep)                                                                          \
+	do {                                                                                                      \
+		if (changed) {                                                                                    \
+			len += (size_t)snprintf(buf + (len < cap ? len : cap), len < cap ? cap - len : 0, "%s%s", \
+						len ? ", " : "", key);                                            \
+			keep;                                                                                     \
+		}                                                                                                 \
+	} while (0)
+#define SWAP(a, b)                      \
+	do {                            \
+		__typeof__(a) t_ = (a); \
+		(a) = (b);              \
+		(b) = t_;               \
+	} while (0)
+
+	if (cap)
+		buf[0] = 0;
+	RESTART_ONLY(next->fabric_type != run->fabric_type, "fabric.type", next->fabric_type = run->fabric_type);
+	RESTART_ONLY(!same_str(next->fabric_address, run->fabric_address), "fabric.address", {
+		SWAP(next->fabric_address, run->fabric_address);
+		next->fabric_sockaddr = run->fabric_sockaddr;
+		next->fabric_sockaddr_len = run->fabric_sockaddr_len;
+	});
+	RESTART_ONLY(next->udp_port != run->udp_port, "fabric.udp_port", next->udp_port = run->udp_port);
+	RESTART_ONLY(next->mtu != run->mtu, "fabric.mtu", next->mtu = run->mtu);
+	RESTART_ONLY(next->srq_depth != run->srq_depth, "fabric.srq_depth", next->srq_depth = run->srq_depth);
+	RESTART_ONLY(next->srq_low_watermark != run->srq_low_watermark, "fabric.srq_low_watermark",
+		     next->srq_low_watermark = run->srq_low_watermark);
+	RESTART_ONLY(next->send_queue_depth != run->send_queue_depth, "fabric.send_queue_depth",
+		     next->send_queue_depth = run->send_queue_depth);
+	RESTART_ONLY(next->rx_linger_us != run->rx_linger_us, "fabric.rx_linger_us",
+		     next->rx_linger_us = run->rx_linger_us);
+	RESTART_ONLY(next->sendonly_hold_ms != run->sendonly_hold_ms, "fabric.sendonly_hold_ms",
+		     next->sendonly_hold_ms = run->sendonly_hold_ms);
+	RESTART_ONLY(!same_str(next->socket_path, run->socket_path), "daemon.socket",
+		     SWAP(next->socket_path, run->socket_path));
+#undef SWAP
+#undef RESTART_ONLY
+}
+
 int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 {
 	struct pubd_config cfg;
@@ -187,17 +244,14 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 		pubd_notify_ready(d);
 		return err;
 	}
-	if (cfg.fabric_type != d->cfg.fabric_type ||
-	    (cfg.fabric_address && d->cfg.fabric_address && strcmp(cfg.fabric_address, d->cfg.fabric_address)) ||
-	    cfg.udp_port != d->cfg.udp_port || cfg.mtu != d->cfg.mtu || cfg.srq_depth != d->cfg.srq_depth ||
-	    cfg.srq_low_watermark != d->cfg.srq_low_watermark || cfg.send_queue_depth != d->cfg.send_queue_depth ||
-	    cfg.rx_linger_us != d->cfg.rx_linger_us || cfg.sendonly_hold_ms != d->cfg.sendonly_hold_ms) {
-		log_warn("fabric settings changed; they take effect when pubd restarts");
-		reload_note(errtext, errcap, "fabric settings changed; they take effect when pubd restarts");
-	}
-	if (strcmp(cfg.socket_path, d->cfg.socket_path)) {
-		log_warn("daemon.socket changed; it takes effect when pubd restarts");
-		reload_note(errtext, errcap, "daemon.socket changed; it takes effect when pubd restarts");
+	{
+		char changed[256];
+
+		keep_running(&cfg, &d->cfg, changed, sizeof(changed));
+		if (changed[0]) {
+			log_warn("%s changed; applied when pubd restarts (running on as before)", changed);
+			reload_note(errtext, errcap, "%s changed; applied when pubd restarts", changed);
+		}
 	}
 	old_mode = d->cfg.socket_mode;
 	/* Who may read a direct log (server/direct.c) follows these: every

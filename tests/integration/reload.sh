@@ -100,15 +100,27 @@ out=$(it_ctl h1 reload 2>&1)
 st=$?
 it_log "pubctl reload: exit $st: $out"
 it_check "pubctl reload of a restart-only change fails" test "$st" -ne 0
-it_check "and says it was applied but for the fabric" \
-	grep -q "applied the new configuration, but not all of it (pubd: fabric settings changed; they take effect when pubd restarts)" <<<"$out"
+it_check "and says it was applied but for the fabric key it names" \
+	grep -q "applied the new configuration, but not all of it (pubd: fabric.mtu changed; applied when pubd restarts)" <<<"$out"
 it_eq "reloads counted (it was applied)" "$(it_counter h1 reloads)" 4
+# The key put back: what runs is what the file says, nothing to report
+# (before, a reload compared with the last file read, and said it changed).
+sed -i "/^  mtu: 1024\$/d" "$conf"
+it_check "pubctl reload of the fabric key put back succeeds" it_ctl h1 reload
+# A fabric.address set where none was is a restart-only change too (it
+# was accepted without a word).
+sed -i "s|^fabric:\$|fabric:\n  address: 127.0.0.1|" "$conf"
+out=$(it_ctl h1 reload 2>&1)
+it_check "pubctl reload that sets fabric.address names it ($out)" grep -q "pubd: fabric.address changed" <<<"$out"
+sed -i "/^  address: 127.0.0.1\$/d" "$conf"
+it_check "and succeeds once it is taken out again" it_ctl h1 reload
+it_eq "reloads counted" "$(it_counter h1 reloads)" 7
 
 # A group made anew (ka's address changes): its subscriber is told, and
 # libpub subscribes again by itself; the application sees no error.
 write_conf kb ka kd
 kill -HUP "$pid"
-it_wait "the reload is applied" 20 it_counter_is h1 reloads 5
+it_wait "the reload is applied" 20 it_counter_is h1 reloads 8
 it_wait "ka's subscriber is back" 20 it_subscribers_at_least h1 ka 1
 it_check "on a new subscription" test "$(it_q h1 group ka '.subscribers[0].delivered')" = 0
 "$ITEST_CLIENT" pub -s "$sock" -g ka --count 3 --size 64 --start 7 || it_fail "publish ka after it was remade"
@@ -119,4 +131,11 @@ it_eq "nor reconnected" "$(it_lines "$IT_WORK/ka.log" '^reconnected')" 0
 kill -TERM "$ka_pid" "$kc_pid"
 it_reap "$ka_pid" 10
 it_reap "$kc_pid" 10
+
+# A fabric that cannot open stops pubd at start with status 1, saying why
+# (it crashed after saying so: closing a socket server it never began).
+sed -e "s|h1.sock|h9.sock|" -e "s|^fabric:\$|fabric:\n  address: nosuchif0|" "$conf" >"$IT_WORK/h9.yaml"
+ip netns exec "$ns" timeout 20 "$PUBD" -c "$IT_WORK/h9.yaml" >"$IT_WORK/h9.log" 2>&1
+it_eq "a pubd whose fabric.address names no interface exits with status 1" "$?" 1
+it_check "naming it" grep -q "no interface named nosuchif0" "$IT_WORK/h9.log"
 it_finish
