@@ -17,12 +17,12 @@ if [ "${PUBD_SKIP_APT:-0}" != 1 ]; then
 	echo "== installing build dependencies (apt-get)"
 	$SUDO apt-get update -q
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-		build-essential cmake ninja-build pkg-config libyaml-dev libsystemd-dev libibverbs-dev \
+		build-essential cmake ninja-build pkg-config libyaml-dev libsystemd-dev libmicrohttpd-dev libibverbs-dev \
 		librdmacm-dev libcmocka-dev ibverbs-providers rdma-core iproute2
 fi
 echo "== building in $repo/build"
 cmake -S "$repo" -B "$repo/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$repo/build" pubd pubctl pub_example_publisher pub_example_subscriber
+ninja -C "$repo/build" -j "$(nproc)" pubd pubctl pub_example_publisher pub_example_subscriber
 
 pubd=$repo/build/daemon/pubd
 pubctl=$repo/build/cli/pubctl
@@ -52,7 +52,7 @@ for dev in /sys/class/infiniband/*; do
 	done
 done
 if [ $fabric = udp ]; then
-	echo "== no RDMA device with an IPv4 address on this machine (/sys/class/infiniband is empty or has none):"
+	echo "== no RDMA device with an IPv4 address on this machine (none under /sys/class/infiniband):"
 	echo "   using the udp fabric (IP multicast on loopback; same wire format, no RDMA)"
 fi
 
