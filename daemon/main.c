@@ -19,9 +19,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pubd [-c FILE]            run the daemon in the foreground (default %s)\n"
+		"usage: pubd [-c|--config FILE]   run the daemon in the foreground (default %s)\n"
 		"       pubd --check-config FILE  validate a configuration: print OK or every error\n"
-		"       pubd --version\n",
+		"       pubd -V|--version         print the version\n"
+		"       pubd -h|--help            print this\n",
 		PUBD_DEFAULT_CONFIG);
 }
 
@@ -85,6 +86,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc) {
+		fprintf(stderr, "pubd: unexpected argument '%s' (the config file goes after -c)\n", argv[optind]);
 		usage(stderr);
 		return 2;
 	}
