@@ -138,4 +138,14 @@ sed -e "s|h1.sock|h9.sock|" -e "s|^fabric:\$|fabric:\n  address: nosuchif0|" "$c
 ip netns exec "$ns" timeout 20 "$PUBD" -c "$IT_WORK/h9.yaml" >"$IT_WORK/h9.log" 2>&1
 it_eq "a pubd whose fabric.address names no interface exits with status 1" "$?" 1
 it_check "naming it" grep -q "no interface named nosuchif0" "$IT_WORK/h9.log"
+# fabric.type verbs where the address is on no RDMA device: status 1, and
+# the error says which address and what devices there are.
+sed -e "s|h1.sock|h9.sock|" -e "s|^fabric:\$|fabric:\n  type: verbs\n  address: 127.0.0.1|" "$conf" >"$IT_WORK/h9v.yaml"
+sed -i "/^  type: udp\$/d" "$IT_WORK/h9v.yaml"
+ip netns exec "$ns" timeout 20 "$PUBD" -c "$IT_WORK/h9v.yaml" >"$IT_WORK/h9v.log" 2>&1
+it_eq "a verbs pubd whose address is on no RDMA device exits with status 1" "$?" 1
+if ! grep -q "built without the verbs fabric" "$IT_WORK/h9v.log"; then
+	it_check "saying which address and what devices it found ($(grep -m1 'RDMA devices' "$IT_WORK/h9v.log"))" \
+		grep -q "fabric.address 127.0.0.1.*RDMA devices found: " "$IT_WORK/h9v.log"
+fi
 it_finish

@@ -89,11 +89,18 @@ static int bind_id(struct pubd_fabric *f, bool quiet)
 	}
 	ret = rdma_bind_addr(f->id, (struct sockaddr *)&f->bind_addr) ? -errno : 0;
 	if (ret) {
-		SETUP_ERR("verbs: %s: rdma_bind_addr: %s", where, verbs_err_str(ret));
+		char found[512];
+
+		verbs_devices_found(found, sizeof(found));
+		SETUP_ERR("verbs: %s: rdma_bind_addr: %s; RDMA devices found: %s", where, verbs_err_str(ret), found);
 		return ret;
 	}
 	if (!f->id->verbs) {
-		SETUP_ERR("verbs: %s is not on an RDMA device (rdma_bind_addr found none)", where);
+		char found[512];
+
+		verbs_devices_found(found, sizeof(found));
+		SETUP_ERR("verbs: %s is not on an RDMA device (rdma_bind_addr found none); RDMA devices found: %s",
+			  where, found);
 		return -ENODEV;
 	}
 	snprintf(f->dev_name, sizeof(f->dev_name), "%s", ibv_get_device_name(f->id->verbs->device));

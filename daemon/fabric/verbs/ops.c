@@ -110,7 +110,12 @@ static int verbs_open(struct pubd_fabric **out, const struct pubd_config *cfg, s
 	f->cm_ch = rdma_create_event_channel();
 	if (!f->cm_ch) {
 		ret = -errno;
-		log_err("verbs: rdma_create_event_channel: %s (is rdma_ucm loaded?)", verbs_err_str(ret));
+		char found[512];
+
+		verbs_devices_found(found, sizeof(found));
+		log_err("verbs: fabric.address %s: no RDMA device to bind it to (rdma_create_event_channel: %s; is "
+			"rdma_ucm loaded?); RDMA devices found: %s",
+			f->address, verbs_err_str(ret), found);
 		goto fail;
 	}
 	ret = verbs_set_nonblock(f->cm_ch->fd);

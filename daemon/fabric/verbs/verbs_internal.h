@@ -280,6 +280,9 @@ struct pubd_fabric {
 	uint64_t cnt[VC__COUNT];
 };
 
+/* devlist.c: the RDMA devices found, for an error ("rxe0 (on eth0), ...", or "none (...)") */
+void verbs_devices_found(char *buf, size_t cap);
+
 /* util.c */
 int verbs_set_nonblock(int fd);
 const char *verbs_err_str(int neg);
