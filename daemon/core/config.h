@@ -19,7 +19,10 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+/* The build sets it to the installed sysconfdir's pubd.yaml (daemon/CMakeLists.txt). */
+#ifndef PUBD_DEFAULT_CONFIG
 #define PUBD_DEFAULT_CONFIG "/etc/pubd/pubd.yaml"
+#endif
 #define PUBD_DEFAULT_SOCKET "/run/pubd/pubd.sock"
 
 /* pubd_config_parse stops collecting after this many errors (and says so). */
