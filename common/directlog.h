@@ -171,10 +171,18 @@ static inline bool pub_direct_record_ok(const struct pub_deliverlog_piece *p)
  *              log is told apart, mostly)
  *   bit 0      set: ended
  */
-#define PUB_DIRECT_END_ENDED	UINT64_C(1)
-#define PUB_DIRECT_END_LIVE	UINT64_C(8)
-#define PUB_DIRECT_END_ID_SHIFT 1u
-#define PUB_DIRECT_END_ID_MASK	7u
+#define PUB_DIRECT_END_ENDED UINT64_C(1)
+/* Written by the reader into the word when it lets the log go (it read it
+ * to its end, was told it is gone, or stopped reading it): until then pubd
+ * gives the slot to no other log. An ended word keeps only 3 bits of its
+ * log's id, so a reader behind on a retired log whose slot went on (to a
+ * log with the same 3 bits, that a reload then retired further on) would
+ * read to that log's end. Not a position (not 16-aligned), not live, not
+ * ended. */
+#define PUB_DIRECT_SLOT_RELEASED UINT64_C(2)
+#define PUB_DIRECT_END_LIVE	 UINT64_C(8)
+#define PUB_DIRECT_END_ID_SHIFT	 1u
+#define PUB_DIRECT_END_ID_MASK	 7u
 
 static inline uint64_t pub_direct_end_word(uint32_t log_id, bool ended, uint64_t end_pos)
 {

@@ -269,7 +269,9 @@ static void reader_remove(struct srv_direct *d, unsigned i, bool ending)
 	struct pubd_client *c = rd->s->client;
 
 	take_lost(d, rd, ending ? LOOK_ENDING : c->closing || c->gone ? LOOK_GONE : LOOK_LIVE);
-	srv_slot_give(c, rd->slot);
+	/* The reader may still be on the log, behind: its slot's word keeps
+	 * saying where the log ends until it lets it go. */
+	srv_slot_hold(c, rd->slot);
 	if (rd->told && !d->retired_ns && !d->writer->closing && !d->writer->gone) {
 		uint8_t frame[96 + PUB_PROTO_NAME_MAX];
 		struct pub_msg_shm m = {.kind = PUB_SHM_WAKER_GONE,
@@ -532,9 +534,15 @@ static void retire(struct pubd_ipc *srv, struct srv_direct *d, enum retire_how h
 	for (i = 0; i < d->nreaders; i++) {
 		struct pubd_client *c = d->readers[i].s->client;
 
+		uint64_t live = pub_direct_end_word(d->id, false, 0);
+
+		/* Over the live word only: a reader that let the log go already
+		 * said so there, and its slot is freed by that word. */
 		if (c->dlog)
-			atomic_store_explicit(pub_deliverlog_slot(c->dlog->shm.map, d->readers[i].slot),
-					      pub_direct_end_word(d->id, true, d->l->r.pos), memory_order_release);
+			atomic_compare_exchange_strong_explicit(
+				pub_deliverlog_slot(c->dlog->shm.map, d->readers[i].slot), &live,
+				pub_direct_end_word(d->id, true, d->l->r.pos), memory_order_release,
+				memory_order_relaxed);
 	}
 	d->retired_ns = pubd_now_ns();
 	atomic_store_explicit(&ctl_of(d)->retired, 1, memory_order_release);

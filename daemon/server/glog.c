@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "deliverlog_format.h"
+#include "directlog.h"
 #include "log.h"
 #include "loop.h"
 #include "server_internal.h"
@@ -202,10 +203,36 @@ static void refresh_head(struct srv_glog *gl)
 	gl->w.head_seen = head;
 }
 
+/* The held slots whose reader let its direct log go are free again. */
+static void reclaim_held(struct pubd_client *c)
+{
+	for (uint32_t w = 0; w < (PUB_DELIVERLOG_NSLOTS + 63) / 64; w++) {
+		uint64_t bits = c->held_slots[w];
+
+		while (bits) {
+			uint32_t slot = w * 64 + (uint32_t)__builtin_ctzll(bits);
+
+			bits &= bits - 1;
+			if (atomic_load_explicit(pub_deliverlog_slot(c->dlog->shm.map, slot), memory_order_acquire) !=
+			    PUB_DIRECT_SLOT_RELEASED)
+				continue;
+			c->held_slots[w] &= ~(UINT64_C(1) << (slot % 64));
+			srv_slot_give(c, slot);
+		}
+	}
+}
+
+void srv_slot_hold(struct pubd_client *c, uint32_t slot)
+{
+	c->held_slots[slot / 64] |= UINT64_C(1) << (slot % 64);
+}
+
 uint32_t srv_slot_take(struct pubd_client *c)
 {
 	uint32_t i;
 
+	if (c->dlog)
+		reclaim_held(c);
 	for (i = 0; i < PUB_DELIVERLOG_NSLOTS; i++) {
 		if (!(c->glog_slots[i / 64] & (UINT64_C(1) << (i % 64)))) {
 			c->glog_slots[i / 64] |= UINT64_C(1) << (i % 64);

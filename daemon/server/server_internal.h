@@ -272,6 +272,9 @@ struct pubd_client {
 	/* Its deliver log's slots in use, one per group log or direct log it
 	 * reads (glog.c, direct.c). */
 	uint64_t glog_slots[(PUB_DELIVERLOG_NSLOTS + 63) / 64];
+	/* ...of which those a direct log's reader has not let go yet: taken
+	 * again once it wrote PUB_DIRECT_SLOT_RELEASED there (srv_slot_hold). */
+	uint64_t held_slots[(PUB_DELIVERLOG_NSLOTS + 63) / 64];
 
 	/* The direct path (direct.c): its wake page (NULL: no direct path for
 	 * it), a read-only file of it for the writers it reads, and the direct
@@ -528,6 +531,9 @@ bool srv_direct_after_read(struct srv_direct *d, bool read_any);
 /* The slots glog.c hands out (shared with the direct path). */
 uint32_t srv_slot_take(struct pubd_client *c);
 void srv_slot_give(struct pubd_client *c, uint32_t slot);
+/* A direct log's reader's slot, no longer pubd's to write: free once the
+ * reader says it let the log go (common/directlog.h). */
+void srv_slot_hold(struct pubd_client *c, uint32_t slot);
 
 /* session.c: a connection's reading, writing and closing; calls requests.c and output.c */
 int srv_client_flush(struct pubd_client *c);

@@ -93,12 +93,22 @@ static void dr_free(struct pub_dread *dr)
 	free(dr);
 }
 
+/* We let a direct log go: pubd may give its slot to another log now, and
+ * not before (common/directlog.h). */
+static void release_slot(struct pub_client *c, uint32_t slot)
+{
+	if (c->dlog_map)
+		atomic_store_explicit(pub_deliverlog_slot(c->dlog_map, slot), PUB_DIRECT_SLOT_RELEASED,
+				      memory_order_release);
+}
+
 /* Remove drs[i]; one the caller's message lies in goes at the next pub_recv. */
 static void dr_remove(struct pub_client *c, unsigned i)
 {
 	struct pub_dread *dr = c->drs[i];
 
 	via_flush(c, dr);
+	release_slot(c, dr->slot);
 	c->drs[i] = c->drs[--c->ndrs];
 	if (c->dr_held == dr) {
 		dr->next_dead = c->drs_dead;
@@ -140,6 +150,7 @@ int dr_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		free(dr);
+		release_slot(c, m->slot);
 		return set_err(c, -errno, "mapping a direct log of '%.*s': %s", (int)m->group.len, m->group.ptr,
 			       strerror(errno));
 	}
@@ -148,6 +159,7 @@ int dr_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 	if (pub_direct_reader_init(&dr->d, map, len, m->capacity, m->max_record, m->start, m->group.ptr,
 				   (uint8_t)m->group.len) < 0) {
 		dr_free(dr);
+		release_slot(c, m->slot);
 		return set_err(c, -PUB_EPROTO, "pubd's direct log is not one this libpub can read");
 	}
 	pub_direct_reader_expect(&dr->d, m->seq);

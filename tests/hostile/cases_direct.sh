@@ -567,3 +567,52 @@ case_c_direct_halfmessage() {
 	it_eq "and got every honest message" "$(hd_honest "$IT_WORK/sub.log" $start $n)" $n
 	it_check "pubd still answers" "$PUBCTL" -s "$(it_sock d)" pub h "after the half messages"
 }
+
+# ---- a reader's slot, given to another log before the reader let go ----
+# A direct log's end, once retired, is said in its reader's slot word, with
+# 3 bits of the log's id. A reader behind on a retired log whose slot went
+# on to later logs (its log freed after group_log_drain_ms) could take a
+# later log's end word (same 3 bits) for its own and read on past its end:
+# what a publisher a reload shut out wrote there. pubd must not give a
+# direct log's slot to another log until its reader let go of it.
+# A subscriber that never reads (the hostile tool) is handed the logs of
+# four publishers, one after the other, each log freed before the next
+# comes: it must be handed them in four slots. Then, as an honest reader
+# does once told a log is gone, it lets each go, and four more publishers'
+# logs must take a slot it let go (the slots are not lost). Fails without
+# srv_slot_hold (direct.c's reader_remove giving the slot back at once):
+# the four came in one slot.
+hd_slots_case() { # KIND: keep or release
+	local kind=$1 base slots i
+	it_bg "slots_$kind" - "$HDIRECT" slots -s "$(it_sock d)" -g h --kind "$kind" --seconds 60 \
+		--ready "$IT_WORK/slots_$kind.ready" --stop "$IT_WORK/slots_$kind.stop"
+	slots=$IT_BG_PID
+	it_wait "the slot reader subscribed" 20 test -e "$IT_WORK/slots_$kind.ready" || return
+	base=$(it_q d status '.status[0].client_buffered')
+	for i in 1 2 3 4; do
+		"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 1 --size 100 --start "$i" ||
+			it_fail "publisher $i of h"
+		# Its log retired when it left, and freed group_log_drain_ms later.
+		it_wait "publisher $i's log freed" 20 \
+			it_holds '[ "$(it_q d status ".status[0].client_buffered")" = "$base" ]' || return
+	done
+	touch "$IT_WORK/slots_$kind.stop"
+	it_reap "$slots" 20
+	h_fig "$kind: $(tr '\n' ' ' <"$IT_WORK/slots_$kind.out")"
+}
+case_c_direct_slot_held() {
+	hd_tool
+	h_pubd d <<-EOF
+		limits:
+		  group_log_drain_ms: 100
+		groups:
+		  - name: h
+		    scope: host
+	EOF
+	hd_slots_case keep
+	it_check "a reader that never lets go: four logs in four slots ($(tail -1 "$IT_WORK/slots_keep.out"))" \
+		grep -qx "slots: 4 logs in 4 slots" "$IT_WORK/slots_keep.out"
+	hd_slots_case release
+	it_check "a reader that lets each go: its slots are given again ($(tail -1 "$IT_WORK/slots_release.out"))" \
+		grep -q "^slots: 4 logs in [12] slots$" "$IT_WORK/slots_release.out"
+}

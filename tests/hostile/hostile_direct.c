@@ -36,6 +36,13 @@
  *                              until the file --stop names exists), after
  *                              its subscription is ended too (see
  *                              mode_revoked)
+ *   hostile_direct slots     -s SOCK -g G --kind keep|release --seconds S
+ *                            [--ready F] [--stop F]  subscribed to G, prints
+ *                              the slot of each direct log it is given and
+ *                              never reads one; with release, it lets a log
+ *                              go (PUB_DIRECT_SLOT_RELEASED in its slot's
+ *                              word) once pubd says it is gone (see
+ *                              mode_slots)
  *   hostile_direct unheeding -s SOCK -g G --seconds S --after N [--ready F]
  *                              a direct log of G, written on and rung for
  *                              up to S seconds, and N more messages after
@@ -1184,6 +1191,55 @@ static int mode_unheeding(struct conn *c, const char *group, double seconds, uin
 	return 0;
 }
 
+/*
+ * A subscriber that reads none of the direct logs it is given: pubd must
+ * not give a slot whose reader has not let its log go to another log (the
+ * word there still says where the old log ends, to a reader that may be
+ * behind on it). With `release` it lets each log go as an honest reader
+ * does once told the log is gone: then the slot is pubd's to give again.
+ */
+static int mode_slots(struct conn *c, const char *group, const char *kind, double seconds, const char *ready_path,
+		      const char *stop)
+{
+	bool release = !strcmp(kind, "release"), seen[PUB_DELIVERLOG_NSLOTS] = {false}, let_go[MAX_LOGS] = {false};
+	unsigned shown = 0, slots = 0;
+	uint8_t *ctl;
+	double t0;
+	int r;
+
+	ctl = mmap(NULL, PUB_SHMLOG_CTL_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, c->dlog[0], 0);
+	if (ctl == MAP_FAILED)
+		die("mapping the deliver log's control page");
+	r = subscribe(c, group);
+	if (r != 1) {
+		printf("slots: subscribing to %s: %d\n", group, r);
+		return 1;
+	}
+	ready(ready_path);
+	t0 = now_s();
+	while (now_s() - t0 < seconds && !(stop && access(stop, F_OK) == 0)) {
+		if (pump(c, 0, 20) == -1000)
+			break;
+		for (; shown < c->nr; shown++) {
+			uint32_t slot = c->r[shown].slot;
+
+			if (slot >= PUB_DELIVERLOG_NSLOTS)
+				continue;
+			slots += !seen[slot];
+			seen[slot] = true;
+			printf("slots: log %u slot %u\n", c->r[shown].id, slot);
+		}
+		for (unsigned i = 0; release && i < c->nr; i++) {
+			if (!c->r[i].gone || let_go[i] || c->r[i].slot >= PUB_DELIVERLOG_NSLOTS)
+				continue;
+			atomic_store(pub_deliverlog_slot(ctl, c->r[i].slot), PUB_DIRECT_SLOT_RELEASED);
+			let_go[i] = true;
+		}
+	}
+	printf("slots: %u logs in %u slots\n", c->nr, slots);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h", *ready_path = NULL, *kind = "len", *other = "h2", *stop = NULL,
@@ -1231,14 +1287,17 @@ int main(int argc, char **argv)
 		return mode_readonly(&c, group, seconds);
 	if (!strcmp(argv[1], "wakelies"))
 		return mode_wakelies(&c, group, seconds, ready_path, stop);
+	if (!strcmp(argv[1], "slots"))
+		return mode_slots(&c, group, kind, seconds, ready_path, stop);
 	if (!strcmp(argv[1], "revoked"))
 		return mode_revoked(&c, group, seconds, ready_path, stop);
 	if (!strcmp(argv[1], "unheeding"))
 		return mode_unheeding(&c, group, seconds, after, ready_path);
 usage:
 	fprintf(stderr,
-		"usage: hostile_direct garbage|stall|scribble|readonly|wakelies|revoked|unheeding\n"
-		"       -s SOCK [-g G] [--kind len|lap|group|reqid|piece|firstpiece] [--other G2] [--seconds S]\n"
+		"usage: hostile_direct garbage|stall|scribble|readonly|wakelies|revoked|slots|unheeding\n"
+		"       -s SOCK [-g G] [--kind len|lap|group|reqid|piece|firstpiece|keep|release] [--other G2]\n"
+		"       [--seconds S]\n"
 		"       [--ready FILE] [--go FILE] [--stop FILE] [--after N]\n");
 	return 2;
 }
