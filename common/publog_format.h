@@ -28,7 +28,8 @@ struct pub_publog_piece {
 	bool first; /* names the group: a message's first (or only) piece */
 	bool more;  /* another piece follows */
 	uint8_t glen;
-	char group[255];     /* copied out of the log: the checks see what is used */
+	char group[255];     /* copied out of the log: the checks see what is used (a direct log's
+			      * decode, daemon/server/direct_read.c, leaves it: its group is its own) */
 	const uint8_t *data; /* the piece's payload, in the log */
 	uint32_t len;
 	uint32_t total; /* the whole message */

@@ -138,6 +138,8 @@ static void map_remove_slot(struct pubd_source_map *m, uint32_t i)
 {
 	uint32_t mask = m->cap - 1, j = i, home;
 
+	if (m->hot == m->slots[i])
+		m->hot = NULL; /* it goes (its caller frees it) */
 	m->slots[i] = NULL;
 	m->n--;
 	for (;;) {
@@ -196,8 +198,10 @@ struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_
 	uint32_t max = m->max ? m->max : PUBD_SOURCE_MAX_DEFAULT, i;
 	struct pubd_source_stats *s;
 
-	if (m->cap && (i = map_find_slot(m, source, group)) != UINT32_MAX) {
-		s = m->slots[i];
+	s = m->hot;
+	if ((s && s->source_id == source && s->group_id == group) ||
+	    (m->cap && (i = map_find_slot(m, source, group)) != UINT32_MAX && (s = m->slots[i]))) {
+		m->hot = s;
 		if (s->last_seen_ns != now_ns) {
 			struct pubd_source_lru *l = lru_of(m, s);
 
@@ -264,6 +268,7 @@ void pubd_source_map_free(struct pubd_source_map *m)
 		free(m->slots[i]);
 	free(m->slots);
 	m->slots = NULL;
+	m->hot = NULL;
 	m->cap = m->n = 0;
 	m->unproven.head = m->unproven.tail = m->proven.head = m->proven.tail = NULL;
 }

@@ -143,6 +143,9 @@ struct pubd_source_map {
 	uint64_t idle_ns; /* idle longer than this: evicted first; 0 means the default */
 	struct pubd_source_lru unproven, proven;
 	struct pubd_source_evicted evicted;
+	/* The entry found last: messages come in runs of one source, and it
+	 * spares the hash and probe (NULL when it went). */
+	struct pubd_source_stats *hot;
 };
 
 #define PUBD_SOURCE_MAX_DEFAULT	    4096u

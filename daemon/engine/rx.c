@@ -93,8 +93,8 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 	g->received++;
 	g->received_bytes += len;
 	if (g->nsubs && !owned && !repairs) {
+		/* (Flow control, engine_flow_delivered, runs on repair groups only.) */
 		engine_fan_out_borrowed(d, g, source, seq, data, len);
-		engine_flow_delivered(d, g, source, seq);
 	} else if (g->nsubs) {
 		/* A single-datagram message still points into the receive
 		 * buffer, which goes back to the fabric: copy it once here,

@@ -329,6 +329,13 @@ static void count_gone(struct pubd_client *c, uint64_t n)
 	c->srv->counters[PUBD_CTR_MSG_DROPPED] += n;
 }
 
+/* The group a first piece names: a direct log's is its own (its decode
+ * checked the record names it, and copies nothing). */
+static const char *piece_group(const struct srv_publog *l, const struct pub_publog_piece *p)
+{
+	return l->direct ? l->direct->name : p->group;
+}
+
 /*
  * srv_publish_admit for a record, remembering the group it admitted: the
  * records of one log mostly go to one group, and within one admission
@@ -345,7 +352,7 @@ static struct pubd_group *admit(struct pubd_client *c, struct srv_publog *l, con
 	g = l->admit_gen == c->srv->admit_gen ? l->admit_g : NULL;
 	if (g && (l->direct ? g == l->direct->g : g->name_len == p->glen && memcmp(g->name, p->group, p->glen) == 0))
 		return srv_publish_size_ok(c, p->req_id, g, p->total) ? g : NULL;
-	g = srv_publish_admit(c, p->req_id, p->group, p->glen, p->total);
+	g = srv_publish_admit(c, p->req_id, piece_group(l, p), p->glen, p->total);
 	if (g) {
 		l->admit_g = g;
 		l->admit_gen = c->srv->admit_gen;
@@ -420,7 +427,7 @@ static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct
 	l->part_total = p->total;
 	l->part_req = p->req_id;
 	l->part_glen = p->glen;
-	memcpy(l->part_group, p->group, p->glen);
+	memcpy(l->part_group, piece_group(l, p), p->glen);
 	return 1;
 }
 
