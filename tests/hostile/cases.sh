@@ -17,6 +17,8 @@ H_PORT=${IT_PORT:-7470}
 h_fig() { echo "figure [$IT_NAME] $*"; }
 
 h_rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+# One part of it, KiB: h_rss_of PID Anon|File|Shmem.
+h_rss_of() { awk -v k="Rss$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 h_fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 
@@ -717,20 +719,28 @@ case_c_glog_ended_pin() {
 		  deliver_log: 64KiB
 		$(h_groups)
 	EOF
-	local r0 r1 ends buffered budget n
-	r0=$(h_rss "$H_PID")
+	local r0 r1 s0 s1 a0 a1 ends buffered budget n
+	r0=$(h_rss "$H_PID") s0=$(h_rss_of "$H_PID" Shmem) a0=$(h_rss_of "$H_PID" Anon)
 	it_bg endhold "$H_NS" "$HC" endhold -s "$(it_sock d)" -g h -n 40 --size 50000 --ready "$IT_WORK/held"
 	it_wait "40 connections ended holding" 60 test -e "$IT_WORK/held" || it_die "endhold did not finish"
 	# Once the budget is used up pubd stops reading the attacker's frames,
 	# so it may get fewer rounds done.
 	n=$(sed -n 's/^endhold: \([0-9]*\) .*/\1/p' "$IT_WORK/endhold.out")
 	it_wait "pubd ended all ${n:-?}" 20 h_counter_at_least d clients_protocol_errors "${n:-40}"
-	r1=$(h_rss "$H_PID")
+	r1=$(h_rss "$H_PID") s1=$(h_rss_of "$H_PID" Shmem) a1=$(h_rss_of "$H_PID" Anon)
 	ends=$(it_q d groups '.groups[] | select(.name == "h") | .group_log_ends')
 	buffered=$(it_q d status '.status[0].client_buffered')
 	budget=$(it_q d status '.status[0].client_buffer_budget')
-	h_fig "$n connections ended with unread group logs, none hung up: pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0))), group log ends $ends, client_buffered $buffered of $budget; $(cat "$IT_WORK/endhold.out")"
-	it_check "what they keep is within the budget (+$((r1 - r0)) KiB < 24 MiB)" test $((r1 - r0)) -lt 24576
+	h_fig "$n connections ended with unread group logs, none hung up: pubd RSS ${r0} -> ${r1} KiB (+$((r1 - r0))), shared memory +$((s1 - s0)) KiB, heap +$((a1 - a0)) KiB, group log ends $ends, client_buffered $buffered of $budget; $(cat "$IT_WORK/endhold.out")"
+	# What the ended connections keep is shared memory (their group and
+	# deliver logs); pubd's heap is checked apart: under ASan it holds
+	# what was freed a while (its quarantine): 5 to 15 MiB of heap in
+	# three runs, and the whole RSS, checked before, crossed 24 MiB in
+	# CI and one run in three here (shared memory +14.9 MiB each time).
+	it_check "the shared memory they keep is within the budget (+$((s1 - s0)) KiB < 24 MiB)" \
+		test $((s1 - s0)) -lt 24576
+	it_check "pubd's heap grows by less than the budget again (+$((a1 - a0)) KiB < 40 MiB, ASan's quarantine too)" \
+		test $((a1 - a0)) -lt 40960
 	it_check "client_buffered ($buffered) stays within the budget ($budget)" test "$buffered" -le "$budget"
 	it_check "not every ended connection retired the group's log ($ends of $n)" test "$ends" -lt 30
 	it_check "pubd still answers" it_ctl d status >/dev/null
