@@ -102,13 +102,17 @@ static void release_slot(struct pub_client *c, uint32_t slot)
 				      memory_order_release);
 }
 
-/* Remove drs[i]; one the caller's message lies in goes at the next pub_recv. */
-static void dr_remove(struct pub_client *c, unsigned i)
+/* Remove drs[i]; one the caller's message lies in goes at the next pub_recv.
+ * release: say so in its slot (not when the connection goes: the deliver
+ * log goes with it, and a forked child closing the handle it inherited
+ * must not write there, in the parent's deliver log). */
+static void dr_remove(struct pub_client *c, unsigned i, bool release)
 {
 	struct pub_dread *dr = c->drs[i];
 
 	via_flush(c, dr);
-	release_slot(c, dr->slot);
+	if (release)
+		release_slot(c, dr->slot);
 	c->drs[i] = c->drs[--c->ndrs];
 	if (c->dr_held == dr) {
 		dr->next_dead = c->drs_dead;
@@ -175,7 +179,7 @@ int dr_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd)
 	dr->via_tail = &dr->via_head;
 	say_at(c, dr);
 	if (find_id(c, dr->id, &i))
-		dr_remove(c, i);
+		dr_remove(c, i, true);
 	c->drs[c->ndrs++] = dr;
 	return 0;
 }
@@ -192,7 +196,7 @@ void dr_detach_group(struct pub_client *c, const char *group)
 {
 	for (unsigned i = 0; i < c->ndrs;) {
 		if (!strcmp(c->drs[i]->group, group))
-			dr_remove(c, i);
+			dr_remove(c, i, true);
 		else
 			i++;
 	}
@@ -201,7 +205,7 @@ void dr_detach_group(struct pub_client *c, const char *group)
 void dr_detach_all(struct pub_client *c)
 {
 	while (c->ndrs)
-		dr_remove(c, c->ndrs - 1);
+		dr_remove(c, c->ndrs - 1, false);
 	free(c->drs);
 	c->drs = NULL;
 	c->drs_cap = 0;
@@ -367,9 +371,9 @@ int dr_next(struct pub_client *c, struct pub_message *m)
 				"direct log of '%s' from client %u: a record no libpub writes; "
 				"that publisher's messages stop here",
 				c->drs[i]->group, c->drs[i]->writer);
-			dr_remove(c, i);
+			dr_remove(c, i, true);
 		} else if ((c->drs[i]->gone || c->drs[i]->d.ended) && !c->drs[i]->detour) {
-			dr_remove(c, i); /* retired, and read to its end */
+			dr_remove(c, i, true); /* retired, and read to its end */
 		}
 	}
 	return 0;

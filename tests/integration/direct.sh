@@ -380,5 +380,13 @@ it_eq "the subscriber did not get the refused message" "$(grep -c '^msg here .* 
 it_eq "it was counted too_large" \
 	"$(it_q h1 drops '[.drops[] | select(.name == "here" and .reason == "too_large") | .count] | add // 0')" \
 	$((too_large0 + 1))
+
+# ---- 8. a forked child closes the handle it inherited ----
+# The parent goes on receiving: all 5 published after the child is gone.
+# Failed (0 of 5, pubd counting them delivered) while closing a handle
+# said in each direct log's slot that the reader let it go: the child
+# wrote it into the deliver log it shares with the parent.
+out=$(ip netns exec "$ns" "$ITEST_CLIENT" forksub -s "$sock" -g here --count 5 2>&1)
+it_eq "the parent got every message after its child closed the inherited handle" "$out" "forksub: got 5 of 5"
 it_pubd_stop h1
 it_finish

@@ -32,6 +32,12 @@
  *       line on stdin, publish the N without PUB_SYNC, print "published N", wait
  *       for another line, then publish one more with PUB_SYNC and print "after
  *       RC MESSAGE" (what libpub said; exit 0 either way).
+ *   itest_client forksub -s SOCK -g GROUP --count N
+ *       Subscribe to GROUP and receive a first message (from a second handle
+ *       of its own), fork; the child closes the handle it inherited and
+ *       exits; then N more are published and received. Prints "forksub: got
+ *       K of N" and exits 0 when K == N (a child's pub_close must not touch
+ *       what the parent still uses).
  *   itest_client gen --count N --size B [--start I]
  *       Write those payloads to stdout, concatenated (what `pubctl sub
  *       --output` writes for them).
@@ -57,6 +63,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -348,6 +355,40 @@ out:
 	return err < 0 ? 1 : 0;
 }
 
+static int cmd_forksub(const struct opts *o)
+{
+	pub_client_t *sub = NULL, *pub = NULL;
+	struct pub_message m;
+	uint64_t got = 0, i;
+	int st = 0, r;
+	pid_t pid;
+
+	if (!o->ngroups || connect_client(o, &sub) < 0 || connect_client(o, &pub) < 0 ||
+	    pub_subscribe(sub, o->groups[0]) < 0 || pub_publish(pub, o->groups[0], "first", 5, PUB_SYNC) < 0 ||
+	    pub_recv(sub, &m, 10000) != 1) {
+		fprintf(stderr, "itest_client forksub: %s\n", sub ? pub_errmsg(sub) : "cannot connect");
+		return 1;
+	}
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		pub_close(sub);
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
+		return 1;
+	for (i = 0; i < o->count; i++)
+		if (pub_publish(pub, o->groups[0], "after", 5, PUB_SYNC) < 0)
+			return 1;
+	while (got < o->count && (r = pub_recv(sub, &m, 2000)) == 1)
+		got++;
+	printf("forksub: got %llu of %llu\n", (unsigned long long)got, (unsigned long long)o->count);
+	pub_close(pub);
+	pub_close(sub);
+	return got == o->count ? 0 : 1;
+}
+
 static int cmd_gen(const struct opts *o)
 {
 	uint8_t *buf = malloc(o->size ? o->size : 1);
@@ -623,6 +664,8 @@ int main(int argc, char **argv)
 		return cmd_pub(&o);
 	if (strcmp(cmd, "gen") == 0)
 		return cmd_gen(&o);
+	if (strcmp(cmd, "forksub") == 0)
+		return cmd_forksub(&o);
 	if (strcmp(cmd, "garbage") == 0)
 		return cmd_garbage(&o);
 	usage();
