@@ -18,14 +18,9 @@ struct pubd_ah_entry {
 
 #define NIL (-1)
 
-static uint32_t hash_addr(const struct pubd_ud_addr *a)
+static uint32_t hash_addr(const struct pubd_ah_cache *c, const struct pubd_ud_addr *a)
 {
-	const uint8_t *p = (const uint8_t *)a;
-	uint32_t h = 2166136261u; /* FNV-1a */
-
-	for (size_t i = 0; i < sizeof(*a); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h ^ (h >> 15);
+	return (uint32_t)pubd_hash_bytes(&c->cfg.hash_key, a, sizeof(*a));
 }
 
 static void lru_unlink(struct pubd_ah_cache *c, int32_t i)
@@ -58,7 +53,7 @@ static void lru_push_front(struct pubd_ah_cache *c, int32_t i)
 
 static int32_t *chain_slot(struct pubd_ah_cache *c, const struct pubd_ud_addr *a)
 {
-	return &c->bucket[hash_addr(a) & (c->nbucket - 1)];
+	return &c->bucket[hash_addr(c, a) & (c->nbucket - 1)];
 }
 
 /* Take entry i out of the cache, its handle destroyed, onto the free list. */

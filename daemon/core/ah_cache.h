@@ -22,6 +22,7 @@
 
 #include "pacer.h"
 #include "ud_peer.h"
+#include "keyed_hash.h"
 
 struct pubd_ah_cache_ops {
 	/* The handle for a, or NULL with *err (-errno) set. */
@@ -34,6 +35,8 @@ struct pubd_ah_cache_cfg {
 	uint64_t max_age_ns;   /* rebuild a handle this old at its next use */
 	uint64_t fail_hold_ns; /* a failed creation is not retried for this long */
 	uint32_t new_per_sec;  /* creations per second at most (burst as many) */
+	/* The hash's secret: peers' addresses come off the wire (keyed_hash.h). */
+	struct pubd_hash_key hash_key;
 };
 
 struct pubd_ah_cache_stats {

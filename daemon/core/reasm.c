@@ -55,6 +55,7 @@ void pubd_reasm_config_defaults(struct pubd_reasm_config *c)
 	c->max_message_size = (size_t)key_default("limits.max_message_size");
 	c->max_streams = 4096;
 	c->max_missing_ranges = 64;
+	c->hash_key = (struct pubd_hash_key){0}; /* pubd draws its own */
 }
 
 void pubd_reasm_set_config(struct pubd_reasm *r, const struct pubd_reasm_config *cfg)
@@ -82,11 +83,11 @@ struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const 
 		list_init(&r->granges[c]);
 	}
 	list_init(&r->tombs_fifo);
-	if (reasm_htab_init(&r->streams))
+	if (reasm_htab_init(&r->streams, &r->cfg.hash_key))
 		goto err_free;
-	if (reasm_htab_init(&r->partials))
+	if (reasm_htab_init(&r->partials, &r->cfg.hash_key))
 		goto err_streams;
-	if (reasm_htab_init(&r->tombs))
+	if (reasm_htab_init(&r->tombs, &r->cfg.hash_key))
 		goto err_partials;
 	return r;
 

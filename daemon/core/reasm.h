@@ -80,6 +80,7 @@
 #include "pub_reasons.h"
 #include "msgbuf.h"
 #include "wire.h"
+#include "keyed_hash.h"
 
 struct pubd_reasm;
 
@@ -97,6 +98,9 @@ struct pubd_reasm_config {
 	size_t max_message_size;
 	uint32_t max_streams;	     /* default 4096 */
 	uint32_t max_missing_ranges; /* per stream; beyond it the oldest is dropped as a gap now; default 64 */
+	/* The tables' secret (keyed_hash.h: senders choose the ids), read at
+	 * create only; pubd draws it at random (an all-zero one is a key too). */
+	struct pubd_hash_key hash_key;
 };
 
 struct pubd_reasm_ops {

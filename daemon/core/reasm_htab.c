@@ -10,8 +10,9 @@
 
 #define HTAB_MIN_BUCKETS 64
 
-int reasm_htab_init(struct htab *t)
+int reasm_htab_init(struct htab *t, const struct pubd_hash_key *key)
 {
+	t->key = *key;
 	t->b = calloc(HTAB_MIN_BUCKETS, sizeof(*t->b));
 	if (!t->b)
 		return -1;
@@ -25,7 +26,7 @@ static void htab_grow(struct htab *t)
 {
 	size_t nb = (t->mask + 1) * 2, i;
 	struct hnode **b = calloc(nb, sizeof(*b)), *n, *next;
-	struct htab nt = {.b = b, .mask = nb - 1};
+	struct htab nt = {.b = b, .mask = nb - 1, .key = t->key};
 
 	if (!b)
 		return;

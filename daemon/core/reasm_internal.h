@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keyed_hash.h"
 #include "reasm.h"
 
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -72,21 +73,14 @@ struct htab {
 	struct hnode **b;
 	size_t mask;
 	size_t n;
+	/* The keys are a remote sender's to choose: keyed (keyed_hash.h). An
+	 * unkeyed mix (fmix64) let a forger put 8,000 source ids in one chain. */
+	struct pubd_hash_key key;
 };
-
-static inline uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
 
 static inline size_t hslot(const struct htab *t, uint64_t k1, uint64_t k2)
 {
-	return (size_t)fmix64(k1 ^ fmix64(k2 + 0x9e3779b97f4a7c15ull)) & t->mask;
+	return (size_t)pubd_hash_2u64(&t->key, k1, k2) & t->mask;
 }
 
 static inline struct hnode *htab_find(const struct htab *t, uint64_t k1, uint64_t k2)
@@ -100,7 +94,7 @@ static inline struct hnode *htab_find(const struct htab *t, uint64_t k1, uint64_
 }
 
 /* reasm_htab.c */
-int reasm_htab_init(struct htab *t);
+int reasm_htab_init(struct htab *t, const struct pubd_hash_key *key);
 void reasm_htab_insert(struct htab *t, struct hnode *n);
 void reasm_htab_remove(struct htab *t, struct hnode *n);
 

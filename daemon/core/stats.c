@@ -85,16 +85,14 @@ static inline struct pubd_source_lru *lru_of(struct pubd_source_map *m, const st
 
 /* ---- the table ---- */
 
-static uint32_t hash_key(uint64_t source, uint64_t group)
+static uint32_t hash_key(const struct pubd_source_map *m, uint64_t source, uint64_t group)
 {
-	uint64_t h = source * 0x9e3779b97f4a7c15ull ^ (group + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
-
-	return (uint32_t)(h ^ (h >> 29));
+	return (uint32_t)pubd_hash_2u64(&m->key, source, group);
 }
 
 static void map_insert(struct pubd_source_map *m, struct pubd_source_stats *s)
 {
-	uint32_t i = hash_key(s->source_id, s->group_id) & (m->cap - 1);
+	uint32_t i = hash_key(m, s->source_id, s->group_id) & (m->cap - 1);
 
 	while (m->slots[i])
 		i = (i + 1) & (m->cap - 1);
@@ -126,7 +124,7 @@ static uint32_t map_find_slot(const struct pubd_source_map *m, uint64_t source, 
 	const struct pubd_source_stats *s;
 	uint32_t i;
 
-	for (i = hash_key(source, group) & (m->cap - 1); (s = m->slots[i]); i = (i + 1) & (m->cap - 1))
+	for (i = hash_key(m, source, group) & (m->cap - 1); (s = m->slots[i]); i = (i + 1) & (m->cap - 1))
 		if (s->source_id == source && s->group_id == group)
 			return i;
 	return UINT32_MAX;
@@ -146,7 +144,7 @@ static void map_remove_slot(struct pubd_source_map *m, uint32_t i)
 		j = (j + 1) & mask;
 		if (!m->slots[j])
 			return;
-		home = hash_key(m->slots[j]->source_id, m->slots[j]->group_id) & mask;
+		home = hash_key(m, m->slots[j]->source_id, m->slots[j]->group_id) & mask;
 		/* Movable when home is not cyclically in (i, j]. */
 		if (((j - home) & mask) >= ((j - i) & mask)) {
 			m->slots[i] = m->slots[j];

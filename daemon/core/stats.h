@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "pub_reasons.h"
+#include "keyed_hash.h"
 
 /* X(id, name, help) */
 #define PUBD_COUNTERS(X)                                                                                              \
@@ -146,6 +147,9 @@ struct pubd_source_map {
 	/* The entry found last: messages come in runs of one source, and it
 	 * spares the hash and probe (NULL when it went). */
 	struct pubd_source_stats *hot;
+	/* The hash's secret: sources are ids a remote sender chooses
+	 * (keyed_hash.h). Set before the first entry; pubd draws it. */
+	struct pubd_hash_key key;
 };
 
 #define PUBD_SOURCE_MAX_DEFAULT	    4096u

@@ -16,6 +16,7 @@
 #include "heap.h"
 #include "log.h"
 #include "proto.h"
+#include "random_key.h"
 
 /* ---- timers and signals ---- */
 static void on_reasm_timer(void *ctx, uint64_t now)
@@ -277,6 +278,7 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	}
 	pubd_log_set_level(d->cfg.log_level);
 	d->sources.max = d->cfg.max_sources;
+	pubd_random_key(&d->sources.key);
 	if (getrandom(&d->source_id, sizeof(d->source_id), 0) != sizeof(d->source_id))
 		d->source_id = (uint64_t)getpid() << 32 ^ pubd_now_ns();
 	d->started_ns = pubd_now_ns();
@@ -290,6 +292,7 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	if (err < 0)
 		return err;
 	engine_reasm_config_from(&d->cfg, &rc);
+	pubd_random_key(&rc.hash_key);
 	d->reasm = pubd_reasm_create(&rc, &engine_reasm_ops, d);
 	d->reasm_timer = pubd_loop_timer(d->loop, on_reasm_timer, d);
 	d->heartbeat_timer = pubd_loop_timer(d->loop, on_heartbeat_timer, d);

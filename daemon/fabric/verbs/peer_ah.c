@@ -20,6 +20,7 @@
 #include "verbs_internal.h"
 #include "log.h"
 #include "loop.h"
+#include "random_key.h"
 
 #define PEER_AH_MAX	     1024u		  /* peers with an AH at once */
 #define PEER_AH_MAX_AGE_NS   (60ull * 1000000000) /* rebuilt after: the peer's MAC may change */
@@ -122,6 +123,7 @@ int verbs_peer_ah_init(struct pubd_fabric *f)
 		.new_per_sec = PEER_AH_NEW_PER_SEC,
 	};
 
+	pubd_random_key(&cfg.hash_key);
 	f->reply_sgid_v2 = f->reply_sgid_v1 = -1;
 	return pubd_ah_cache_init(&f->peer_ahs, &cfg, &peer_ah_ops, f, pubd_now_ns());
 }
