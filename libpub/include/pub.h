@@ -21,9 +21,15 @@
  * flight is lost, and a publish while pubd is down fails with -ENOTCONN.
  * When pubd went without a word (killed, crashed), that -ENOTCONN's
  * pub_errmsg() says up to how many messages written to the shared-memory
- * publish log it may not have read (nobody else can count them).
+ * publish log or direct logs it may not have read (nobody else can count
+ * them). A handle finds out within 16 publishes, whether it subscribes or
+ * not (a subscriber's pub_recv finds out at once).
  * The same when a reload makes a subscribed group anew (its address, scope
  * or mode changed): pub_recv() subscribes to it again.
+ *
+ * fork(): a handle belongs to the process that connected it. A child must
+ * not use one it inherited; it may pub_close() it (that closes the child's
+ * copies only: the parent's connection and logs go on).
  *
  * Threads: a handle is not thread-safe. Use one handle per thread (each is
  * its own connection to pubd), or serialise every call on a handle with

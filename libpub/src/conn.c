@@ -119,19 +119,27 @@ void conn_close(struct pub_client *c)
 /* The connection dropped: close it and make a reconnect attempt due now. */
 void conn_lost(struct pub_client *c)
 {
-	uint64_t unread;
+	uint64_t unread = 0, direct = 0;
 
 	/* pubd went without a word (killed, or crashed): what it had not
 	 * taken from the publish log nobody else can count, and pub_publish()
 	 * said yes to it. Up to: pubd gives back a large message's record
 	 * only once it is sent, so some of them may have gone out. */
-	if (c->log_map && !c->pending_err && (unread = shm_unread(c))) {
-		char msg[160];
+	if (!c->pending_err) {
+		unread = c->log_map ? shm_unread(c) : 0;
+		direct = dw_unread(c);
+	}
+	if (unread + direct) {
+		char msg[200];
 
+		/* (The direct logs' local readers may have read theirs.) */
 		snprintf(msg, sizeof(msg),
 			 "connection to pubd lost with no word from it (killed?): up to %llu message%s written to the "
-			 "publish log may not have reached it",
-			 (unsigned long long)unread, unread == 1 ? "" : "s");
+			 "%s may not have reached it",
+			 (unsigned long long)(unread + direct), unread + direct == 1 ? "" : "s",
+			 !direct   ? "publish log"
+			 : !unread ? "direct logs"
+				   : "publish and direct logs");
 		set_pending(c, -ENOTCONN, msg);
 	}
 	conn_close(c);

@@ -392,6 +392,8 @@ int dw_waker_add(struct pub_client *c, const struct pub_msg_shm *m, const int fd
 void dw_waker_gone(struct pub_client *c, const struct pub_msg_shm *m);
 void dw_retired(struct pub_client *c, uint32_t log_id);
 void dw_detach_all(struct pub_client *c);
+/* Messages in our direct logs that pubd had not read (as shm_unread). */
+uint64_t dw_unread(const struct pub_client *c);
 /* The direct log of group to write into, asked of pubd the first time:
  * NULL when there is none (the publish log then). */
 struct pub_dwriter *dw_for(struct pub_client *c, const char *group, size_t glen, bool nonblock);

@@ -6,6 +6,7 @@
  * only here (drain).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,14 @@
 
 /* Look at what pubd sent without waiting: errors about earlier publishes,
  * new logs, readers of our direct logs. */
+/* pubd closed the connection (died, or ended us), whatever is left unread. */
+static bool peer_hung_up(const struct pub_client *c)
+{
+	struct pollfd p = {.fd = c->sock, .events = POLLRDHUP};
+
+	return c->sock >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
 void drain(struct pub_client *c)
 {
 	int r;
@@ -203,9 +212,16 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 		return r;
 
 	/* A pure publisher reads only here: errors pubd reported, or the end of the connection. */
-	if (c->up && c->nsubs == 0 && (++c->publishes >= DRAIN_EVERY || (flags & PUB_SYNC))) {
+	if (c->up && (++c->publishes >= DRAIN_EVERY || (flags & PUB_SYNC))) {
 		c->publishes = 0;
-		drain(c);
+		if (c->nsubs == 0)
+			drain(c);
+		else if (peer_hung_up(c))
+			/* A subscriber's deliveries are pub_recv's to read; but
+			 * with pubd gone, what we write into its logs reaches no
+			 * one: the publish reconnects (or fails) as for a pure
+			 * publisher, and never says 0 for a dead pubd's log. */
+			conn_lost(c);
 	}
 	r = take_pending(c);
 	if (r < 0)
@@ -225,6 +241,14 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 			struct pub_dwriter *dw = dw_for(c, group, glen, flags & PUB_NONBLOCK);
 			int f = flags & PUB_SYNC ? flags & ~PUB_MORE : flags;
 
+			/* Asking for the log found pubd gone: nothing of this
+			 * message was sent; a fresh connection may carry it (it
+			 * wrote on to a closed socket before: EBADF). */
+			if (!c->up) {
+				if (attempt > 0)
+					return set_err(c, -ENOTCONN, "%s: connection to pubd lost", waiter_what(&w));
+				continue;
+			}
 			w.req_id = (flags & PUB_SYNC) ? next_req(c) : 0;
 			r = dw ? dw_publish(c, dw, w.req_id, data, len, f) : 1;
 			if (r == -ESTALE && (dw = dw_for(c, group, glen, flags & PUB_NONBLOCK)))

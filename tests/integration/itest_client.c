@@ -31,7 +31,10 @@
  *       all but the last with PUB_MORE. --hold: print "connected", wait for a
  *       line on stdin, publish the N without PUB_SYNC, print "published N", wait
  *       for another line, then publish one more with PUB_SYNC and print "after
- *       RC MESSAGE" (what libpub said; exit 0 either way).
+ *       RC MESSAGE" (what libpub said; exit 0 either way). --also-sub G: the
+ *       publishing handle subscribes to G too (and never reads it), and
+ *       first publishes one message (index I + N) with PUB_SYNC: its logs
+ *       are there before the rest.
  *   itest_client forksub -s SOCK -g GROUP --count N
  *       Subscribe to GROUP and receive a first message (from a second handle
  *       of its own), fork; the child closes the handle it inherited and
@@ -76,7 +79,7 @@ struct opts {
 	const char *sock;
 	const char *groups[MAX_GROUPS];
 	unsigned ngroups;
-	const char *log, *dir, *ready, *mode;
+	const char *log, *dir, *ready, *mode, *also_sub;
 	uint64_t count, size, start, rate;
 	long timeout_ms;
 	bool hold, more, hold_last;
@@ -320,6 +323,13 @@ static int cmd_pub(const struct opts *o)
 	if (connect_client(o, &c) < 0) {
 		free(buf);
 		return 1;
+	}
+	if (o->also_sub) {
+		fill(buf, o->size, o->start + o->count);
+		if (pub_subscribe(c, o->also_sub) < 0 || pub_publish(c, o->groups[0], buf, o->size, PUB_SYNC) < 0) {
+			fprintf(stderr, "itest_client: subscribe %s, publish: %s\n", o->also_sub, pub_errmsg(c));
+			goto out;
+		}
 	}
 	if (o->hold && !say_and_wait("connected"))
 		goto out;
@@ -580,21 +590,14 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"socket", required_argument, NULL, 's'},
-		{"group", required_argument, NULL, 'g'},
-		{"log", required_argument, NULL, 'l'},
-		{"dir", required_argument, NULL, 'd'},
-		{"count", required_argument, NULL, 'n'},
-		{"size", required_argument, NULL, 'b'},
-		{"start", required_argument, NULL, 'i'},
-		{"timeout-ms", required_argument, NULL, 't'},
-		{"ready", required_argument, NULL, 'r'},
-		{"hold", no_argument, NULL, 'H'},
-		{"mode", required_argument, NULL, 'm'},
-		{"rate", required_argument, NULL, 'R'},
-		{"more", no_argument, NULL, 'M'},
-		{"hold-last", no_argument, NULL, 'L'},
-		{NULL, 0, NULL, 0},
+		{"socket", required_argument, NULL, 's'},   {"group", required_argument, NULL, 'g'},
+		{"log", required_argument, NULL, 'l'},	    {"dir", required_argument, NULL, 'd'},
+		{"count", required_argument, NULL, 'n'},    {"size", required_argument, NULL, 'b'},
+		{"start", required_argument, NULL, 'i'},    {"timeout-ms", required_argument, NULL, 't'},
+		{"ready", required_argument, NULL, 'r'},    {"hold", no_argument, NULL, 'H'},
+		{"mode", required_argument, NULL, 'm'},	    {"rate", required_argument, NULL, 'R'},
+		{"more", no_argument, NULL, 'M'},	    {"hold-last", no_argument, NULL, 'L'},
+		{"also-sub", required_argument, NULL, 'A'}, {NULL, 0, NULL, 0},
 	};
 	struct opts o = {0};
 	const char *cmd;
@@ -652,6 +655,9 @@ int main(int argc, char **argv)
 			break;
 		case 'L':
 			o.hold_last = true;
+			break;
+		case 'A':
+			o.also_sub = optarg;
 			break;
 		default:
 			usage();

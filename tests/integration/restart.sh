@@ -83,4 +83,35 @@ else
 fi
 exec {pub_in}>&- {pub_out}<&-
 it_reap "$pub_pid" 10
+
+# A publisher that subscribes too (its deliveries are pub_recv's, which it
+# does not call) finds a killed pubd gone all the same: it looks every 16
+# publishes, as a pure publisher does, and then says how many it wrote into
+# the dead pubd's logs (on shared memory), or sends them to the new pubd
+# (the socket: its writes fail at once). Before, each of the 40 returned 0
+# into the dead pubd's log, no loss said, and the new pubd had only the
+# last (PUB_SYNC) one.
+it_pubd_start h1 "$ns" || it_die "pubd did not start again"
+coproc PUBS { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g r1 --also-sub r1 --count 40 --size 100 --hold 2>&1; }
+exec {pubs_out}<&"${PUBS[0]}" {pubs_in}>&"${PUBS[1]}"
+pubs_pid=$PUBS_PID
+read -r -t 20 line <&"$pubs_out" || line=timeout
+it_eq "the subscribed publisher connected" "$line" connected
+kill -KILL "$(it_pid h1)"
+it_reap "$(it_pid h1)" 10
+it_pubd_start h1 "$ns" || it_die "pubd did not start again"
+echo go >&"$pubs_in"
+read -r -t 30 line <&"$pubs_out" || line=timeout
+it_log "40 publishes after the restart: $line"
+if [ "$line" = "published 40" ]; then
+	echo go >&"$pubs_in"
+	read -r -t 30 line <&"$pubs_out" || line=timeout
+	it_log "and one with PUB_SYNC: $line"
+	it_eq "the new pubd has all 41 (each write found the old socket gone)" "$(it_group_val h1 r1 published)" 41
+else
+	it_check "the 16th publish says 15 written may not have reached pubd ($line)" \
+		grep -q "publish 15 to r1: .*up to 15 messages written to the .* may not have reached it" <<<"$line"
+fi
+exec {pubs_in}>&- {pubs_out}<&-
+it_reap "$pubs_pid" 10
 it_finish
