@@ -35,6 +35,10 @@
  *       publishing handle subscribes to G too (and never reads it), and
  *       first publishes one message (index I + N) with PUB_SYNC: its logs
  *       are there before the rest.
+ *   itest_client pollsub -s SOCK -g GROUP --count N [--ready FILE] [--timeout-ms MS]
+ *       Subscribe, then receive as an event loop does: poll(pub_fd) and take
+ *       what pub_recv(0) gives. Prints "pollsub: got N, W wakeups, E empty"
+ *       (E: poll said readable and pub_recv had nothing); exits 0 with all N.
  *   itest_client forksub -s SOCK -g GROUP --count N
  *       Subscribe to GROUP and receive a first message (from a second handle
  *       of its own), fork; the child closes the handle it inherited and
@@ -365,6 +369,41 @@ out:
 	return err < 0 ? 1 : 0;
 }
 
+static int cmd_pollsub(const struct opts *o)
+{
+	uint64_t got = 0, wakeups = 0, empty = 0, deadline;
+	pub_client_t *c = NULL;
+	struct pub_message m;
+	int r;
+
+	if (!o->ngroups || connect_client(o, &c) < 0 || pub_subscribe(c, o->groups[0]) < 0 ||
+	    (o->ready && touch(o->ready) < 0)) {
+		fprintf(stderr, "itest_client pollsub: %s\n", c ? pub_errmsg(c) : "cannot connect");
+		return 1;
+	}
+	deadline = now_ms() + (uint64_t)(o->timeout_ms > 0 ? o->timeout_ms : 30000);
+	while (got < o->count && now_ms() < deadline) {
+		struct pollfd p = {.fd = pub_fd(c), .events = POLLIN};
+
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		wakeups++;
+		r = pub_recv(c, &m, 0);
+		if (r == 0)
+			empty++;
+		while (r == 1 && ++got < o->count)
+			r = pub_recv(c, &m, 0);
+		if (r < 0) {
+			fprintf(stderr, "itest_client pollsub: %s\n", pub_errmsg(c));
+			break;
+		}
+	}
+	printf("pollsub: got %llu, %llu wakeups, %llu empty\n", (unsigned long long)got, (unsigned long long)wakeups,
+	       (unsigned long long)empty);
+	pub_close(c);
+	return got == o->count ? 0 : 1;
+}
+
 static int cmd_forksub(const struct opts *o)
 {
 	pub_client_t *sub = NULL, *pub = NULL;
@@ -670,6 +709,8 @@ int main(int argc, char **argv)
 		return cmd_pub(&o);
 	if (strcmp(cmd, "gen") == 0)
 		return cmd_gen(&o);
+	if (strcmp(cmd, "pollsub") == 0)
+		return cmd_pollsub(&o);
 	if (strcmp(cmd, "forksub") == 0)
 		return cmd_forksub(&o);
 	if (strcmp(cmd, "garbage") == 0)

@@ -30,4 +30,21 @@ else
 fi
 # pub_smoke's one message to a group pubd does not have.
 it_eq "dropped: only the unknown group's message" "$(it_q h1 status '.status[0].dropped')" "1"
+
+# An event loop's subscriber: poll(pub_fd), then pub_recv(0) until it has
+# nothing. 300 messages at 1,000 a second must wake it about once each, and
+# a wakeup must find what woke it. Over the socket, pub_recv(0) read the
+# socket one call in 64 once it had found it empty: the loop spun on a
+# readable socket (some 30,000 empty wakeups a second), and messages came
+# late.
+it_bg pollsub "$ns" "$ITEST_CLIENT" pollsub -s "$(it_sock h1)" -g smoke --count 300 --timeout-ms 30000 \
+	--ready "$IT_WORK/pollsub.ready"
+pollsub=$IT_BG_PID
+it_wait "the event-loop subscriber" 20 test -e "$IT_WORK/pollsub.ready" || it_die "pollsub did not subscribe"
+ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$(it_sock h1)" -g smoke --count 300 --size 64 --rate 1000 ||
+	it_fail "publish 300 at 1,000/s"
+it_reap "$pollsub" 30
+it_eq "the event-loop subscriber got all 300" "$IT_STATUS" 0
+empty=$(sed -n 's/^pollsub: .*, \([0-9]*\) empty$/\1/p' "$IT_WORK/pollsub.out")
+it_check "and its wakeups found messages ($(cat "$IT_WORK/pollsub.out"))" test "${empty:-999999}" -le 30
 it_finish
