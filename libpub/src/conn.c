@@ -217,13 +217,15 @@ int conn_resubscribe_due(struct pub_client *c)
  * One attempt: connect, HELLO, WELCOME, then subscribe again to every group.
  * On failure the handle is left down with c->errmsg telling why.
  */
-static int conn_open(struct pub_client *c)
+static int conn_open(struct pub_client *c, uint64_t deadline)
 {
 	uint8_t hello[PUB_PROTO_HDR_LEN + 8 + 1 + PUB_PROTO_NAME_MAX];
 	struct pub_waiter w = {.welcome = true, .what = "handshake"};
 	struct epoll_event ev = {.events = EPOLLIN};
 	long n;
 	int r;
+
+	uint64_t t0 = now_ns();
 
 	conn_close(c);
 	r = sock_connect(c);
@@ -244,13 +246,13 @@ static int conn_open(struct pub_client *c)
 		r = set_err(c, -EINVAL, "cannot encode HELLO");
 		goto fail;
 	}
-	r = roundtrip(c, hello, (size_t)n, &w);
+	r = roundtrip_by(c, hello, (size_t)n, &w, deadline);
 	if (r < 0) {
 		if (!w.done && r == -ETIMEDOUT)
 			set_err(c, r,
-				"pubd at %s accepted the connection but did not answer within %d ms (stopped, or "
+				"pubd at %s accepted the connection but did not answer within %llu ms (stopped, or "
 				"stuck?)",
-				c->path, c->request_timeout_ms);
+				c->path, (unsigned long long)((deadline - t0) / 1000000));
 		else if (!w.done)
 			set_err(c, r, "pubd at %s did not complete the handshake: %s", c->path, pub_strerror(r));
 		goto fail;
@@ -287,7 +289,7 @@ int conn_first(struct pub_client *c, uint64_t deadline)
 	int r;
 
 	for (int backoff = c->reconnect_min_ms;;) {
-		r = conn_open(c);
+		r = conn_open(c, deadline_in(c->request_timeout_ms));
 		if (r == 0)
 			return 0;
 		if (r == -EAGAIN && !busy_deadline)
@@ -303,9 +305,9 @@ int conn_first(struct pub_client *c, uint64_t deadline)
 }
 
 /* A reconnect attempt, if one is due; schedules the next with backoff when it fails. */
-int reconnect(struct pub_client *c)
+int reconnect(struct pub_client *c, uint64_t deadline)
 {
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), least = now + HANDSHAKE_MIN_MS * 1000000ull, most = deadline_in(c->request_timeout_ms);
 	int r;
 
 	if (c->flags & PUB_OPT_NO_RECONNECT)
@@ -313,7 +315,7 @@ int reconnect(struct pub_client *c)
 	if (now < c->next_attempt_ns)
 		return set_err(c, -ENOTCONN, "not connected to pubd at %s (next attempt in %llu ms)", c->path,
 			       (unsigned long long)((c->next_attempt_ns - now) / 1000000));
-	r = conn_open(c);
+	r = conn_open(c, deadline < least ? least : deadline > most ? most : deadline);
 	if (r == 0) {
 		c->info.reconnects++;
 		return 0;
@@ -326,11 +328,16 @@ int reconnect(struct pub_client *c)
 
 int ensure_up(struct pub_client *c)
 {
+	return ensure_up_by(c, deadline_in(c->request_timeout_ms));
+}
+
+int ensure_up_by(struct pub_client *c, uint64_t deadline)
+{
 	int r;
 
 	if (c->up)
 		return 0;
-	r = reconnect(c);
+	r = reconnect(c, deadline);
 	if (r < 0 && r != -ENOMEM && r != -PUB_EVERSION)
 		r = -ENOTCONN;
 	return r;

@@ -248,6 +248,12 @@ struct pub_client {
 #define DEFAULT_REQUEST_MS	 10000
 #define DEFAULT_RECONNECT_MIN_MS 10
 #define DEFAULT_RECONNECT_MAX_MS 1000
+/* A reconnect's handshake waits this long at least, whatever the caller's
+ * timeout (a live pubd answers in far less): so that a caller that never
+ * waits, pub_recv(0) in a loop or PUB_NONBLOCK publishes, still reconnects,
+ * and one that waits a second does not wait request_timeout_ms (10 s) on a
+ * pubd that accepts and does not answer (stopped, or stuck). */
+#define HANDSHAKE_MIN_MS 50
 /* A publisher that never receives still reads what pubd reported, every so many publishes. */
 #define DRAIN_EVERY 16
 /* PUB_MORE holds messages of up to MORE_COPY_MAX bytes (larger ones are
@@ -307,7 +313,13 @@ void readiness_update(struct pub_client *c);
 void conn_close(struct pub_client *c);
 void conn_lost(struct pub_client *c);
 int conn_first(struct pub_client *c, uint64_t deadline);
-int reconnect(struct pub_client *c);
+/* A reconnect attempt, if one is due; its handshake waits until the
+ * caller's deadline (but HANDSHAKE_MIN_MS at least, request_timeout_ms at
+ * most). */
+int reconnect(struct pub_client *c, uint64_t deadline);
+/* Up, or one reconnect attempt as reconnect(); -ENOTCONN when it fails. */
+int ensure_up_by(struct pub_client *c, uint64_t deadline);
+/* ...the caller waiting for pubd's answers (request_timeout_ms). */
 int ensure_up(struct pub_client *c);
 int conn_resubscribe_due(struct pub_client *c);
 
@@ -331,6 +343,8 @@ int publish_wait(struct pub_client *c, struct pub_waiter *w);
 /* request.c */
 uint32_t next_req(struct pub_client *c);
 int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w);
+/* ...waiting no later than deadline (now_ns() clock). */
+int roundtrip_by(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w, uint64_t deadline);
 int request(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w);
 
 /* shmpub.c */

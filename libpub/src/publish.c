@@ -228,7 +228,8 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 		return r;
 
 	for (int attempt = 0;; attempt++) {
-		r = ensure_up(c);
+		/* PUB_NONBLOCK: a reconnect's handshake waits HANDSHAKE_MIN_MS at most. */
+		r = ensure_up_by(c, flags & PUB_NONBLOCK ? now_ns() : deadline_in(c->request_timeout_ms));
 		if (r < 0)
 			return set_err(c, r, "%s: %s", waiter_what(&w), c->errmsg);
 		if (len > c->info.max_message)

@@ -392,7 +392,7 @@ static int while_down(struct pub_client *c, uint64_t deadline)
 	if (c->flags & PUB_OPT_NO_RECONNECT)
 		return set_err(c, -ENOTCONN, "not connected to pubd at %s (reconnecting is off)", c->path);
 	if (now_ns() >= c->next_attempt_ns) {
-		r = reconnect(c);
+		r = reconnect(c, deadline);
 		return r == -ENOMEM || r == -PUB_EVERSION ? r : 1;
 	}
 	if (now_ns() >= deadline)

@@ -36,7 +36,11 @@ static int said_why(struct pub_client *c, struct pub_waiter *w, int err)
 
 int roundtrip(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w)
 {
-	uint64_t deadline = deadline_in(c->request_timeout_ms);
+	return roundtrip_by(c, frame, len, w, deadline_in(c->request_timeout_ms));
+}
+
+int roundtrip_by(struct pub_client *c, const uint8_t *frame, size_t len, struct pub_waiter *w, uint64_t deadline)
+{
 	bool partial;
 	int r;
 

@@ -39,6 +39,10 @@
  *       Subscribe, then receive as an event loop does: poll(pub_fd) and take
  *       what pub_recv(0) gives. Prints "pollsub: got N, W wakeups, E empty"
  *       (E: poll said readable and pub_recv had nothing); exits 0 with all N.
+ *   itest_client recvtime -s SOCK -g GROUP --count N --timeout-ms MS
+ *       Subscribe, print "ready", wait for a line on stdin, then call
+ *       pub_recv(MS) N times; print "recvtime: longest L ms" (the longest
+ *       call; each must keep to its timeout, a reconnect's handshake with it).
  *   itest_client forksub -s SOCK -g GROUP --count N
  *       Subscribe to GROUP and receive a first message (from a second handle
  *       of its own), fork; the child closes the handle it inherited and
@@ -404,6 +408,33 @@ static int cmd_pollsub(const struct opts *o)
 	return got == o->count ? 0 : 1;
 }
 
+static int cmd_recvtime(const struct opts *o)
+{
+	pub_client_t *c = NULL;
+	struct pub_message m;
+	uint64_t longest = 0, t;
+	char line[64];
+
+	if (!o->ngroups || connect_client(o, &c) < 0 || pub_subscribe(c, o->groups[0]) < 0) {
+		fprintf(stderr, "itest_client recvtime: %s\n", c ? pub_errmsg(c) : "cannot connect");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	for (uint64_t i = 0; i < o->count; i++) {
+		t = now_ms();
+		(void)pub_recv(c, &m, (int)o->timeout_ms);
+		t = now_ms() - t;
+		longest = t > longest ? t : longest;
+	}
+	printf("recvtime: longest %llu ms (%s)\n", (unsigned long long)longest, pub_errmsg(c));
+	fflush(stdout);
+	pub_close(c);
+	return 0;
+}
+
 static int cmd_forksub(const struct opts *o)
 {
 	pub_client_t *sub = NULL, *pub = NULL;
@@ -711,6 +742,8 @@ int main(int argc, char **argv)
 		return cmd_gen(&o);
 	if (strcmp(cmd, "pollsub") == 0)
 		return cmd_pollsub(&o);
+	if (strcmp(cmd, "recvtime") == 0)
+		return cmd_recvtime(&o);
 	if (strcmp(cmd, "forksub") == 0)
 		return cmd_forksub(&o);
 	if (strcmp(cmd, "garbage") == 0)

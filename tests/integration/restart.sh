@@ -114,4 +114,24 @@ else
 fi
 exec {pubs_in}>&- {pubs_out}<&-
 it_reap "$pubs_pid" 10
+
+# A pubd that accepts and does not answer (stopped, or stuck): a subscriber's
+# pub_recv(200 ms) keeps to its 200 ms, the reconnect's handshake with it.
+# It waited request_timeout_ms (10 s) whatever its own timeout.
+coproc RT { ip netns exec "$ns" "$ITEST_CLIENT" recvtime -s "$sock" -g r1 --count 5 --timeout-ms 200 2>&1; }
+exec {rt_out}<&"${RT[0]}" {rt_in}>&"${RT[1]}"
+rt_pid=$RT_PID
+read -r -t 20 line <&"$rt_out" || line=timeout
+it_eq "the timed subscriber subscribed" "$line" ready
+kill -KILL "$(it_pid h1)"
+it_reap "$(it_pid h1)" 10
+it_pubd_start h1 "$ns" || it_die "pubd did not start again"
+kill -STOP "$(it_pid h1)"
+echo go >&"$rt_in"
+read -r -t 60 line <&"$rt_out" || line=timeout
+kill -CONT "$(it_pid h1)"
+exec {rt_in}>&- {rt_out}<&-
+it_reap "$rt_pid" 20
+longest=$(sed -n 's/^recvtime: longest \([0-9]*\) ms.*/\1/p' <<<"$line")
+it_check "each pub_recv(200 ms) kept to about its timeout with pubd stopped ($line)" test "${longest:-99999}" -le 1500
 it_finish
