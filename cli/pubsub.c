@@ -67,6 +67,20 @@ int parse_seconds(const char *s, const char *what, double *out)
 	return 0;
 }
 
+/* --rate: messages a second (0: as fast as pubd takes them). */
+static int parse_rate(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || *out < 0) {
+		pubctl_err("--rate: '%s' is not a number of messages a second", s);
+		return -1;
+	}
+	return 0;
+}
+
 /* The whole file (or stdin for "-") as one message. */
 static int read_all(const char *path, uint8_t **out, size_t *len)
 {
@@ -232,7 +246,7 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 			have_size = true;
 			break;
 		case 'r':
-			if (parse_seconds(optarg, "--rate", &rate) < 0)
+			if (parse_rate(optarg, &rate) < 0)
 				return 1;
 			break;
 		default:

@@ -141,6 +141,8 @@ static void claimed(pub_client_t *sub, pub_client_t *pub, const char *group, con
 		if (r < 0)
 			break;
 		CHECK(pub_claim(pub, group, 1, &q) == -EBUSY, "a second open claim is refused");
+		CHECK(pub_publish(pub, group, "x", 1, 0) == -EBUSY, "a publish while a claim is open is refused: %s",
+		      pub_errmsg(pub));
 		fill(p, sizes[i], 100 + i);
 		r = pub_commit(pub, flags[i]);
 		CHECK(r == 0, "commit %zu bytes: %s", sizes[i], pub_errmsg(pub));

@@ -6,6 +6,7 @@
  * The socket is non-blocking; blocking calls wait in poll().
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,13 @@ int pub_connect(pub_client_t **out, const char *socket_path, const struct pub_op
 		return -EINVAL;
 	}
 	*out = NULL;
+	if (opts && (opts->struct_size == 0 || opts->struct_size > offsetof(struct pub_options, transport)) &&
+	    (opts->transport < PUB_TRANSPORT_DEFAULT || opts->transport > PUB_TRANSPORT_SOCKET)) {
+		snprintf(connect_errmsg, sizeof(connect_errmsg),
+			 "pub_connect: pub_options.transport %d is none of PUB_TRANSPORT_DEFAULT, _SHM, _SOCKET",
+			 opts->transport);
+		return -EINVAL;
+	}
 	path = socket_path ? socket_path : secure_getenv(PUB_SOCKET_ENV);
 	if (!path || !*path)
 		path = PUB_DEFAULT_SOCKET;

@@ -5,6 +5,7 @@
  * until a call returns it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +55,8 @@ const char *pub_version(void)
 
 const char *pub_strerror(int err)
 {
+	if (err == INT_MIN)
+		return "unknown error";
 	if (err < 0)
 		err = -err;
 	switch (err) {

@@ -210,6 +210,10 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 	r = publish_checks(c, group, data, len, flags, &glen);
 	if (r < 0)
 		return r;
+	/* Between pub_claim and pub_commit (pub.h): said plainly, on either
+	 * transport (the direct log said "full" and the socket took it). */
+	if (c->claim_open)
+		return set_err(c, -EBUSY, "publish '%s': a claim is open (pub_commit it first)", group);
 
 	/* A pure publisher reads only here: errors pubd reported, or the end of the connection. */
 	if (c->up && (++c->publishes >= DRAIN_EVERY || (flags & PUB_SYNC))) {
