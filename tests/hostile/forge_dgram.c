@@ -39,6 +39,11 @@
  *             each (2 bytes apiece: the cheapest messages a datagram can
  *             carry), sequence numbers from Q on; K over PUBD_WIRE_BATCH_MAX
  *             is malformed
+ *   chain     N whole 8-byte messages round robin over --per K source ids
+ *             chosen to share one bucket of the unkeyed mix reassembly
+ *             hashed with before its key (fmix64(source ^ fmix64(group +
+ *             c)): low 24 bits equal), sequence numbers 0, 1, ... each
+ *   chainrand the same from K random source ids: the control
  *   badbatch  N batches cycling through faults: an entry longer than what
  *             is left, a byte after the last entry, one message only, a
  *             fragment index, more messages than PUBD_WIRE_BATCH_MAX
@@ -81,6 +86,37 @@ static uint64_t next_id(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* The 64-bit mix reassembly's table used unkeyed, and its inverse: a
+ * forger who knows it picks ids for one bucket (keyed_hash.h). */
+static uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+static uint64_t inverse_odd(uint64_t a)
+{
+	uint64_t x = a;
+
+	for (int i = 0; i < 6; i++)
+		x *= 2 - a * x; /* Newton: doubles the correct low bits */
+	return x;
+}
+
+static uint64_t fmix64_inverse(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= inverse_odd(0xc4ceb9fe1a85ec53ull);
+	k ^= k >> 33;
+	k *= inverse_odd(0xff51afd7ed558ccdull);
+	k ^= k >> 33;
+	return k;
+}
+
 /* Datagram i of a mode: the header fields (h has the group's defaults
  * set) and how many payload bytes follow. -1 for an unknown mode. "tiny"
  * starts a new source every per datagrams (in *source). */
@@ -106,6 +142,14 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 			*source = next_id(seed);
 		h->source_id = *source;
 		h->msg_seq = (i % per) * (seq ? seq : 65536);
+	} else if (!strcmp(mode, "chain") || !strcmp(mode, "chainrand")) {
+		uint64_t k = i % per + 1;
+
+		if (!strcmp(mode, "chain"))
+			h->source_id = fmix64_inverse(k << 24) ^ fmix64(h->group_id + 0x9e3779b97f4a7c15ull);
+		else
+			h->source_id = fmix64(k ^ *seed); /* K fixed ids, random-looking */
+		h->msg_seq = i / per;
 	} else if (!strcmp(mode, "tiny")) {
 		if (i % per == 0)
 			*source = next_id(seed);
