@@ -204,26 +204,12 @@ void dw_retired(struct pub_client *c, uint32_t log_id)
 	}
 }
 
-/* One log's messages past pubd's head: first pieces (and a piece pubd
- * stood in the middle of) from its head to our tail. Nothing is read of a
- * log whose control page says what no pubd writes. */
-static uint64_t log_unread(const struct pub_dwriter *dw)
+/* A direct log's record: a message's first piece? -1: not one of ours. */
+static int direct_first(const struct pub_shmlog_view *v)
 {
-	uint64_t head = atomic_load_explicit(&dw->w.ctl->head, memory_order_acquire), n = 0;
 	struct pub_deliverlog_piece p;
-	struct pub_shmlog_reader r;
-	struct pub_shmlog_view v;
-	bool first = true;
 
-	if (head > dw->w.tail || dw->w.tail - head > dw->w.cap ||
-	    pub_shmlog_reader_init(&r, dw->map, dw->map_len, dw->w.cap, dw->w.max_record, head) < 0)
-		return 0;
-	while (r.pos < dw->w.tail && pub_shmlog_next(&r, &v) == 1 && pub_deliverlog_decode(&v, &p) == 0) {
-		n += p.first || first;
-		first = false;
-		pub_shmlog_consume(&r, &v);
-	}
-	return n;
+	return pub_deliverlog_decode(v, &p) < 0 ? -1 : p.first;
 }
 
 uint64_t dw_unread(const struct pub_client *c)
@@ -231,7 +217,7 @@ uint64_t dw_unread(const struct pub_client *c)
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < c->ndws; i++)
-		n += log_unread(c->dws[i]);
+		n += shm_messages_past_head(&c->dws[i]->w, c->dws[i]->map, c->dws[i]->map_len, direct_first);
 	return n;
 }
 

@@ -353,6 +353,11 @@ int shm_wait_room(struct pub_client *c, struct pub_shmlog_writer *w, int doorbel
 		  bool nonblock, bool (*still)(struct pub_client *c, const void *arg), const void *arg);
 void shm_detach(struct pub_client *c);
 uint64_t shm_unread(const struct pub_client *c);
+/* The messages of a log we write from pubd's head to our tail, told by
+ * first_piece (1: a message's first piece, 0: a later one, -1: not a
+ * record of ours, stop). A head out of range counts nothing. */
+uint64_t shm_messages_past_head(const struct pub_shmlog_writer *w, const void *map, size_t map_len,
+				int (*first_piece)(const struct pub_shmlog_view *v));
 void shm_wake(struct pub_client *c);
 void rx_fds_close(struct pub_client *c);
 /* In place (pub_claim/pub_commit): a message that fits one record. */

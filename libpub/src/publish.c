@@ -199,6 +199,15 @@ static int publish_direct_done(struct pub_client *c, struct pub_waiter *w, int r
 	return set_err(c, -ENOTCONN, "%s: connection to pubd lost", waiter_what(w));
 }
 
+/* Between pub_claim and pub_commit (pub.h): said plainly, on either
+ * transport (the direct log said "full" with PUB_NONBLOCK unset, and the
+ * socket took the message). Looked at only where it matters, off the
+ * direct path's way: a publish there costs no more for it. */
+static int claim_is_open(struct pub_client *c, const char *group)
+{
+	return set_err(c, -EBUSY, "publish '%s': a claim is open (pub_commit it first)", group);
+}
+
 static int publish(struct pub_client *c, const char *group, const void *data, size_t len, int flags)
 {
 	char what[PUB_GROUP_MAX + 32];
@@ -210,10 +219,6 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 	r = publish_checks(c, group, data, len, flags, &glen);
 	if (r < 0)
 		return r;
-	/* Between pub_claim and pub_commit (pub.h): said plainly, on either
-	 * transport (the direct log said "full" and the socket took it). */
-	if (c->claim_open)
-		return set_err(c, -EBUSY, "publish '%s': a claim is open (pub_commit it first)", group);
 
 	/* A pure publisher reads only here: errors pubd reported, or the end of the connection. */
 	if (c->up && (++c->publishes >= DRAIN_EVERY || (flags & PUB_SYNC))) {
@@ -233,7 +238,7 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 
 	for (int attempt = 0;; attempt++) {
 		/* PUB_NONBLOCK: a reconnect's handshake waits HANDSHAKE_MIN_MS at most. */
-		r = ensure_up_by(c, flags & PUB_NONBLOCK ? now_ns() : deadline_in(c->request_timeout_ms));
+		r = c->up ? 0 : ensure_up_by(c, flags & PUB_NONBLOCK ? now_ns() : deadline_in(c->request_timeout_ms));
 		if (r < 0)
 			return set_err(c, r, "%s: %s", waiter_what(&w), c->errmsg);
 		if (len > c->info.max_message)
@@ -246,21 +251,27 @@ static int publish(struct pub_client *c, const char *group, const void *data, si
 			struct pub_dwriter *dw = dw_for(c, group, glen, flags & PUB_NONBLOCK);
 			int f = flags & PUB_SYNC ? flags & ~PUB_MORE : flags;
 
-			/* Asking for the log found pubd gone: nothing of this
-			 * message was sent; a fresh connection may carry it (it
-			 * wrote on to a closed socket before: EBADF). */
-			if (!c->up) {
+			w.req_id = (flags & PUB_SYNC) ? next_req(c) : 0;
+			if (dw) {
+				r = dw_publish(c, dw, w.req_id, data, len, f);
+			} else if (!c->up) {
+				/* Asking for the log found pubd gone: nothing of this
+				 * message was sent; a fresh connection may carry it (it
+				 * wrote on to a closed socket before: EBADF). */
 				if (attempt > 0)
 					return set_err(c, -ENOTCONN, "%s: connection to pubd lost", waiter_what(&w));
 				continue;
+			} else {
+				r = 1;
 			}
-			w.req_id = (flags & PUB_SYNC) ? next_req(c) : 0;
-			r = dw ? dw_publish(c, dw, w.req_id, data, len, f) : 1;
 			if (r == -ESTALE && (dw = dw_for(c, group, glen, flags & PUB_NONBLOCK)))
 				r = dw_publish(c, dw, w.req_id, data, len, f);
 			if (r <= 0 && r != -ESTALE)
-				return publish_direct_done(c, &w, r, flags);
+				return r < 0 && c->claim_open ? claim_is_open(c, group)
+							      : publish_direct_done(c, &w, r, flags);
 		}
+		if (c->claim_open)
+			return claim_is_open(c, group);
 		if (c->log_map)
 			return publish_log(c, &w, group, glen, data, len, flags);
 		if ((flags & PUB_MORE) && !(flags & PUB_SYNC) && len <= MORE_COPY_MAX)

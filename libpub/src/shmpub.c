@@ -46,6 +46,34 @@ void shm_detach(struct pub_client *c)
 	rx_fds_close(c);
 }
 
+/* A publish log's record: a message's first piece? -1: not one of ours. */
+static int publog_first(const struct pub_shmlog_view *v)
+{
+	struct pub_publog_piece p;
+
+	return pub_publog_decode(v, &p) < 0 ? -1 : p.first;
+}
+
+uint64_t shm_messages_past_head(const struct pub_shmlog_writer *w, const void *map, size_t map_len,
+				int (*first_piece)(const struct pub_shmlog_view *v))
+{
+	uint64_t head = atomic_load_explicit(&w->ctl->head, memory_order_acquire), n = 0;
+	struct pub_shmlog_reader r;
+	struct pub_shmlog_view v;
+	bool first = true;
+	int f;
+
+	if (head > w->tail || w->tail - head > w->cap ||
+	    pub_shmlog_reader_init(&r, (void *)map, map_len, w->cap, w->max_record, head) < 0)
+		return 0;
+	while (r.pos < w->tail && pub_shmlog_next(&r, &v) == 1 && (f = first_piece(&v)) >= 0) {
+		n += f || first; /* (a later piece first: its message too) */
+		first = false;
+		pub_shmlog_consume(&r, &v);
+	}
+	return n;
+}
+
 /*
  * After the connection ended: messages in the publish log pubd had not
  * given the space of back, when pubd did not close the log itself. A pubd
@@ -58,22 +86,9 @@ void shm_detach(struct pub_client *c)
  */
 uint64_t shm_unread(const struct pub_client *c)
 {
-	uint64_t head = atomic_load_explicit(&c->log.ctl->head, memory_order_acquire), n = 0;
-	struct pub_publog_piece p;
-	struct pub_shmlog_reader r;
-	struct pub_shmlog_view v;
-	bool first = true;
-
-	if (*(const volatile uint64_t *)&c->log.ctl->magic != PUB_SHMLOG_MAGIC || head > c->log.tail ||
-	    c->log.tail - head > c->log.cap ||
-	    pub_shmlog_reader_init(&r, c->log_map, c->log_map_len, c->log.cap, c->log.max_record, head) < 0)
+	if (*(const volatile uint64_t *)&c->log.ctl->magic != PUB_SHMLOG_MAGIC)
 		return 0;
-	while (r.pos < c->log.tail && pub_shmlog_next(&r, &v) == 1 && pub_publog_decode(&v, &p) == 0) {
-		n += p.first || first;
-		first = false;
-		pub_shmlog_consume(&r, &v);
-	}
-	return n;
+	return shm_messages_past_head(&c->log, c->log_map, c->log_map_len, publog_first);
 }
 
 int shm_attach(struct pub_client *c, const struct pub_msg_shm *m, const int fds[3])
