@@ -208,6 +208,11 @@ struct pub_client {
 	size_t dcap;
 	uint32_t dhave, dtotal;
 	uint64_t dsource, dseq;
+	/* The group of the message being gathered, apart from msg_group: a
+	 * direct log's message returned while the pieces came would write
+	 * its group there (a fabric message in pieces came out under a
+	 * local group's name: tests/integration/three_hosts.sh, once). */
+	char dgroup[PUB_GROUP_MAX + 1];
 	bool dpart;
 
 	/* Group logs (shmgroup.c): one per subscribed group pubd gave one. */

@@ -134,8 +134,8 @@ int dlog_gather(struct pub_client *c, const struct pub_deliverlog_piece *p, stru
 			c->dbuf = b;
 			c->dcap = p->total;
 		}
-		memcpy(c->msg_group, p->group, p->glen);
-		c->msg_group[p->glen] = '\0';
+		memcpy(c->dgroup, p->group, p->glen);
+		c->dgroup[p->glen] = '\0';
 		c->dsource = p->source;
 		c->dseq = p->seq;
 		c->dtotal = p->total;
@@ -151,6 +151,7 @@ int dlog_gather(struct pub_client *c, const struct pub_deliverlog_piece *p, stru
 	if (p->more)
 		return 0;
 	c->dpart = false;
+	memcpy(c->msg_group, c->dgroup, sizeof(c->msg_group));
 	*m = (struct pub_message){
 		.group = c->msg_group, .source = c->dsource, .seq = c->dseq, .data = c->dbuf, .len = c->dtotal};
 	return 1;

@@ -49,6 +49,7 @@ write_conf() { # SUBSCRIBE_ACL_OF_acl [SUBSCRIBE_ACL_OF_held [PUBLISH_ACL_OF_her
 	it_conf_write h1 - <<-EOF
 		limits:
 		  max_message_size: ${MAXMSG:-4MiB}
+		${GLOG:+  group_log: $GLOG}
 		  group_log_drain_ms: 1000
 		groups:
 		  - name: here
@@ -388,5 +389,28 @@ it_eq "it was counted too_large" \
 # wrote it into the deliver log it shares with the parent.
 out=$(ip netns exec "$ns" "$ITEST_CLIENT" forksub -s "$sock" -g here --count 5 2>&1)
 it_eq "the parent got every message after its child closed the inherited handle" "$out" "forksub: got 5 of 5"
+
+# ---- 9. a message in pieces and a direct log's messages, read in turns ----
+# One subscriber of here and wire. Messages of 1 MiB on wire come in
+# pieces (a group log of 64 KiB), while a local publisher's messages of
+# here come one after another from its direct log: pub_recv reads the two
+# in turns. Each must come out under its own group. A direct log's
+# message read while the pieces came wrote its group where the message in
+# pieces kept its own: a 1 MiB message of wire came out as one of here.
+GLOG=64KiB write_conf uid:0 uid:0
+it_ctl h1 reload >/dev/null || it_fail "the reload to case 9's start (a 64 KiB group log)"
+it_bg sub9 "$ns" "$ITEST_CLIENT" sub -s "$sock" -g here -g wire --count 20008 --timeout-ms 60000 \
+	--log "$IT_WORK/sub9.log"
+sub9=$IT_BG_PID
+it_wait "a subscriber of here and wire" 20 it_subscribers_at_least h1 wire 1 || it_die "no subscriber of wire"
+it_bg pub9h "$ns" "$ITEST_CLIENT" pub -s "$sock" -g here --count 20000 --size 100 --rate 20000
+pub9h=$IT_BG_PID
+ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g wire --count 8 --size $((1024 * 1024)) ||
+	it_fail "publish 8 of 1 MiB to wire"
+it_reap "$pub9h" 30
+it_reap "$sub9" 60
+it_eq "the subscriber got all 20,008" "$IT_STATUS" 0
+it_eq "each under its own group: 8 of 1 MiB on wire, none on here" \
+	"$(awk '$1 == "msg" && $5 == 1048576 { n[$2]++ } END { print n["wire"] + 0, n["here"] + 0 }' "$IT_WORK/sub9.log")" "8 0"
 it_pubd_stop h1
 it_finish
