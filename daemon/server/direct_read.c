@@ -142,17 +142,6 @@ void srv_direct_accept_end(struct srv_direct *d, struct pubd_group *g)
 	d->l->srv->direct_fan_out = false;
 }
 
-/* A group's name is short: a loop costs less than memcmp's call. */
-static bool same_name(const char *a, const char *b, size_t n)
-{
-	if (n > 32)
-		return !memcmp(a, b, n);
-	for (size_t i = 0; i < n; i++)
-		if (a[i] != b[i])
-			return false;
-	return true;
-}
-
 int srv_direct_decode(const struct srv_direct *d, const struct pub_shmlog_view *v, struct pub_publog_piece *p)
 {
 	struct pub_deliverlog_piece q;
@@ -173,7 +162,7 @@ int srv_direct_decode(const struct srv_direct *d, const struct pub_shmlog_view *
 	 * look, but nothing of them is used after. A match says the record is
 	 * of our group, whose name (d->name) is the one used from here on:
 	 * p->group is left unfilled (publog.c takes the name from d). */
-	if (q.first && (q.glen != d->name_len || !same_name(q.group, d->name, q.glen)))
+	if (q.first && (q.glen != d->name_len || memcmp(q.group, d->name, q.glen)))
 		return -EPROTO;
 	return 0;
 }
