@@ -59,21 +59,36 @@ it_check "the held message was intact after it ($(grep '^held\|^query' "$IT_WORK
 # Messages a publisher wrote into its publish log that pubd never took,
 # when pubd is killed: nobody else can count them, so libpub's next call
 # says how many (the shared-memory path; on the socket they were sent).
+# An itest_client held between its steps (a coprocess, one at a time):
+# held_start ARGS... starts `itest_client ARGS` in the namespace and reads
+# its first line into $line; held_say makes it take its next step ("go")
+# and reads its answer (within SECONDS, 30 unless given); held_end closes
+# its ends and reaps it.
+held_start() {
+	coproc HELD { ip netns exec "$ns" "$ITEST_CLIENT" "$@" 2>&1; }
+	# Our own copies: bash unsets HELD once the coprocess exits.
+	exec {held_out}<&"${HELD[0]}" {held_in}>&"${HELD[1]}"
+	held_pid=$HELD_PID
+	read -r -t 20 line <&"$held_out" || line=timeout
+}
+held_say() {
+	echo go >&"$held_in"
+	read -r -t "${1:-30}" line <&"$held_out" || line=timeout
+}
+held_end() {
+	exec {held_in}>&- {held_out}<&-
+	it_reap "$held_pid" "${1:-10}"
+}
+
 it_pubd_start h1 "$ns" || it_die "pubd did not start again"
-coproc PUBH { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g r1 --count 7 --size 100 --hold 2>&1; }
-# Our own copies: bash unsets PUBH once the coprocess exits.
-exec {pub_out}<&"${PUBH[0]}" {pub_in}>&"${PUBH[1]}"
-pub_pid=$PUBH_PID
-read -r -t 20 line <&"$pub_out" || line=timeout
+held_start pub -s "$sock" -g r1 --count 7 --size 100 --hold
 it_eq "the publisher connected" "$line" connected
 kill -STOP "$(it_pid h1)"
-echo go >&"$pub_in"
-read -r -t 20 line <&"$pub_out" || line=timeout
+held_say 20
 it_eq "7 messages written while pubd is stopped" "$line" "published 7"
 kill -KILL "$(it_pid h1)"
 it_reap "$(it_pid h1)" 10
-echo go >&"$pub_in"
-read -r -t 30 line <&"$pub_out" || line=timeout
+held_say
 it_log "the next publish: $line"
 if [ "${PUBD_TRANSPORT:-}" = socket ]; then
 	it_check "the next publish fails: pubd is gone" grep -q '^after -107 ' <<<"$line"
@@ -81,8 +96,7 @@ else
 	it_check "the next publish says up to 7 messages may be lost" \
 		grep -q '^after -107 .*up to 7 messages written to the publish log may not have reached it' <<<"$line"
 fi
-exec {pub_in}>&- {pub_out}<&-
-it_reap "$pub_pid" 10
+held_end
 
 # A publisher that subscribes too (its deliveries are pub_recv's, which it
 # does not call) finds a killed pubd gone all the same: it looks every 16
@@ -92,46 +106,35 @@ it_reap "$pub_pid" 10
 # into the dead pubd's log, no loss said, and the new pubd had only the
 # last (PUB_SYNC) one.
 it_pubd_start h1 "$ns" || it_die "pubd did not start again"
-coproc PUBS { ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g r1 --also-sub r1 --count 40 --size 100 --hold 2>&1; }
-exec {pubs_out}<&"${PUBS[0]}" {pubs_in}>&"${PUBS[1]}"
-pubs_pid=$PUBS_PID
-read -r -t 20 line <&"$pubs_out" || line=timeout
+held_start pub -s "$sock" -g r1 --also-sub r1 --count 40 --size 100 --hold
 it_eq "the subscribed publisher connected" "$line" connected
 kill -KILL "$(it_pid h1)"
 it_reap "$(it_pid h1)" 10
 it_pubd_start h1 "$ns" || it_die "pubd did not start again"
-echo go >&"$pubs_in"
-read -r -t 30 line <&"$pubs_out" || line=timeout
+held_say
 it_log "40 publishes after the restart: $line"
 if [ "$line" = "published 40" ]; then
-	echo go >&"$pubs_in"
-	read -r -t 30 line <&"$pubs_out" || line=timeout
+	held_say
 	it_log "and one with PUB_SYNC: $line"
 	it_eq "the new pubd has all 41 (each write found the old socket gone)" "$(it_group_val h1 r1 published)" 41
 else
 	it_check "the 16th publish says 15 written may not have reached pubd ($line)" \
 		grep -q "publish 15 to r1: .*up to 15 messages written to the .* may not have reached it" <<<"$line"
 fi
-exec {pubs_in}>&- {pubs_out}<&-
-it_reap "$pubs_pid" 10
+held_end
 
 # A pubd that accepts and does not answer (stopped, or stuck): a subscriber's
 # pub_recv(200 ms) keeps to its 200 ms, the reconnect's handshake with it.
 # It waited request_timeout_ms (10 s) whatever its own timeout.
-coproc RT { ip netns exec "$ns" "$ITEST_CLIENT" recvtime -s "$sock" -g r1 --count 5 --timeout-ms 200 2>&1; }
-exec {rt_out}<&"${RT[0]}" {rt_in}>&"${RT[1]}"
-rt_pid=$RT_PID
-read -r -t 20 line <&"$rt_out" || line=timeout
+held_start recvtime -s "$sock" -g r1 --count 5 --timeout-ms 200
 it_eq "the timed subscriber subscribed" "$line" ready
 kill -KILL "$(it_pid h1)"
 it_reap "$(it_pid h1)" 10
 it_pubd_start h1 "$ns" || it_die "pubd did not start again"
 kill -STOP "$(it_pid h1)"
-echo go >&"$rt_in"
-read -r -t 60 line <&"$rt_out" || line=timeout
+held_say 60
 kill -CONT "$(it_pid h1)"
-exec {rt_in}>&- {rt_out}<&-
-it_reap "$rt_pid" 20
+held_end 20
 longest=$(sed -n 's/^recvtime: longest \([0-9]*\) ms.*/\1/p' <<<"$line")
 it_check "each pub_recv(200 ms) kept to about its timeout with pubd stopped ($line)" test "${longest:-99999}" -le 1500
 it_finish
