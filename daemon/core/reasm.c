@@ -265,6 +265,9 @@ void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)
 	t->inflight_bytes = r->inflight_bytes;
 	t->held_bytes = r->held_bytes;
 	t->stream_bytes = r->stream_bytes;
+	t->table_bytes =
+		(reasm_htab_buckets(&r->streams) + reasm_htab_buckets(&r->partials) + reasm_htab_buckets(&r->tombs)) *
+		sizeof(struct hnode *);
 }
 
 unsigned pubd_reasm_offer_stuck(struct pubd_reasm *r, uint64_t older_than_ns, unsigned max,

@@ -3,6 +3,12 @@
  * The intrusive chained hash table on two 64-bit keys that reassembly keeps
  * its streams, partials and tombstones in (lookup is inline, in
  * reasm_internal.h).
+ *
+ * The bucket array doubles at load 1 and halves below load 1/8 (never under
+ * HTAB_MIN_BUCKETS): a burst of forged sources grows it to thousands of
+ * buckets, and what the burst took is given back once its streams expire
+ * (THREATS.md 1). The gap between the two loads keeps a table that hovers
+ * around one size from resizing on every insert and remove.
  */
 #include <stdlib.h>
 
@@ -21,12 +27,14 @@ int reasm_htab_init(struct htab *t, const struct pubd_hash_key *key)
 	return 0;
 }
 
-/* Double at load 1; if that allocation fails the chains just grow longer. */
-static void htab_grow(struct htab *t)
+/* Move every node into a bucket array of nb (a power of two). If that
+ * allocation fails the table keeps its size: chains grow longer, or the
+ * array stays larger than it needs. */
+static void htab_resize(struct htab *t, size_t nb)
 {
-	size_t nb = (t->mask + 1) * 2, i;
 	struct hnode **b = calloc(nb, sizeof(*b)), *n, *next;
 	struct htab nt = {.b = b, .mask = nb - 1, .key = t->key};
+	size_t i;
 
 	if (!b)
 		return;
@@ -49,7 +57,7 @@ void reasm_htab_insert(struct htab *t, struct hnode *n)
 	size_t s;
 
 	if (t->n > t->mask)
-		htab_grow(t);
+		htab_resize(t, (t->mask + 1) * 2);
 	s = hslot(t, n->k1, n->k2);
 	n->next = t->b[s];
 	t->b[s] = n;
@@ -62,8 +70,15 @@ void reasm_htab_remove(struct htab *t, struct hnode *n)
 
 	while (*pp && *pp != n)
 		pp = &(*pp)->next;
-	if (*pp) {
-		*pp = n->next;
-		t->n--;
-	}
+	if (!*pp)
+		return;
+	*pp = n->next;
+	t->n--;
+	if (t->mask + 1 > HTAB_MIN_BUCKETS && t->n < (t->mask + 1) / 8)
+		htab_resize(t, (t->mask + 1) / 2);
+}
+
+size_t reasm_htab_buckets(const struct htab *t)
+{
+	return t->mask + 1;
 }

@@ -97,6 +97,7 @@ static inline struct hnode *htab_find(const struct htab *t, uint64_t k1, uint64_
 int reasm_htab_init(struct htab *t, const struct pubd_hash_key *key);
 void reasm_htab_insert(struct htab *t, struct hnode *n);
 void reasm_htab_remove(struct htab *t, struct hnode *n);
+size_t reasm_htab_buckets(const struct htab *t);
 
 /* ---- the engine ---- */
 

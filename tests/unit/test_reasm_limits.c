@@ -185,6 +185,50 @@ static void reasm_budget_bounds_memory_of_tiny_partials(void **state)
 	pubd_reasm_destroy(r);
 }
 
+/*
+ * A burst of 4,000 forged sources grows the tables' bucket arrays; once
+ * their streams are gone the streams' array is given back, and once their
+ * tombstones go too (their group left) so is the tombstones' (THREATS.md 1:
+ * memory taken by a burst is returned after it). A real stream goes on
+ * being found throughout.
+ */
+static void reasm_tables_shrink_after_a_burst(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	struct pubd_reasm_totals t0, peak, t;
+	uint64_t src, now = 1 * MS, seq = 0;
+
+	push_msg(r, 0, SRC_A, GRP_X, seq++, 10);
+	pubd_reasm_totals(r, &t0);
+	for (src = 1000; src < 1000 + 4000; src++)
+		push_msg(r, now, src, GRP_Y, 0, 10);
+	pubd_reasm_totals(r, &peak);
+	assert_int_equal(peak.streams, 4001);
+	printf("bucket arrays: %" PRIu64 " bytes before the burst, %" PRIu64 " at its height\n", t0.table_bytes,
+	       peak.table_bytes);
+	assert_true(peak.table_bytes >= 4000 * sizeof(void *));
+	/* The real source keeps talking; the forged ones go silent and are
+	 * forgotten, each leaving a tombstone: the streams' array shrinks as
+	 * the tombstones' grows. */
+	for (now = 2 * MS; now < 100ull * 1000 * MS; now += 1000 * MS) {
+		push_msg(r, now, SRC_A, GRP_X, seq++, 10);
+		pubd_reasm_expire(r, now);
+	}
+	pubd_reasm_totals(r, &t);
+	assert_int_equal(t.streams, 1);
+	printf("with only their tombstones left: %" PRIu64 " bytes\n", t.table_bytes);
+	assert_true(t.table_bytes <= peak.table_bytes);
+	pubd_reasm_forget_group(r, GRP_Y);
+	pubd_reasm_totals(r, &t);
+	printf("after their group is left: %" PRIu64 " bytes\n", t.table_bytes);
+	assert_true(t.table_bytes <= 2 * t0.table_bytes);
+	push_msg(r, now, SRC_A, GRP_X, seq++, 10);
+	assert_int_equal(sink.delivered, 1 + 4000 + 100 + 1);
+	assert_int_equal(sink.drops[PUB_DROP_SEQ_GAP], 0);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], 0);
+	pubd_reasm_destroy(r);
+}
+
 /* Forged heartbeats opening missing ranges on many streams: the ranges
  * are charged too, and what they give up is counted as gaps. */
 static void reasm_budget_bounds_missing_ranges(void **state)
@@ -470,6 +514,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reasm_budget_evicts_oldest_partials_until_new_one_fits),
 		cmocka_unit_test(reasm_budget_bounds_memory_of_tiny_partials),
+		cmocka_unit_test(reasm_tables_shrink_after_a_burst),
 		cmocka_unit_test(reasm_refuses_implausible_sequence_jump),
 		cmocka_unit_test(reasm_chained_jumps_spend_one_window),
 		cmocka_unit_test(reasm_new_stream_from_zero_is_bounded),
