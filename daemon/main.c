@@ -38,6 +38,11 @@ static int check_config(const char *path)
 	err = pubd_config_load(&cfg, path, &pubd_nss_resolver, &errs);
 	if (err == 0) {
 		printf("OK\n");
+		if (cfg.empty)
+			fprintf(stderr,
+				"%s: holds no settings (empty, or only comments): pubd starts with it on every default, "
+				"but a reload refuses it (a file of {} means every default)\n",
+				path);
 		pubd_config_free(&cfg);
 		return 0;
 	}

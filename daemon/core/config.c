@@ -307,8 +307,10 @@ void cfg_walk_root(struct parse *p, const yaml_node_t *root)
 	yaml_node_pair_t *pair;
 	size_t s;
 
-	if (!root || cfg_is_null(root))
-		return; /* empty file: all defaults */
+	if (!root || cfg_is_null(root)) {
+		p->c->empty = true; /* all defaults */
+		return;
+	}
 	if (root->type != YAML_MAPPING_NODE) {
 		report(p, root->start_mark,
 		       "expected a mapping of sections (daemon, fabric, limits, metrics, groups), got %s",

@@ -88,6 +88,10 @@ struct pubd_group_config {
 
 /* Every field's default is in the key table (config_keys.c), nowhere else. */
 struct pubd_config {
+	/* The file held no settings (nothing, only comments, or ~): every key
+	 * takes its default. Fine to start with; a reload refuses it (reload.c). */
+	bool empty;
+
 	/* daemon */
 	char *socket_path;
 	uint32_t socket_mode; /* e.g. 0660 */

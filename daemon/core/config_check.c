@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Checks across keys, once every key has been read: orders between limits
- * (a key with its own error is skipped), and the groups' names.
+ * (a key with its own error is skipped), the groups' names, and raw groups'
+ * addresses.
  */
 #include <string.h>
 
@@ -51,4 +52,5 @@ void cfg_check_across(struct parse *p)
 		       (unsigned long long)c->group_log);
 	cfg_check_group_names(p);
 	cfg_check_group_scopes(p);
+	cfg_check_raw_addresses(p);
 }

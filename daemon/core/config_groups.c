@@ -151,6 +151,89 @@ void cfg_check_group_names(struct parse *p)
 	free(v);
 }
 
+/* The address bytes a group is joined at (its family's, no port). */
+static size_t addr_bytes(const struct pubd_group_config *g, const uint8_t **b)
+{
+	if (g->address.ss_family == AF_INET6) {
+		*b = ((const struct sockaddr_in6 *)&g->address)->sin6_addr.s6_addr;
+		return 16;
+	}
+	*b = (const uint8_t *)&((const struct sockaddr_in *)&g->address)->sin_addr;
+	return 4;
+}
+
+static int cmp_address_bytes(const struct pubd_group_config *ga, const struct pubd_group_config *gb)
+{
+	const uint8_t *ba, *bb;
+	size_t la = addr_bytes(ga, &ba), lb = addr_bytes(gb, &bb);
+
+	return la != lb ? (la < lb ? -1 : 1) : memcmp(ba, bb, la);
+}
+
+static int cmp_address(const void *a, const void *b)
+{
+	const struct pubd_group_config *const *ga = a, *const *gb = b;
+	int r = cmp_address_bytes(*ga, *gb);
+
+	if (r)
+		return r;
+	return *ga < *gb ? -1 : *ga > *gb; /* by position: the first stays first */
+}
+
+/*
+ * A raw group's address is its own. Groups that share an address are told
+ * apart by the group id in pubd's header; a raw group's datagrams have no
+ * header, so on a shared address a raw subscriber would be handed the other
+ * groups' datagrams (headers, heartbeats, payloads their ACLs may forbid it)
+ * and the other groups' receivers would lose theirs uncounted. By sorting,
+ * like the names: aliases can make the list long.
+ */
+void cfg_check_raw_addresses(struct parse *p)
+{
+	struct pubd_config *c = p->c;
+	const struct pubd_group_config **v;
+	size_t n = 0, i, j, first = 0;
+	char got[GOT_BUF], got2[GOT_BUF];
+
+	for (i = 0; i < c->ngroups; i++)
+		if (c->groups[i].raw)
+			break;
+	if (i == c->ngroups)
+		return; /* no raw group: sharing is fine */
+	v = calloc(c->ngroups, sizeof(*v));
+	if (!v) {
+		p->oom = p->stop = true;
+		return;
+	}
+	for (i = 0; i < c->ngroups; i++)
+		if (c->groups[i].name && p->addr_seen[i].given && !p->addr_seen[i].bad &&
+		    c->groups[i].scope != PUBD_SCOPE_HOST)
+			v[n++] = &c->groups[i];
+	qsort(v, n, sizeof(*v), cmp_address);
+	for (i = 1; i <= n; i++) {
+		if (i < n && !cmp_address_bytes(v[i], v[first]))
+			continue;
+		/* v[first .. i-1] share an address: each raw one among them is wrong. */
+		for (j = first; i - first > 1 && j < i; j++) {
+			size_t at = (size_t)(v[j] - c->groups),
+			       other = (size_t)(v[j == first ? first + 1 : first] - c->groups);
+
+			if (!v[j]->raw)
+				continue;
+			report(p, p->addr_seen[at].mark,
+			       "groups[%zu].address: raw group %s shares %s with groups[%zu] (%s, at %u:%u); a raw "
+			       "group's "
+			       "datagrams carry no header to tell the groups apart, so it needs an address of its own",
+			       at, cfg_describe_name(v[j]->name, got, sizeof(got)), v[j]->address_text, other,
+			       cfg_describe_name(c->groups[other].name, got2, sizeof(got2)),
+			       (unsigned)p->addr_seen[other].mark.line + 1,
+			       (unsigned)p->addr_seen[other].mark.column + 1);
+		}
+		first = i;
+	}
+	free(v);
+}
+
 const struct pubd_group_config *pubd_config_group(const struct pubd_config *c, const char *name, size_t len)
 {
 	size_t i;

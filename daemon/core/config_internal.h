@@ -115,6 +115,7 @@ void cfg_walk_root(struct parse *p, const yaml_node_t *root);
 void cfg_walk_groups(struct parse *p, const yaml_node_t *v);
 void cfg_check_group_names(struct parse *p);
 void cfg_check_group_scopes(struct parse *p);
+void cfg_check_raw_addresses(struct parse *p);
 
 /* ---- config_values.c, config_acl.c: one value ---- */
 int cfg_parse_u64(const char *s, size_t len, uint64_t *out);

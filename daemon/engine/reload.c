@@ -244,6 +244,24 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 		pubd_notify_ready(d);
 		return err;
 	}
+	/* An empty file is the classic failed edit (truncated, or saved before
+	 * it was written): applied, it would take every group away from its
+	 * subscribers and every key back to its default, socket_mode included. */
+	if (cfg.empty) {
+		log_err("reload rejected: %s holds no settings (empty, or only comments); keeping the running "
+			"configuration (a file of {} means every default)",
+			d->config_path);
+		if (errtext && errcap)
+			snprintf(errtext, errcap,
+				 "%s: holds no settings (empty, or only comments); reload refused, the running "
+				 "configuration "
+				 "stays (a file of {} means every default)",
+				 d->config_path);
+		pubd_config_free(&cfg);
+		d->counters[PUBD_CTR_RELOAD_FAILURES]++;
+		pubd_notify_ready(d);
+		return -EINVAL;
+	}
 	{
 		char changed[256];
 

@@ -83,6 +83,18 @@ it_eq "reload failures counted" "$(it_counter h1 reload_failures)" 2
 "$ITEST_CLIENT" pub -s "$sock" -g ka --count 1 --size 64 --start 6 || it_fail "publish ka after a failed reload"
 it_wait "ka subscriber still receives" 20 it_lines_at_least "$IT_WORK/ka.log" '^msg ka ' 7
 
+# An empty file (the classic failed edit: truncated, or saved half-way) is
+# refused at reload: applied, it took every group away and put socket_mode
+# back to its default.
+printf '# nothing yet\n' >"$conf"
+out=$(it_ctl h1 reload 2>&1)
+st=$?
+it_log "pubctl reload of an empty file: exit $st: $out"
+it_check "pubctl reload fails on the empty file" test "$st" -ne 0
+it_check "and says it holds no settings" grep -q "holds no settings" <<<"$out"
+it_eq "reload failures counted" "$(it_counter h1 reload_failures)" 3
+it_eq "the running groups are kept" "$(it_q h1 groups '[.groups[].name] | sort | join(",")')" "ka,kb,kd"
+
 # A good config again applies.
 cp "$IT_WORK/good.yaml" "$conf"
 it_check "pubctl reload of a good file" it_ctl h1 reload

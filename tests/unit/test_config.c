@@ -553,6 +553,42 @@ static void config_group_scope_host(void **state)
 		  "t.yaml:3:12: groups[0].scope: expected fabric or host, got \"local\"");
 }
 
+/* A raw group has no header to tell groups apart: its address is its own.
+ * Groups that are not raw share freely; host groups have no address. */
+static void config_raw_group_needs_its_own_address(void **state)
+{
+	one_error("groups:\n  - {name: norm, address: 239.1.1.1}\n  - {name: rawg, address: 239.1.1.1, raw: true}\n",
+		  "t.yaml:3:27: groups[1].address: raw group \"rawg\" shares 239.1.1.1 with groups[0] (\"norm\", at "
+		  "2:27); a raw group's datagrams carry no header to tell the groups apart, so it needs an address "
+		  "of its own");
+	/* Both raw: each is told, and the check sees through IPv6 spellings. */
+	assert_int_equal(parse("fabric: {type: verbs, address: eth0}\ngroups:\n"
+			       "  - {name: r1, address: 'ff15::7', raw: true}\n"
+			       "  - {name: r2, address: 'ff15:0::7', raw: true}\n"),
+			 -EINVAL);
+	assert_int_equal(errs.n, 2);
+	assert_non_null(
+		strstr(err(0), "t.yaml:3:25: groups[0].address: raw group \"r1\" shares ff15::7 with groups[1]"));
+	assert_non_null(
+		strstr(err(1), "t.yaml:4:25: groups[1].address: raw group \"r2\" shares ff15:0::7 with groups[0]"));
+	/* Allowed: normal groups sharing, a raw group alone, a host group. */
+	parses("groups:\n  - {name: a, address: 239.1.1.1}\n  - {name: b, address: 239.1.1.1}\n"
+	       "  - {name: r, address: 239.1.1.2, raw: true}\n  - {name: h, scope: host}\n");
+	assert_int_equal(cfg.ngroups, 4);
+}
+
+/* An empty file starts pubd on every default, and says it was empty (a
+ * reload refuses it); {} is every default on purpose. */
+static void config_empty_file_is_marked_empty(void **state)
+{
+	parses("# only a comment\n");
+	assert_true(cfg.empty);
+	parses("{}\n");
+	assert_false(cfg.empty);
+	parses("daemon: {log_level: info}\n");
+	assert_false(cfg.empty);
+}
+
 static void config_group_needs_name_and_address(void **state)
 {
 	assert_int_equal(parse("groups:\n  - raw: true\n"), -EINVAL);
@@ -657,6 +693,8 @@ int main(void)
 		cmocka_unit_test_teardown(config_group_name_rules, teardown),
 		cmocka_unit_test_teardown(config_group_needs_name_and_address, teardown),
 		cmocka_unit_test_teardown(config_group_scope_host, teardown),
+		cmocka_unit_test_teardown(config_raw_group_needs_its_own_address, teardown),
+		cmocka_unit_test_teardown(config_empty_file_is_marked_empty, teardown),
 		cmocka_unit_test_teardown(config_load_reads_a_file, teardown),
 		cmocka_unit_test_teardown(config_example_file_parses, teardown),
 		cmocka_unit_test_teardown(config_key_default_is_the_tables, teardown),
