@@ -40,7 +40,8 @@ static int check_config(const char *path)
 		printf("OK\n");
 		if (cfg.empty)
 			fprintf(stderr,
-				"%s: holds no settings (empty, or only comments): pubd starts with it on every default, "
+				"%s: holds no settings (empty, or only comments): pubd starts with it on every "
+				"default, "
 				"but a reload refuses it (a file of {} means every default)\n",
 				path);
 		pubd_config_free(&cfg);
