@@ -158,6 +158,11 @@ struct pubd_config {
 	socklen_t metrics_sockaddr_len;
 	struct pubd_group_config *groups;
 	size_t ngroups;
+	/* The named groups sorted by name, for pubd_config_group's binary
+	 * search (a reload looks up every running group: a linear search made
+	 * that quadratic); NULL if it could not be made. */
+	const struct pubd_group_config **groups_by_name;
+	size_t ngroups_by_name;
 };
 
 /*

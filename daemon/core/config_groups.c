@@ -148,7 +148,10 @@ void cfg_check_group_names(struct parse *p)
 		       cfg_describe_name(v[i]->name, got, sizeof(got)), (unsigned)p->name_marks[a].line + 1,
 		       (unsigned)p->name_marks[a].column + 1, a);
 	}
-	free(v);
+	/* Kept for pubd_config_group (a file with duplicates is refused). */
+	free(c->groups_by_name);
+	c->groups_by_name = v;
+	c->ngroups_by_name = n;
 }
 
 /* The address bytes a group is joined at (its family's, no port). */
@@ -234,13 +237,36 @@ void cfg_check_raw_addresses(struct parse *p)
 	free(v);
 }
 
+/* name (len bytes, no NUL needed) against g's: the order cmp_name sorts in. */
+static int cmp_key_name(const char *name, size_t len, const struct pubd_group_config *g)
+{
+	size_t glen = strlen(g->name);
+	int r = memcmp(name, g->name, len < glen ? len : glen);
+
+	return r ? r : len < glen ? -1 : len > glen;
+}
+
 const struct pubd_group_config *pubd_config_group(const struct pubd_config *c, const char *name, size_t len)
 {
-	size_t i;
+	size_t lo = 0, hi = c->ngroups_by_name, i;
 
-	for (i = 0; i < c->ngroups; i++)
-		if (c->groups[i].name && strlen(c->groups[i].name) == len && !memcmp(c->groups[i].name, name, len))
-			return &c->groups[i];
+	if (!c->groups_by_name) {
+		for (i = 0; i < c->ngroups; i++)
+			if (c->groups[i].name && !cmp_key_name(name, len, &c->groups[i]))
+				return &c->groups[i];
+		return NULL;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = cmp_key_name(name, len, c->groups_by_name[mid]);
+
+		if (!r)
+			return c->groups_by_name[mid];
+		if (r < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
 	return NULL;
 }
 

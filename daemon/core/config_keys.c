@@ -341,5 +341,6 @@ void pubd_config_free(struct pubd_config *c)
 		cfg_acl_free(&c->groups[i].subscribe);
 	}
 	free(c->groups);
+	free(c->groups_by_name);
 	memset(c, 0, sizeof(*c));
 }

@@ -157,6 +157,16 @@ struct pubd_group {
 struct pubd_groups {
 	struct pubd_group **v; /* indexed by slot; NULL for a free slot */
 	unsigned n;
+	unsigned count;	    /* groups in v */
+	unsigned up;	    /* of them, up (pubd_group_set_up) */
+	unsigned free_from; /* no free slot below it */
+	/* The groups by id (open addressing, linear probing, load at most
+	 * 1/2): a datagram's, a NAK's or a client's group is found in a probe
+	 * or two however many groups the config has (a linear scan per
+	 * message, and per group at reload, stalled pubd for seconds with
+	 * thousands of groups). */
+	struct pubd_group **ix;
+	unsigned ix_mask; /* capacity - 1; 0 while ix is NULL */
 };
 
 /* Create the group for cfg in a free slot. Returns it or NULL (-ENOMEM). */
@@ -165,8 +175,16 @@ struct pubd_group *pubd_groups_add(struct pubd_groups *gs, const struct pubd_gro
 void pubd_groups_remove(struct pubd_groups *gs, struct pubd_group *g);
 void pubd_groups_free(struct pubd_groups *gs);
 
-/* Lookups: linear over the table, which holds tens of groups; the name
- * lookup compares the 64-bit id first so it rarely touches the strings. */
+/* g->up, with gs->up kept: READY=1 and the status line ask how many are up
+ * at every join, which a walk over thousands of groups made quadratic. */
+static inline void pubd_group_set_up(struct pubd_groups *gs, struct pubd_group *g, bool up)
+{
+	if (g->up != up)
+		gs->up = up ? gs->up + 1 : gs->up - 1;
+	g->up = up;
+}
+
+/* Lookups through the id index; by name, the name's id, then the name. */
 struct pubd_group *pubd_groups_by_name(const struct pubd_groups *gs, const char *name, size_t len);
 struct pubd_group *pubd_groups_by_id(const struct pubd_groups *gs, uint64_t id);
 static inline struct pubd_group *pubd_groups_by_slot(const struct pubd_groups *gs, int slot)

@@ -21,15 +21,7 @@ static void on_writable(void *ctx)
 
 bool engine_all_groups_up(const struct pubd *d)
 {
-	struct pubd_group *g;
-	unsigned i;
-
-	pubd_groups_foreach(&d->groups, g, i)
-	{
-		if (!g->up)
-			return false;
-	}
-	return true;
+	return d->groups.up == d->groups.count;
 }
 
 /* The fabric takes the group's datagrams now, or lost the group: either
@@ -69,7 +61,7 @@ static void on_group_state(void *ctx, int slot, bool up, int err)
 		log_warn("group %s (%s): join failed: %s", g->name, g->cfg->address_text, strerror(-err));
 	if (up && !g->up)
 		g->up_since_ns = pubd_now_ns();
-	g->up = up;
+	pubd_group_set_up(&d->groups, g, up);
 	listen_settled(d, g);
 	pubd_tx_group_state(d, g);
 	if (up)
@@ -159,7 +151,7 @@ int pubd_group_join(struct pubd *d, struct pubd_group *g)
 	if (g->host) {
 		/* Nothing to join: ready at once (READY=1 and pubctl's
 		 * joined column wait for every group to be up). */
-		g->up = true;
+		pubd_group_set_up(&d->groups, g, true);
 		g->up_since_ns = pubd_now_ns();
 		return 0;
 	}

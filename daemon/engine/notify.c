@@ -25,14 +25,8 @@ void pubd_notify_init(struct pubd *d)
 
 static void status_line(struct pubd *d, char *buf, size_t cap)
 {
-	struct pubd_group *g;
-	unsigned i, n = 0, up = 0;
+	unsigned n = d->groups.count, up = d->groups.up;
 
-	pubd_groups_foreach(&d->groups, g, i)
-	{
-		n++;
-		up += g->up;
-	}
 	snprintf(buf, cap,
 		 "STATUS=fabric %s, groups %u/%u joined, clients %u, published %" PRIu64 ", delivered %" PRIu64
 		 ", dropped %" PRIu64,
@@ -49,18 +43,7 @@ static void status_line(struct pubd *d, char *buf, size_t cap)
  */
 static bool fully_up(const struct pubd *d)
 {
-	struct pubd_group *g;
-	unsigned i, n = 0;
-
-	if (!pubd_ipc_listening(&d->ipc))
-		return false;
-	pubd_groups_foreach(&d->groups, g, i)
-	{
-		if (!g->up)
-			return false;
-		n++;
-	}
-	return n == d->cfg.ngroups;
+	return pubd_ipc_listening(&d->ipc) && d->groups.up == d->groups.count && d->groups.count == d->cfg.ngroups;
 }
 
 void pubd_notify_ready(struct pubd *d)

@@ -388,7 +388,7 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 	if (sent == -ENOTCONN) {
 		/* The group is down (link flap, rejoin under way): keep its
 		 * queue and wait for group_state(up) rather than drop. */
-		g->up = false;
+		pubd_group_set_up(&d->groups, g, false);
 		return -2;
 	}
 	if (sent < 0) {
