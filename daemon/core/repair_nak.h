@@ -28,12 +28,21 @@
  * one pubd_nak_run sends at most PUBD_NAK_RUN_MAX NAKs (what is left stays
  * due: pubd_nak_next_deadline says so). So what a peer's forged sequence
  * numbers can make pubd send is bounded, per gap and per run.
+ *
+ * Cost: a run takes the due gaps earliest due first (the first found first
+ * among equals) and looks at no other; filling, GONE, pending and a new gap
+ * look only at their own stream's gaps; none of them grows with the gaps
+ * of other streams. Only pubd_nak_forget of every source of a group looks
+ * at all gaps (a group left: rare). ops must not call back into the
+ * schedule.
  */
 #ifndef PUBD_REPAIR_NAK_H
 #define PUBD_REPAIR_NAK_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "keyed_hash.h"
 
 #define PUBD_NAK_MAX_RANGE 65536u
 #define PUBD_NAK_GAP_MAX   (16ull * PUBD_NAK_MAX_RANGE)
@@ -50,6 +59,9 @@ struct pubd_nak_cfg {
 	uint64_t interval_ns;
 	uint32_t retries;
 	uint32_t max_gaps;
+	/* Streams are hashed on ids a peer chooses: a secret key (pubd draws
+	 * it, keyed_hash.h), taken at init only. */
+	struct pubd_hash_key hash_key;
 };
 
 struct pubd_nak_gap {
@@ -73,15 +85,29 @@ struct pubd_nak_ops {
 	bool (*timing)(void *ctx, uint64_t group, struct pubd_nak_timing *t);
 };
 
+struct pubd_nak_node;
+struct pubd_nak_stream;
+
 struct pubd_nak_sched {
 	struct pubd_nak_cfg cfg;
 	struct pubd_nak_ops ops;
 	void *ctx;
 	uint64_t (*rand64)(void *rctx);
 	void *rctx;
-	struct pubd_nak_gap *v; /* oldest first; count 0: a dead gap, compacted away later */
-	uint32_t n, cap;	/* slots in use (dead ones included), slots */
-	uint32_t dead;
+	/* All sized by max_gaps at init (memory stays bounded by it), and
+	 * indexed so that no call's cost grows with the gaps of other streams
+	 * (a forger's sources each leaving a gap once made every delivered
+	 * message scan 4,096 of them): repair_nak_index.h. */
+	struct pubd_nak_node *nodes;	 /* the gaps; NULL when init failed */
+	struct pubd_nak_stream *streams; /* streams with a gap, by a keyed hash */
+	uint32_t *buckets, mask;	 /* heads of the streams' hash chains */
+	uint32_t *heap, hn;		 /* gaps by due time, then age */
+	uint32_t n, cap;		 /* gaps, and room for them */
+	uint32_t oldest, youngest;	 /* all gaps in the order found */
+	uint32_t free_node, free_stream, last_stream;
+	uint64_t born; /* gaps found so far: their age */
+	struct pubd_hash_key key;
+	uint64_t visits; /* gaps and streams looked at, for tests to see what a call costs */
 	/* counters */
 	uint64_t naks_sent, given_up_retries, given_up_gone, given_up_full, given_up_large;
 };
@@ -91,7 +117,7 @@ int pubd_nak_init(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg, cons
 void pubd_nak_close(struct pubd_nak_sched *s);
 void pubd_nak_set(struct pubd_nak_sched *s, const struct pubd_nak_cfg *cfg);
 
-/* Gaps waiting (s->n counts dead slots too). */
+/* Gaps waiting. */
 uint32_t pubd_nak_count(const struct pubd_nak_sched *s);
 /* Messages first .. first + count - 1 of (source, group) are missing. */
 void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now_ns, uint64_t source, uint64_t group, uint64_t first,
@@ -106,7 +132,8 @@ void pubd_nak_forget(struct pubd_nak_sched *s, uint64_t source, uint64_t group);
 void pubd_nak_run(struct pubd_nak_sched *s, uint64_t now_ns);
 /* When pubd_nak_run has something to do next; UINT64_MAX when nothing. */
 uint64_t pubd_nak_next_deadline(const struct pubd_nak_sched *s);
-/* Is seq of (source, group) waiting for repair? */
-bool pubd_nak_pending(const struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t seq);
+/* Is seq of (source, group) waiting for repair? (Not const: the lookup
+ * keeps the stream it found for the next.) */
+bool pubd_nak_pending(struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t seq);
 
 #endif

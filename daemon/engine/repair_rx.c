@@ -23,6 +23,7 @@
 
 #include "engine_internal.h"
 #include "log.h"
+#include "random_key.h"
 #include "wire.h"
 #include "wire_ctl.h"
 
@@ -109,6 +110,7 @@ static void nak_cfg(struct pubd_nak_cfg *nc)
 	nc->interval_ns = pubd_config_key_default("groups.repair.nak_interval_ms", &v) ? 100 * MS : v * MS;
 	nc->retries = pubd_config_key_default("groups.repair.nak_retries", &v) ? 8 : (uint32_t)v;
 	nc->max_gaps = MAX_GAPS;
+	pubd_random_key(&nc->hash_key); /* streams are hashed on ids a peer picks */
 }
 
 static void on_nak_timer(void *ctx, uint64_t now)
@@ -150,7 +152,7 @@ void engine_naks_gap(void *ctx, uint64_t source, uint64_t group_id, uint64_t fir
 {
 	struct pubd *d = ctx;
 
-	if (!d->naks.v || !engine_repairs(d, pubd_groups_by_id(&d->groups, group_id)))
+	if (!d->naks.nodes || !engine_repairs(d, pubd_groups_by_id(&d->groups, group_id)))
 		return;
 	pubd_nak_gap(&d->naks, d->event_ns, source, group_id, first, count, false);
 }
@@ -173,7 +175,7 @@ void engine_naks_gone(struct pubd *d, struct pubd_group *g, uint64_t source, con
 		g->gone_ignored++;
 		return;
 	}
-	if (d->naks.v)
+	if (d->naks.nodes)
 		pubd_nak_gone(&d->naks, source, g->id, c->first_seq, c->count);
 }
 
@@ -210,7 +212,7 @@ static void stuck(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq)
 
 void engine_naks_tick(struct pubd *d, uint64_t now)
 {
-	if (!d->naks.v)
+	if (!d->naks.nodes)
 		return;
 	if (now > STUCK_PARTIAL_NS)
 		pubd_reasm_offer_stuck(d->reasm, now - STUCK_PARTIAL_NS, STUCK_OFFERS_PER_TICK, stuck, d);
