@@ -50,7 +50,9 @@
 	  "accepted messages still waiting for the fabric when pubd stopped (after waiting up to 2 s)")         \
 	X(UNRECOVERED, "unrecovered", PUB_DROP_KIND_MSG,                                                        \
 	  "on a repair group: a lost message that NAKs did not get back (left the source's window, or retries " \
-	  "ran out); replaces seq_gap and reasm_timeout there")
+	  "ran out); replaces seq_gap and reasm_timeout there")                                                 \
+	X(GROUP_RELOADED, "group_reloaded", PUB_DROP_KIND_MSG,                                                  \
+	  "accepted messages still waiting for the fabric when a reload removed their group or made it anew")
 
 enum pub_drop_reason {
 #define PUB_X_ENUM(id, name, kind, help) PUB_DROP_##id,

@@ -5,6 +5,7 @@
  * refused.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +77,13 @@ static bool same_address(const struct pubd_group_config *a, const struct pubd_gr
  * told to subscribe again), else it was removed. */
 static void group_destroy(struct pubd *d, struct pubd_group *g, bool remade)
 {
+	uint64_t unsent;
+
 	pubd_ipc_group_removed(&d->ipc, g, remade);
-	pubd_tx_group_flush(d, g);
+	unsent = pubd_tx_group_flush(d, g);
+	if (unsent)
+		log_warn("group %s: %" PRIu64 " accepted message%s not yet sent to the fabric dropped (group_reloaded)",
+			 g->name, unsent, unsent == 1 ? "" : "s");
 	if (!g->host)
 		d->fops->leave(d->fabric, g->slot);
 	pubd_reasm_forget_group(d->reasm, g->id);

@@ -468,7 +468,7 @@ void pubd_tx_group_state(struct pubd *d, struct pubd_group *g)
 		ready_unlink(&d->tx, g);
 }
 
-void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g)
+uint64_t pubd_tx_group_flush(struct pubd *d, struct pubd_group *g)
 {
 	uint64_t n = 0;
 
@@ -481,9 +481,10 @@ void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g)
 		n++;
 	}
 	if (n) {
-		pubd_drops_add(&g->drops, PUB_DROP_FABRIC_ERROR, n);
+		pubd_drops_add(&g->drops, PUB_DROP_GROUP_RELOADED, n);
 		d->counters[PUBD_CTR_MSG_DROPPED] += n;
 	}
+	return n;
 }
 
 /* Re-cut one group's queue for d->mtu. Returns messages dropped. */

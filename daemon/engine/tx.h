@@ -56,8 +56,9 @@ int pubd_tx_enqueue(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *ms
 unsigned pubd_tx_pump(struct pubd *d);
 /* The group became usable (joined) or unusable. */
 void pubd_tx_group_state(struct pubd *d, struct pubd_group *g);
-/* Drop a group's queue (group removed); messages counted as fabric_error. */
-void pubd_tx_group_flush(struct pubd *d, struct pubd_group *g);
+/* Drop a group's queue (a reload removed the group or made it anew), the
+ * messages counted as group_reloaded; returns how many. */
+uint64_t pubd_tx_group_flush(struct pubd *d, struct pubd_group *g);
 /* The fabric's MTU changed to d->mtu: messages not yet started are cut
  * anew; those partly sent (or raw ones) that no longer fit are dropped,
  * counted. Returns how many were dropped. */

@@ -352,6 +352,50 @@ static void test_transmit_queue_held_in_budget(void **state)
 
 /* A join that fails, and a multicast error on a joined group: what is
  * published meanwhile waits and goes out after the rejoin. */
+/* A reload that removes a group, or makes it anew, while accepted messages
+ * wait for the fabric: they are counted as group_reloaded (they were
+ * counted as fabric_error, which sends the operator to a log that said
+ * nothing), published = dropped, and the other group goes on. */
+static void test_reload_drops_queued_as_group_reloaded(void **state)
+{
+	const char *moved = "groups:\n  - name: g1\n    address: 239.77.0.9\n  - name: g2\n    address: 239.77.0.2\n";
+	const char *g2_only = "groups:\n  - name: g2\n    address: 239.77.0.2\n";
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc pub;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, GROUPS), 0);
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	pubd_fake_set_credits(a.fk, 0); /* nothing leaves: the messages wait */
+	publish_all(&pub, "g1", 0, 7);
+	hd_settle(&a, 50);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], 7);
+	/* g1 moves to another address: made anew, its queue dropped. */
+	assert_int_equal(hd_reload(&a, NULL, moved), 0);
+	publish_all(&pub, "g1", 7, 12);
+	hd_settle(&a, 50);
+	/* Then removed. */
+	assert_int_equal(hd_reload(&a, NULL, g2_only), 0);
+	hd_settle(&a, 50);
+	print_message("group_reloaded %llu, fabric_error %llu, dropped %llu of %llu published\n",
+		      (unsigned long long)a.d.drops.by_reason[PUB_DROP_GROUP_RELOADED],
+		      (unsigned long long)a.d.drops.by_reason[PUB_DROP_FABRIC_ERROR],
+		      (unsigned long long)a.d.counters[PUBD_CTR_MSG_DROPPED],
+		      (unsigned long long)a.d.counters[PUBD_CTR_MSG_PUBLISHED]);
+	assert_int_equal(a.d.drops.by_reason[PUB_DROP_GROUP_RELOADED], 12);
+	assert_int_equal(a.d.drops.by_reason[PUB_DROP_FABRIC_ERROR], 0);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_PUBLISHED], 12);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DROPPED], 12);
+	/* g2 still sends once the fabric takes messages again. */
+	pubd_fake_set_credits(a.fk, -1);
+	publish_all(&pub, "g2", 0, 3);
+	hd_settle(&a, 50);
+	assert_int_equal(take_sent_msgs(&a, hd_group(&a, "g2")->slot, NULL), 3);
+	hc_close(&pub);
+	hd_stop(&a);
+}
+
 static void test_join_failure_and_multicast_error(void **state)
 {
 	const char *with_g3 = GROUPS "  - name: g3\n    address: 239.77.0.3\n";
@@ -820,6 +864,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_send_credit_exhaustion, hd_teardown),
 		cmocka_unit_test_teardown(test_transmit_queue_held_in_budget, hd_teardown),
 		cmocka_unit_test_teardown(test_join_failure_and_multicast_error, hd_teardown),
+		cmocka_unit_test_teardown(test_reload_drops_queued_as_group_reloaded, hd_teardown),
 		cmocka_unit_test_teardown(test_mtu_change, hd_teardown),
 		cmocka_unit_test_teardown(test_rx_unjoined, hd_teardown),
 		cmocka_unit_test_teardown(test_slow_subscriber_in_reassembly, hd_teardown),
