@@ -228,6 +228,7 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 	uint8_t *data = NULL;
 	size_t len = 0;
 	pub_client_t *c = NULL;
+	struct pub_info info;
 	int opt, r = 0, ret = 1;
 
 	optind = 0; /* 0, not 1: GNU getopt re-initialises (main parsed with "+") */
@@ -239,6 +240,10 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 		case 'n':
 			if (parse_u64(optarg, "--count", &count) < 0)
 				return 1;
+			if (!count) {
+				pubctl_err("--count: expected at least 1 message, got 0");
+				return 1;
+			}
 			break;
 		case 'b':
 			if (parse_u64(optarg, "--size", &size) < 0)
@@ -260,11 +265,17 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 		pubctl_err("pub: give exactly one of MESSAGE, --file F, --size B");
 		goto usage;
 	}
-	if (message_data(argc - optind == 2 ? argv[optind + 1] : NULL, file, have_size, size, &data, &len) < 0)
-		return 1;
-
 	c = pubctl_connect(ctl, false, &ret);
 	if (!c)
+		goto out;
+	/* Told before the pattern is made: a size pubd would refuse is said
+	 * as such, not as the "out of memory" of allocating it. */
+	if (have_size && pub_info(c, &info) == 0 && size > info.max_message) {
+		pubctl_err("pub: --size %" PRIu64 " is larger than pubd's limits.max_message_size (%" PRIu32 " bytes)",
+			   size, info.max_message);
+		goto out;
+	}
+	if (message_data(argc - optind == 2 ? argv[optind + 1] : NULL, file, have_size, size, &data, &len) < 0)
 		goto out;
 	start = now_s();
 	r = publish_count(c, group, data, len, count, rate, have_size);

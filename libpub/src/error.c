@@ -111,6 +111,8 @@ const char *pub_err_describe(int err, const char *op)
 			return "permission denied by the group's subscribe ACL";
 		if (strncmp(op, "publish", 7) == 0)
 			return "permission denied by the group's publish ACL";
+		if (strcmp(op, "reload") == 0) /* no group's: pubd's own rule */
+			return "permission denied";
 	}
 	return pub_strerror(err);
 }

@@ -40,6 +40,18 @@ it_wait "kc subscriber" 20 it_subscribers_at_least h1 kc 1 || it_die "no subscri
 it_wait "ka subscriber got 3" 20 it_lines_at_least "$IT_WORK/ka.log" '^msg ka ' 3
 ka_client=$(it_q h1 group ka '.subscribers[0].client')
 
+# pubctl pub refuses what would publish nothing, or what pubd would refuse,
+# with words that say so (a zero count exited 0 without a word; a size past
+# the limit said "out of memory" from allocating it), and sends nothing.
+out=$(it_ctl h1 pub ka hello --count 0 2>&1)
+st=$?
+it_check "pubctl pub --count 0 fails ($st: $out)" test "$st" -eq 1
+it_check "and says why" grep -q "expected at least 1 message" <<<"$out"
+out=$(it_ctl h1 pub ka --size 99999999999 2>&1)
+st=$?
+it_check "pubctl pub --size past max_message_size fails ($st: $out)" test "$st" -eq 1
+it_check "and names the limit" grep -q "larger than pubd's limits.max_message_size (16777216 bytes)" <<<"$out"
+
 # Reload: kc removed, kd added, ka and kb kept.
 write_conf ka kb kd
 kill -HUP "$pid"
@@ -94,6 +106,23 @@ it_check "pubctl reload fails on the empty file" test "$st" -ne 0
 it_check "and says it holds no settings" grep -q "holds no settings" <<<"$out"
 it_eq "reload failures counted" "$(it_counter h1 reload_failures)" 3
 it_eq "the running groups are kept" "$(it_q h1 groups '[.groups[].name] | sort | join(",")')" "ka,kb,kd"
+
+# Only root and pubd's own user may reload: another user is told so, in
+# words that do not blame a group's ACL (there is no group in a reload).
+if setpriv --reuid=65534 --regid=65534 --clear-groups "$PUBCTL" --version >/dev/null 2>&1; then
+	dmode=$(stat -c %a "$(dirname "$sock")")
+	chmod o+x "$(dirname "$sock")"
+	chmod 666 "$sock"
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$PUBCTL" -s "$sock" reload 2>&1)
+	st=$?
+	chmod 660 "$sock"
+	chmod "$dmode" "$(dirname "$sock")"
+	it_check "pubctl reload by another user fails ($st: $out)" test "$st" -eq 1
+	it_check "with permission denied, not a group's ACL" \
+		grep -q "reload: permission denied (pubd: only root or pubd's own user may reload)" <<<"$out"
+else
+	it_log "skipped: uid 65534 cannot run $PUBCTL here (its directory is not open to it)"
+fi
 
 # A good config again applies.
 cp "$IT_WORK/good.yaml" "$conf"
