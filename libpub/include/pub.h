@@ -76,7 +76,7 @@ enum pub_error {
 	PUB_ESTATE = 2006,    /* request not valid now (e.g. unsubscribe without subscribe) */
 	PUB_EINTERNAL = 2007, /* pubd failed (out of memory, fabric down) */
 	PUB_EBADQUERY = 2008, /* pubd does not know this query */
-	PUB_ECONFIG = 2009,   /* reload rejected (the new config has errors), or applied but not all of it */
+	PUB_ECONFIG = 2009,   /* reload rejected (the new config has errors); applied but not all of it is PUB_EPARTIAL */
 	PUB_ESLOW = 2010,     /* disconnected as a slow subscriber (then reconnected) */
 	PUB_ESHUTDOWN = 2011, /* pubd is stopping */
 	PUB_EREMADE = 2012,   /* a group was made anew by a reload; libpub subscribes again by itself */
@@ -293,7 +293,8 @@ PUB_API int pub_unsubscribe(pub_client_t *c, const char *group);
  * @param flags 0 or PUB_NONBLOCK, PUB_SYNC, PUB_MORE or'ed.
  * @return 0, -EAGAIN (PUB_NONBLOCK), -ENOTCONN (pubd down: not queued),
  *         -PUB_ETOOLARGE, -PUB_EACL, -PUB_ENOGROUP (from pubd), -ETIMEDOUT
- *         (PUB_SYNC), -EINVAL.
+ *         (PUB_SYNC), -EBUSY (between pub_claim() and pub_commit()),
+ *         -EINVAL.
  */
 PUB_API int pub_publish(pub_client_t *c, const char *group, const void *data, size_t len, int flags);
 
@@ -381,8 +382,10 @@ PUB_API int pub_info(pub_client_t *c, struct pub_info *info);
  * @param cb   called per table (may be NULL, e.g. for PUB_Q_RELOAD).
  * @param cb_arg passed to @cb.
  * @return 0, the callback's non-zero value, -PUB_EBADQUERY, -PUB_ENOGROUP,
- *         -PUB_ECONFIG (reload: pub_errmsg has the config errors), -PUB_EACL,
- *         -ENOTCONN, -ETIMEDOUT, -PUB_EPROTO, -ENOMEM.
+ *         -PUB_ECONFIG (reload: pub_errmsg has the config errors),
+ *         -PUB_EPARTIAL (reload applied, not all of it), -PUB_EACL,
+ *         -ENOTCONN, -ETIMEDOUT, -PUB_EPROTO, -ENOMEM, -EINVAL (a bad kind,
+ *         or PUB_Q_GROUP without a group name).
  */
 PUB_API int pub_query(pub_client_t *c, int kind, const char *arg, pub_table_cb cb, void *cb_arg);
 

@@ -97,11 +97,13 @@ int pub_query(pub_client_t *c, int kind, const char *arg, pub_table_cb cb, void 
 		[PUB_Q_CLIENTS] = "clients", [PUB_Q_DROPS] = "drops",	 [PUB_Q_SOURCES] = "sources",
 		[PUB_Q_RELOAD] = "reload",   [PUB_Q_METRICS] = "metrics"};
 	if (kind > 0 && kind < (int)(sizeof(names) / sizeof(names[0])))
-		snprintf(what, sizeof(what), "%s%s%.255s", names[kind], arg ? " " : "", arg ? arg : "");
+		snprintf(what, sizeof(what), "%s%s%.255s", names[kind], arg && *arg ? " " : "", arg ? arg : "");
 	else
 		snprintf(what, sizeof(what), "query %d", kind);
 	if (kind <= 0 || kind > 255 || alen > PUB_PROTO_NAME_MAX)
 		return set_err(c, -EINVAL, "%s: bad kind or argument", what);
+	if (kind == PUB_Q_GROUP && !alen)
+		return set_err(c, -EINVAL, "%s: which group? (give its name)", what);
 	w.req_id = next_req(c);
 	n = pub_proto_enc_query(frame, sizeof(frame), w.req_id, (uint8_t)kind, arg, alen);
 	if (n <= 0)

@@ -51,6 +51,10 @@ out=$(it_ctl h1 pub ka --size 99999999999 2>&1)
 st=$?
 it_check "pubctl pub --size past max_message_size fails ($st: $out)" test "$st" -eq 1
 it_check "and names the limit" grep -q "larger than pubd's limits.max_message_size (16777216 bytes)" <<<"$out"
+# A group query without a group is the caller's mistake (-EINVAL), not
+# "no group named ''" from pubd.
+out=$(it_ctl h1 group "" 2>&1)
+it_check "pubctl group '' asks which group ($out)" grep -q "group: which group" <<<"$out"
 
 # Reload: kc removed, kd added, ka and kb kept.
 write_conf ka kb kd
