@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "utf8.h"
 
 /* Nodes visited, aliases counted each time: a few MiB of YAML cannot reach it
  * without aliases fanning out. */
@@ -93,11 +94,13 @@ void cfg_store_uint(void *field, size_t size, uint64_t v)
 	}
 }
 
-/* A value quoted for a message: escaped (control bytes, quotes) so a log
- * line stays one line, and shortened. */
+/* A value quoted for a message: escaped (control bytes, quotes, and the
+ * characters that are not seen but reorder or break the text around them,
+ * as the log escapes them: utf8.h) so a message says what it says on a
+ * terminal too, and shortened. */
 static const char *quote(const unsigned char *s, size_t len, char *buf, size_t cap)
 {
-	size_t i, o = 0, end;
+	size_t i, o = 0, end, shown;
 
 	end = len > GOT_MAX ? GOT_MAX : len;
 	/* Never cut a UTF-8 sequence in half. */
@@ -109,8 +112,14 @@ static const char *quote(const unsigned char *s, size_t len, char *buf, size_t c
 			o += snprintf(buf + o, cap - o, "\\x%02x", s[i]);
 		else if (s[i] == '"' || s[i] == '\\')
 			o += snprintf(buf + o, cap - o, "\\%c", s[i]);
-		else
+		else if (s[i] < 0x80)
 			buf[o++] = (char)s[i];
+		else if ((shown = pub_utf8_shown_len(s + i, end - i)) && o + shown + 8 < cap) {
+			memcpy(buf + o, s + i, shown);
+			o += shown;
+			i += shown - 1;
+		} else
+			o += snprintf(buf + o, cap - o, "\\x%02x", s[i]);
 	}
 	if (i < len)
 		o += snprintf(buf + o, cap - o, "...");

@@ -126,6 +126,15 @@ static void config_error_invalid_utf8_names_the_byte(void **state)
 		  "t.yaml:2:18: invalid YAML: control characters are not allowed (0x01)");
 }
 
+/* A bidi override or a line separator in a quoted value is escaped as the
+ * log escapes it: on a terminal the message must say what it says. */
+static void config_error_escapes_unseen_characters(void **state)
+{
+	one_error("daemon:\n  log_level: \"x\xe2\x80\xaey\xe2\x80\xa8z\xc3\xa9\"\n",
+		  "t.yaml:2:14: daemon.log_level: expected one of debug, info, notice, warning, err, got "
+		  "\"x\\xe2\\x80\\xaey\\xe2\\x80\\xa8z\xc3\xa9\"");
+}
+
 static void config_error_document_not_a_mapping(void **state)
 {
 	one_error("- a\n- b\n",
@@ -378,6 +387,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_error_key_not_a_name, teardown),
 		cmocka_unit_test_teardown(config_error_yaml_syntax_gives_libyaml_problem_and_place, teardown),
 		cmocka_unit_test_teardown(config_error_invalid_utf8_names_the_byte, teardown),
+		cmocka_unit_test_teardown(config_error_escapes_unseen_characters, teardown),
 		cmocka_unit_test_teardown(config_error_document_not_a_mapping, teardown),
 		cmocka_unit_test_teardown(config_error_second_document, teardown),
 		cmocka_unit_test_teardown(config_collects_several_errors_in_one_pass, teardown),
