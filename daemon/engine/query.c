@@ -333,7 +333,17 @@ static void status_row(struct pubd *d, struct pub_table_builder *b)
 	pub_table_u64(b, (uint64_t)getpid());
 	pub_table_u64(b, (pubd_now_ns() - d->started_ns) / 1000000000ull);
 	pub_table_str(b, d->config_path);
-	pub_table_str(b, pubd_ipc_path(&d->ipc) ? pubd_ipc_path(&d->ipc) : "(from systemd)");
+	if (pubd_ipc_path(&d->ipc)) {
+		pub_table_str(b, pubd_ipc_path(&d->ipc));
+	} else {
+		char sock[160];
+
+		snprintf(sock, sizeof(sock), "%s (from systemd)",
+			 pubd_ipc_passed_path(&d->ipc) && pubd_ipc_passed_path(&d->ipc)[0]
+				 ? pubd_ipc_passed_path(&d->ipc)
+				 : "unnamed");
+		pub_table_str(b, sock);
+	}
 	pub_table_str(b, d->fops->name);
 	pub_table_str(b, src);
 	pub_table_u64(b, d->mtu);

@@ -278,6 +278,25 @@ static int listen_on_path(struct pubd_ipc *srv)
 	return fd;
 }
 
+/* The file path a passed Unix socket is bound to, or "" (unnamed, or an
+ * abstract name). */
+static void passed_path(int fd, char *buf, size_t cap)
+{
+	struct sockaddr_un a;
+	socklen_t len = sizeof(a);
+	size_t n;
+
+	buf[0] = 0;
+	if (getsockname(fd, (struct sockaddr *)&a, &len) < 0 || a.sun_family != AF_UNIX ||
+	    len <= offsetof(struct sockaddr_un, sun_path) || !a.sun_path[0])
+		return;
+	n = strnlen(a.sun_path, len - offsetof(struct sockaddr_un, sun_path));
+	if (n >= cap)
+		return;
+	memcpy(buf, a.sun_path, n);
+	buf[n] = 0;
+}
+
 int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 {
 	int n, fd = -1;
@@ -317,7 +336,14 @@ int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
 		srv->listen_from_systemd = true;
-		log_info("listening on the socket passed by systemd");
+		passed_path(fd, srv->sd_path, sizeof(srv->sd_path));
+		log_info("listening on the socket passed by systemd (%s)", srv->sd_path[0] ? srv->sd_path : "unnamed");
+		/* The socket unit's ListenStream= decides where clients connect;
+		 * daemon.socket is not used. Said, not silently ignored. */
+		if (srv->cfg->socket_path && strcmp(srv->cfg->socket_path, srv->sd_path))
+			log_warn("daemon.socket is %s, but systemd passed the socket at %s: pubd listens there "
+				 "(set the socket unit's ListenStream= to move it)",
+				 srv->cfg->socket_path, srv->sd_path[0] ? srv->sd_path : "(unnamed)");
 	} else {
 		fd = listen_on_path(srv);
 		if (fd < 0)
@@ -513,6 +539,11 @@ bool pubd_ipc_listening(const struct pubd_ipc *srv)
 const char *pubd_ipc_path(const struct pubd_ipc *srv)
 {
 	return srv->path;
+}
+
+const char *pubd_ipc_passed_path(const struct pubd_ipc *srv)
+{
+	return srv->listen_from_systemd ? srv->sd_path : NULL;
 }
 
 void pubd_ipc_direct_reconfigured(struct pubd_ipc *srv)

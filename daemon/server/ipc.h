@@ -92,7 +92,8 @@ struct pubd_ipc {
 	int listen_fd;
 	bool listen_from_systemd;
 	struct pubd_loop_watch *listen_watch;
-	char *path; /* NULL when systemd owns the socket */
+	char *path;	   /* NULL when systemd owns the socket */
+	char sd_path[112]; /* the path of the socket systemd passed ("" if none or unnamed) */
 	/* The file bind() made at path: only that one is chmod'ed at a reload
 	 * or unlinked at exit (another pubd may have bound the path since). */
 	dev_t path_dev;
@@ -292,6 +293,9 @@ unsigned pubd_ipc_queued_for(const struct pubd_sub *s);
 /* Listening (for readiness), and where (NULL: on systemd's socket). */
 bool pubd_ipc_listening(const struct pubd_ipc *srv);
 const char *pubd_ipc_path(const struct pubd_ipc *srv);
+/* The path of the socket systemd passed ("" when it has none); NULL when
+ * pubd made its own. */
+const char *pubd_ipc_passed_path(const struct pubd_ipc *srv);
 /* daemon.socket_mode changed at a reload: the socket's permission bits follow
  * (who may connect from now on; connected clients stay, and the group ACLs
  * decide what they may do). 0, or -errno: -ENOTSUP when systemd passed the

@@ -682,6 +682,17 @@ static int run_activate(const char *pubd, const char *activate)
 		fail("pubd_uses_the_passed_socket", "pubd also created its configured socket %s", t.sock);
 	else
 		pass("pubd_uses_the_passed_socket");
+	/* The config's daemon.socket (t.sock) is not where clients connect:
+	 * said in the log, naming both, not silently ignored. */
+	{
+		char want[600];
+
+		snprintf(want, sizeof(want), "daemon.socket is %s, but systemd passed the socket at %s", t.sock, t.act);
+		if (find(0, EV_LOG, want, false) < 0)
+			fail("ignored_daemon_socket_is_said", "no '%s' in the log", want);
+		else
+			pass("ignored_daemon_socket_is_said");
+	}
 
 	kill(t.pid, SIGTERM);
 	wait_exit(STEP_DEADLINE_MS);
