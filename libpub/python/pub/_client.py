@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
@@ -35,6 +36,22 @@ _lib_handle: Optional[ctypes.CDLL] = None  # set by the package once libpub is l
 def _libpub() -> ctypes.CDLL:
     assert _lib_handle is not None
     return _lib_handle
+
+
+# Every open Client, so that a fork()ed child can make their locks anew: a
+# lock another thread of the parent held at the fork (a thread blocked in
+# recv() holds it for up to _SLICE_MS at a time) would stay held for ever in
+# the child, where that thread does not exist, and close() would deadlock.
+_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for c in list(_clients):
+        c._lock = threading.Lock()
+        c._forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +147,9 @@ class Client:
     a lock), but one client per thread is faster: a thread blocked in
     ``recv()`` holds the client for up to 0.1 s at a time.
 
+    After ``os.fork()`` a client belongs to the parent: the child may only
+    ``close()`` it (or let it be collected); other calls raise ``pub.Error``.
+
     Args:
         socket: pubd's Unix socket; None: ``$PUBD_SOCKET``, else
             ``/run/pubd/pubd.sock``.
@@ -165,6 +185,7 @@ class Client:
         self._lib = _libpub()
         self._handle: Optional[int] = None
         self._lock = threading.Lock()
+        self._forked = False  # inherited across fork(): only close() is allowed (pub.h)
         self._msg = _lib.pub_message()
         self._view: Optional[memoryview] = None  # the last zero-copy data, released at the next recv
         self._claim: Optional[memoryview] = None
@@ -199,11 +220,19 @@ class Client:
             raise make_error(r, self._lib.pub_errmsg(None).decode("utf-8", "replace"))
         self._handle = handle.value
         self._fd = self._lib.pub_fd(self._handle)  # one descriptor for the handle's life
+        _clients.add(self)
 
     # ---- life ----
 
     def close(self) -> None:
-        """Close the connection. Safe to call twice; later calls raise ``pub.Error`` (ENOTCONN)."""
+        """Close the connection. Safe to call twice; later calls raise ``pub.Error`` (ENOTCONN).
+
+        In a child of ``os.fork()``, a client inherited from the parent may
+        only be closed (which closes the child's copies; the parent's
+        connection goes on): every other call raises ``pub.Error``
+        (``EINVAL``). This holds even when another thread of the parent was
+        inside a call at the fork.
+        """
         with self._lock:
             self._release_views()
             if self._handle is not None:
@@ -234,6 +263,10 @@ class Client:
     def _h(self) -> int:
         if self._handle is None:
             raise make_error(-errno.ENOTCONN, "the client is closed")
+        if self._forked:
+            raise make_error(
+                -errno.EINVAL, "this client was inherited across fork(): the child may only close() it"
+            )
         return self._handle
 
     def _check(self, r: int) -> int:
