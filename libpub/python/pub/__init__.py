@@ -13,6 +13,19 @@ names another file, e.g. a build tree's)::
         print(msg.group, msg.source, msg.seq, msg.data)
         print(c.query("groups"))              # [{"name": "prices", ...}]
 
+Zero copy: ``recv(copy=False)`` and ``claim()`` hand out memoryviews of
+libpub's own memory (its receive buffer, the shared-memory publish log). The
+binding releases them at the next ``recv()``, at ``commit()`` and at
+``close()`` (using one then raises ``ValueError``), but it cannot release a
+slice of them, a ``memoryview()`` or ``cast()`` of them, their ``.obj``, or
+a buffer another library took of them (numpy, ctypes). While any of those
+lives, the binding keeps the memory under it valid: the next ``recv()``
+(after a zero-copy message) or ``commit()`` raises ``BufferError`` instead
+of letting libpub reuse it, and ``close()`` (or collecting the client)
+leaves libpub's handle open until the last one is gone. So no Python code
+can reach freed memory through them; but keep slices short-lived (or copy:
+``bytes(view[a:b])``), or the next call fails.
+
 Errors are ``pub.Error`` (with ``code``, ``name``, ``message``) or one of
 its subclasses: ``pub.Unreachable``, ``pub.PermissionDenied``,
 ``pub.NoSuchGroup``, ``pub.MessageTooLarge``, ``pub.Timeout``,

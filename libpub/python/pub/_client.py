@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Iterator, Optional, Union
@@ -54,6 +55,35 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+class _Handle:
+    """A libpub handle, closed (``pub_close``) by ``close()`` or once nothing refers to it.
+
+    The Client refers to it, and so does the memory object under every view
+    of libpub's memory it hands out (``recv(copy=False)``, ``claim()``):
+    however long a slice of such a view lives, the handle (and the memory
+    under the slice) is not freed under it.
+    """
+
+    __slots__ = ("lib", "ptr")
+
+    def __init__(self, lib: ctypes.CDLL, ptr: int) -> None:
+        self.lib = lib
+        self.ptr: Optional[int] = ptr
+
+    def close(self) -> None:
+        ptr, self.ptr = self.ptr, None
+        if ptr is not None:
+            self.lib.pub_close(ptr)
+
+    def __del__(self) -> None:
+        self.close()
+
+
+# sys.getrefcount of a view's memory object in Client._free when no view
+# of it is left: the attribute, the local variable, getrefcount's argument.
+_FREE_REFS = 3
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """A received message.
@@ -65,8 +95,12 @@ class Message:
         data: the payload: ``bytes``; or, from ``recv(copy=False)``, a
             read-only ``memoryview`` onto libpub's buffer that is valid only
             until the next ``recv()`` (or ``close()``) on the same client, which
-            releases it (using it then raises ``ValueError``). Slices or other
-            views made from it are not released: copy what you keep.
+            releases it (using it then raises ``ValueError``). Slices of it,
+            ``memoryview(data)``, ``data.obj`` or a buffer taken of it (numpy,
+            ``ctypes.from_buffer``) are not released: while one is alive the
+            next ``recv()`` raises ``BufferError`` (libpub would reuse the
+            memory under it) and ``close()`` leaves the connection open until
+            the last one is gone. Copy what you keep (``bytes(data[a:b])``).
     """
 
     group: str
@@ -187,8 +221,14 @@ class Client:
         self._lock = threading.Lock()
         self._forked = False  # inherited across fork(): only close() is allowed (pub.h)
         self._msg = _lib.pub_message()
-        self._view: Optional[memoryview] = None  # the last zero-copy data, released at the next recv
+        self._hobj: Optional[_Handle] = None
+        # The last zero-copy data (released at the next recv) and the open
+        # claim's view (released at commit), with the memory objects under
+        # them: those stay referenced while any slice of the views lives.
+        self._view: Optional[memoryview] = None
+        self._view_base: Optional[ctypes.Array] = None
         self._claim: Optional[memoryview] = None
+        self._claim_base: Optional[ctypes.Array] = None
         if transport not in _TRANSPORTS:
             raise ValueError(f"transport: expected 'shm', 'socket' or None, got {transport!r}")
         opts = _lib.pub_options()
@@ -219,6 +259,7 @@ class Client:
             # pub_errmsg(NULL) is per thread, and this thread made the call.
             raise make_error(r, self._lib.pub_errmsg(None).decode("utf-8", "replace"))
         self._handle = handle.value
+        self._hobj = _Handle(self._lib, handle.value)
         self._fd = self._lib.pub_fd(self._handle)  # one descriptor for the handle's life
         _clients.add(self)
 
@@ -232,12 +273,27 @@ class Client:
         connection goes on): every other call raises ``pub.Error``
         (``EINVAL``). This holds even when another thread of the parent was
         inside a call at the fork.
+
+        If a slice (or other view) of a ``recv(copy=False)`` message or of a
+        ``claim()`` is still alive, the client is closed all the same (later
+        calls raise), but libpub's handle and connection stay open until the
+        last such view is gone, so the memory under it stays valid (a
+        ``ResourceWarning`` says so).
         """
         with self._lock:
-            self._release_views()
-            if self._handle is not None:
-                self._lib.pub_close(self._handle)
-                self._handle = None
+            free = self._free("_view") & self._free("_claim")
+            h, self._hobj, self._handle = self._hobj, None, None
+            self._view_base = self._claim_base = None
+            if h is not None:
+                if free:
+                    h.close()
+                else:
+                    warnings.warn(
+                        "pub.Client.close(): a slice or other view of a zero-copy message or claim "
+                        "is still alive; the connection is closed when the last one is gone",
+                        ResourceWarning,
+                        stacklevel=2,
+                    )
 
     @property
     def closed(self) -> bool:
@@ -251,7 +307,7 @@ class Client:
         self.close()
 
     def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
+        if getattr(self, "_hobj", None) is not None:
             self.close()
 
     def __repr__(self) -> str:
@@ -274,14 +330,42 @@ class Client:
             raise make_error(r, self._lib.pub_errmsg(self._handle).decode("utf-8", "replace"))
         return r
 
-    def _release_views(self) -> None:
-        for view in (self._view, self._claim):
-            if view is not None:
-                try:
-                    view.release()
-                except BufferError:
-                    pass  # something holds an export of it; documented as undefined
-        self._view = self._claim = None
+    def _make_view(self, ptr: int, size: int, readonly: bool) -> tuple[memoryview, ctypes.Array]:
+        """A memoryview of libpub's memory, and the memory object under it.
+
+        Every view made from the one returned (slices, ``memoryview(v)``,
+        ``v.cast()``) shares its buffer, which holds one reference to the
+        memory object until all those views are released or gone; and the
+        memory object holds the handle (``_Handle``), so it is not closed
+        while any of them lives. ``_free`` counts those references.
+        """
+        base = (ctypes.c_char * size).from_address(ptr)
+        base._pub_handle = self._hobj  # type: ignore[attr-defined]
+        view = memoryview(base).cast("B")  # bytes-like: v[:] = b"..." works
+        return (view.toreadonly() if readonly else view), base
+
+    def _free(self, kind: str) -> bool:
+        """Release the view ``kind`` (``"_view"``/``"_claim"``) handed out.
+
+        True if no view of its memory is left (or there was none); False if
+        a slice, another view or an export of it lives on (the memory object
+        then stays in ``kind + "_base"``, so the next call looks again).
+        """
+        view = getattr(self, kind)
+        if view is not None:
+            setattr(self, kind, None)
+            try:
+                view.release()
+            except BufferError:
+                pass  # a buffer was taken of the view itself: its memory object stays referenced
+            del view
+        base = getattr(self, kind + "_base")
+        if base is None:
+            return True
+        if sys.getrefcount(base) > _FREE_REFS:
+            return False
+        setattr(self, kind + "_base", None)
+        return True
 
     # ---- groups and publishing ----
 
@@ -348,32 +432,50 @@ class Client:
 
         Returns a writable ``memoryview`` of exactly ``size`` bytes (inside the
         shared-memory publish log when it fits one record: no copy at all).
-        Fill it, then call ``commit()``, which releases the view. No other
-        call on this client until then.
+        Fill it, then call ``commit()``, which releases the view (using it
+        then raises ``ValueError``). No other call on this client until then.
+
+        Slices of the view (``v[a:b]``, ``memoryview(v)``, ``v.obj``, a
+        buffer taken of it) point into the same memory: drop them before
+        ``commit()``, which otherwise raises ``BufferError`` and leaves the
+        claim open (``del`` them and commit again). Writing into a slice
+        assignment (``v[a:b] = data``, ``struct.pack_into(fmt, v, ...)``)
+        leaves nothing behind.
         """
         g = _group_arg(group)
-        if not isinstance(size, int) or size < 0:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError(f"size: expected an int >= 0, got {size!r}")
         if not hasattr(self._lib, "pub_claim") or self._lib.pub_claim.argtypes is None:
             raise Error(-errno.ENOSYS, "this libpub.so.1 has no pub_claim (before PUB_1.1)")
         ptr = ctypes.c_void_p()
         with self._lock:
-            self._check(self._lib.pub_claim(self._h(), g, size, ctypes.byref(ptr)))
-            view = _lib.memory_view(ptr.value, size, _lib.PyBUF_WRITE) if size else memoryview(bytearray())
+            h = self._h()
+            if not self._free("_claim"):
+                raise BufferError("claim(): a view of the last claim is still alive; drop it first")
+            self._check(self._lib.pub_claim(h, g, size, ctypes.byref(ptr)))
+            if size:
+                view, self._claim_base = self._make_view(ptr.value, size, readonly=False)
+            else:
+                view = memoryview(bytearray())
             self._claim = view
             return view
 
     def commit(self, *, sync: bool = False, more: bool = False) -> None:
-        """Publish the message of the open ``claim()`` (flags as ``publish``)."""
+        """Publish the message of the open ``claim()`` (flags as ``publish``).
+
+        Releases the claim's view. Raises ``BufferError`` without publishing
+        if a slice or other view of it is still alive (the claim stays open:
+        drop them and call ``commit()`` again).
+        """
         flags = (_lib.PUB_SYNC if sync else 0) | (_lib.PUB_MORE if more else 0)
         with self._lock:
-            if self._claim is not None:
-                try:
-                    self._claim.release()
-                except BufferError:
-                    pass
-                self._claim = None
-            self._check(self._lib.pub_commit(self._h(), flags))
+            h = self._h()
+            if not self._free("_claim"):
+                raise BufferError(
+                    "commit(): a slice or other view of the claimed buffer is still alive; "
+                    "the claim stays open: drop them (del) and commit() again"
+                )
+            self._check(self._lib.pub_commit(h, flags))
 
     # ---- receiving ----
 
@@ -384,7 +486,9 @@ class Client:
         (the non-blocking take for a ``selectors``/asyncio loop on
         ``fileno()``). ``copy=False`` gives ``data`` as a read-only
         ``memoryview`` onto libpub's buffer instead of ``bytes``: no copy,
-        valid until the next ``recv()``/``close()``, which releases it.
+        valid until the next ``recv()``/``close()``, which releases it. A
+        slice or other view of it still alive then makes the next ``recv()``
+        raise ``BufferError`` (see ``Message.data``).
 
         Raises ``pub.Error`` for what pubd reported (e.g. ``pub.SlowSubscriber``
         or a refused earlier publish); the client stays usable.
@@ -397,8 +501,15 @@ class Client:
             if deadline is not None:
                 ms = min(ms, max(0, math.ceil((deadline - time.monotonic()) * 1000)))
             with self._lock:
-                self._release_views()
-                r = self._check(lib.pub_recv(self._h(), ctypes.byref(msg), ms))
+                h = self._h()
+                self._free("_claim")
+                if not self._free("_view"):
+                    raise BufferError(
+                        "recv(): a slice or other view of the last recv(copy=False) message is "
+                        "still alive, and libpub would reuse its memory: copy what you keep "
+                        "(bytes(view)) and drop the views"
+                    )
+                r = self._check(lib.pub_recv(h, ctypes.byref(msg), ms))
                 if r == 1:
                     return self._message(msg, copy)
             if deadline is not None and time.monotonic() >= deadline:
@@ -409,7 +520,8 @@ class Client:
         if copy:
             data = ctypes.string_at(msg.data, msg.len) if msg.len else b""
         elif msg.len:
-            data = self._view = _lib.memory_view(msg.data, msg.len, _lib.PyBUF_READ)
+            data, self._view_base = self._make_view(msg.data, msg.len, readonly=True)
+            self._view = data
         else:
             data = memoryview(b"")
         group = (msg.group or b"").decode("utf-8", "replace")

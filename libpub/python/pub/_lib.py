@@ -183,13 +183,6 @@ _PROTOTYPES = [
 # Functions of a later symbol version (PUB_1.1) than the SONAME's first.
 _OPTIONAL = {"pub_claim", "pub_commit"}
 
-# Python's own C API, for memoryviews over libpub's memory (no copy).
-PyBUF_READ = 0x100
-PyBUF_WRITE = 0x200
-memory_view = ctypes.pythonapi.PyMemoryView_FromMemory
-memory_view.restype = ctypes.py_object
-memory_view.argtypes = [c_void_p, ctypes.c_ssize_t, c_int]
-
 
 def library_path() -> str:
     """The library this process loads: ``$PUB_LIBRARY`` if set, else ``libpub.so.1``."""
