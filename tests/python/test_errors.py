@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import re
 import socket
 from pathlib import Path
@@ -112,3 +113,36 @@ def test_error_constants_match_header() -> None:
             continue
         assert getattr(pub, name) == int(value), name
         assert pub.error_name(-int(value)) == name
+
+
+@pytest.mark.parametrize("size", [2**64, 2**64 + 5, 2**65 + 2**62])
+def test_claim_size_beyond_size_t_raises(client: pub.Client, size: int) -> None:
+    # ctypes would cut it to 64 bits: 2**64 + 5 became a claim of 5 bytes.
+    with pytest.raises(pub.MessageTooLarge) as e:
+        client.claim("t.err", size)
+    assert e.value.code == pub.PUB_ETOOLARGE and str(size) in str(e.value)
+    with pytest.raises(pub.MessageTooLarge):
+        client.claim("t.err", 2**62)  # libpub's own answer, for comparison
+    client.publish("t.err", b"no claim is open", sync=True)
+
+
+def test_timeouts_beyond_a_c_int_raise(pubd, client: pub.Client) -> None:
+    too_long = (2**31) / 1000  # seconds: one ms more than libpub's int holds
+    with pytest.raises(OverflowError, match="timeout"):
+        client.flush(timeout=too_long)
+    client.flush(timeout=(2**31 - 1) / 1000)
+    for kw in ("connect_timeout", "request_timeout"):
+        with pytest.raises(OverflowError, match=kw):
+            pub.Client(pubd.socket, **{kw: 1e300})
+    with pub.Client(pubd.socket, connect_timeout=math.inf, request_timeout=math.inf) as c:
+        c.subscribe("t.err")
+        c.publish("t.err", b"m", sync=True)
+        # recv waits in slices: any timeout is kept, none is cut.
+        m = c.recv(timeout=1e12)
+        assert m is not None and m.data == b"m"
+
+
+def test_strerror_code_beyond_a_c_int_raises() -> None:
+    assert pub.strerror(-pub.PUB_EACL) == pub.strerror(pub.PUB_EACL)
+    with pytest.raises(OverflowError):
+        pub.strerror(2**32 + pub.PUB_EACL)  # was PUB_EACL's text

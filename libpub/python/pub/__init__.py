@@ -79,7 +79,12 @@ def version() -> str:
 
 
 def strerror(code: int) -> str:
-    """libpub's text for an error code, negative or positive (``pub_strerror``)."""
+    """libpub's text for an error code, negative or positive (``pub_strerror``).
+
+    Raises OverflowError for a code outside a C int (ctypes would wrap it).
+    """
+    if not -(2**31) < code < 2**31:
+        raise OverflowError(f"code: {code} is outside a C int")
     return _libpub.pub_strerror(code).decode("utf-8", "replace")
 
 

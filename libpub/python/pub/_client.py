@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
 from . import _lib, _tables
-from ._errors import Error, make_error
+from ._errors import Error, MessageTooLarge, make_error
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -24,7 +24,8 @@ Buffer = Union[bytes, bytearray, memoryview]
 # handler, which runs only between C calls) and other threads' calls on the
 # same client get their turn. A slice that ends empty costs one poll().
 _SLICE_MS = 100
-_INT_MAX = 2**31 - 1
+_INT_MAX = 2**31 - 1  # libpub's timeouts are C ints of milliseconds
+_SIZE_MAX = 2 ** (8 * ctypes.sizeof(ctypes.c_size_t)) - 1
 _TRANSPORTS = {
     None: _lib.PUB_TRANSPORT_DEFAULT,
     "shm": _lib.PUB_TRANSPORT_SHM,
@@ -123,17 +124,32 @@ class Info:
     connected: bool
 
 
-def _ms(seconds: Optional[float], what: str, none_ms: int) -> int:
-    """Seconds as libpub's milliseconds: None -> none_ms, inf -> -1 (forever)."""
-    if seconds is None:
-        return none_ms
+def _seconds(seconds: float, what: str) -> float:
+    """A timeout in seconds, checked: a number >= 0 (``math.inf``: forever)."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or math.isnan(seconds):
         raise TypeError(f"{what}: expected seconds as a number or None, got {seconds!r}")
     if seconds < 0:
         raise ValueError(f"{what}: expected seconds >= 0, got {seconds!r}")
-    if math.isinf(seconds):
+    return seconds
+
+
+def _ms(seconds: Optional[float], what: str, none_ms: int) -> int:
+    """Seconds as libpub's milliseconds: None -> none_ms, inf -> -1 (forever).
+
+    Raises OverflowError above what libpub's C int of milliseconds holds
+    (2**31 - 1 ms, 24.8 days) rather than pass on a wrapped or cut value.
+    """
+    if seconds is None:
+        return none_ms
+    if math.isinf(_seconds(seconds, what)):
         return -1
-    return min(_INT_MAX, math.ceil(seconds * 1000))
+    ms = math.ceil(seconds * 1000)
+    if ms > _INT_MAX:
+        raise OverflowError(
+            f"{what}: {seconds!r} s is above libpub's longest timeout, {_INT_MAX / 1000} s "
+            "(math.inf waits for ever)"
+        )
+    return ms
 
 
 def _group_arg(group: Union[str, bytes]) -> bytes:
@@ -195,6 +211,8 @@ class Client:
             (0: one attempt; ``math.inf``: forever).
         request_timeout: seconds to wait for pubd's answer to subscribe,
             query or a sync publish (None: libpub's 10 s; ``math.inf``: forever).
+            Finite timeouts above 2**31 - 1 ms (24.8 days) raise
+            ``OverflowError``, here and in ``flush()``.
         reconnect: reconnect by itself when the connection drops (else
             calls fail with ``pub.Unreachable``).
         busy_poll: recv spins instead of sleeping (lowest latency, a core at 100%).
@@ -445,6 +463,10 @@ class Client:
         g = _group_arg(group)
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError(f"size: expected an int >= 0, got {size!r}")
+        if size > _SIZE_MAX:  # ctypes would pass it on cut to 64 bits
+            raise MessageTooLarge(
+                -_lib.PUB_ETOOLARGE, f"claim {g.decode('utf-8', 'replace')!r}: {size} bytes is more than a size_t holds"
+            )
         if not hasattr(self._lib, "pub_claim") or self._lib.pub_claim.argtypes is None:
             raise Error(-errno.ENOSYS, "this libpub.so.1 has no pub_claim (before PUB_1.1)")
         ptr = ctypes.c_void_p()
@@ -493,8 +515,9 @@ class Client:
         Raises ``pub.Error`` for what pubd reported (e.g. ``pub.SlowSubscriber``
         or a refused earlier publish); the client stays usable.
         """
-        ms_total = _ms(timeout, "timeout", -1)
-        deadline = None if ms_total < 0 else time.monotonic() + ms_total / 1000
+        # No C int here: the wait is cut in slices, so any timeout is kept exactly.
+        total = math.inf if timeout is None else _seconds(timeout, "timeout")
+        deadline = None if math.isinf(total) else time.monotonic() + total
         lib, msg = self._lib, self._msg
         while True:
             ms = _SLICE_MS

@@ -86,7 +86,7 @@ _lib_handle = None  # set by the package once libpub is loaded
 
 
 def _strerror(code: int) -> str:
-    if _lib_handle is None:
+    if _lib_handle is None or code >= 2**31:
         return error_name(code)
     return _lib_handle.pub_strerror(code).decode("utf-8", "replace")
 
