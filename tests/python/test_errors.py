@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import errno
 import math
+import os
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +149,140 @@ def test_strerror_code_beyond_a_c_int_raises() -> None:
     assert pub.strerror(-pub.PUB_EACL) == pub.strerror(pub.PUB_EACL)
     with pytest.raises(OverflowError):
         pub.strerror(2**32 + pub.PUB_EACL)  # was PUB_EACL's text
+
+
+# Every code libpub returns, and the class it is raised as (_errors.py's table).
+ERROR_CLASSES = {
+    errno.ENOENT: pub.Unreachable,
+    errno.ECONNREFUSED: pub.Unreachable,
+    errno.ECONNRESET: pub.Unreachable,
+    errno.ECONNABORTED: pub.Unreachable,
+    errno.ENOTCONN: pub.Unreachable,
+    errno.EPIPE: pub.Unreachable,
+    pub.PUB_ESHUTDOWN: pub.Unreachable,
+    errno.EACCES: pub.SocketDenied,
+    errno.EPERM: pub.SocketDenied,
+    errno.ETIMEDOUT: pub.Timeout,
+    errno.EAGAIN: pub.WouldBlock,
+    errno.EBUSY: pub.ClaimOpen,
+    pub.PUB_EACL: pub.PermissionDenied,
+    pub.PUB_ENOGROUP: pub.NoSuchGroup,
+    pub.PUB_ETOOLARGE: pub.MessageTooLarge,
+    pub.PUB_ESLOW: pub.SlowSubscriber,
+    pub.PUB_ECONFIG: pub.ConfigError,
+    pub.PUB_EPARTIAL: pub.ConfigError,
+    errno.EINVAL: pub.Error,
+    errno.ENOMEM: pub.Error,
+    errno.EPROTO: pub.Error,
+    pub.PUB_EPROTO: pub.Error,
+    pub.PUB_EVERSION: pub.Error,
+    pub.PUB_ESTATE: pub.Error,
+    pub.PUB_EINTERNAL: pub.Error,
+    pub.PUB_EBADQUERY: pub.Error,
+    pub.PUB_EREMADE: pub.Error,
+    pub.PUB_EUNKNOWN: pub.Error,
+}
+
+
+@pytest.mark.parametrize("code", list(ERROR_CLASSES), ids=pub.error_name)
+def test_every_code_has_its_class(code: int) -> None:
+    from pub._errors import make_error
+
+    e = make_error(-code, "m")
+    assert type(e) is ERROR_CLASSES[code] and e.code == code and str(e) == "m"
+    if isinstance(e, OSError) and code < 2000:
+        assert e.errno == code
+    # pub_connect's failures: all but PUB_EVERSION mean pubd cannot be reached (pubctl's exit 2).
+    c = make_error(-code, "m", connecting=True)
+    assert isinstance(c, pub.Unreachable) == (code != pub.PUB_EVERSION and not issubclass(
+        ERROR_CLASSES[code], (pub.PermissionDenied, pub.NoSuchGroup, pub.MessageTooLarge, pub.WouldBlock,
+                              pub.ClaimOpen, pub.SlowSubscriber, pub.ConfigError)))
+    if code == errno.ETIMEDOUT:
+        assert type(c) is pub.ConnectTimeout and isinstance(c, pub.Timeout)
+
+
+def test_every_pub_code_is_in_the_table() -> None:
+    codes = {int(v) for n, v in re.findall(r"\b(PUB_E[A-Z]+) = (\d+),", _header()) if n != "PUB_EBASE"}
+    assert codes <= set(ERROR_CLASSES)
+
+
+def test_publish_while_a_claim_is_open(client: pub.Client) -> None:
+    v = client.claim("t.err", 3)
+    v[:] = b"abc"
+    with pytest.raises(pub.ClaimOpen, match="claim is open") as e:
+        client.publish("t.err", b"x")
+    assert e.value.code == errno.EBUSY and e.value.name == "EBUSY"
+    with pytest.raises(pub.ClaimOpen):
+        client.claim("t.err", 3)
+    client.commit(sync=True)
+    client.publish("t.err", b"x", sync=True)
+
+
+def test_connect_timeout_is_unreachable(tmp_path: Path) -> None:
+    # A socket that takes the connection (the kernel's backlog) and never answers.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(tmp_path / "mute.sock"))
+    s.listen(4)
+    try:
+        with pytest.raises(pub.ConnectTimeout) as e:
+            pub.Client(tmp_path / "mute.sock", request_timeout=0.2)
+        assert isinstance(e.value, pub.Unreachable) and isinstance(e.value, pub.Timeout)
+        assert e.value.code == errno.ETIMEDOUT
+    finally:
+        s.close()
+
+
+def _denied_socket(tmp_path: Path) -> tuple[socket.socket, Path]:
+    """A listening socket this test's user (or, as root, nobody) may not connect to."""
+    d = tmp_path / "run"
+    d.mkdir()
+    d.chmod(0o755)
+    tmp_path.chmod(0o755)
+    path = d / "pubd.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    s.listen(4)
+    path.chmod(0o600 if os.geteuid() == 0 else 0o000)
+    return s, path
+
+
+_DENIED = """
+import sys
+try:
+    import pub
+except BaseException as e:
+    print("cannot import pub:", e); sys.exit(77)
+try:
+    pub.Client(sys.argv[1])
+except pub.Error as e:
+    print(type(e).__name__, e.name, isinstance(e, pub.Unreachable), isinstance(e, PermissionError), e.errno)
+"""
+
+
+def test_socket_permissions_are_unreachable(tmp_path: Path) -> None:
+    s, path = _denied_socket(tmp_path)
+    try:
+        if os.geteuid() != 0:
+            with pytest.raises(pub.SocketDenied) as e:
+                pub.Client(path)
+            assert isinstance(e.value, pub.Unreachable) and isinstance(e.value, PermissionError)
+            assert e.value.code == errno.EACCES and e.value.errno == errno.EACCES
+            return
+        # root passes any permission: ask as nobody.
+        try:
+            r = subprocess.run(
+                [sys.executable, "-c", _DENIED, str(path)], capture_output=True, text=True, user=65534, timeout=60
+            )
+        except OSError as e:  # e.g. an interpreter under /root
+            pytest.skip(f"nobody cannot run {sys.executable}: {e}")
+        if r.returncode == 77:
+            pytest.skip(f"nobody cannot load the binding here: {r.stdout.strip()}")
+        assert r.stdout.split() == ["SocketDenied", "EACCES", "True", "True", str(errno.EACCES)], r.stderr
+        # The example publisher exits 2 for it, as pubctl does.
+        r = subprocess.run(
+            [sys.executable, str(REPO / "libpub" / "python" / "examples" / "publisher.py"), "t.err", "--socket", str(path)],
+            capture_output=True, text=True, user=65534, timeout=60,
+        )
+        assert r.returncode == 2 and "EACCES" in r.stderr, r.stderr
+    finally:
+        s.close()

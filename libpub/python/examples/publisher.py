@@ -26,7 +26,7 @@ def main() -> int:
                 c.publish(args.group, f"message {i}".encode(), sync=(i == args.count - 1))
     except pub.Error as e:
         print(f"publisher: {e} [{e.name}]", file=sys.stderr)
-        return 2 if isinstance(e, pub.Unreachable) else 1
+        return 2 if isinstance(e, pub.Unreachable) else 1  # as pubctl: 2, pubd cannot be reached
     print(f"published {args.count} messages to {args.group}")
     return 0
 

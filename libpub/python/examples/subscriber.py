@@ -38,7 +38,7 @@ def main() -> int:
         pass
     except pub.Error as e:
         print(f"subscriber: {e} [{e.name}]", file=sys.stderr)
-        return 2 if isinstance(e, pub.Unreachable) else 1
+        return 2 if isinstance(e, pub.Unreachable) else 1  # as pubctl: 2, pubd cannot be reached
     return 0
 
 

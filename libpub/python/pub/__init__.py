@@ -27,9 +27,13 @@ can reach freed memory through them; but keep slices short-lived (or copy:
 ``bytes(view[a:b])``), or the next call fails.
 
 Errors are ``pub.Error`` (with ``code``, ``name``, ``message``) or one of
-its subclasses: ``pub.Unreachable``, ``pub.PermissionDenied``,
-``pub.NoSuchGroup``, ``pub.MessageTooLarge``, ``pub.Timeout``,
-``pub.WouldBlock``, ``pub.SlowSubscriber``.
+its subclasses: ``pub.Unreachable`` (and its ``pub.SocketDenied``,
+``pub.ConnectTimeout``), ``pub.PermissionDenied``, ``pub.NoSuchGroup``,
+``pub.MessageTooLarge``, ``pub.Timeout``, ``pub.WouldBlock``,
+``pub.SlowSubscriber``, ``pub.ClaimOpen``, ``pub.ConfigError``; which code
+is raised as which is in ``help(pub._errors)``. Every failure of
+``pub.Client()`` but ``PUB_EVERSION`` is a ``pub.Unreachable``, as pubctl
+exits 2 for it.
 """
 
 from __future__ import annotations
@@ -37,11 +41,15 @@ from __future__ import annotations
 from . import _client, _errors, _lib
 from ._client import Client, Info, Message
 from ._errors import (
+    ClaimOpen,
+    ConfigError,
+    ConnectTimeout,
     Error,
     MessageTooLarge,
     NoSuchGroup,
     PermissionDenied,
     SlowSubscriber,
+    SocketDenied,
     Timeout,
     Unreachable,
     WouldBlock,
@@ -100,6 +108,10 @@ __all__ = [
     "Timeout",
     "WouldBlock",
     "SlowSubscriber",
+    "SocketDenied",
+    "ConnectTimeout",
+    "ClaimOpen",
+    "ConfigError",
     "error_name",
     "strerror",
     "version",

@@ -189,7 +189,8 @@ class Client:
     """One connection to the local pubd.
 
     ``Client(socket)`` connects at once (raising ``pub.Unreachable`` when
-    pubd is not there); use it as a context manager or call ``close()``.
+    pubd is not there, or its subclass ``pub.SocketDenied`` when the
+    socket's permissions refuse this user); use it as a context manager or call ``close()``.
     When pubd restarts, the client reconnects and resubscribes by itself
     (unless ``reconnect=False``); messages in flight then are lost.
 
@@ -275,7 +276,7 @@ class Client:
         r = self._lib.pub_connect(ctypes.byref(handle), path, ctypes.byref(opts))
         if r < 0:
             # pub_errmsg(NULL) is per thread, and this thread made the call.
-            raise make_error(r, self._lib.pub_errmsg(None).decode("utf-8", "replace"))
+            raise make_error(r, self._lib.pub_errmsg(None).decode("utf-8", "replace"), connecting=True)
         self._handle = handle.value
         self._hobj = _Handle(self._lib, handle.value)
         self._fd = self._lib.pub_fd(self._handle)  # one descriptor for the handle's life
@@ -338,9 +339,7 @@ class Client:
         if self._handle is None:
             raise make_error(-errno.ENOTCONN, "the client is closed")
         if self._forked:
-            raise make_error(
-                -errno.EINVAL, "this client was inherited across fork(): the child may only close() it"
-            )
+            raise Error(-errno.EINVAL, "this client was inherited across fork(): the child may only close() it")
         return self._handle
 
     def _check(self, r: int) -> int:

@@ -1,5 +1,36 @@
 # SPDX-License-Identifier: MIT
-"""pub.Error and its subclasses: libpub's negative return codes as exceptions."""
+"""pub.Error and its subclasses: libpub's negative return codes as exceptions.
+
+Every code libpub returns, and the class it is raised as (each a subclass
+of ``pub.Error``, and of the builtin exception named)::
+
+    ENOENT, ECONNREFUSED, ECONNRESET,     Unreachable (ConnectionError)
+      ECONNABORTED, ENOTCONN, EPIPE,
+      PUB_ESHUTDOWN
+    EACCES, EPERM (pubd's socket          SocketDenied (Unreachable,
+      refuses this user)                    PermissionError)
+    ETIMEDOUT                             Timeout (TimeoutError); from
+                                            pub.Client(): ConnectTimeout
+                                            (Timeout and Unreachable)
+    EAGAIN                                WouldBlock (BlockingIOError)
+    EBUSY (a claim is open)               ClaimOpen
+    PUB_EACL                              PermissionDenied (PermissionError)
+    PUB_ENOGROUP                          NoSuchGroup (LookupError)
+    PUB_ETOOLARGE                         MessageTooLarge (ValueError)
+    PUB_ESLOW                             SlowSubscriber
+    PUB_ECONFIG, PUB_EPARTIAL (reload)    ConfigError
+    anything else: EINVAL, ENOMEM,        Error
+      EPROTO, PUB_EPROTO, PUB_EVERSION,
+      PUB_ESTATE, PUB_EINTERNAL,
+      PUB_EBADQUERY, PUB_EREMADE,
+      PUB_EUNKNOWN, other errno values
+
+``pub.Client()`` follows ``pubctl`` (exit status 2, "pubd cannot be
+reached"): every failure to connect but ``PUB_EVERSION`` (pubd speaks
+another protocol) is an ``Unreachable``, whatever its code (e.g. EMFILE,
+ENAMETOOLONG for the socket's path). An errno code is also in ``errno``
+of the exceptions that are ``OSError`` subclasses.
+"""
 
 from __future__ import annotations
 
@@ -67,6 +98,23 @@ class SlowSubscriber(Error):
     """pubd dropped this client as a slow subscriber; the client has reconnected (``PUB_ESLOW``)."""
 
 
+class SocketDenied(Unreachable, PermissionError):
+    """pubd's socket (or its directory) refuses this user (EACCES, EPERM): pubd cannot be reached."""
+
+
+class ConnectTimeout(Timeout, Unreachable):
+    """``pub.Client()``: pubd took the connection but did not answer in time (ETIMEDOUT)."""
+
+
+class ClaimOpen(Error):
+    """A ``claim()`` is open: ``commit()`` it before publishing or claiming again (EBUSY)."""
+
+
+class ConfigError(Error):
+    """``reload()``: pubd rejected its new configuration (``PUB_ECONFIG``), or applied only part of it
+    (``PUB_EPARTIAL``); the message lists pubd's reasons."""
+
+
 _CLASSES: dict[int, type[Error]] = {
     _lib.PUB_EACL: PermissionDenied,
     _lib.PUB_ENOGROUP: NoSuchGroup,
@@ -78,8 +126,14 @@ _CLASSES: dict[int, type[Error]] = {
     _errno.ECONNRESET: Unreachable,
     _errno.ENOTCONN: Unreachable,
     _errno.EPIPE: Unreachable,
+    _errno.ECONNABORTED: Unreachable,
+    _errno.EACCES: SocketDenied,
+    _errno.EPERM: SocketDenied,
     _errno.ETIMEDOUT: Timeout,
     _errno.EAGAIN: WouldBlock,
+    _errno.EBUSY: ClaimOpen,
+    _lib.PUB_ECONFIG: ConfigError,
+    _lib.PUB_EPARTIAL: ConfigError,
 }
 
 _lib_handle = None  # set by the package once libpub is loaded
@@ -99,7 +153,17 @@ def error_name(code: int) -> str:
     return _errno.errorcode.get(code, "E?")
 
 
-def make_error(code: int, message: str = "") -> Error:
-    """The exception for libpub's return value ``code`` (negative or positive)."""
-    cls = _CLASSES.get(abs(code), Error)
+def make_error(code: int, message: str = "", connecting: bool = False) -> Error:
+    """The exception for libpub's return value ``code`` (negative or positive).
+
+    ``connecting``: ``pub_connect``'s, where every failure but PUB_EVERSION
+    means pubd cannot be reached (pubctl's exit status 2).
+    """
+    code = abs(code)
+    cls = _CLASSES.get(code, Error)
+    if connecting:
+        if cls is Timeout:
+            cls = ConnectTimeout
+        elif cls is Error and code != _lib.PUB_EVERSION:
+            cls = Unreachable
     return cls(code, message)
