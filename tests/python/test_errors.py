@@ -214,7 +214,11 @@ def test_publish_while_a_claim_is_open(client: pub.Client) -> None:
     assert e.value.code == errno.EBUSY and e.value.name == "EBUSY"
     with pytest.raises(pub.ClaimOpen):
         client.claim("t.err", 3)
+    v[0:1] = b"A"  # the open claim's view is still usable
+    client.subscribe("t.err")
     client.commit(sync=True)
+    m = client.recv(timeout=10)
+    assert m is not None and m.data == b"Abc"
     client.publish("t.err", b"x", sync=True)
 
 

@@ -471,7 +471,8 @@ class Client:
         ptr = ctypes.c_void_p()
         with self._lock:
             h = self._h()
-            if not self._free("_claim"):
+            # With a claim open (its view not yet released), libpub answers EBUSY: keep the view.
+            if self._claim is None and not self._free("_claim"):
                 raise BufferError("claim(): a view of the last claim is still alive; drop it first")
             self._check(self._lib.pub_claim(h, g, size, ctypes.byref(ptr)))
             if size:
@@ -524,7 +525,6 @@ class Client:
                 ms = min(ms, max(0, math.ceil((deadline - time.monotonic()) * 1000)))
             with self._lock:
                 h = self._h()
-                self._free("_claim")
                 if not self._free("_view"):
                     raise BufferError(
                         "recv(): a slice or other view of the last recv(copy=False) message is "
