@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -81,3 +82,22 @@ def test_bad_queries(client: pub.Client) -> None:
     with pytest.raises(pub.NoSuchGroup) as e:
         client.query("group", group="no.such.group")
     assert e.value.code == pub.PUB_ENOGROUP
+
+
+def test_metrics_is_the_prometheus_text(pubd, client: pub.Client) -> None:
+    text = client.metrics()
+    assert isinstance(text, str) and text.endswith("\n")
+    lines = text.splitlines()
+    assert any(ln.startswith("# TYPE ") for ln in lines) and any(ln.startswith("# HELP ") for ln in lines)
+    samples = [ln for ln in lines if ln and not ln.startswith("#")]
+    assert samples and all(len(ln.rsplit(" ", 1)) == 2 for ln in samples)
+    # Every metric name pubctl prints, the binding gets too.
+    pubctl = os.path.join(os.path.dirname(os.path.dirname(os.environ.get("PUBD", ""))), "cli", "pubctl")
+    if os.access(pubctl, os.X_OK):
+        r = subprocess.run([pubctl, "-s", pubd.socket, "metrics"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        names = lambda t: {ln.split()[2] for ln in t.splitlines() if ln.startswith("# TYPE ")}  # noqa: E731
+        assert names(r.stdout) == names(text)
+    tables = client.query_all("metrics")
+    assert list(tables) == ["metrics"] and all(set(row) == {"text"} for row in tables["metrics"])
+    assert client.query("metrics") == tables["metrics"]

@@ -584,14 +584,16 @@ class Client:
             connected=bool(i.connected),
         )
 
-    def query_all(self, query: str, group: Optional[str] = None) -> dict[str, list[dict]]:
+    def query_all(self, query: str, group: Optional[str] = None, *, raw: bool = False) -> dict[str, list[dict]]:
         """Every table of one of pubd's queries, by table name: what pubctl shows.
 
         ``query``: ``"status"`` (tables status, fabric, counters), ``"groups"``,
         ``"group"`` (needs ``group``; tables group, subscribers, publishers,
         sources), ``"clients"``, ``"drops"``, ``"sources"``, ``"reload"`` (no
-        tables). Values are ``int`` or ``str`` as pubd typed them. A table pubd
-        cut short is named in a table ``"more"`` (table, rows_not_shown).
+        tables), ``"metrics"`` (table metrics: pieces of the Prometheus text,
+        see ``metrics()``). Values are ``int`` or ``str`` as pubd typed them
+        (``raw=True``: strings as ``bytes``). A table pubd cut short is named
+        in a table ``"more"`` (table, rows_not_shown).
         """
         kind = _tables.QUERIES.get(query)
         if kind is None:
@@ -604,7 +606,7 @@ class Client:
 
         def on_table(t: "ctypes._Pointer[_lib.pub_table]", _arg: Optional[int]) -> int:
             try:
-                name, rows = _tables.convert(t.contents)
+                name, rows = _tables.convert(t.contents, raw)
                 tables[name] = rows
                 return 0
             except BaseException as e:  # noqa: BLE001 - must not unwind through C
@@ -625,7 +627,7 @@ class Client:
         ``table``: ``status``, ``fabric``, ``counters``, ``groups``,
         ``clients``, ``drops``, ``sources``; with ``group=NAME`` also
         ``group``, ``subscribers``, ``publishers`` and that group's
-        ``sources``. E.g. ``c.query("groups")`` ->
+        ``sources``; ``metrics`` (rows of pieces: ``metrics()`` joins them). E.g. ``c.query("groups")`` ->
         ``[{"name": "prices", "subscribers": 1, ...}, ...]``.
         """
         query = "group" if group is not None else _tables.TABLE_QUERY.get(table)
@@ -670,6 +672,20 @@ class Client:
         """
         row = self.query("group", group=group)[0]
         return {k: row[k] for k in self.REPAIR_COLUMNS if k in row}
+
+    def metrics(self) -> str:
+        """pubd's Prometheus metrics, the text ``metrics.listen`` serves on
+        ``/metrics`` (``pubctl metrics``).
+
+        pubd sends it in pieces (the rows of its ``metrics`` table, which may
+        cut a character in two); this joins them. Raises ``pub.Error``
+        (``PUB_EBADQUERY``) from a pubd without the query.
+        """
+        tables = self.query_all("metrics", raw=True)
+        pieces = tables.get("metrics", [])
+        return b"".join(row["text"] for row in pieces if isinstance(row.get("text"), bytes)).decode(
+            "utf-8", "replace"
+        )
 
     def reload(self) -> None:
         """Ask pubd to re-read its configuration (as SIGHUP does).

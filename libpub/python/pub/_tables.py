@@ -17,6 +17,7 @@ QUERIES: dict[str, int] = {
     "drops": _lib.PUB_Q_DROPS,
     "sources": _lib.PUB_Q_SOURCES,
     "reload": _lib.PUB_Q_RELOAD,
+    "metrics": _lib.PUB_Q_METRICS,
 }
 
 # Table name -> the query whose reply carries it (without a group argument).
@@ -31,6 +32,7 @@ TABLE_QUERY: dict[str, str] = {
     "group": "group",
     "subscribers": "group",
     "publishers": "group",
+    "metrics": "metrics",
 }
 
 # Tables only the per-group query has (they need its group argument).
@@ -39,18 +41,22 @@ GROUP_TABLES = frozenset({"group", "subscribers", "publishers"})
 Row = dict[str, Any]
 
 
-def _cell(v: _lib.pub_value) -> int | str:
+def _cell(v: _lib.pub_value, raw: bool = False) -> int | str | bytes:
     if v.type == _lib.PUB_VALUE_U64:
         return int(v.u)
     if v.type == _lib.PUB_VALUE_I64:
         return int(v.i)
     if v.type == _lib.PUB_VALUE_STR:
-        return ctypes.string_at(v.s, v.len).decode("utf-8", "replace") if v.len else ""
+        b = ctypes.string_at(v.s, v.len) if v.len else b""
+        return b if raw else b.decode("utf-8", "replace")
     raise ValueError(f"pubd sent a cell of unknown type {v.type}")
 
 
-def convert(t: _lib.pub_table) -> tuple[str, list[Row]]:
-    """One struct pub_table (valid only during the callback) as (name, rows)."""
+def convert(t: _lib.pub_table, raw: bool = False) -> tuple[str, list[Row]]:
+    """One struct pub_table (valid only during the callback) as (name, rows).
+
+    ``raw``: strings as ``bytes`` (pieces of a text that may cut a character in two).
+    """
     name = (t.name or b"").decode("utf-8", "replace")
     cols = [(t.cols[i].name or b"").decode("utf-8", "replace") for i in range(t.ncols)]
     rows: list[Row] = []
@@ -58,7 +64,7 @@ def convert(t: _lib.pub_table) -> tuple[str, list[Row]]:
     for _ in range(t.nrows):
         row: Row = {}
         for col in cols:
-            row[col] = _cell(t.cells[k])
+            row[col] = _cell(t.cells[k], raw)
             k += 1
         rows.append(row)
     return name, rows
