@@ -306,7 +306,7 @@ class Client:
             if h is not None:
                 if free:
                     h.close()
-                else:
+                else:  # the last view's going closes it (_Handle.__del__)
                     warnings.warn(
                         "pub.Client.close(): a slice or other view of a zero-copy message or claim "
                         "is still alive; the connection is closed when the last one is gone",
