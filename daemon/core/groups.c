@@ -87,10 +87,15 @@ struct pubd_group *pubd_groups_add(struct pubd_groups *gs, const struct pubd_gro
 		if (!gs->v[slot])
 			break;
 	if (slot == gs->n) {
-		v = realloc(gs->v, (gs->n + 1) * sizeof(*v));
-		if (!v)
-			return NULL;
-		gs->v = v;
+		if (gs->n == gs->cap) { /* doubling: one copy per group was quadratic */
+			unsigned cap = gs->cap ? gs->cap * 2 : 16;
+
+			v = realloc(gs->v, cap * sizeof(*v));
+			if (!v)
+				return NULL;
+			gs->v = v;
+			gs->cap = cap;
+		}
 		gs->v[gs->n++] = NULL;
 	}
 	g = calloc(1, sizeof(*g));

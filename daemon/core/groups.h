@@ -156,10 +156,10 @@ struct pubd_group {
 
 struct pubd_groups {
 	struct pubd_group **v; /* indexed by slot; NULL for a free slot */
-	unsigned n;
-	unsigned count;	    /* groups in v */
-	unsigned up;	    /* of them, up (pubd_group_set_up) */
-	unsigned free_from; /* no free slot below it */
+	unsigned n, cap;       /* slots in use (the highest + 1), and room */
+	unsigned count;	       /* groups in v */
+	unsigned up;	       /* of them, up (pubd_group_set_up) */
+	unsigned free_from;    /* no free slot below it */
 	/* The groups by id (open addressing, linear probing, load at most
 	 * 1/2): a datagram's, a NAK's or a client's group is found in a probe
 	 * or two however many groups the config has (a linear scan per

@@ -63,12 +63,17 @@ static int membership_get(struct pubd_fabric *f, const struct sockaddr_storage *
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	v = realloc(f->members, (f->nmembers + 1) * sizeof(*v));
-	if (!v) {
-		free(m);
-		return -ENOMEM;
+	if (f->nmembers == f->members_cap) {
+		unsigned cap = f->members_cap ? f->members_cap * 2 : 8;
+
+		v = realloc(f->members, cap * sizeof(*v));
+		if (!v) {
+			free(m);
+			return -ENOMEM;
+		}
+		f->members = v;
+		f->members_cap = cap;
 	}
-	f->members = v;
 	m->group = *group;
 	m->refs = 1;
 	m->first_slot = -1;
@@ -187,12 +192,17 @@ wrong_family:
 	return -EAFNOSUPPORT;
 }
 
-/* Room in the slot table for slot. */
+/* Room in the slot table for slot, doubling: growing by a few slots at a
+ * time copied the table once per few groups, quadratic in thousands. */
 static int grow_slots(struct pubd_fabric *f, int slot)
 {
 	if ((unsigned)slot >= f->nslots) {
-		unsigned n = (unsigned)slot + 8;
-		struct slot *v = realloc(f->slots, n * sizeof(*v));
+		unsigned n = f->nslots ? f->nslots : 16;
+		struct slot *v;
+
+		while (n <= (unsigned)slot)
+			n *= 2;
+		v = realloc(f->slots, n * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;

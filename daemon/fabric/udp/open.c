@@ -194,7 +194,7 @@ static void udp_close(struct pubd_fabric *f)
 	}
 	free(f->members);
 	f->members = NULL;
-	f->nmembers = 0;
+	f->nmembers = f->members_cap = 0;
 	free(f->slots);
 	f->slots = NULL;
 	f->nslots = 0;

@@ -139,7 +139,7 @@ struct pubd_fabric {
 	struct slot *slots;
 	unsigned nslots;
 	struct membership **members;
-	unsigned nmembers;
+	unsigned nmembers, members_cap;
 
 	/* Receive ring: RX_BATCH buffers of mtu + 1 bytes (the extra byte
 	 * detects datagrams larger than our MTU: MSG_TRUNC). */
