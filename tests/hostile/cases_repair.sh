@@ -135,7 +135,11 @@ case_c_repair_nak_jump() {
 # of one stream at 40,000 a second, alone, then again after 4,000 sources
 # left a gap each (their NAKs spread over 10 s and unable to go, so the
 # gaps stay all along and the NAK timer's wake-ups are few); pubd's CPU for
-# each.
+# each. CPU time on a shared 2-core machine is noisy (the "alone" run
+# ranged 44-150 ticks), and before the index the cost was 1.8-2.0x: so
+# this case prints the figure and fails only past 2.5x, a scan come back
+# at a larger scale; test_repair_nak_index counts the gaps each call looks
+# at, exactly, and is the check that fails without the index.
 case_c_repair_gap_sources() {
 	h_pubd d "heartbeat_ms: 100" <<-EOF
 		$(h_groups)
@@ -156,7 +160,7 @@ case_c_repair_gap_sources() {
 	gaps=$((c1 - c0))
 	h_fig "$n datagrams of one stream: pubd CPU $alone ticks (1/100 s) alone, $gaps ticks after 4,000 sources left a gap each; naks_sent $(it_group_val d h naks_sent)"
 	it_check "other streams' gaps cost a stream's datagrams little ($gaps ticks against $alone)" \
-		test "$gaps" -le $((alone * 5 / 4 + 30))
+		test "$gaps" -le $((alone * 5 / 2 + 30))
 }
 
 # ---- a forger cannot take a live source's repair token over ----
