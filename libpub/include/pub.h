@@ -76,7 +76,7 @@ enum pub_error {
 	PUB_ESTATE = 2006,    /* request not valid now (e.g. unsubscribe without subscribe) */
 	PUB_EINTERNAL = 2007, /* pubd failed (out of memory, fabric down) */
 	PUB_EBADQUERY = 2008, /* pubd does not know this query */
-	PUB_ECONFIG = 2009,   /* reload rejected (the new config has errors); applied but not all of it is PUB_EPARTIAL */
+	PUB_ECONFIG = 2009,   /* reload rejected: the new config has errors (partly applied: PUB_EPARTIAL) */
 	PUB_ESLOW = 2010,     /* disconnected as a slow subscriber (then reconnected) */
 	PUB_ESHUTDOWN = 2011, /* pubd is stopping */
 	PUB_EREMADE = 2012,   /* a group was made anew by a reload; libpub subscribes again by itself */
