@@ -392,7 +392,11 @@ case_c_forged_heartbeat_age() {
 	for _ in 1 2 3 4 5; do # the same announcement, five times
 		h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $b --seq 1001 --age 0 >/dev/null
 	done
-	h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $a --seq 20 --age 0 --count 3 >/dev/null
+	# Announcing 18, 19, 20: heard already, so no gap waits on how soon
+	# the next forge_dgram starts (20, 21 and 22 left two messages missing,
+	# counted lost and then stale when a loaded machine took past
+	# reassembly_timeout_ms to start it).
+	h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $a --seq 18 --age 0 --count 3 >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode heartbeat --source $c --seq 10 --age 18446744073709551615 >/dev/null
 	h_forge --dst $H_GROUP_ADDR --group h --mode seq --source $a --seq 20 --count 20 >/dev/null
 	it_wait "the real stream's next 20" 20 it_group_is d h received 41
@@ -714,16 +718,22 @@ case_c_log_flood() {
 		    address: 239.77.0.2
 		    subscribe: ["uid:12345"]
 	EOF
-	local l0 l1 denied i
+	local l0 l1 denied i t0 periods bound
 	l0=$(wc -l <"$IT_WORK/d.log")
+	t0=$(date +%s)
 	"$HC" subscribes -s "$(it_sock d)" -g secret -n 5000 --hold-ms 1 </dev/null >/dev/null
 	for i in $(seq 100); do "$HC" name -s "$(it_sock d)" --name "flood$i" -g h >/dev/null; done
 	it_wait "pubd counted the protocol errors" 20 h_counter_at_least d clients_protocol_errors 100
 	denied=$(it_q d groups '.groups[] | select(.name == "secret") | .sub_denied')
 	l1=$(wc -l <"$IT_WORK/d.log")
-	h_fig "$denied refused SUBSCRIBEs and 100 protocol errors: $((l1 - l0)) lines of log"
+	# The limit is per 10 s period (10 lines and a summary for each of
+	# the two kinds): a loaded machine that takes longer over the 5,100
+	# events gets more periods, not more lines per event.
+	periods=$((($(date +%s) - t0) / 10 + 1))
+	bound=$((periods > 1 ? 18 + periods * 22 : 40))
+	h_fig "$denied refused SUBSCRIBEs and 100 protocol errors in $periods period(s): $((l1 - l0)) lines of log"
 	it_check "the refusals are counted ($denied)" test "$denied" -ge 1000
-	it_check "the log stays short ($((l1 - l0)) lines <= 40)" test $((l1 - l0)) -le 40
+	it_check "the log stays short ($((l1 - l0)) lines <= $bound)" test $((l1 - l0)) -le "$bound"
 	it_check "pubd still answers" it_ctl d status >/dev/null
 }
 
