@@ -697,8 +697,8 @@ static int run_activate(const char *pubd, const char *activate)
 	kill(t.pid, SIGTERM);
 	wait_exit(STEP_DEADLINE_MS);
 	check_exit_zero("activated_pubd_exits_zero_on_sigterm");
-	/* The socket belongs to whoever passed it (systemd removes it with
-	 * RemoveOnStop=); pubd must not unlink it on exit. */
+	/* The socket belongs to whoever passed it (systemd, which keeps it
+	 * for the next pubd); pubd must not unlink it on exit. */
 	if (lstat(t.act, &st) < 0 || !S_ISSOCK(st.st_mode))
 		fail("passed_socket_left_in_place", "%s is gone after pubd exited", t.act);
 	else
