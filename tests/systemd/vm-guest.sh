@@ -8,8 +8,10 @@
 # with the shipped config, which falls back to the udp fabric on loopback),
 # then drives it through systemd: socket activation, reload, the watchdog
 # restarting a frozen pubd, the journal's priorities, and verbs (Soft-RoCE)
-# through pubd.service's own sandbox; last, apt-get remove (pubd stopped) and
-# purge (user, group and /etc/pubd gone). Prints PASS/FAIL lines and, last,
+# through pubd.service's own sandbox, dpkg -i of pubd's package over the
+# running pubd (ten times, a client connected: pubd restarted and reachable
+# each time, pubd.socket never restarted); last, apt-get remove (pubd
+# stopped) and purge (user, group and /etc/pubd gone). Prints PASS/FAIL lines and, last,
 # one PUBD-SYSTEMD-RESULT line for the host, then powers the guest off.
 # shellcheck disable=SC2001 # sed 's/^/  /' indents multi-line output
 set -u
@@ -127,6 +129,15 @@ if out=$(timeout 30 pubctl status 2>&1); then
 	pass "installed_pubctl_talks_to_installed_pubd"
 else
 	fail "installed_pubctl_talks_to_installed_pubd: $out"
+fi
+# The postinst starts pubd.socket before pubd.service, which takes its
+# socket (both in one systemctl call, pubd could start first, bind the path
+# itself, and systemd refused to start pubd.socket under it).
+first=$(journalctl -q -u pubd.service -o cat --no-pager | grep -m1 'listening on')
+if systemctl -q is-active pubd.socket && [ "$first" = "listening on the socket passed by systemd" ]; then
+	pass "postinst_started_socket_then_pubd: pubd.socket active, pubd: $first"
+else
+	fail "postinst_started_socket_then_pubd: pubd.socket $(systemctl is-active pubd.socket), pubd: $first"
 fi
 # python3-pub: the installed module over the installed libpub.so.1, one
 # client subscribed, another publishing, through the packaged pubd.
@@ -366,6 +377,110 @@ if grep -q 'Active: active (running)' "$R/systemctl-status.txt"; then
 	pass "systemctl_status_running"
 else
 	fail "systemctl_status_running"
+fi
+
+# ---- upgrade and reinstall over a running, socket-activated pubd ----
+# The postinst restarts pubd.service only: pubd.socket is never stopped or
+# restarted by it (one "restart pubd.service pubd.socket" is two jobs
+# enqueued in turn: a pubd that exits fast is already running on the old
+# socket when the socket's restart stops it; systemd refuses to start the
+# socket again while pubd runs, and its RemoveOnStop= took the path).
+postinst=/var/lib/dpkg/info/pubd.postinst
+socket_invokes=$(grep -E '^[^#]*deb-systemd-invoke .*pubd\.socket' "$postinst")
+if [ -n "$socket_invokes" ] && ! echo "$socket_invokes" | grep -vqE "deb-systemd-invoke start 'pubd\.socket' "; then
+	pass "postinst_never_restarts_socket: $(echo "$socket_invokes" | sed 's/^[[:space:]]*//' | tr '\n' ';')"
+else
+	fail "postinst_never_restarts_socket: $(grep -E 'deb-systemd-invoke' "$postinst" | sed 's/^[[:space:]]*//' | tr '\n' ';')"
+fi
+# reachable WHAT: pubd.service and pubd.socket active, the socket path
+# there, and pubctl served through it; says what is not.
+reachable() {
+	local what=$1 out
+	if ! wait_until 60 systemctl -q is-active pubd.service; then
+		echo "$what: pubd.service $(systemctl is-active pubd.service)"
+		return 1
+	fi
+	if ! systemctl -q is-active pubd.socket; then
+		echo "$what: pubd.socket $(systemctl is-active pubd.socket) ($(journalctl -q -u pubd.socket -o cat --no-pager | tail -n1))"
+		return 1
+	fi
+	if [ ! -S /run/pubd/pubd.sock ]; then
+		echo "$what: no /run/pubd/pubd.sock ($(ls -A /run/pubd 2>&1 | tr '\n' ' '))"
+		return 1
+	fi
+	if ! out=$(timeout 30 runuser -u pubdclient -- pubctl status 2>&1); then
+		echo "$what: pubctl status: $(echo "$out" | head -n1)"
+		return 1
+	fi
+}
+# A client stays connected throughout (pubctl watch reconnects on its own).
+runuser -u pubdclient -- pubctl watch --interval 0.5 >"$R/watch.log" 2>&1 &
+watch_pid=$!
+pkg_pubd=$(printf '%s\n' "${debs[@]}" | grep '/pubd_[^/]*\.deb$')
+reinstalls=10
+bad=0
+pids=$(main_pid)
+for i in $(seq 1 $reinstalls); do
+	pid=$(main_pid)
+	if ! DEBIAN_FRONTEND=noninteractive dpkg -i "$pkg_pubd" >"$R/reinstall-$i.log" 2>&1; then
+		fail "reinstall_keeps_pubd_reachable: dpkg -i failed at $i/$reinstalls (see reinstall-$i.log)"
+		bad=$((bad + 1))
+	elif grep -qiE 'could not execute|refusing|failed' "$R/reinstall-$i.log"; then
+		fail "reinstall_keeps_pubd_reachable: at $i/$reinstalls: $(grep -iE 'could not execute|refusing|failed' "$R/reinstall-$i.log" | tr '\n' ' ')"
+		bad=$((bad + 1))
+	elif ! wait_until 60 new_main_pid; then
+		fail "reinstall_keeps_pubd_reachable: pubd (pid $pid) not restarted at $i/$reinstalls"
+		bad=$((bad + 1))
+	elif ! why=$(reachable "at $i/$reinstalls"); then
+		fail "reinstall_keeps_pubd_reachable: $why"
+		bad=$((bad + 1))
+	fi
+	pids="$pids -> $(main_pid)"
+	# Back to a state the next round can use.
+	if [ $bad -gt 0 ] && ! systemctl -q is-active pubd.socket; then
+		systemctl stop pubd.service
+		systemctl reset-failed pubd.socket
+		systemctl start pubd.socket pubd.service
+	fi
+	# Under systemd's start limit (5 starts in 10 s), which a real upgrade
+	# never meets.
+	sleep 2
+done
+if [ $bad -eq 0 ]; then
+	pass "reinstall_keeps_pubd_reachable: dpkg -i $(basename "$pkg_pubd") x$reinstalls over a running pubd with a client connected, pubd restarted each time (pids $pids), pubd.socket active, pubctl served"
+fi
+if kill -0 "$watch_pid" 2>/dev/null; then
+	pass "client_connected_through_reinstalls: pubctl watch still running"
+else
+	fail "client_connected_through_reinstalls: pubctl watch exited: $(tail -n 3 "$R/watch.log" | tr '\n' ' ')"
+fi
+kill "$watch_pid" 2>/dev/null
+wait "$watch_pid" 2>/dev/null
+
+# What the old postinst did in the bad order, forced: the service's restart
+# done before the socket's begins. systemd refuses to start pubd.socket under
+# the running pubd (the restart fails), but the path pubd serves must stay.
+pid=$(main_pid)
+systemctl restart pubd.service
+wait_until 60 new_main_pid
+if systemctl restart pubd.socket 2>"$R/restart-socket.txt"; then
+	echo "  systemctl restart pubd.socket under a running pubd succeeded"
+else
+	echo "  systemctl restart pubd.socket under a running pubd: $(head -n1 "$R/restart-socket.txt") ($(journalctl -q -u pubd.socket -o cat --no-pager | grep -m1 refusing))"
+fi
+if [ -S /run/pubd/pubd.sock ] && out=$(timeout 30 runuser -u pubdclient -- pubctl status 2>&1); then
+	pass "socket_restart_under_running_pubd_keeps_path: pubd.socket $(systemctl is-active pubd.socket), /run/pubd/pubd.sock kept, pubctl served"
+else
+	fail "socket_restart_under_running_pubd_keeps_path: pubd.socket $(systemctl is-active pubd.socket), /run/pubd: $(ls -A /run/pubd | tr '\n' ' '), pubctl: ${out:-not run}"
+fi
+# Both units back, in their order.
+systemctl stop pubd.service
+systemctl reset-failed pubd.socket 2>/dev/null
+systemctl start pubd.socket pubd.service
+if why=$(reachable "after stop pubd.service; start pubd.socket pubd.service"); then
+	pass "units_recover_after_stop_and_start"
+else
+	fail "units_recover_after_stop_and_start: $why"
 fi
 
 # ---- stop: a clean exit ----

@@ -17,7 +17,8 @@
 # check their postinst enabled and started pubd on a host without RDMA device
 # or configured address, start pubd through its socket, reload, watchdog
 # restart of a frozen pubd, journal priorities, verbs through pubd's sandbox,
-# then apt-get remove and purge). A few of the host's boot services that have
+# dpkg -i over the running pubd ten times (pubd reachable after each), then
+# apt-get remove and purge). A few of the host's boot services that have
 # no business in a throwaway guest are masked there (AppArmor profile loading,
 # time sync, pstore). Results come back over a second, read-write 9p share.
 #
