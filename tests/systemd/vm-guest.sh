@@ -11,7 +11,7 @@
 # through pubd.service's own sandbox, dpkg -i of pubd's package over the
 # running pubd (ten times, a client connected: pubd restarted and reachable
 # each time, pubd.socket never restarted); last, apt-get remove (pubd
-# stopped) and purge (user, group and /etc/pubd gone). Prints PASS/FAIL lines and, last,
+# stopped) and purge (/etc/pubd gone; the pubd user and group kept). Prints PASS/FAIL lines and, last,
 # one PUBD-SYSTEMD-RESULT line for the host, then powers the guest off.
 # shellcheck disable=SC2001 # sed 's/^/  /' indents multi-line output
 set -u
@@ -527,14 +527,21 @@ else
 	tail -n 20 "$R/purge.log"
 fi
 left=$(
-	getent passwd pubd
-	getent group pubd
 	ls -d /etc/pubd /run/pubd /etc/systemd/system/*.wants/pubd.* 2>/dev/null
 	dpkg -l "${pkgs[@]}" 2>/dev/null | grep -E '^[a-z][a-z] ' | grep -v '^un '
 )
 if [ -z "$left" ]; then
-	pass "purge_removes_user_group_config: no pubd user or group, no /etc/pubd, no unit links, no package state"
+	pass "purge_removes_config: no /etc/pubd, no /run/pubd, no unit links, no package state"
 else
-	fail "purge_removes_user_group_config: left: $(echo "$left" | tr '\n' ';')"
+	fail "purge_removes_config: left: $(echo "$left" | tr '\n' ';')"
+fi
+# The system user and group stay (Debian keeps system accounts: their uid
+# and gid are not handed to another account), and so do the members an
+# admin added to the group; the purge says nothing about them.
+if getent passwd pubd >/dev/null && getent group pubd | grep -qE '[:,]pubdclient(,|$)' &&
+	! grep -qiE 'userdel|groupdel|pubd: could not' "$R/purge.log"; then
+	pass "purge_keeps_system_user_and_group: $(getent passwd pubd | cut -d: -f1,3,7), group $(getent group pubd), nothing said"
+else
+	fail "purge_keeps_system_user_and_group: $(getent passwd pubd) / $(getent group pubd) / $(grep -iE 'userdel|groupdel|pubd: could not' "$R/purge.log" | tr '\n' ' ')"
 fi
 finish
