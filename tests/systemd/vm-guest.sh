@@ -417,7 +417,7 @@ reachable() {
 runuser -u pubdclient -- pubctl watch --interval 0.5 >"$R/watch.log" 2>&1 &
 watch_pid=$!
 pkg_pubd=$(printf '%s\n' "${debs[@]}" | grep '/pubd_[^/]*\.deb$')
-reinstalls=10
+reinstalls=${PUBD_VM_REINSTALLS:-10}
 bad=0
 pids=$(main_pid)
 for i in $(seq 1 $reinstalls); do

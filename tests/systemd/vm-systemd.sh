@@ -30,7 +30,12 @@
 #                            with `apt-get install ./*.deb` (offline: no NIC)
 #   PUBD_VM_WORK             initramfs cache and results (default
 #                            /var/tmp/pubd-systemd-vm)
-#   PUBD_VM_TIMEOUT          overall limit in seconds (default 900)
+#   PUBD_VM_TIMEOUT          overall limit in seconds (default 1800: each
+#                            dpkg -i of the reinstall loop takes about a
+#                            minute under TCG, reading dpkg's database
+#                            over 9p)
+#   PUBD_VM_REINSTALLS       rounds of dpkg -i over the running pubd
+#                            (default 10)
 #   PUBD_VM_FABRIC           fabric.type of the guest's pubd.yaml (default verbs:
 #                            pubd itself on Soft-RoCE rxa; udp for the IP fabric)
 #   PUBD_SOFTROCE_KERNEL     kernel image (default: newest /boot/vmlinuz-*-amd64)
@@ -42,7 +47,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-timeout_s=${PUBD_VM_TIMEOUT:-900}
+timeout_s=${PUBD_VM_TIMEOUT:-1800}
 fabric=${PUBD_VM_FABRIC:-verbs}
 vm_tag=systemd-vm
 # The same boot as the Soft-RoCE tier: kernel, initramfs, qemu, result marker.
@@ -139,6 +144,7 @@ INIT
 	printf 'PUBD_REPO=%q\n' "$repo"
 	printf 'PUBD_DEBS=%q\n' "$debs"
 	printf 'PUBD_VM_FABRIC=%q\n' "$fabric"
+	printf 'PUBD_VM_REINSTALLS=%q\n' "${PUBD_VM_REINSTALLS:-10}"
 } >"$results/env.sh"
 
 echo "systemd-vm: kernel $kernel, qemu TCG -smp 2 -m 2048, systemd $(/lib/systemd/systemd --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') as PID 1"
