@@ -468,10 +468,11 @@ if systemctl restart pubd.socket 2>"$R/restart-socket.txt"; then
 else
 	echo "  systemctl restart pubd.socket under a running pubd: $(head -n1 "$R/restart-socket.txt") ($(journalctl -q -u pubd.socket -o cat --no-pager | grep -m1 refusing))"
 fi
+out=
 if [ -S /run/pubd/pubd.sock ] && out=$(timeout 30 runuser -u pubdclient -- pubctl status 2>&1); then
 	pass "socket_restart_under_running_pubd_keeps_path: pubd.socket $(systemctl is-active pubd.socket), /run/pubd/pubd.sock kept, pubctl served"
 else
-	fail "socket_restart_under_running_pubd_keeps_path: pubd.socket $(systemctl is-active pubd.socket), /run/pubd: $(ls -A /run/pubd | tr '\n' ' '), pubctl: ${out:-not run}"
+	fail "socket_restart_under_running_pubd_keeps_path: pubd.socket $(systemctl is-active pubd.socket), /run/pubd: $(ls -A /run/pubd | tr '\n' ' '), pubctl: ${out:-not run (no socket)}"
 fi
 # Both units back, in their order.
 systemctl stop pubd.service
