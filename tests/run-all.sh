@@ -16,7 +16,7 @@
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 jobs=${PUBD_JOBS:-$(nproc)}
 fuzz_seconds=${PUBD_FUZZ_SECONDS:-20}
 tiers=("$@")
@@ -126,10 +126,12 @@ tier_softroce() {
 	# Two VM boots: the verbs fabric and daemons on Soft-RoCE (the daemon
 	# cases twice: libpub over shared memory, then over the socket), then
 	# pubd under a real systemd as PID 1, installed from the packages tier's
-	# .debs (postinst, socket activation, watchdog, remove and purge).
+	# .debs (postinst, socket activation, watchdog, reinstalls over a running
+	# pubd, remove and purge). Two reinstalls here (each takes a minute
+	# under TCG); vm-systemd.sh alone runs ten.
 	configure_build "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 		BUILD="$src/build" PUBD_SOFTROCE_TRANSPORTS="shm socket" "$src/tests/softroce/run.sh" &&
-		PUBD_DEBS="$debs_dir" "$src/tests/systemd/vm-systemd.sh"
+		PUBD_DEBS="$debs_dir" PUBD_VM_REINSTALLS="${PUBD_VM_REINSTALLS:-2}" "$src/tests/systemd/vm-systemd.sh"
 }
 
 passed=0
