@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "groups.h"
+#include "grow.h"
 #include "wire.h"
 
 /* Where id's probe starts. The id is FNV-1a of the name; its low bits are
@@ -87,15 +88,11 @@ struct pubd_group *pubd_groups_add(struct pubd_groups *gs, const struct pubd_gro
 		if (!gs->v[slot])
 			break;
 	if (slot == gs->n) {
-		if (gs->n == gs->cap) { /* doubling: one copy per group was quadratic */
-			unsigned cap = gs->cap ? gs->cap * 2 : 16;
-
-			v = realloc(gs->v, cap * sizeof(*v));
-			if (!v)
-				return NULL;
-			gs->v = v;
-			gs->cap = cap;
-		}
+		/* By doubling: one copy per group was quadratic. */
+		v = pub_grow(gs->v, gs->n, &gs->cap, sizeof(*v), 16);
+		if (!v)
+			return NULL;
+		gs->v = v;
 		gs->v[gs->n++] = NULL;
 	}
 	g = calloc(1, sizeof(*g));
@@ -181,15 +178,10 @@ struct pubd_sub *pubd_group_sub_add(struct pubd_group *g, struct pubd_client *c)
 {
 	struct pubd_sub *s, **v;
 
-	if (g->nsubs == g->subs_cap) {
-		unsigned cap = g->subs_cap ? g->subs_cap * 2 : 4;
-
-		v = realloc(g->subs, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		g->subs = v;
-		g->subs_cap = cap;
-	}
+	v = pub_grow(g->subs, g->nsubs, &g->subs_cap, sizeof(*v), 4);
+	if (!v)
+		return NULL;
+	g->subs = v;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;

@@ -90,12 +90,19 @@ it_wait "the log names the file, line and column" 20 grep -Eq "$conf:[0-9]+:[0-9
 grep -E "$conf:[0-9]+:[0-9]+:" "$IT_WORK/h1.log" | head -3 >&2
 it_check "pubd still runs" kill -0 "$pid"
 it_eq "the running groups are kept" "$(it_q h1 groups '[.groups[].name] | sort | join(",")')" "ka,kb,kd"
-out=$(it_ctl h1 reload 2>&1)
-st=$?
-it_log "pubctl reload: exit $st: $out"
-it_check "pubctl reload fails on the broken file" test "$st" -ne 0
-it_check "and names the file and place" grep -Eq "$conf:[0-9]+:[0-9]+:" <<<"$out"
-it_eq "reload failures counted" "$(it_counter h1 reload_failures)" 2
+# reload_refused WHAT REGEX FAILURES: pubctl reload fails on the file, says
+# REGEX, the failure is counted, and the running groups stay.
+reload_refused() {
+	local out st
+	out=$(it_ctl h1 reload 2>&1)
+	st=$?
+	it_log "pubctl reload of $1: exit $st: $out"
+	it_check "pubctl reload fails on $1" test "$st" -ne 0
+	it_check "and says so ($2)" grep -Eq "$2" <<<"$out"
+	it_eq "reload failures counted" "$(it_counter h1 reload_failures)" "$3"
+	it_eq "the running groups are kept" "$(it_q h1 groups '[.groups[].name] | sort | join(",")')" "ka,kb,kd"
+}
+reload_refused "the broken file" "$conf:[0-9]+:[0-9]+:" 2
 "$ITEST_CLIENT" pub -s "$sock" -g ka --count 1 --size 64 --start 6 || it_fail "publish ka after a failed reload"
 it_wait "ka subscriber still receives" 20 it_lines_at_least "$IT_WORK/ka.log" '^msg ka ' 7
 
@@ -103,13 +110,7 @@ it_wait "ka subscriber still receives" 20 it_lines_at_least "$IT_WORK/ka.log" '^
 # refused at reload: applied, it took every group away and put socket_mode
 # back to its default.
 printf '# nothing yet\n' >"$conf"
-out=$(it_ctl h1 reload 2>&1)
-st=$?
-it_log "pubctl reload of an empty file: exit $st: $out"
-it_check "pubctl reload fails on the empty file" test "$st" -ne 0
-it_check "and says it holds no settings" grep -q "holds no settings" <<<"$out"
-it_eq "reload failures counted" "$(it_counter h1 reload_failures)" 3
-it_eq "the running groups are kept" "$(it_q h1 groups '[.groups[].name] | sort | join(",")')" "ka,kb,kd"
+reload_refused "an empty file" "holds no settings" 3
 
 # Only root and pubd's own user may reload: another user is told so, in
 # words that do not blame a group's ACL (there is no group in a reload).

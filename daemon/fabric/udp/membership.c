@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "udp_internal.h"
 #include "log.h"
 #include "loop.h"
@@ -63,17 +64,12 @@ static int membership_get(struct pubd_fabric *f, const struct sockaddr_storage *
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	if (f->nmembers == f->members_cap) {
-		unsigned cap = f->members_cap ? f->members_cap * 2 : 8;
-
-		v = realloc(f->members, cap * sizeof(*v));
-		if (!v) {
-			free(m);
-			return -ENOMEM;
-		}
-		f->members = v;
-		f->members_cap = cap;
+	v = pub_grow(f->members, f->nmembers, &f->members_cap, sizeof(*v), 8);
+	if (!v) {
+		free(m);
+		return -ENOMEM;
 	}
+	f->members = v;
 	m->group = *group;
 	m->refs = 1;
 	m->first_slot = -1;
