@@ -224,9 +224,9 @@ void cfg_check_raw_addresses(struct parse *p)
 			if (!v[j]->raw)
 				continue;
 			report(p, p->addr_seen[at].mark,
-			       "groups[%zu].address: raw group %s shares %s with groups[%zu] (%s, at %u:%u); a raw "
-			       "group's "
-			       "datagrams carry no header to tell the groups apart, so it needs an address of its own",
+			       "groups[%zu].address: raw group %s shares %s with groups[%zu] (%s, at %u:%u); "
+			       "a raw group's datagrams carry no header to tell the groups apart, "
+			       "so it needs an address of its own",
 			       at, cfg_describe_name(v[j]->name, got, sizeof(got)), v[j]->address_text, other,
 			       cfg_describe_name(c->groups[other].name, got2, sizeof(got2)),
 			       (unsigned)p->addr_seen[other].mark.line + 1,

@@ -259,9 +259,8 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 			d->config_path);
 		if (errtext && errcap)
 			snprintf(errtext, errcap,
-				 "%s: holds no settings (empty, or only comments); reload refused, the running "
-				 "configuration "
-				 "stays (a file of {} means every default)",
+				 "%s: holds no settings (empty, or only comments); reload refused, "
+				 "the running configuration stays (a file of {} means every default)",
 				 d->config_path);
 		pubd_config_free(&cfg);
 		d->counters[PUBD_CTR_RELOAD_FAILURES]++;
