@@ -399,6 +399,7 @@ it_eq "the parent got every message after its child closed the inherited handle"
 # pieces kept its own: a 1 MiB message of wire came out as one of here.
 GLOG=64KiB write_conf uid:0 uid:0
 it_ctl h1 reload >/dev/null || it_fail "the reload to case 9's start (a 64 KiB group log)"
+drops9=$(here_drops)
 it_bg sub9 "$ns" "$ITEST_CLIENT" sub -s "$sock" -g here -g wire --count 20008 --timeout-ms 60000 \
 	--log "$IT_WORK/sub9.log"
 sub9=$IT_BG_PID
@@ -409,7 +410,13 @@ ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g wire --count 8 --size $((1
 	it_fail "publish 8 of 1 MiB to wire"
 it_reap "$pub9h" 30
 it_reap "$sub9" 60
-it_eq "the subscriber got all 20,008" "$IT_STATUS" 0
+# A subscriber busy gathering 1 MiB in pieces may be lapped on here's
+# direct log (CI's slower build lost 101 of 20,000 so): what it did not get
+# must be counted, each message either way.
+got9=$(grep -c '^msg here ' "$IT_WORK/sub9.log")
+it_wait "here: each of the 20,000 got ($got9) or counted lost" 10 \
+	it_holds '[ $((got9 + $(here_drops) - drops9)) -eq 20000 ]'
+it_log "here: $got9 got, $(($(here_drops) - drops9)) counted lost"
 it_eq "each under its own group: 8 of 1 MiB on wire, none on here" \
 	"$(awk '$1 == "msg" && $5 == 1048576 { n[$2]++ } END { print n["wire"] + 0, n["here"] + 0 }' "$IT_WORK/sub9.log")" "8 0"
 it_pubd_stop h1
