@@ -58,6 +58,11 @@ void pubd_reasm_config_defaults(struct pubd_reasm_config *c)
 	c->hash_key = (struct pubd_hash_key){0}; /* pubd draws its own */
 }
 
+void pubd_reasm_kernel_drops(struct pubd_reasm *r, uint64_t drops)
+{
+	r->kernel_drops = drops;
+}
+
 void pubd_reasm_set_config(struct pubd_reasm *r, const struct pubd_reasm_config *cfg)
 {
 	r->cfg = *cfg;

@@ -162,6 +162,16 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
 void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
 			   size_t payload_len, unsigned flags);
 
+/*
+ * The datagrams the kernel dropped on the way in so far (a count that only
+ * grows; pubd_rx_dgram.kernel_drops), as of the datagrams pushed next. A
+ * stream's jump past its sequence window is taken as loss, not counted
+ * malformed, when the drops since the stream was last heard could have
+ * carried that many messages: a receiver that stalled while its socket
+ * overflowed finds the next datagram far ahead, with little time between.
+ */
+void pubd_reasm_kernel_drops(struct pubd_reasm *r, uint64_t drops);
+
 /* Resolve everything whose deadline is <= now_ns. */
 void pubd_reasm_expire(struct pubd_reasm *r, uint64_t now_ns);
 

@@ -114,6 +114,7 @@ struct stream {
 	uint64_t last_active;
 	uint64_t jump_budget; /* sequence numbers it may still skip, as of budget_ns (reasm_push.c) */
 	uint64_t budget_ns;
+	uint64_t drops_seen; /* pubd_reasm.kernel_drops when it was last heard */
 	uint64_t missing;
 	uint64_t inflight_bytes;
 	uint32_t inflight;
@@ -187,6 +188,7 @@ struct pubd_reasm {
 	uint64_t held_bytes;
 	/* Heap of streams and tombstones, bounded by max_streams, not budget. */
 	uint64_t stream_bytes;
+	uint64_t kernel_drops; /* pubd_reasm_kernel_drops */
 	/* Inside ops.deliver or ops.drop: the entry points that change state
 	 * refuse to run (reasm_no_reentry). */
 	unsigned in_callback;

@@ -74,6 +74,7 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 	s->last_active = now;
 	s->jump_budget = SEQ_JUMP_BASE;
 	s->budget_ns = now;
+	s->drops_seen = r->kernel_drops;
 	s->cls = r->ops.repairs && r->ops.repairs(r->ctx, group) ? REASM_CLS_REPAIR : REASM_CLS_PLAIN;
 	/* A stream forgotten while we listened resumes where it was. From
 	 * zero: the caller knows this stream began after we started
@@ -104,22 +105,37 @@ static inline uint64_t jump_budget(const struct stream *s, uint64_t now)
 	return budget < window ? budget : window;
 }
 
+/* Could the datagrams the kernel dropped since s was last heard have
+ * carried `over` messages of s? Each carries at most a batch of them
+ * (PUBD_WIRE_BATCH_MAX). */
+static inline bool kernel_dropped(const struct pubd_reasm *r, const struct stream *s, uint64_t over)
+{
+	uint64_t dropped = r->kernel_drops - s->drops_seen;
+
+	return dropped && (dropped > UINT64_MAX / PUBD_WIRE_BATCH_MAX || over <= dropped * PUBD_WIRE_BATCH_MAX);
+}
+
 /* Is seq (at or beyond next_seq) within the budget? If so s is active now
- * and the jump spent; if not the datagram is counted as malformed. */
+ * and the jump spent; if not, and the kernel's drops since s was last heard
+ * do not account for it either, the datagram is counted as malformed. */
 static bool stream_accept_jump(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t seq,
 			       const struct pubd_wire_hdr *h)
 {
 	if (seq > s->next_seq) {
 		uint64_t jump = seq - s->next_seq, budget = jump_budget(s, now);
 
-		if (jump > budget) {
+		if (jump <= budget) {
+			s->jump_budget = budget - jump;
+		} else if (kernel_dropped(r, s, jump - budget)) {
+			s->jump_budget = 0;
+		} else {
 			drop_dgram(r, h, PUB_DROP_MALFORMED);
 			return false;
 		}
-		s->jump_budget = budget - jump;
 		s->budget_ns = now;
 	}
 	s->last_active = now;
+	s->drops_seen = r->kernel_drops;
 	return true;
 }
 

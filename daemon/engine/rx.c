@@ -352,6 +352,7 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 				: 0;
 		if ((h.flags & PUBD_WIRE_F_HEARTBEAT) && began_since_listening(d, g, now, dg))
 			flags |= PUBD_REASM_BEGAN_SINCE;
+		pubd_reasm_kernel_drops(d->reasm, dg->kernel_drops);
 		if (h.flags & PUBD_WIRE_F_BATCH)
 			rx_batch(d, now, &h, payload, plen, flags);
 		else

@@ -47,6 +47,11 @@ struct pubd_rx_dgram {
 			    * fabric can tell (verbs: the source QP); raw groups rely on it */
 	uint32_t from_len; /* 0: the fabric cannot tell who sent it */
 	const void *from;  /* the sender (see PUBD_FABRIC_PEER_MAX); valid during the call */
+	/* Datagrams the kernel dropped on this fabric's way in before this one
+	 * was queued, counted since the fabric started (udp: SO_RXQ_OVFL);
+	 * always 0 where the fabric cannot tell (verbs). A jump in a stream
+	 * that these drops account for is loss, not forgery (reasm_push.c). */
+	uint64_t kernel_drops;
 };
 
 struct pubd_msgbuf;

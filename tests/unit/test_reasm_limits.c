@@ -55,6 +55,52 @@ static void reasm_chained_jumps_spend_one_window(void **state)
 	pubd_reasm_destroy(r);
 }
 
+/* A receiver that stalled while its socket overflowed finds the next
+ * datagram of a stream far ahead, with no time between as it sees it: a
+ * jump the kernel's drops since the stream was last heard could have
+ * carried (a batch of messages each) is loss, not a forged datagram. The
+ * drops are spent by the stream that was heard since: they cover no later
+ * jump. */
+static void reasm_kernel_drops_account_for_a_jump(void **state)
+{
+	struct pubd_reasm *r = make(NULL);
+	uint64_t t = 1 * MS, over;
+
+	push_msg(r, 0, SRC_A, GRP_X, 0, 10);
+	push_msg(r, 0, SRC_B, GRP_X, 0, 10);
+	/* 1 ms of silence allows 65,536 + 50,000; 200,000 is past it. */
+	push_msg(r, t, SRC_A, GRP_X, 200000, 10);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 1);
+	/* Over by 84,463: 82 dropped datagrams could carry 83,968, 83 could
+	 * carry 84,992. */
+	over = 200000 - 1 - (65536 + 50 * 1000);
+	assert_true(82 * PUBD_WIRE_BATCH_MAX < over && over <= 83 * PUBD_WIRE_BATCH_MAX);
+	pubd_reasm_kernel_drops(r, 82);
+	push_msg(r, t, SRC_A, GRP_X, 200000, 10);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 2);
+	pubd_reasm_kernel_drops(r, 83);
+	push_msg(r, t, SRC_A, GRP_X, 200000, 10);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 2);
+	assert_true(stream_info(r, SRC_A, GRP_X).missing == 199999);
+	/* Spent: the same drops allow A no second jump... */
+	push_msg(r, t, SRC_A, GRP_X, 200001 + 150000, 10);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 3);
+	/* ...but B, not heard since they happened, lost as much. */
+	push_msg(r, t, SRC_B, GRP_X, 200000, 10);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 3);
+	/* Nor with drops whose batches could not carry the jump. */
+	pubd_reasm_kernel_drops(r, 84);
+	push_msg(r, t, SRC_A, GRP_X, 200001 + 10000000, 10);
+	assert_int_equal(sink.drops[PUB_DROP_MALFORMED], 4);
+	/* The stream goes on. */
+	push_msg(r, t, SRC_A, GRP_X, 200001, 10);
+	pubd_reasm_expire(r, 1000 * MS);
+	assert_int_equal(sink.delivered, 5);
+	assert_int_equal(sink.drops[PUB_DROP_STALE], 0);
+	assert_true(sink.drops[PUB_DROP_SEQ_GAP] == 199999 + 199999);
+	pubd_reasm_destroy(r);
+}
+
 /* A new stream "from zero" announcing an absurd sequence starts there. */
 static void reasm_new_stream_from_zero_is_bounded(void **state)
 {
@@ -517,6 +563,7 @@ int main(void)
 		cmocka_unit_test(reasm_tables_shrink_after_a_burst),
 		cmocka_unit_test(reasm_refuses_implausible_sequence_jump),
 		cmocka_unit_test(reasm_chained_jumps_spend_one_window),
+		cmocka_unit_test(reasm_kernel_drops_account_for_a_jump),
 		cmocka_unit_test(reasm_new_stream_from_zero_is_bounded),
 		cmocka_unit_test(reasm_hostile_fragment_geometry),
 		cmocka_unit_test(reasm_flood_of_new_sources_spares_established_streams),

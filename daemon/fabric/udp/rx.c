@@ -62,8 +62,10 @@ static bool parse_cmsgs(struct pubd_fabric *f, struct msghdr *mh, struct sockadd
 
 			memcpy(&drops, CMSG_DATA(c), sizeof(drops));
 			/* Cumulative for the socket: keep the latest. */
-			if (drops > f->rx_kernel_drops || f->rx_kernel_drops - drops > (1u << 31))
+			if (drops > f->rx_kernel_drops || f->rx_kernel_drops - drops > (1u << 31)) {
+				f->rx_kernel_drops_total += (uint32_t)(drops - f->rx_kernel_drops);
 				f->rx_kernel_drops = drops;
+			}
 		}
 	}
 	return found;
@@ -144,6 +146,7 @@ static int rx_batch(struct pubd_fabric *f, int fd)
 		f->rx_out[n_out].self = from_self(f, &f->rx_src[i], mh->msg_namelen);
 		f->rx_out[n_out].from = &f->rx_src[i];
 		f->rx_out[n_out].from_len = mh->msg_namelen <= PUBD_FABRIC_PEER_MAX ? mh->msg_namelen : 0;
+		f->rx_out[n_out].kernel_drops = f->rx_kernel_drops_total;
 		n_out++;
 	}
 	if (n_out && f->ev && f->ev->rx)

@@ -156,8 +156,9 @@ struct pubd_fabric {
 	} rx_cmsg[RX_BATCH];
 	struct pubd_rx_dgram rx_out[RX_BATCH];
 
-	uint64_t cnt[PUBD_FC__COUNT]; /* the counters both fabrics keep (fabric_counters.h) */
-	uint32_t rx_kernel_drops;     /* SO_RXQ_OVFL: the socket's cumulative drop count */
+	uint64_t cnt[PUBD_FC__COUNT];	/* the counters both fabrics keep (fabric_counters.h) */
+	uint32_t rx_kernel_drops;	/* SO_RXQ_OVFL: the socket's cumulative drop count */
+	uint64_t rx_kernel_drops_total; /* the same, past the 32 bits' wrap (pubd_rx_dgram.kernel_drops) */
 };
 
 /* addr.c */

@@ -117,6 +117,7 @@ static bool rx_complete(struct pubd_fabric *f, const struct ibv_wc *w, struct pu
 	 * device, so a peer on another port can have ours. */
 	out->self = f->qp && w->src_qp == f->qp->qp_num && f->self_gid_ok && pubd_grh_from_gid(buf, f->self_gid);
 	out->from = peer;
+	out->kernel_drops = 0; /* a UD QP short of receives drops unseen */
 	out->from_len = pubd_ud_peer_from_grh(buf, w->wc_flags & IBV_WC_GRH, w->src_qp, w->slid, w->sl, peer)
 				? sizeof(*peer)
 				: 0;
