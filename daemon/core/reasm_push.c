@@ -105,9 +105,14 @@ static inline uint64_t jump_budget(const struct stream *s, uint64_t now)
 	return budget < window ? budget : window;
 }
 
-/* Could the datagrams the kernel dropped since s was last heard have
+/*
+ * Could the datagrams the kernel dropped since s was last heard have
  * carried `over` messages of s? Each carries at most a batch of them
- * (PUBD_WIRE_BATCH_MAX). */
+ * (PUBD_WIRE_BATCH_MAX). A host that floods the socket to make drops, and
+ * then forges a jump, gains 1,024 sequence numbers a drop, once: less than
+ * the window's 50 a microsecond gives it anyway, unless it makes more than
+ * 50,000 drops a second, which is a flood that loses messages by itself.
+ */
 static inline bool kernel_dropped(const struct pubd_reasm *r, const struct stream *s, uint64_t over)
 {
 	uint64_t dropped = r->kernel_drops - s->drops_seen;
