@@ -51,15 +51,13 @@ static int membership_get(struct pubd_fabric *f, const struct sockaddr_storage *
 {
 	struct membership *m, **v;
 	char buf[INET6_ADDRSTRLEN];
-	unsigned i;
 	int err;
 
-	for (i = 0; i < f->nmembers; i++) {
-		if (udp_same_group(&f->members[i]->group, group)) {
-			f->members[i]->refs++;
-			*out = f->members[i];
-			return 0;
-		}
+	m = udp_member_ix_find(&f->members_ix, group);
+	if (m) {
+		m->refs++;
+		*out = m;
+		return 0;
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -73,16 +71,23 @@ static int membership_get(struct pubd_fabric *f, const struct sockaddr_storage *
 	m->group = *group;
 	m->refs = 1;
 	m->first_slot = -1;
+	if (udp_member_ix_add(&f->members_ix, m) < 0) {
+		free(m);
+		return -ENOMEM;
+	}
 	err = udp_mcast_op(f, group, true);
 	if (err) {
 		log_err("fabric udp: join %s on %s: %s%s",
 			udp_addr_str((const struct sockaddr *)group, buf, sizeof(buf)), f->ifname, strerror(-err),
-			err == -ENOBUFS ? " (too many groups on one socket: raise net.ipv4.igmp_max_memberships "
-					  "or net.ipv6.mld_max_msf)"
-					: "");
+			err == -ENOBUFS
+				? " (too many groups on one socket: raise net.core.optmem_max, which bounds "
+				  "the memory of a socket's memberships, and for IPv4 net.ipv4.igmp_max_memberships)"
+				: "");
+		udp_member_ix_del(&f->members_ix, m);
 		free(m);
 		return err;
 	}
+	m->at = f->nmembers;
 	f->members[f->nmembers++] = m;
 	*out = m;
 	return 0;
@@ -91,7 +96,6 @@ static int membership_get(struct pubd_fabric *f, const struct sockaddr_storage *
 static void membership_put(struct pubd_fabric *f, struct membership *m)
 {
 	char buf[INET6_ADDRSTRLEN];
-	unsigned i;
 	int err;
 
 	if (--m->refs)
@@ -100,12 +104,9 @@ static void membership_put(struct pubd_fabric *f, struct membership *m)
 	if (err)
 		log_warn("fabric udp: leave %s on %s: %s", udp_addr_str((struct sockaddr *)&m->group, buf, sizeof(buf)),
 			 f->ifname, strerror(-err));
-	for (i = 0; i < f->nmembers; i++) {
-		if (f->members[i] == m) {
-			f->members[i] = f->members[--f->nmembers];
-			break;
-		}
-	}
+	udp_member_ix_del(&f->members_ix, m);
+	f->members[m->at] = f->members[--f->nmembers];
+	f->members[m->at]->at = m->at;
 	free(m);
 }
 
@@ -121,16 +122,21 @@ int udp_listen(struct pubd_fabric *f, int slot, bool on)
 		return on ? -EINVAL : 0;
 	if (!!s->m == on)
 		return 0;
+	/* The lowest listening slot, kept as slots come and go: a walk of
+	 * every slot only when that one stops and others still listen (with
+	 * thousands of groups, a walk per listen made starting O(n^2)). */
 	if (on) {
 		err = membership_get(f, &s->group, &s->m);
 		if (err)
 			return err;
-		recompute_first_slot(f, s->m);
+		if (s->m->first_slot < 0 || slot < s->m->first_slot)
+			s->m->first_slot = slot;
 		return 0;
 	}
 	m = s->m;
 	s->m = NULL;
-	recompute_first_slot(f, m);
+	if (m->refs > 1 && m->first_slot == slot)
+		recompute_first_slot(f, m);
 	membership_put(f, m);
 	return 0;
 }
@@ -298,7 +304,8 @@ void udp_leave(struct pubd_fabric *f, int slot)
 	s->pending_up = false;
 	s->m = NULL;
 	if (m) {
-		recompute_first_slot(f, m);
+		if (m->refs > 1 && m->first_slot == slot)
+			recompute_first_slot(f, m);
 		membership_put(f, m);
 	}
 }

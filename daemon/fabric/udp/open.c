@@ -195,6 +195,7 @@ static void udp_close(struct pubd_fabric *f)
 	free(f->members);
 	f->members = NULL;
 	f->nmembers = f->members_cap = 0;
+	udp_member_ix_free(&f->members_ix);
 	free(f->slots);
 	f->slots = NULL;
 	f->nslots = 0;

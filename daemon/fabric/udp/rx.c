@@ -14,12 +14,9 @@
 
 static int slot_of(struct pubd_fabric *f, const struct sockaddr_storage *dst)
 {
-	unsigned i;
+	const struct membership *m = udp_member_ix_find(&f->members_ix, dst);
 
-	for (i = 0; i < f->nmembers; i++)
-		if (udp_same_group(&f->members[i]->group, dst))
-			return f->members[i]->first_slot;
-	return -1;
+	return m ? m->first_slot : -1;
 }
 
 /* The destination address from the control messages; v4-mapped IPv6

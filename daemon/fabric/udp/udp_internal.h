@@ -32,6 +32,7 @@
  *   open.c        open (interface, MTU, the two sockets), close, the ops table
  *   socket.c      the receive and send sockets and their options
  *   membership.c  slots, and the group memberships they share
+ *   member_ix.c   the memberships by address (member_ix.h)
  *   rx.c          receiving: recvmmsg batches, destination and source
  *   tx.c          sending: sendmmsg batches, waiting for room
  *   status.c      the "fabric" status table
@@ -50,6 +51,7 @@
 #include "config.h"
 #include "fabric.h"
 #include "fabric_counters.h"
+#include "member_ix.h"
 
 #ifndef IPV6_MULTICAST_ALL
 #define IPV6_MULTICAST_ALL 29 /* linux/in6.h, since Linux 4.20 */
@@ -80,6 +82,7 @@ struct membership {
 	struct sockaddr_storage group; /* port 0, as given (AF_INET or AF_INET6) */
 	unsigned refs;
 	int first_slot; /* lowest receiving slot on this address: rx maps to it */
+	unsigned at;	/* its place in pubd_fabric.members */
 };
 
 struct slot {
@@ -140,6 +143,7 @@ struct pubd_fabric {
 	unsigned nslots;
 	struct membership **members;
 	unsigned nmembers, members_cap;
+	struct udp_member_ix members_ix; /* the same by address */
 
 	/* Receive ring: RX_BATCH buffers of mtu + 1 bytes (the extra byte
 	 * detects datagrams larger than our MTU: MSG_TRUNC). */
