@@ -102,8 +102,7 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 	const struct pubd_group_config *gc;
 	struct pubd_group *g;
 	unsigned i;
-	size_t k;
-	int err = 0;
+	size_t k, failed = 0;
 
 	/* Removed, or changed in a way that needs a new join. */
 	pubd_groups_foreach(&d->groups, g, i)
@@ -134,9 +133,14 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 			 g->raw ? " (raw)" : "");
 		pubd_tx_pace_config(d, g);
 		if (pubd_group_join(d, g) < 0)
-			err = -EIO;
+			failed++;
 	}
-	return err;
+	if (!failed)
+		return 0;
+	/* Each failure was logged where it happened; at start the next line
+	 * is pubd's last, which must say what went wrong. */
+	log_err("%zu of %zu groups could not be joined or could not start receiving (see above)", failed, cfg->ngroups);
+	return -EIO;
 }
 
 /* What an applied reload could not do, for whoever asked (pubctl reload):

@@ -125,4 +125,29 @@ ip netns exec "$ns1" "$ITEST_CLIENT" pub -s "$(it_sock h1)" -g g1 --count 3000 -
 it_pubd_stop h1
 exec {go}>&-
 it_eq "h1's log has no receiving errors at shutdown" "$(grep -c 'receiving:' "$IT_WORK/h1.log")" 0
+
+# receive: always on a host that allows fewer memberships than there are
+# groups: pubd names each group it cannot receive, the kernel setting to
+# raise, and how many failed, and exits 1 (it said only "exiting:
+# Input/output error" at the end, after the joins' own lines).
+it_host_lo h3
+ip netns exec "$(it_ns h3)" sysctl -qw net.ipv4.igmp_max_memberships=2 || it_die "sysctl in h3"
+it_conf_write h3 - <<-EOF
+	  receive: always
+	groups:
+	  - name: m1
+	    address: 239.83.2.1
+	  - name: m2
+	    address: 239.83.2.2
+	  - name: m3
+	    address: 239.83.2.3
+EOF
+ip netns exec "$(it_ns h3)" timeout 30 "$PUBD" -c "$(it_conf h3)" >"$IT_WORK/h3.log" 2>&1
+it_eq "pubd exits 1 when a group cannot receive under receive: always" "$?" 1
+it_check "the failed join names the setting to raise" grep -q 'join 239.83.2.3 .*igmp_max_memberships' \
+	"$IT_WORK/h3.log"
+it_check "the group that cannot receive is named" grep -q 'group m3 (239.83.2.3): cannot start receiving' \
+	"$IT_WORK/h3.log"
+it_check "the count is said before pubd exits" \
+	grep -q '1 of 3 groups could not be joined or could not start receiving' "$IT_WORK/h3.log"
 it_finish
