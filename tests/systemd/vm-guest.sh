@@ -11,7 +11,8 @@
 # through pubd.service's own sandbox, dpkg -i of pubd's package over the
 # running pubd (ten times, a client connected: pubd restarted and reachable
 # each time, pubd.socket never restarted); last, apt-get remove (pubd
-# stopped) and purge (/etc/pubd gone; the pubd user and group kept). Prints PASS/FAIL lines and, last,
+# stopped) and purge (/etc/pubd and the pubd user gone; its group kept for
+# the member added to it). Prints PASS/FAIL lines and, last,
 # one PUBD-SYSTEMD-RESULT line for the host, then powers the guest off.
 # shellcheck disable=SC2001 # sed 's/^/  /' indents multi-line output
 set -u
@@ -536,13 +537,14 @@ if [ -z "$left" ]; then
 else
 	fail "purge_removes_config: left: $(echo "$left" | tr '\n' ';')"
 fi
-# The system user and group stay (Debian keeps system accounts: their uid
-# and gid are not handed to another account), and so do the members an
-# admin added to the group; the purge says nothing about them.
-if getent passwd pubd >/dev/null && getent group pubd | grep -qE '[:,]pubdclient(,|$)' &&
-	! grep -qiE 'userdel|groupdel|pubd: could not' "$R/purge.log"; then
-	pass "purge_keeps_system_user_and_group: $(getent passwd pubd | cut -d: -f1,3,7), group $(getent group pubd), nothing said"
+# The system user goes (issue 14: purge removes the user and the config);
+# its group stays, with its members, since an admin added one (pubdclient),
+# and userdel says so (without members it would go with the user).
+if ! getent passwd pubd >/dev/null && getent group pubd | grep -qE '[:,]pubdclient(,|$)' &&
+	grep -q 'group pubd not removed because it has other members' "$R/purge.log" &&
+	! grep -q 'pubd: could not' "$R/purge.log"; then
+	pass "purge_removes_user_keeps_group_with_members: user gone, group $(getent group pubd), said so"
 else
-	fail "purge_keeps_system_user_and_group: $(getent passwd pubd) / $(getent group pubd) / $(grep -iE 'userdel|groupdel|pubd: could not' "$R/purge.log" | tr '\n' ' ')"
+	fail "purge_removes_user_keeps_group_with_members: $(getent passwd pubd) / $(getent group pubd) / $(grep -iE 'userdel|groupdel|pubd: could not' "$R/purge.log" | tr '\n' ' ')"
 fi
 finish
