@@ -77,6 +77,8 @@ static void usage(FILE *out, const char *prog)
 		     "\nwatch: on a terminal, one screen redrawn every interval (default 1s), changed\n"
 		     "values highlighted, q or Ctrl-C quits; if pubd goes away it says so and reconnects.\n"
 		     "Not on a terminal: one plain-text frame per interval. --count N: stop after N frames.\n"
+		     "\npub and sub send and receive through the socket ($PUBD_TRANSPORT=shm: shared memory);\n"
+		     "queries always use the socket alone.\n"
 		     "\nExit status: 0 success, 1 error, 2 pubd cannot be reached.\n");
 }
 
@@ -86,13 +88,20 @@ static int cmd_help(struct pubctl *ctl, int argc, char **argv)
 	return 0;
 }
 
-pub_client_t *pubctl_connect(struct pubctl *ctl, bool reconnect, int *exit_code)
+pub_client_t *pubctl_connect(struct pubctl *ctl, bool data, bool reconnect, int *exit_code)
 {
+	const char *transport = getenv(PUB_TRANSPORT_ENV);
 	struct pub_options o = PUB_OPTIONS_INIT;
 	pub_client_t *c;
 	int r;
 
 	o.client_name = "pubctl";
+	/* The socket data path is pubctl's (issue 12): a shell's publisher or
+	 * subscriber is not what shared memory is for, and the socket keeps
+	 * it working against a pubd with daemon.shm: off or its logs full.
+	 * $PUBD_TRANSPORT still picks, as for any libpub program. */
+	if (!data || !transport || !transport[0])
+		o.transport = PUB_TRANSPORT_SOCKET;
 	o.request_timeout_ms = ctl->request_timeout_ms;
 	if (!reconnect)
 		o.flags |= PUB_OPT_NO_RECONNECT;
@@ -191,7 +200,7 @@ static int cmd_query(struct pubctl *ctl, int argc, char **argv)
 		pubctl_err("%s takes no arguments", ctl->cmd);
 		return 1;
 	}
-	c = pubctl_connect(ctl, false, &code);
+	c = pubctl_connect(ctl, false, false, &code);
 	if (!c)
 		return code;
 	render_begin(&rd, stdout, ctl->json);

@@ -20,8 +20,11 @@ struct pubctl {
 	int request_timeout_ms; /* pub_options' (0: libpub's default); sub --timeout bounds it */
 };
 
-/* Connect (or print the one-line reason and return NULL with *exit_code set). */
-pub_client_t *pubctl_connect(struct pubctl *ctl, bool reconnect, int *exit_code);
+/* Connect (or print the one-line reason and return NULL with *exit_code set).
+ * data: for pub and sub, which take the socket's data path unless
+ * $PUBD_TRANSPORT asks for another; queries always take the socket alone
+ * (shared-memory logs, 2 MiB and more of pubd's, would serve no message). */
+pub_client_t *pubctl_connect(struct pubctl *ctl, bool data, bool reconnect, int *exit_code);
 /* Print "pubctl: " + message to stderr. */
 void pubctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Option values (pubsub.c): print what was expected and return -1 when s is not one. */

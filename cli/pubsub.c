@@ -265,7 +265,7 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 		pubctl_err("pub: give exactly one of MESSAGE, --file F, --size B");
 		goto usage;
 	}
-	c = pubctl_connect(ctl, false, &ret);
+	c = pubctl_connect(ctl, true, false, &ret);
 	if (!c)
 		goto out;
 	/* Told before the pattern is made: a size pubd would refuse is said
@@ -452,7 +452,7 @@ int cmd_sub(struct pubctl *ctl, int argc, char **argv)
 	if (timeout >= 0 && timeout * 1000 < 10000)
 		ctl->request_timeout_ms = timeout * 1000 < 1 ? 1 : (int)(timeout * 1000);
 	/* A subscriber survives a pubd restart: libpub reconnects and resubscribes. */
-	c = pubctl_connect(ctl, true, &ret);
+	c = pubctl_connect(ctl, true, true, &ret);
 	if (!c)
 		goto out;
 	for (int i = optind; i < argc; i++) {

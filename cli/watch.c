@@ -156,6 +156,7 @@ static int connect_quietly(struct watch *w)
 	int r;
 
 	o.client_name = "pubctl-watch";
+	o.transport = PUB_TRANSPORT_SOCKET; /* queries only: no logs */
 	o.flags |= PUB_OPT_NO_RECONNECT;
 	/* A pubd that stops answering freezes the screen (and q) at most this long. */
 	o.request_timeout_ms = 2000;
@@ -348,7 +349,7 @@ int cmd_watch(struct pubctl *ctl, int argc, char **argv)
 	if (parse_args(&w, argc, argv) < 0)
 		return 1;
 	/* pubd not there at the start is most likely the wrong socket: say so and stop. */
-	w.c = pubctl_connect(ctl, false, &code);
+	w.c = pubctl_connect(ctl, false, false, &code);
 	if (!w.c)
 		return code;
 	/* From here on, connections with watch's own name and timeout. */

@@ -47,4 +47,24 @@ it_reap "$pollsub" 30
 it_eq "the event-loop subscriber got all 300" "$IT_STATUS" 0
 empty=$(sed -n 's/^pollsub: .*, \([0-9]*\) empty$/\1/p' "$IT_WORK/pollsub.out")
 it_check "and its wakeups found messages ($(cat "$IT_WORK/pollsub.out"))" test "${empty:-999999}" -le 30
+
+# pubctl takes the socket's data path (issue 12: the socket path stays for
+# pubctl): a query maps no log at all, and pub and sub none either unless
+# $PUBD_TRANSPORT asks for shared memory. Each query made pubd create a
+# 1 MiB publish log and a 1 MiB deliver log (memfds) for nothing.
+client_row() { # PID COLUMN
+	it_q h1 clients ".clients[] | select(.pid == $1) | .$2"
+}
+it_eq "a query's own client has no publish log" \
+	"$(it_q h1 clients '[.clients[] | select(.name == "pubctl") | .publish_log + .deliver_log] | add')" 0
+it_bg pubctl-sub "$ns" "$PUBCTL" -s "$(it_sock h1)" sub smoke --count 1 --timeout 30
+pubctl_sub=$IT_BG_PID
+it_wait "pubctl sub subscribed" 20 it_subscribers_at_least h1 smoke 1 || it_die "pubctl sub"
+want_logs=0
+[ "${PUBD_TRANSPORT:-}" = shm ] && want_logs=1
+logs=$(client_row "$pubctl_sub" 'publish_log + .deliver_log')
+it_eq "pubctl sub maps logs only when PUBD_TRANSPORT=shm ($logs bytes)" "$([ "${logs:-0}" -gt 0 ] && echo 1 || echo 0)" "$want_logs"
+ip netns exec "$ns" "$PUBCTL" -s "$(it_sock h1)" pub smoke hello >/dev/null || it_fail "pubctl pub"
+it_reap "$pubctl_sub" 30
+it_eq "pubctl sub got the message" "$IT_STATUS" 0
 it_finish
