@@ -164,6 +164,24 @@ int pubd_group_join(struct pubd *d, struct pubd_group *g)
 	return pubd_group_listen_sync(d, g);
 }
 
+struct keep_ctx {
+	struct pubd *d;
+	uint64_t group_id;
+};
+
+/* Where each of a group's streams had got to, kept in its source's row. */
+static void keep_next_seq(void *ctx, const struct pubd_reasm_stream_info *si)
+{
+	const struct keep_ctx *k = ctx;
+	struct pubd_source_stats *s;
+
+	if (si->group_id != k->group_id)
+		return;
+	s = pubd_source_map_find(&k->d->sources, si->source_id, si->group_id);
+	if (s)
+		s->next_seq_kept = si->next_seq;
+}
+
 int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
 {
 	bool want = (g->mode & PUBD_JOIN_RECV) && (d->cfg.receive == PUBD_RECEIVE_ALWAYS || g->nsubs > 0);
@@ -188,7 +206,9 @@ int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
 	} else {
 		/* Partial messages have nobody to go to, and where the streams
 		 * had got to means nothing once we listen again. The per-source
-		 * counters stay for pubctl sources. */
+		 * counters stay for pubctl sources, with where each stream
+		 * had got to. */
+		pubd_reasm_foreach(d->reasm, keep_next_seq, &(struct keep_ctx){.d = d, .group_id = g->id});
 		pubd_reasm_forget_group(d->reasm, g->id);
 	}
 	log_info("group %s (%s): %s receiving%s", g->name, g->cfg->address_text, want ? "started" : "stopped",

@@ -469,7 +469,7 @@ static void sources_table(struct pubd *d, struct reply *r, const struct pubd_gro
 	const struct pubd_reasm_stream_info *si;
 	const struct pubd_source_stats *s;
 	const struct pubd_group *g;
-	uint64_t now = pubd_now_ns();
+	uint64_t now = pubd_now_ns(), last;
 	char src[17];
 	unsigned i;
 
@@ -486,13 +486,16 @@ static void sources_table(struct pubd *d, struct reply *r, const struct pubd_gro
 		hex64(src, s->source_id);
 		pub_table_str(b, src);
 		pub_table_str(b, g ? g->name : "?");
-		pub_table_u64(b, si ? si->next_seq : 0);
+		/* A group not received now has no streams: where each had got
+		 * to, and when it was last heard, are the source's own. */
+		pub_table_u64(b, si ? si->next_seq : s->next_seq_kept);
 		pub_table_u64(b, s->delivered);
 		pub_table_u64(b, s->bytes);
 		pub_table_u64(b, pubd_drops_msg_total(&s->drops));
 		pub_table_u64(b, si ? si->inflight : 0);
 		pub_table_u64(b, si ? si->missing : 0);
-		pub_table_u64(b, si && now > si->last_active_ns ? (now - si->last_active_ns) / NS_PER_MS : 0);
+		last = si ? si->last_active_ns : s->last_seen_ns;
+		pub_table_u64(b, now > last ? (now - last) / NS_PER_MS : 0);
 		pub_table_u64(b, s->naks_sent);
 		pub_table_u64(b, s->repaired);
 		pub_table_u64(b, s->drops.by_reason[PUB_DROP_UNRECOVERED]);

@@ -84,6 +84,13 @@ it_eq "no seq_gap for 0..19, sent before h2 listened" "$(source_val dropped)" 0
 # The subscriber is gone: receiving stops; 20 more go out unheard.
 it_wait "h2 stops receiving g1 with its last subscriber" 20 it_group_is h2 g1 receiving 0
 it_wait "h2's kernel left $G" 20 member_is 0
+# Its row in pubctl sources stays as it was, though reassembly let the
+# stream go: where it had got to, and idle for as long as it is not heard
+# (it showed next_seq 0 and idle_ms 0, as if just heard).
+it_eq "h2 still shows where h1's stream had got to" "$(source_val next_seq)" 40
+# shellcheck disable=SC2034 # read by it_holds' eval
+idle0=$(source_val idle_ms)
+it_wait "its idle time grows" 10 it_holds '[ "$(source_val idle_ms)" -gt "$((idle0 + 100))" ]'
 publish 40 20
 
 # Listening again: the stream resumes where it is, not where h2 left it.
