@@ -96,8 +96,8 @@ struct pubd_config {
 	char *socket_path;
 	uint32_t socket_mode; /* e.g. 0660 */
 	int log_level;	      /* syslog priority: 3 err .. 7 debug */
-	int shm;	      /* 1: clients that ask publish through a shared-memory log */
-	int shm_direct;	      /* 1: ...and local publishers write straight to local subscribers (direct logs) */
+	bool shm;	      /* clients that ask publish through a shared-memory log */
+	bool shm_direct;      /* ...and local publishers write straight to local subscribers (direct logs) */
 
 	/* fabric */
 	enum pubd_fabric_type fabric_type;

@@ -33,12 +33,6 @@ static const struct enum_name receive_policies[] = {
 	{NULL, 0},
 };
 
-static const struct enum_name on_off[] = {
-	{"off", 0},
-	{"on", 1},
-	{NULL, 0},
-};
-
 static const struct enum_name flow_controls[] = {
 	{"none", PUBD_FLOW_NONE},
 	{"min", PUBD_FLOW_MIN},
@@ -79,8 +73,9 @@ const struct key config_keys[] = {
 	 .expect = "an octal mode from 0000 to 0777, like \"0660\""},
 	{"daemon.log_level", K_ENUM, CFG(log_level), .def = LOG_INFO, .names = log_levels,
 	 .expect = "one of debug, info, notice, warning, err"},
-	{"daemon.shm", K_ENUM, CFG(shm), .def = 1, .names = on_off, .expect = "on or off"},
-	{"daemon.shm_direct", K_ENUM, CFG(shm_direct), .def = 1, .names = on_off, .expect = "on or off"},
+	/* Written on and off; true, yes, false and no too, as every boolean. */
+	{"daemon.shm", K_BOOL, CFG(shm), .def = true, .expect = "on or off"},
+	{"daemon.shm_direct", K_BOOL, CFG(shm_direct), .def = true, .expect = "on or off"},
 
 	{"fabric.type", K_ENUM, CFG(fabric_type), .def = PUBD_FABRIC_AUTO, .names = fabric_types,
 	 .expect = "one of verbs, udp, auto"},

@@ -352,6 +352,19 @@ static void config_bool_forms(void **state)
 		assert_false(cfg.busy_poll);
 	}
 	one_error("fabric: {busy_poll: 1}", "t.yaml:1:21: fabric.busy_poll: expected true or false, got \"1\"");
+	/* daemon.shm and shm_direct are written on and off, and take every
+	 * boolean's spellings (they refused true and false). */
+	for (i = 0; i < 4; i++) {
+		snprintf(doc, sizeof(doc), "daemon: {shm: %s, shm_direct: %s}", no[i], yes[i]);
+		parses(doc);
+		assert_false(cfg.shm);
+		assert_true(cfg.shm_direct);
+		snprintf(doc, sizeof(doc), "daemon: {shm: %s, shm_direct: %s}", yes[i], no[i]);
+		parses(doc);
+		assert_true(cfg.shm);
+		assert_false(cfg.shm_direct);
+	}
+	one_error("daemon: {shm: 2}", "t.yaml:1:15: daemon.shm: expected on or off, got \"2\"");
 }
 
 static void config_fabric_address_forms(void **state)
