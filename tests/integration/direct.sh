@@ -5,7 +5,7 @@
 # messages into a direct log of its own, which the group's local subscribers
 # on shared memory read straight.
 #  1. A host group and a fabric group, each with two libpub subscribers and
-#     pubctl (direct readers) beside a subscriber on the socket
+#     pubctl with PUBD_TRANSPORT=shm (direct readers) beside pubctl on the socket
 #     (PUBD_TRANSPORT=socket, which pubd serves itself): every one gets every
 #     message, intact and in order, small ones read in the log and 2 MiB
 #     ones (in pieces) delivered by pubd in their place; pubd's counts add
@@ -111,7 +111,10 @@ for g in here wire; do
 			--log "$IT_WORK/sub-$g-$k.log"
 		printf -v "SUB_${g}_$k" '%s' "$IT_BG_PID"
 	done
-	it_bg "pubctl-$g" "$ns" "$PUBCTL" -s "$sock" sub "$g" --count "$total" --timeout 120 --output "$IT_WORK/pubctl-$g.bin"
+	# pubctl takes the socket unless told otherwise: here it asks for
+	# shared memory, as any libpub program may, and reads the direct log.
+	PUBD_TRANSPORT=${PUBD_TRANSPORT:-shm} it_bg "pubctl-$g" "$ns" "$PUBCTL" -s "$sock" sub "$g" --count "$total" \
+		--timeout 120 --output "$IT_WORK/pubctl-$g.bin"
 	printf -v "PUBCTL_$g" '%s' "$IT_BG_PID"
 	PUBD_TRANSPORT=socket it_bg "sock-$g" "$ns" "$PUBCTL" -s "$sock" sub "$g" --count "$total" --timeout 120 \
 		--output "$IT_WORK/sock-$g.bin"

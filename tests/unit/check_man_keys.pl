@@ -73,6 +73,8 @@ while ($c =~ /\{"([a-z_]+\.[a-z_]+)", (K_\w+),(.*?)\.expect/sg) {
 	}
 	if (defined $want_def) {
 		my ($got) = $txt =~ /Default: (\S+?)[.,]?(?: |$)/;
+		# A boolean may be documented as on/off (daemon.shm), its usual form.
+		$got = {on => 'true', off => 'false'}->{$got} // $got if defined $got && $t eq 'K_BOOL';
 		if (!defined $got || $got ne $want_def) {
 			printf "MISSING: pubd.yaml.5 key %s: default %s, the page says %s\n", $k, $want_def, $got // 'nothing';
 			$bad++;
