@@ -5,16 +5,14 @@
 
 #include "groups.h"
 #include "grow.h"
+#include "mix.h"
 #include "wire.h"
 
 /* Where id's probe starts. The id is FNV-1a of the name; its low bits are
  * mixed with the high ones so similar names spread. */
 static inline unsigned ix_home(const struct pubd_groups *gs, uint64_t id)
 {
-	id ^= id >> 33;
-	id *= 0xff51afd7ed558ccdull;
-	id ^= id >> 33;
-	return (unsigned)id & gs->ix_mask;
+	return (unsigned)pub_mix64(id) & gs->ix_mask;
 }
 
 static void ix_put(struct pubd_groups *gs, struct pubd_group *g)

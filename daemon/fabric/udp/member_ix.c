@@ -10,29 +10,20 @@
 #include <string.h>
 
 #include "member_ix.h"
+#include "mix.h"
 #include "udp_internal.h"
-
-static uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
 
 static unsigned home_of(const struct udp_member_ix *ix, const struct sockaddr_storage *a)
 {
 	uint64_t h;
 
 	if (a->ss_family == AF_INET) {
-		h = mix64(((const struct sockaddr_in *)a)->sin_addr.s_addr);
+		h = pub_mix64(((const struct sockaddr_in *)a)->sin_addr.s_addr);
 	} else {
 		uint64_t w[2];
 
 		memcpy(w, &((const struct sockaddr_in6 *)a)->sin6_addr, sizeof(w));
-		h = mix64(w[0] ^ mix64(w[1]));
+		h = pub_mix64(w[0] ^ pub_mix64(w[1]));
 	}
 	return (unsigned)h & ix->mask;
 }
