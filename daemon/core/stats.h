@@ -120,9 +120,10 @@ struct pubd_source_stats {
 	uint64_t peer_heard_ns, token_heard_ns;
 	uint64_t naks_sent;
 	uint64_t repaired;
-	/* Where its stream had got to (next_seq) when reassembly last let it
-	 * go because the group stopped receiving: pubctl sources shows it
-	 * while there is no stream. */
+	/* Where its stream had got to: one past the last message delivered,
+	 * or reassembly's next_seq when it let the stream go because the
+	 * group stopped receiving. pubctl sources shows it while there is no
+	 * stream. */
 	uint64_t next_seq_kept;
 	/* on the map's unproven (delivered == 0) or proven list, least
 	 * recently heard first */

@@ -81,8 +81,12 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 	struct pubd_source_stats *s = source_stats(d, source, group_id);
 	bool repairs = engine_repairs(d, g);
 
-	if (s)
+	if (s) {
 		pubd_source_map_delivered(&d->sources, s, len);
+		/* For pubctl sources once reassembly lets the stream go. */
+		if (seq >= s->next_seq_kept)
+			s->next_seq_kept = seq + 1;
+	}
 	d->counters[PUBD_CTR_MSG_RECEIVED]++;
 	if (repairs)
 		engine_naks_delivered(d, g, s, source, seq);
