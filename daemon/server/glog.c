@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A group log: the shared-memory ring pubd writes each message of a group
- * into once, for all of the group's local subscribers that read it, instead
- * of a copy into each one's deliver log (common/deliverlog_format.h). A
- * subscriber gets a read-only file of the memfd (shm.c): it can map it
- * read-only only, and cannot make it writable.
+ * A group log (its ending, retiring and giving back are glog_end.c's): the
+ * shared-memory ring pubd writes each message of a group into once, for all
+ * of the group's local subscribers that read it, instead of a copy into
+ * each one's deliver log (common/deliverlog_format.h). A subscriber gets a
+ * read-only file of the memfd (shm.c): it can map it read-only only, and
+ * cannot make it writable.
  *
  * Readers. A subscriber on shared memory gets the log at SUBSCRIBE (an SHM
  * frame, before the OK), with a slot in its own deliver log's control page
@@ -64,40 +65,15 @@
 #include "directlog.h"
 #include "log.h"
 #include "loop.h"
+#include "glog_internal.h"
 #include "server_internal.h"
 
 /* Bytes kept back for the END record: its header and the commit word after it. */
 #define GLOG_END_RESERVE (2 * PUB_SHMLOG_HDR_LEN)
 
-struct glog_wait {
-	struct pubd_msgbuf *m;
-	uint64_t source, seq;
-};
-
-struct srv_glog {
-	struct pubd_group *g;
-	struct srv_shm shm;
-	int memfd;
-	struct pub_shmlog_writer w;
-	unsigned readers;  /* subscriptions given it (reading, or still to read up to its END) */
-	unsigned draining; /* ...of those, ended and not yet read up to the END */
-	/* Messages waiting for room, oldest first (a ring of wq_cap). */
-	struct glog_wait *wq;
-	unsigned wq_head, wq_n, wq_cap;
-	size_t wq_bytes;
-	uint32_t wq_written; /* of the oldest, written in pieces so far */
-	bool must_end;	     /* the queue passed its bound: end at the next flush */
-	uint64_t ended_ns;   /* when the last END was written (pubd_now_ns) */
-	bool waiting;	     /* the control page says so: readers ring after reading */
-	bool on_list;	     /* on srv->glogs_waiting */
-	struct srv_glog *next_waiting;
-	/* The subscribe ACL it was made under: another one retires it. */
-	struct pubd_acl acl;
-};
-
 /* ---- the log ---- */
 
-static void glog_free(struct pubd_ipc *srv, struct srv_glog *gl)
+void glog_free(struct pubd_ipc *srv, struct srv_glog *gl)
 {
 	unsigned i;
 
@@ -162,7 +138,7 @@ static _Atomic uint64_t *slot_of(const struct pubd_sub *s)
 /* How far a reader says it has read: its slot, unless the value is behind
  * what it said before, past the tail, or off a record boundary (a lie or
  * a torn write: ignored). */
-static uint64_t released_now(const struct srv_glog *gl, const struct pubd_sub *s)
+uint64_t glog_released_now(const struct srv_glog *gl, const struct pubd_sub *s)
 {
 	uint64_t v;
 
@@ -174,9 +150,9 @@ static uint64_t released_now(const struct srv_glog *gl, const struct pubd_sub *s
 
 /* What s says it has read, if it makes sense; a draining reader that
  * reached the END is done with the log. */
-static void look_at_reader(struct srv_glog *gl, struct pubd_sub *s)
+void glog_look_at_reader(struct srv_glog *gl, struct pubd_sub *s)
 {
-	s->glog_released = released_now(gl, s);
+	s->glog_released = glog_released_now(gl, s);
 	if (!s->glog_live && s->glog_until && s->glog_released >= s->glog_until) {
 		s->glog_until = 0;
 		gl->draining--;
@@ -184,7 +160,7 @@ static void look_at_reader(struct srv_glog *gl, struct pubd_sub *s)
 }
 
 /* The log's head: the least position a reader may still read. */
-static void refresh_head(struct srv_glog *gl)
+void glog_refresh_head(struct srv_glog *gl)
 {
 	struct pubd_group *g = gl->g;
 	uint64_t head = gl->w.tail;
@@ -195,7 +171,7 @@ static void refresh_head(struct srv_glog *gl)
 
 		if (s->glog != gl)
 			continue;
-		look_at_reader(gl, s);
+		glog_look_at_reader(gl, s);
 		if ((s->glog_live || s->glog_until) && s->glog_released < head)
 			head = s->glog_released;
 	}
@@ -249,7 +225,7 @@ void srv_slot_give(struct pubd_client *c, uint32_t slot)
 
 /* Give s the group's log: at SUBSCRIBE (read at once), or back after an
  * END (after_mark: read from the group's mark in its deliver log on). */
-static void give(struct pubd_client *c, struct pubd_sub *s, bool after_mark)
+void glog_give(struct pubd_client *c, struct pubd_sub *s, bool after_mark)
 {
 	struct pubd_ipc *srv = c->srv;
 	struct pubd_group *g = s->group;
@@ -307,7 +283,7 @@ static void give(struct pubd_client *c, struct pubd_sub *s, bool after_mark)
 
 void srv_glog_attach(struct pubd_client *c, struct pubd_sub *s)
 {
-	give(c, s, false);
+	glog_give(c, s, false);
 }
 
 /* What waits for c in its group logs, less msgs and bytes. */
@@ -394,7 +370,7 @@ void srv_glog_holds_release(struct pubd_ipc *srv, struct srv_glog_holds *h)
 /* What waits in gl, added to (or taken from) each of its readers' counts.
  * Returns whether a reader has more held for it than a subscriber queue:
  * its own queue and what waits for it in all its group logs. */
-static bool readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t bytes)
+bool glog_readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t bytes)
 {
 	struct pubd_group *g = gl->g;
 	bool full = false;
@@ -453,7 +429,7 @@ static bool put_record(struct srv_glog *gl, uint64_t source, uint64_t seq, const
 	uint8_t *b = pub_shmlog_claim(&gl->w, PUB_SHMLOG_MSG, from + n < total ? PUB_SHMLOG_F_MORE : 0, total, body);
 
 	if (!b) {
-		refresh_head(gl);
+		glog_refresh_head(gl);
 		b = pub_shmlog_claim(&gl->w, PUB_SHMLOG_MSG, from + n < total ? PUB_SHMLOG_F_MORE : 0, total, body);
 		if (!b)
 			return false;
@@ -490,7 +466,7 @@ static bool write_waiting_head(struct srv_glog *gl)
 	return true;
 }
 
-static void wait_unlink(struct pubd_ipc *srv, struct srv_glog *gl)
+void glog_wait_unlink(struct pubd_ipc *srv, struct srv_glog *gl)
 {
 	struct srv_glog **p;
 
@@ -503,7 +479,7 @@ static void wait_unlink(struct pubd_ipc *srv, struct srv_glog *gl)
 	gl->on_list = false;
 }
 
-static void set_waiting(struct srv_glog *gl, bool on)
+void glog_set_waiting(struct srv_glog *gl, bool on)
 {
 	gl->waiting = on;
 	atomic_store_explicit(&gl->w.ctl->writer_waiting, on, memory_order_relaxed);
@@ -511,7 +487,7 @@ static void set_waiting(struct srv_glog *gl, bool on)
 }
 
 /* Write what waits, oldest first, while there is room. */
-static void write_waiting(struct pubd_ipc *srv, struct srv_glog *gl)
+void glog_write_waiting(struct pubd_ipc *srv, struct srv_glog *gl)
 {
 	while (gl->wq_n) {
 		struct glog_wait *x = &gl->wq[gl->wq_head];
@@ -521,11 +497,11 @@ static void write_waiting(struct pubd_ipc *srv, struct srv_glog *gl)
 				return;
 			/* Say we wait, then look once more (a reader that read
 			 * meanwhile may not have seen us say so). */
-			set_waiting(gl, true);
+			glog_set_waiting(gl, true);
 			continue;
 		}
 		wake_readers(gl, true, x->m->len);
-		readers_wait(gl, -1, 1, x->m->len);
+		glog_readers_wait(gl, -1, 1, x->m->len);
 		gl->wq_bytes -= x->m->len;
 		pubd_msgbuf_put(x->m);
 		gl->wq_head = (gl->wq_head + 1) % gl->wq_cap;
@@ -533,9 +509,9 @@ static void write_waiting(struct pubd_ipc *srv, struct srv_glog *gl)
 		gl->wq_written = 0;
 	}
 	if (gl->waiting)
-		set_waiting(gl, false);
+		glog_set_waiting(gl, false);
 	if (gl->on_list)
-		wait_unlink(srv, gl);
+		glog_wait_unlink(srv, gl);
 }
 
 static bool enqueue(struct pubd_ipc *srv, struct srv_glog *gl, uint64_t source, uint64_t seq, struct pubd_msgbuf *m)
@@ -560,7 +536,7 @@ static bool enqueue(struct pubd_ipc *srv, struct srv_glog *gl, uint64_t source, 
 	gl->wq[(gl->wq_head + gl->wq_n) % gl->wq_cap] = (struct glog_wait){pubd_msgbuf_get(m), source, seq};
 	gl->wq_n++;
 	gl->wq_bytes += m->len;
-	full = readers_wait(gl, 1, 1, m->len);
+	full = glog_readers_wait(gl, 1, 1, m->len);
 	if (!gl->on_list) {
 		gl->on_list = true;
 		gl->next_waiting = srv->glogs_waiting;
@@ -612,7 +588,7 @@ void pubd_ipc_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q)
 	srv_out_sub_queue(s, q);
 	if (!s->glog_live)
 		return;
-	released = released_now(gl, s);
+	released = glog_released_now(gl, s);
 	q->msgs += gl->wq_n + (released < gl->w.tail);
 	q->bytes += gl->wq_bytes + (gl->w.tail - released);
 	q->taken = released;
@@ -632,214 +608,6 @@ bool pubd_ipc_sub_has_room(const struct pubd_sub *s, size_t len)
 		return srv_out_sub_has_room(s, len);
 	return s->client->closing ||
 	       (gl->wq_n < cfg->subscriber_queue && gl->wq_bytes + len <= cfg->subscriber_queue_bytes);
-}
-
-/* ---- ending ---- */
-
-/* Move every reader off the log: an END record, then what waited goes to
- * each reader's own deliveries, oldest first. */
-static void glog_end(struct pubd_ipc *srv, struct srv_glog *gl, const char *why)
-{
-	struct pubd_group *g = gl->g;
-	uint64_t end;
-	unsigned i, k;
-
-	if (!g->glog_live && !gl->wq_n) {
-		gl->must_end = false;
-		return;
-	}
-	/* The reserve keeps room for it whatever the readers hold. */
-	if (!pub_shmlog_claim(&gl->w, PUB_SHMLOG_END, 0, 0, 0))
-		log_err("group %s: no room for its group log's END record (a bug)", g->name);
-	pub_shmlog_commit(&gl->w);
-	end = gl->w.tail;
-	gl->ended_ns = pubd_now_ns();
-	g->glog_ends++;
-	readers_wait(gl, -1, gl->wq_n, gl->wq_bytes);
-	log_notice("group %s: %s: its %u group log readers read on from their own deliver logs (%u messages "
-		   "waiting)",
-		   g->name, why, g->glog_live, gl->wq_n);
-	for (i = 0; i < g->nsubs; i++) {
-		struct pubd_sub *s = g->subs[i];
-
-		if (!s->glog_live || s->glog != gl)
-			continue;
-		s->glog_live = false;
-		g->glog_live--;
-		s->glog_until = end;
-		gl->draining++;
-		if (s->client->dlog) {
-			s->client->dlog->unrung = true;
-			srv_mark_dirty(s->client);
-		}
-		for (k = 0; k < gl->wq_n; k++) {
-			struct glog_wait *x = &gl->wq[(gl->wq_head + k) % gl->wq_cap];
-
-			pubd_ipc_deliver(srv, s, x->source, x->seq, x->m);
-		}
-	}
-	for (k = 0; k < gl->wq_n; k++)
-		pubd_msgbuf_put(gl->wq[(gl->wq_head + k) % gl->wq_cap].m);
-	gl->wq_n = 0;
-	gl->wq_bytes = 0;
-	gl->wq_written = 0;
-	gl->must_end = false;
-	if (gl->waiting)
-		set_waiting(gl, false);
-	if (gl->on_list)
-		wait_unlink(srv, gl);
-	/* Those ended look at their slots again as they read. */
-	refresh_head(gl);
-}
-
-void srv_glog_flush_all(struct pubd_ipc *srv)
-{
-	struct srv_glog *gl, *next;
-
-	for (gl = srv->glogs_waiting; gl; gl = next) {
-		next = gl->next_waiting;
-		if (gl->must_end)
-			glog_end(srv, gl, "readers fell a subscriber queue behind on its group log");
-		else
-			write_waiting(srv, gl);
-	}
-}
-
-/* End the group's log and retire it: nobody is given it again, nothing is
- * written to it again; it goes with its last reader. */
-static void glog_retire(struct pubd_ipc *srv, struct pubd_group *g, const char *why)
-{
-	struct srv_glog *gl = g->glog;
-
-	if (!gl)
-		return;
-	glog_end(srv, gl, why);
-	g->glog = NULL;
-	gl->g = NULL;
-	if (gl->on_list)
-		wait_unlink(srv, gl);
-	/* Nothing is written to it again, and it is given to nobody: the fd
-	 * goes. The mapping stays until glog_free punches the pages out. */
-	close(gl->memfd);
-	gl->memfd = -1;
-	if (!gl->readers)
-		glog_free(srv, gl);
-}
-
-/* Give the group's log back to the subscriptions an END moved off, once
- * they have read up to it (a retired log's too). */
-static void give_back(struct pubd_ipc *srv, struct pubd_group *g)
-{
-	unsigned i;
-
-	for (i = 0; i < g->nsubs; i++) {
-		struct pubd_sub *s = g->subs[i];
-		struct srv_glog *gl = g->glog;
-
-		if (gl && (gl->draining || gl->wq_n || gl->must_end))
-			return;
-		bool had = s->glog != NULL;
-
-		if (s->glog_until && s->glog != gl)
-			look_at_reader(s->glog, s); /* a retired log: read to its END yet? */
-		if (s->glog_live || s->glog_until)
-			continue;
-		srv_glog_leave(srv, s);
-		give(s->client, s, true); /* also one that could not have it at SUBSCRIBE */
-		if (s->glog_live && had)
-			g->glog_returns++;
-	}
-}
-
-/*
- * Readers an END moved off that have not read up to it within
- * limits.group_log_drain_ms (stopped, hung, or hostile): the log would take
- * no reader again until they did, leaving every subscriber of the group on
- * copies. Give up on them instead: the log is retired (they keep reading
- * what they mapped, up to its END, and pubd writes no more there), the
- * others get a new one, and the clients given up on get no group log again
- * while connected, so none of them can make pubd retire logs one after the
- * other (each retired log stays in memory while a client maps it).
- */
-static void give_up_on_drainers(struct pubd_ipc *srv, struct pubd_group *g)
-{
-	struct srv_glog *gl = g->glog;
-	unsigned i, n = 0;
-
-	for (i = 0; i < g->nsubs; i++) {
-		struct pubd_sub *s = g->subs[i];
-
-		if (s->glog == gl && s->glog_until) {
-			s->client->glog_withheld = true;
-			n++;
-		}
-	}
-	g->glog_abandoned++;
-	log_notice("group %s: %u group log reader%s did not read to the END within %u ms: a new group log for "
-		   "the others, none for %s",
-		   g->name, n, n == 1 ? "" : "s", srv->cfg->group_log_drain_ms, n == 1 ? "it" : "them");
-	glog_retire(srv, g, "readers stuck before its END");
-}
-
-void srv_glog_tick(struct pubd_ipc *srv, uint64_t now_ns)
-{
-	uint64_t drain_ns = (uint64_t)srv->cfg->group_log_drain_ms * 1000000u;
-	struct pubd_group *g;
-	unsigned i;
-
-	if (!srv->cfg->group_log)
-		return;
-	pubd_groups_foreach(srv->groups, g, i)
-	{
-		struct srv_glog *gl = g->glog;
-
-		if (g->glog_live == g->nsubs)
-			continue;
-		if (gl && gl->draining)
-			refresh_head(gl); /* what the ended readers have read since */
-		if (gl && gl->draining && now_ns > gl->ended_ns && now_ns - gl->ended_ns >= drain_ns)
-			give_up_on_drainers(srv, g);
-		give_back(srv, g);
-	}
-}
-
-/*
- * pubd ends c before it hung up (ended.c keeps what it may still read until
- * it does). libpub may still hold a message where it lies in a group log c
- * reads (its slot is then behind the log's tail), valid until its next
- * pub_recv; pubd, writing on for the others, would write over it as soon
- * as the ring wraps, under the caller. Such a log is retired instead: the
- * others read to its END and get a new one, as after any END, and the old
- * one is kept, unwritten, until c hangs up (glog_leave's hold), charged to
- * limits.client_buffer_budget. When the budget has no room for it, the
- * log is not retired and c's message may be written over: c was ended,
- * and an attacker that used the budget up must not make every group's
- * readers change logs for each connection it gets ended.
- */
-void srv_glog_client_ended(struct pubd_client *c)
-{
-	unsigned i;
-
-	for (i = 0; i < c->nsubs; i++) {
-		struct pubd_sub *s = c->subs[i];
-		struct srv_glog *gl = s->glog;
-
-		if (!gl || gl != s->group->glog || !(s->glog_live || s->glog_until) ||
-		    released_now(gl, s) >= gl->w.tail || !srv_budget_fits(c->srv, gl->shm.map_len))
-			continue;
-		glog_retire(c->srv, s->group, "a reader pubd ended may still hold a message in it");
-	}
-}
-
-void srv_glog_acl_changed(struct pubd_ipc *srv, struct pubd_group *g)
-{
-	if (g->glog && !pubd_acl_same(&g->glog->acl, &g->cfg->subscribe))
-		glog_retire(srv, g, "its subscribe ACL changed: a new group log for readers the ACL allows");
-}
-
-void srv_glog_group_removed(struct pubd_ipc *srv, struct pubd_group *g)
-{
-	glog_retire(srv, g, "the group is gone");
 }
 
 void pubd_ipc_group_log_info(const struct pubd_group *g, struct pubd_group_log_info *info)

@@ -420,8 +420,9 @@ void srv_dlog_wake(struct pubd_client *c);
  * dry_run: only whether it would be written. */
 bool srv_dlog_mark(struct pubd_client *c, const char *group, uint8_t glen, bool dry_run);
 
-/* glog.c: a group's group log; calls output.c (and pubd_ipc_deliver, for
- * the readers it moves off the log) */
+/* glog.c, glog_end.c (its ending, glog_internal.h between them): a group's
+ * group log; calls output.c (and pubd_ipc_deliver, for the readers it moves
+ * off the log) */
 /* Give the new subscription s the group's log, if it can have it (a
  * shared-memory client whose output queue is empty): an SHM frame, sent
  * before the SUBSCRIBE's OK. Otherwise its deliveries are copied as before. */
