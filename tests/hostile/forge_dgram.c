@@ -65,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mix.h"
 #include "wire.h"
 #include "wire_ctl.h"
 
@@ -86,17 +87,9 @@ static uint64_t next_id(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-/* The 64-bit mix reassembly's table used unkeyed, and its inverse: a
- * forger who knows it picks ids for one bucket (keyed_hash.h). */
-static uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
+/* The inverse of the 64-bit mix reassembly's table used unkeyed
+ * (pub_mix64): a forger who knows it picks ids for one bucket
+ * (keyed_hash.h). */
 
 static uint64_t inverse_odd(uint64_t a)
 {
@@ -146,9 +139,9 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 		uint64_t k = i % per + 1;
 
 		if (!strcmp(mode, "chain"))
-			h->source_id = fmix64_inverse(k << 24) ^ fmix64(h->group_id + 0x9e3779b97f4a7c15ull);
+			h->source_id = fmix64_inverse(k << 24) ^ pub_mix64(h->group_id + 0x9e3779b97f4a7c15ull);
 		else
-			h->source_id = fmix64(k ^ *seed); /* K fixed ids, random-looking */
+			h->source_id = pub_mix64(k ^ *seed); /* K fixed ids, random-looking */
 		h->msg_seq = i / per;
 	} else if (!strcmp(mode, "tiny")) {
 		if (i % per == 0)
