@@ -105,6 +105,8 @@ static void membership_put(struct pubd_fabric *f, struct membership *m)
 		log_warn("fabric udp: leave %s on %s: %s", udp_addr_str((struct sockaddr *)&m->group, buf, sizeof(buf)),
 			 f->ifname, strerror(-err));
 	udp_member_ix_del(&f->members_ix, m);
+	if (f->rx_last_member == m)
+		f->rx_last_member = NULL;
 	f->members[m->at] = f->members[--f->nmembers];
 	f->members[m->at]->at = m->at;
 	free(m);

@@ -196,6 +196,7 @@ static void udp_close(struct pubd_fabric *f)
 	f->members = NULL;
 	f->nmembers = f->members_cap = 0;
 	udp_member_ix_free(&f->members_ix);
+	f->rx_last_member = NULL;
 	free(f->slots);
 	f->slots = NULL;
 	f->nslots = 0;

@@ -12,11 +12,19 @@
 #include "udp_internal.h"
 #include "log.h"
 
+/* The last address hit first: a stream's datagrams hit it every time, for
+ * fewer instructions than the index's hash (issue 12 counts them). */
 static int slot_of(struct pubd_fabric *f, const struct sockaddr_storage *dst)
 {
-	const struct membership *m = udp_member_ix_find(&f->members_ix, dst);
+	struct membership *m = f->rx_last_member;
 
-	return m ? m->first_slot : -1;
+	if (!m || !udp_same_group(&m->group, dst)) {
+		m = udp_member_ix_find(&f->members_ix, dst);
+		if (!m)
+			return -1;
+		f->rx_last_member = m;
+	}
+	return m->first_slot;
 }
 
 /* The destination address from the control messages; v4-mapped IPv6

@@ -143,7 +143,8 @@ struct pubd_fabric {
 	unsigned nslots;
 	struct membership **members;
 	unsigned nmembers, members_cap;
-	struct udp_member_ix members_ix; /* the same by address */
+	struct udp_member_ix members_ix;   /* the same by address */
+	struct membership *rx_last_member; /* the last a datagram was found in (rx.c), or NULL */
 
 	/* Receive ring: RX_BATCH buffers of mtu + 1 bytes (the extra byte
 	 * detects datagrams larger than our MTU: MSG_TRUNC). */
