@@ -258,7 +258,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pubd_reasm_totals t;
 	struct fctx c;
 	struct pubd_reasm *r;
-	uint64_t now = 1000 * US;
+	uint64_t now = 1000 * US, kernel_drops = 0;
 	bool checkable;
 	size_t pos = 2;
 	unsigned i;
@@ -282,6 +282,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = (size_t)data[pos + 1] << 8 | data[pos + 2];
 
 		now += data[pos] * US;
+		/* A time byte with its top bit set also says the kernel dropped
+		 * that many datagrams before this one (pubd_rx_dgram.kernel_drops):
+		 * far jumps it accounts for are taken as loss. */
+		if (data[pos] & 0x80) {
+			kernel_drops += data[pos] & 0x7f;
+			pubd_reasm_kernel_drops(r, kernel_drops);
+		}
 		pos += 3;
 		if (len > size - pos)
 			len = size - pos;
