@@ -40,6 +40,13 @@
 
 struct pubd_msgbuf;
 
+/* A message's bytes where they lie (a receive buffer), not owned: valid as
+ * long as what holds them says. */
+struct pubd_msg_view {
+	const uint8_t *data;
+	size_t len;
+};
+
 /*
  * Memory a lender lends from (a publish log's mapping). A fabric that
  * registers it with its device sets reg, fabric and unregister; the owner

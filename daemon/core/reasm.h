@@ -112,6 +112,14 @@ struct pubd_reasm_ops {
 	 */
 	void (*deliver)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t seq, const uint8_t *data, size_t len,
 			struct pubd_msgbuf *owned);
+	/*
+	 * Optional: n complete messages of one stream, first .. first + n - 1,
+	 * in order, as deliver would have been called for each with owned NULL
+	 * (their bytes point into the batch given to pubd_reasm_push_batch).
+	 * Without it, deliver is called for each.
+	 */
+	void (*deliver_run)(void *ctx, uint64_t source_id, uint64_t group_id, uint64_t first,
+			    const struct pubd_msg_view *msgs, unsigned n);
 	/* count messages (MSG reasons) or datagrams (DGRAM reasons) dropped. */
 	void (*drop)(void *ctx, uint64_t source_id, uint64_t group_id, enum pub_drop_reason reason, uint64_t count);
 	/* Optional: messages first .. first + count - 1 went missing (a range
@@ -160,6 +168,16 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
  */
 #define PUBD_REASM_BEGAN_SINCE 0x2u
 void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+			   size_t payload_len, unsigned flags);
+
+/*
+ * A batch datagram (flag BATCH, as pubd_wire_decode accepted it): each of
+ * its messages as pubd_reasm_push_flags would take it alone, in order, with
+ * the same outcomes. The messages that simply continue their stream (the
+ * next sequence number, within max_message_size) skip the per-message
+ * steps and go out together through ops.deliver_run.
+ */
+void pubd_reasm_push_batch(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
 			   size_t payload_len, unsigned flags);
 
 /*

@@ -280,3 +280,76 @@ void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct p
 	}
 	drop(r, s, PUB_DROP_STALE, 1);
 }
+
+/* ---- batches ---- */
+
+/* Messages of a run handed out together at most: a bounded stack array. */
+#define RUN_MAX 64
+
+struct run {
+	struct stream *s;
+	uint64_t first;
+	unsigned n;
+	struct pubd_msg_view v[RUN_MAX];
+};
+
+/* The run's messages out, in order, as message_new would have delivered
+ * each (their stream proven by the first). */
+static void run_flush(struct pubd_reasm *r, struct run *run, uint64_t now)
+{
+	struct stream *s = run->s;
+	unsigned i;
+
+	if (!run->n)
+		return;
+	/* What stream_accept_jump sets for a message at next_seq. */
+	s->last_active = now;
+	s->drops_seen = r->kernel_drops;
+	stream_proven(r, s);
+	r->in_callback++;
+	if (r->ops.deliver_run)
+		r->ops.deliver_run(r->ctx, s->hn.k1, s->hn.k2, run->first, run->v, run->n);
+	else
+		for (i = 0; i < run->n; i++)
+			r->ops.deliver(r->ctx, s->hn.k1, s->hn.k2, run->first + i, run->v[i].data, run->v[i].len, NULL);
+	r->in_callback--;
+	run->n = 0;
+}
+
+void pubd_reasm_push_batch(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+			   size_t payload_len, unsigned flags)
+{
+	struct pubd_wire_batch_iter it;
+	const struct pubd_wire_hdr *mh;
+	const uint8_t *data;
+	struct run run;
+	size_t len;
+
+	reasm_no_reentry(r);
+	run.s = NULL;
+	run.n = 0;
+	pubd_wire_batch_begin(&it, h, payload, payload_len);
+	while (pubd_wire_batch_next(&it, &mh, &data, &len)) {
+		/* The stream's next message, whole: nothing to decide but that
+		 * it is delivered (pubd_reasm_push_flags: stream found, no jump,
+		 * one fragment). Nothing in between can forget the stream: the
+		 * callbacks may not call back in, and the run is flushed before
+		 * any other message is pushed. */
+		if (run.s && mh->msg_seq == run.s->next_seq && len <= r->cfg.max_message_size &&
+		    mh->msg_seq != UINT64_MAX) {
+			if (!run.n)
+				run.first = mh->msg_seq;
+			run.v[run.n].data = data;
+			run.v[run.n].len = len;
+			run.s->next_seq++;
+			if (++run.n == RUN_MAX)
+				run_flush(r, &run, now_ns);
+			continue;
+		}
+		run_flush(r, &run, now_ns);
+		pubd_reasm_push_flags(r, now_ns, mh, data, len, flags);
+		/* Its stream, when the push found or made it (r->hot). */
+		run.s = r->hot && r->hot->hn.k1 == mh->source_id && r->hot->hn.k2 == mh->group_id ? r->hot : NULL;
+	}
+	run_flush(r, &run, now_ns);
+}

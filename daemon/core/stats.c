@@ -227,17 +227,22 @@ struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_
 	return s;
 }
 
-void pubd_source_map_delivered(struct pubd_source_map *m, struct pubd_source_stats *s, uint64_t bytes)
+void pubd_source_map_delivered_n(struct pubd_source_map *m, struct pubd_source_stats *s, uint64_t n, uint64_t bytes)
 {
+	if (!n)
+		return;
 	if (!s->delivered) {
 		/* Established now: evicted only after every unproven one. */
 		lru_del(&m->unproven, s);
-		s->delivered = 1;
 		lru_add_tail(&m->proven, s);
-	} else {
-		s->delivered++;
 	}
+	s->delivered += n;
 	s->bytes += bytes;
+}
+
+void pubd_source_map_delivered(struct pubd_source_map *m, struct pubd_source_stats *s, uint64_t bytes)
+{
+	pubd_source_map_delivered_n(m, s, 1, bytes);
 }
 
 void pubd_source_map_forget_group(struct pubd_source_map *m, uint64_t group)

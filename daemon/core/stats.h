@@ -168,6 +168,8 @@ struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_
 struct pubd_source_stats *pubd_source_map_find(const struct pubd_source_map *m, uint64_t source, uint64_t group);
 /* Count one message delivered from s (which makes it established). */
 void pubd_source_map_delivered(struct pubd_source_map *m, struct pubd_source_stats *s, uint64_t bytes);
+/* n messages of bytes in all, at once. */
+void pubd_source_map_delivered_n(struct pubd_source_map *m, struct pubd_source_stats *s, uint64_t n, uint64_t bytes);
 void pubd_source_map_free(struct pubd_source_map *m);
 /* Remove every entry of a group (the group was removed by a reload). */
 void pubd_source_map_forget_group(struct pubd_source_map *m, uint64_t group);

@@ -42,23 +42,17 @@ static void overflow_all(struct pubd *d, struct pubd_group *g)
 		pubd_ipc_sub_dropped(&d->ipc, g->subs[i], PUB_DROP_SUB_OVERFLOW, 1);
 }
 
-/*
- * A message still in the fabric's receive buffer, to every subscriber of
- * g: straight into the deliver logs of those with nothing queued (no
- * buffer of pubd's between), and copied into one buffer, once, for the
- * rest (their queues keep it after the receive buffer goes back).
- */
-void engine_fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, const uint8_t *data,
-			     size_t len)
+/* A message still in the fabric's receive buffer, to g's subscribers that
+ * are not on the group log (or, direct, not reading the direct log): into
+ * the deliver logs of those with nothing queued (no buffer of pubd's
+ * between), and copied into one buffer, once, for the rest (their queues
+ * keep it after the receive buffer goes back). */
+static void fan_out_queued(struct pubd *d, struct pubd_group *g, bool direct, uint64_t source, uint64_t seq,
+			   const uint8_t *data, size_t len)
 {
 	struct pubd_msgbuf *m = NULL;
-	bool direct = d->ipc.direct_fan_out;
 	unsigned i;
 
-	/* A direct log's message (server/direct.c): its readers have it, and
-	 * the others get it in their own queues, as in engine_fan_out. */
-	if (!direct)
-		pubd_ipc_group_log_put(&d->ipc, g, source, seq, data, len, NULL);
 	for (i = 0; i < g->nsubs; i++) {
 		if (direct ? g->subs[i]->direct_now : g->subs[i]->glog_live)
 			continue;
@@ -71,6 +65,23 @@ void engine_fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t sour
 		pubd_ipc_deliver(&d->ipc, g->subs[i], source, seq, m);
 	}
 	pubd_msgbuf_put(m);
+}
+
+/*
+ * A message still in the fabric's receive buffer, to every subscriber of
+ * g: written once into the group log for its readers, and to the others
+ * as fan_out_queued says.
+ */
+void engine_fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, const uint8_t *data,
+			     size_t len)
+{
+	bool direct = d->ipc.direct_fan_out;
+
+	/* A direct log's message (server/direct.c): its readers have it, and
+	 * the others get it in their own queues, as in engine_fan_out. */
+	if (!direct)
+		pubd_ipc_group_log_put(&d->ipc, g, source, seq, data, len, NULL);
+	fan_out_queued(d, g, direct, source, seq, data, len);
 }
 
 static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq, const uint8_t *data, size_t len,
@@ -115,6 +126,49 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 	pubd_msgbuf_put(owned);
 }
 
+/*
+ * Messages first .. first + n - 1 of a stream, from one batch datagram,
+ * each as reasm_deliver would take it; the lookups, counts and the group
+ * log's wakeups once for them all. A repair group's messages go one at a
+ * time (its NAKs and its order are per message).
+ */
+static void reasm_deliver_run(void *ctx, uint64_t source, uint64_t group_id, uint64_t first,
+			      const struct pubd_msg_view *v, unsigned n)
+{
+	struct pubd *d = ctx;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
+	struct pubd_source_stats *s;
+	uint64_t bytes = 0;
+	unsigned i;
+
+	if (!g || engine_repairs(d, g) || d->ipc.direct_fan_out) {
+		for (i = 0; i < n; i++)
+			reasm_deliver(ctx, source, group_id, first + i, v[i].data, v[i].len, NULL);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		bytes += v[i].len;
+	s = source_stats(d, source, group_id);
+	if (s) {
+		pubd_source_map_delivered_n(&d->sources, s, n, bytes);
+		if (first + n - 1 >= s->next_seq_kept)
+			s->next_seq_kept = first + n;
+	}
+	d->counters[PUBD_CTR_MSG_RECEIVED] += n;
+	g->received += n;
+	g->received_bytes += bytes;
+	if (!g->nsubs)
+		return;
+	pubd_ipc_group_log_put_run(&d->ipc, g, source, first, v, n);
+	for (i = 0; i < g->nsubs; i++)
+		if (!g->subs[i]->glog_live)
+			break;
+	if (i == g->nsubs)
+		return; /* every subscriber reads the group log */
+	for (i = 0; i < n; i++)
+		fan_out_queued(d, g, false, source, first + i, v[i].data, v[i].len);
+}
+
 static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_drop_reason reason, uint64_t count)
 {
 	struct pubd *d = ctx;
@@ -147,6 +201,7 @@ static bool reasm_repairs(void *ctx, uint64_t group_id)
 
 const struct pubd_reasm_ops engine_reasm_ops = {
 	.deliver = reasm_deliver,
+	.deliver_run = reasm_deliver_run,
 	.drop = reasm_drop,
 	.gap = engine_naks_gap,
 	.repairs = reasm_repairs,
@@ -242,22 +297,6 @@ static void remember_peer(struct pubd *d, const struct pubd_wire_hdr *h, const s
 	memcpy(s->peer, dg->from, dg->from_len);
 	s->peer_len = dg->from_len;
 	s->peer_heard_ns = now;
-}
-
-/* A batch (wire.h): each of its messages as if it had come alone, in
- * order. pubd_wire_decode checked the whole body already. */
-static void rx_batch(struct pubd *d, uint64_t now, const struct pubd_wire_hdr *h, const uint8_t *payload, size_t plen,
-		     unsigned flags)
-{
-	struct pubd_wire_batch_iter it;
-	const struct pubd_wire_hdr *mh;
-	const uint8_t *data;
-	size_t len;
-
-	d->counters[PUBD_CTR_RX_BATCHES]++;
-	pubd_wire_batch_begin(&it, h, payload, plen);
-	while (pubd_wire_batch_next(&it, &mh, &data, &len))
-		pubd_reasm_push_flags(d->reasm, now, mh, data, len, flags);
 }
 
 /*
@@ -357,9 +396,11 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		if ((h.flags & PUBD_WIRE_F_HEARTBEAT) && began_since_listening(d, g, now, dg))
 			flags |= PUBD_REASM_BEGAN_SINCE;
 		pubd_reasm_kernel_drops(d->reasm, dg->kernel_drops);
-		if (h.flags & PUBD_WIRE_F_BATCH)
-			rx_batch(d, now, &h, payload, plen, flags);
-		else
+		if (h.flags & PUBD_WIRE_F_BATCH) {
+			/* A batch (wire.h): each of its messages as if it had come alone, in order. */
+			d->counters[PUBD_CTR_RX_BATCHES]++;
+			pubd_reasm_push_batch(d->reasm, now, &h, payload, plen, flags);
+		} else
 			pubd_reasm_push_flags(d->reasm, now, &h, payload, plen, flags);
 	}
 	engine_arm_reasm_timer(d);

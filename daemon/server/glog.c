@@ -400,7 +400,7 @@ bool glog_readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t byte
 /* Records came: each reader is rung at the turn's flush if it sleeps (a
  * piece too: the reader's room for the next one may be what it waits for).
  * count: a whole message of len bytes, delivered to each. */
-static void wake_readers(struct srv_glog *gl, bool count, size_t len)
+static void wake_readers_n(struct srv_glog *gl, uint64_t count, uint64_t bytes)
 {
 	struct pubd_group *g = gl->g;
 	unsigned i;
@@ -411,12 +411,17 @@ static void wake_readers(struct srv_glog *gl, bool count, size_t len)
 		if (!s->glog_live || s->glog != gl)
 			continue;
 		if (count)
-			srv_count_delivered(s->client, s, len);
+			srv_count_delivered_n(s->client, s, count, bytes);
 		if (s->client->dlog) {
 			s->client->dlog->unrung = true;
 			srv_mark_dirty(s->client);
 		}
 	}
+}
+
+static void wake_readers(struct srv_glog *gl, bool count, size_t len)
+{
+	wake_readers_n(gl, count ? 1 : 0, len);
 }
 
 /* One record of a message's bytes [from, from + n) of total. */
@@ -572,6 +577,29 @@ void srv_glog_put(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, u
 	for (i = 0; i < g->nsubs; i++)
 		if (g->subs[i]->glog_live)
 			srv_count_sub_drop(srv, g->subs[i], PUB_DROP_SUB_OVERFLOW, 1);
+}
+
+void srv_glog_put_run(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, uint64_t first,
+		      const struct pubd_msg_view *v, unsigned n)
+{
+	struct srv_glog *gl = g->glog;
+	uint32_t room = record_room(gl, true);
+	uint64_t bytes = 0;
+	unsigned k = 0;
+
+	/* Straight into the log while nothing waits for room before them. */
+	if (!gl->wq_n) {
+		for (; k < n && v[k].len <= room; k++) {
+			if (!put_record(gl, source, first + k, v[k].data, 0, (uint32_t)v[k].len, (uint32_t)v[k].len))
+				break;
+			bytes += v[k].len;
+		}
+		if (k)
+			wake_readers_n(gl, k, bytes);
+	}
+	/* The rest as one at a time: queued behind the first that had no room. */
+	for (; k < n; k++)
+		srv_glog_put(srv, g, source, first + k, v[k].data, v[k].len, NULL);
 }
 
 /* ---- flow control: a reader's backlog ---- */

@@ -197,6 +197,17 @@ static inline void pubd_ipc_group_log_put(struct pubd_ipc *srv, struct pubd_grou
 	if (g->glog_live) /* on every message: nothing to do without readers */
 		srv_glog_put(srv, g, source, seq, data, len, msg);
 }
+/* Messages first .. first + n - 1 of one source, still in a receive
+ * buffer, as srv_glog_put for each in order (its readers' wakeups and
+ * counts once for them all). */
+void srv_glog_put_run(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, uint64_t first,
+		      const struct pubd_msg_view *v, unsigned n);
+static inline void pubd_ipc_group_log_put_run(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source,
+					      uint64_t first, const struct pubd_msg_view *v, unsigned n)
+{
+	if (g->glog_live)
+		srv_glog_put_run(srv, g, source, first, v, n);
+}
 /* A group's group log as `pubctl group` shows it (all 0: it has none). */
 struct pubd_group_log_info {
 	uint32_t capacity;

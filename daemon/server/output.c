@@ -169,15 +169,20 @@ void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_ou
 	}
 }
 
-void srv_count_delivered(struct pubd_client *c, struct pubd_sub *s, size_t len)
+void srv_count_delivered_n(struct pubd_client *c, struct pubd_sub *s, uint64_t n, uint64_t bytes)
 {
 	if (s) {
-		s->delivered++;
-		s->group->delivered++;
-		s->group->delivered_bytes += len;
+		s->delivered += n;
+		s->group->delivered += n;
+		s->group->delivered_bytes += bytes;
 	}
-	c->delivered++;
-	c->srv->counters[PUBD_CTR_MSG_DELIVERED]++;
+	c->delivered += n;
+	c->srv->counters[PUBD_CTR_MSG_DELIVERED] += n;
+}
+
+void srv_count_delivered(struct pubd_client *c, struct pubd_sub *s, size_t len)
+{
+	srv_count_delivered_n(c, s, 1, len);
 }
 
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)

@@ -340,6 +340,8 @@ void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_ou
 /* A delivery written whole (to the socket or the deliver log) to c, for
  * subscription s (NULL: it went away mid-write). */
 void srv_count_delivered(struct pubd_client *c, struct pubd_sub *s, size_t len);
+/* n messages of bytes in all, delivered at once. */
+void srv_count_delivered_n(struct pubd_client *c, struct pubd_sub *s, uint64_t n, uint64_t bytes);
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n);
 /* pubd_ipc_sub_has_room and pubd_ipc_sub_queue for a subscription on its
  * own queue (glog.c answers for one on a group log). */

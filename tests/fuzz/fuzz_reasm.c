@@ -6,7 +6,8 @@
  *   u8 clock advance (microseconds), u16 length (big-endian), length bytes
  * (a short last record takes what is left). Each record goes through
  * pubd_wire_decode; good ones are pushed into a reasm with small limits
- * (a heartbeat's age, when it has one, picks its push flags).
+ * (a heartbeat's age, when it has one, picks its push flags; a batch goes
+ * in whole, pubd_reasm_push_batch).
  * Source and group ids are folded into 3 x 2 streams and most sequence
  * numbers into a small window, so datagrams collide with each other.
  *
@@ -139,6 +140,17 @@ static void on_deliver(void *ctx, uint64_t src, uint64_t grp, uint64_t seq, cons
 	pubd_msgbuf_put(owned);
 }
 
+/* A run of a batch's messages: each as on_deliver takes it. */
+static void on_run(void *ctx, uint64_t src, uint64_t grp, uint64_t first, const struct pubd_msg_view *v, unsigned n)
+{
+	unsigned i;
+
+	if (!n)
+		abort();
+	for (i = 0; i < n; i++)
+		on_deliver(ctx, src, grp, first + i, v[i].data, v[i].len, NULL);
+}
+
 static void on_drop(void *ctx, uint64_t src, uint64_t grp, enum pub_drop_reason why, uint64_t n)
 {
 	struct fctx *c = ctx;
@@ -219,22 +231,21 @@ static int push_one(struct pubd_reasm *r, struct fctx *c, uint64_t now, const ui
 		else
 			h.msg_seq &= 63;
 		if (h.flags & PUBD_WIRE_F_BATCH) {
-			/* As the daemon's receive path takes a batch: each of its
-			 * messages alone (engine/rx.c). */
+			/* As the daemon's receive path takes a batch (engine/rx.c):
+			 * its messages logged first, for the checks. */
 			struct pubd_wire_batch_iter it;
 			const struct pubd_wire_hdr *mh;
 			const uint8_t *d;
 			size_t dl;
 
 			pubd_wire_batch_begin(&it, &h, pl, pll);
-			while (pubd_wire_batch_next(&it, &mh, &d, &dl)) {
+			while (pubd_wire_batch_next(&it, &mh, &d, &dl))
 				c->log[c->nlog++] =
 					(struct pushed){.stream = (unsigned)(h.source_id * NGRP + h.group_id),
 							.h = *mh,
 							.payload = bytes + (size_t)(d - dg),
 							.len = dl};
-				pubd_reasm_push(r, now, mh, d, dl);
-			}
+			pubd_reasm_push_batch(r, now, &h, pl, pll, 0);
 			free(dg);
 			return 0;
 		}
@@ -253,7 +264,7 @@ static int push_one(struct pubd_reasm *r, struct fctx *c, uint64_t now, const ui
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const struct pubd_reasm_ops ops = {.deliver = on_deliver, .drop = on_drop};
+	struct pubd_reasm_ops ops = {.deliver = on_deliver, .drop = on_drop};
 	struct pubd_reasm_config cfg;
 	struct pubd_reasm_totals t;
 	struct fctx c;
@@ -267,6 +278,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memset(&c, 0, sizeof(c));
 	checkable = config_from(data[0], data[1], &cfg);
+	/* The second byte's bit 2: batches' runs through deliver_run, as the
+	 * daemon takes them, or through deliver one by one. */
+	if (data[1] & 4)
+		ops.deliver_run = on_run;
 	c.checkable = checkable;
 	c.max_msg = cfg.max_message_size;
 	/* Every record is at least 3 bytes: that bounds the log. */
