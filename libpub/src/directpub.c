@@ -254,22 +254,18 @@ static void remember_asked(struct pub_client *c, const char *group)
 		c->ndw_asked++;
 }
 
-struct pub_dwriter *dw_for(struct pub_client *c, const char *group, size_t glen, bool nonblock)
+struct pub_dwriter *dw_ask(struct pub_client *c, const char *group, size_t glen, bool nonblock)
 {
 	uint8_t frame[PUB_PROTO_HDR_LEN + 4 + 1 + PUB_PROTO_NAME_MAX];
 	char what[PUB_GROUP_MAX + 32];
 	struct pub_waiter w = {.what = what};
-	struct pub_dwriter *dw;
 	uint64_t deadline;
 	bool partial;
 	long n;
 	int r;
 
-	if (!c->wake_map)
+	if (asked(c, group))
 		return NULL;
-	dw = find_group(c, group, glen);
-	if (dw || asked(c, group))
-		return dw;
 	/* Asked once per connection: pubd's answer (an SHM frame, or an ERROR
 	 * when it makes none) may come after we stopped waiting for it, and
 	 * is taken whenever it is read. */

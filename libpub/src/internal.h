@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "directlog.h"
@@ -418,9 +419,20 @@ void dw_retired(struct pub_client *c, uint32_t log_id);
 void dw_detach_all(struct pub_client *c);
 /* Messages in our direct logs that pubd had not read (as shm_unread). */
 uint64_t dw_unread(const struct pub_client *c);
+/* dw_for's way when we hold no log of group: asked of pubd, once. */
+struct pub_dwriter *dw_ask(struct pub_client *c, const char *group, size_t glen, bool nonblock);
 /* The direct log of group to write into, asked of pubd the first time:
- * NULL when there is none (the publish log then). */
-struct pub_dwriter *dw_for(struct pub_client *c, const char *group, size_t glen, bool nonblock);
+ * NULL when there is none (the publish log then). Inline: on every publish,
+ * and the asking's stack frame cost the lookup as much again. */
+static inline struct pub_dwriter *dw_for(struct pub_client *c, const char *group, size_t glen, bool nonblock)
+{
+	if (!c->wake_map)
+		return NULL;
+	for (unsigned i = 0; i < c->ndws; i++)
+		if (c->dws[i]->glen == glen && !memcmp(c->dws[i]->group, group, glen))
+			return c->dws[i];
+	return dw_ask(c, group, glen, nonblock);
+}
 /* req_id: a PUB_SYNC's (pubd answers it once it read the message), or 0. */
 int dw_publish(struct pub_client *c, struct pub_dwriter *dw, uint32_t req_id, const void *data, size_t len, int flags);
 /* In place: a message that fits one record (NULL with *err 0 when it
