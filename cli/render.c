@@ -78,7 +78,11 @@ void json_string(FILE *out, const char *s, size_t len)
 				uint32_t cp;
 
 				pub_utf8_decode(p + i, len - i, &cp);
-				fprintf(out, "\\u%04x", (unsigned)cp);
+				if (cp > 0xffff) /* beyond the BMP: JSON's surrogate pair (a tag character) */
+					fprintf(out, "\\u%04x\\u%04x", 0xd800 + ((cp - 0x10000) >> 10),
+						0xdc00 + ((cp - 0x10000) & 0x3ff));
+				else
+					fprintf(out, "\\u%04x", (unsigned)cp);
 				i += n;
 				continue;
 			}

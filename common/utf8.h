@@ -23,12 +23,20 @@ static inline int pub_utf8_is_c1(uint32_t cp)
 }
 
 /*
+ * A character that is not seen but changes how the text around it reads:
+ * Unicode's format characters (bidi marks, embeddings, overrides and
+ * isolates; zero-width spaces and joiners; the byte-order mark; the soft
+ * hyphen; tag characters), the other default-ignorable ones, and the line
+ * and paragraph separators. A client name carrying one could read as
+ * another ("pubctl" and a zero-width space) or hide text in a log line, a
+ * table row or a metrics label.
+ */
+int pub_utf8_is_unseen(uint32_t cp);
+
+/*
  * The length of the non-ASCII UTF-8 sequence at p (n > 0 bytes left) if it
- * may be shown as it is, else 0: not valid, a C1 control, or a character
- * that is not seen but changes how the text around it reads (bidi
- * embeddings, overrides, isolates and marks; line and paragraph
- * separators). A client name carrying one could make a log line, a table
- * row or a metrics label say something else.
+ * may be shown as it is, else 0: not valid, a C1 control, or unseen
+ * (pub_utf8_is_unseen).
  */
 size_t pub_utf8_shown_len(const unsigned char *p, size_t n);
 

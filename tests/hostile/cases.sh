@@ -672,7 +672,8 @@ case_c_fd_passing() {
 # subscriber. One with an OSC title, a colour, bytes that are not UTF-8 and
 # a right-to-left override made a scraper refuse every page (Prometheus:
 # "invalid UTF-8 label value", the target down) and drove the terminal of
-# whoever ran pubctl metrics.
+# whoever ran pubctl metrics. Zero-width and tag characters after it made
+# a client's name read as another's ("pubctl" and a zero-width space).
 h_bytes_clean() { # FILE: valid UTF-8, no control character but newline, no C1, no bidi control
 	python3 - "$1" <<-'PY'
 		import sys, unicodedata
@@ -690,14 +691,14 @@ case_c_metrics_names() {
 		$(h_groups)
 	EOF
 	url=http://127.0.0.1:$port/metrics
-	it_bg namer "$H_NS" "$HC" name -s "$(it_sock d)" --name $'\e]0;pwned\a\e[31mRED\xff\xfe\u202eok' -g h \
+	it_bg namer "$H_NS" "$HC" name -s "$(it_sock d)" --name $'\e]0;pwned\a\e[31mRED\xff\xfe\u202eok\u200b\ufeff\U000e0065' -g h \
 		--ready "$IT_WORK/named"
 	it_wait "the named subscriber is in" 20 test -e "$IT_WORK/named" || it_die "no named subscriber"
 	it_ctl d metrics >"$IT_WORK/ctl.txt" || it_fail "pubctl metrics"
 	ip netns exec "$H_NS" python3 "$H_HTTP_PY" get "$url" >"$IT_WORK/http.txt" ||
 		it_fail "GET /metrics"
 	h_fig "subscriber label: $(grep -a -m1 '^pubd_subscriber_messages_delivered_total' "$IT_WORK/http.txt" | cat -v)"
-	it_check "/metrics has the subscriber" grep -q 'name="\\\\x1b]0;pwned\\\\x07\\\\x1b\[31mRED\\\\xff\\\\xfe\\\\xe2\\\\x80\\\\xaeok"' "$IT_WORK/http.txt"
+	it_check "/metrics has the subscriber" grep -q 'name="\\\\x1b]0;pwned\\\\x07\\\\x1b\[31mRED\\\\xff\\\\xfe\\\\xe2\\\\x80\\\\xaeok\\\\xe2\\\\x80\\\\x8b\\\\xef\\\\xbb\\\\xbf\\\\xf3\\\\xa0\\\\x81\\\\xa5"' "$IT_WORK/http.txt"
 	it_check "/metrics is valid UTF-8 with no control character" h_bytes_clean "$IT_WORK/http.txt"
 	it_check "pubctl metrics prints no control character" h_bytes_clean "$IT_WORK/ctl.txt"
 	it_check "pubctl metrics says what /metrics says of it" \
