@@ -36,9 +36,10 @@ static void glog_end(struct pubd_ipc *srv, struct srv_glog *gl, const char *why)
 	gl->ended_ns = pubd_now_ns();
 	g->glog_ends++;
 	glog_readers_wait(gl, -1, gl->wq_n, gl->wq_bytes);
-	log_notice("group %s: %s: its %u group log readers read on from their own deliver logs (%u messages "
-		   "waiting)",
-		   g->name, why, g->glog_live, gl->wq_n);
+	srv_log_limited(srv, log_glog_end, LOG_NOTICE,
+			"group %s: %s: its %u group log readers read on from their own deliver logs (%u messages "
+			"waiting)",
+			g->name, why, g->glog_live, gl->wq_n);
 	for (i = 0; i < g->nsubs; i++) {
 		struct pubd_sub *s = g->subs[i];
 
@@ -155,9 +156,10 @@ static void give_up_on_drainers(struct pubd_ipc *srv, struct pubd_group *g)
 		}
 	}
 	g->glog_abandoned++;
-	log_notice("group %s: %u group log reader%s did not read to the END within %u ms: a new group log for "
-		   "the others, none for %s",
-		   g->name, n, n == 1 ? "" : "s", srv->cfg->group_log_drain_ms, n == 1 ? "it" : "them");
+	srv_log_limited(srv, log_glog_end, LOG_NOTICE,
+			"group %s: %u group log reader%s did not read to the END within %u ms: a new group log for "
+			"the others, none for %s",
+			g->name, n, n == 1 ? "" : "s", srv->cfg->group_log_drain_ms, n == 1 ? "it" : "them");
 	glog_retire(srv, g, "readers stuck before its END");
 }
 

@@ -318,6 +318,10 @@ int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 		(struct pubd_log_limit){.what = "lines about single clients ending", .burst = 10, .prio = LOG_INFO};
 	srv->log_glog =
 		(struct pubd_log_limit){.what = "group logs that could not be made", .burst = 1, .prio = LOG_WARNING};
+	/* A reader that subscribes, does not read and leaves, again and again,
+	 * ends the group log each time. */
+	srv->log_glog_end = (struct pubd_log_limit){
+		.what = "group logs ended for a reader or given up on", .burst = 10, .prio = LOG_NOTICE};
 	/* Held so that, out of fds, a connection can still be accepted and
 	 * closed (see accept_failed). */
 	srv->reserve_fd = pubd_fd_reserve_open();
@@ -373,6 +377,7 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 	pubd_log_limit_flush(&srv->log_denied, now_ns);
 	pubd_log_limit_flush(&srv->log_client, now_ns);
 	pubd_log_limit_flush(&srv->log_glog, now_ns);
+	pubd_log_limit_flush(&srv->log_glog_end, now_ns);
 
 	for (c = srv->clients; c; c = next) {
 		next = c->next;

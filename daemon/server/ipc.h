@@ -128,10 +128,11 @@ struct pubd_ipc {
 	uint64_t refused_logged;
 	uint64_t last_accept_log_ns;
 	/* Lines a client can cause, one per event: a few a period, the rest counted (log_limit.h). */
-	struct pubd_log_limit log_proto;  /* protocol errors, unsupported versions */
-	struct pubd_log_limit log_denied; /* SUBSCRIBEs an ACL refused */
-	struct pubd_log_limit log_client; /* one client's end: hang-ups, overflows, failed hand-overs */
-	struct pubd_log_limit log_glog;	  /* group logs that could not be made */
+	struct pubd_log_limit log_proto;    /* protocol errors, unsupported versions */
+	struct pubd_log_limit log_denied;   /* SUBSCRIBEs an ACL refused */
+	struct pubd_log_limit log_client;   /* one client's end: hang-ups, overflows, failed hand-overs */
+	struct pubd_log_limit log_glog;	    /* group logs that could not be made */
+	struct pubd_log_limit log_glog_end; /* group logs ended, or given up on, for their readers */
 	struct pubd_out *free_outs;
 };
 

@@ -756,8 +756,10 @@ case_c_glog_ended_pin() {
 		  deliver_log: 64KiB
 		$(h_groups)
 	EOF
-	local r0 r1 s0 s1 a0 a1 ends buffered budget n
+	local r0 r1 s0 s1 a0 a1 ends buffered budget n l0 lines t0 periods
 	r0=$(h_rss "$H_PID") s0=$(h_rss_of "$H_PID" Shmem) a0=$(h_rss_of "$H_PID" Anon)
+	l0=$(wc -l <"$IT_WORK/d.log")
+	t0=$(date +%s)
 	it_bg endhold "$H_NS" "$HC" endhold -s "$(it_sock d)" -g h -n 40 --size 50000 --ready "$IT_WORK/held"
 	it_wait "40 connections ended holding" 60 test -e "$IT_WORK/held" || it_die "endhold did not finish"
 	# Once the budget is used up pubd stops reading the attacker's frames,
@@ -780,6 +782,13 @@ case_c_glog_ended_pin() {
 		test $((a1 - a0)) -lt 40960
 	it_check "client_buffered ($buffered) stays within the budget ($budget)" test "$buffered" -le "$budget"
 	it_check "not every ended connection retired the group's log ($ends of $n)" test "$ends" -lt 30
+	# Each end was a line of log, a client's to cause as often as it
+	# liked (343 in 10 s by subscribing and leaving): now 10 a period.
+	lines=$(tail -n +$((l0 + 1)) "$IT_WORK/d.log" | grep -c "group log readers read on from their own")
+	periods=$((($(date +%s) - t0) / 10 + 1))
+	h_fig "group log ends $ends: $lines lines of log about them in $periods period(s)"
+	it_check "the group log's ends are logged 10 a period at most ($lines of $ends)" \
+		test "$lines" -le $((periods * 10))
 	it_check "pubd still answers" it_ctl d status >/dev/null
 }
 
