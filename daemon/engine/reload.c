@@ -42,11 +42,14 @@ void engine_reasm_config_from(const struct pubd_config *c, struct pubd_reasm_con
 	}
 }
 
+/* What "... and N more" takes at the end of a reload's error text. */
+#define MORE_ROOM 48
+
 int engine_load_config(const char *path, struct pubd_config *cfg, char *errtext, size_t errcap)
 {
 	struct pubd_config_errors errs = {0};
 	char line[1024];
-	size_t i, used = 0;
+	size_t i, used = 0, shown = 0;
 	int err;
 
 	err = pubd_config_load(cfg, path, &pubd_nss_resolver, &errs);
@@ -55,9 +58,14 @@ int engine_load_config(const char *path, struct pubd_config *cfg, char *errtext,
 	for (i = 0; i < errs.n; i++) {
 		pubd_config_error_format(&errs, i, line, sizeof(line));
 		log_err("%s", line);
-		if (errtext && used + 2 < errcap)
+		/* Whole lines only, with room kept to say how many did not fit. */
+		if (errtext && shown == i && used + strlen(line) + 1 + MORE_ROOM < errcap) {
 			used += (size_t)snprintf(errtext + used, errcap - used, "%s%s", used ? "\n" : "", line);
+			shown++;
+		}
 	}
+	if (errtext && shown < errs.n)
+		snprintf(errtext + used, errcap - used, "\n... and %zu more (each in pubd's log)", errs.n - shown);
 	if (!errs.n) {
 		log_err("%s: %s", path, strerror(-err));
 		if (errtext)

@@ -231,7 +231,9 @@ void srv_reply_ok(struct pubd_client *c, uint32_t req_id)
 
 void srv_reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, const char *fmt, ...)
 {
-	char text[512];
+	/* Room for a refused reload's whole text (up to 2 KiB of errors, each
+	 * naming file, line and column): 512 bytes cut it mid-word. */
+	char text[4096];
 	uint8_t buf[sizeof(text) + 32];
 	va_list ap;
 	long n;

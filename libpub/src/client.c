@@ -181,7 +181,7 @@ int pub_connect(pub_client_t **out, const char *socket_path, const struct pub_op
 	*out = c;
 	return 0;
 fail:
-	snprintf(connect_errmsg, sizeof(connect_errmsg), "%s", c->errmsg);
+	snprintf(connect_errmsg, sizeof(connect_errmsg), "%.1000s", c->errmsg); /* a connect's error is short */
 	client_free(c);
 	return r;
 }

@@ -127,7 +127,7 @@ int set_err(struct pub_client *c, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	memcpy(c->errmsg, msg, sizeof(msg));
+	memcpy(c->errmsg, msg, strlen(msg) + 1);
 	return err;
 }
 

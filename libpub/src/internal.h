@@ -176,7 +176,7 @@ struct pub_client {
 	struct pub_info info;
 
 	char msg_group[PUB_GROUP_MAX + 1]; /* NUL-terminated group of the current message */
-	char errmsg[1024];
+	char errmsg[4096];		   /* a refused reload's errors, each a line, fit */
 
 	/* The shared-memory publish log (shmpub.c), when pubd gave one. */
 	bool want_shm;	 /* ask for it at HELLO */

@@ -96,6 +96,7 @@ reload_refused() {
 	local out st
 	out=$(it_ctl h1 reload 2>&1)
 	st=$?
+	RELOAD_OUT=$out
 	it_log "pubctl reload of $1: exit $st: $out"
 	it_check "pubctl reload fails on $1" test "$st" -ne 0
 	it_check "and says so ($2)" grep -Eq "$2" <<<"$out"
@@ -111,6 +112,14 @@ it_wait "ka subscriber still receives" 20 it_lines_at_least "$IT_WORK/ka.log" '^
 # back to its default.
 printf '# nothing yet\n' >"$conf"
 reload_refused "an empty file" "holds no settings" 3
+
+# Many errors: pubctl is told each, as the log is (the reply was cut at
+# 511 bytes, mid-word, naming 4 of 8).
+cp "$IT_WORK/good.yaml" "$conf"
+for i in 1 2 3 4 5 6 7 8; do printf '  - name: kbad%d\n    address: 10.0.0.%d\n' "$i" "$i"; done >"$IT_WORK/bad8.yaml"
+sed -i "/^groups:\$/r $IT_WORK/bad8.yaml" "$conf"
+reload_refused "a file with 8 bad addresses" "$conf:[0-9]+:[0-9]+:" 4
+it_eq "pubctl is told of all 8" "$(grep -Eo "$conf:[0-9]+:[0-9]+:" <<<"$RELOAD_OUT" | sort -u | wc -l)" 8
 
 # Only root and pubd's own user may reload: another user is told so, in
 # words that do not blame a group's ACL (there is no group in a reload).
