@@ -399,7 +399,7 @@ bool glog_readers_wait(struct srv_glog *gl, int sign, uint32_t msgs, size_t byte
 
 /* Records came: each reader is rung at the turn's flush if it sleeps (a
  * piece too: the reader's room for the next one may be what it waits for).
- * count: a whole message of len bytes, delivered to each. */
+ * count: whole messages, bytes in all, delivered to each. */
 static void wake_readers_n(struct srv_glog *gl, uint64_t count, uint64_t bytes)
 {
 	struct pubd_group *g = gl->g;
