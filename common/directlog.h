@@ -55,6 +55,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "deliverlog_format.h"
 #include "shmlog.h"
@@ -134,6 +135,30 @@ static inline bool pub_wake_at_seq(uint64_t word, uint32_t log_id, uint64_t pubd
 static inline bool pub_direct_record_ok(const struct pub_deliverlog_piece *p)
 {
 	return !p->move && p->source <= UINT32_MAX && (p->first || !p->source);
+}
+
+/*
+ * Is a first piece's group name (n bytes, in the log: its writer may be
+ * changing them) the log's own? Names are short: up to 16 bytes in two
+ * overlapping word loads each side, not a call to memcmp per record.
+ */
+static inline bool pub_direct_name_is(const char *rec, const char *own, size_t n)
+{
+	uint64_t a0, a1, b0, b1;
+
+	if (n > 16)
+		return !memcmp(rec, own, n);
+	if (n >= 8) {
+		memcpy(&a0, rec, 8);
+		memcpy(&a1, rec + n - 8, 8);
+		memcpy(&b0, own, 8);
+		memcpy(&b1, own + n - 8, 8);
+		return a0 == b0 && a1 == b1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (rec[i] != own[i])
+			return false;
+	return true;
 }
 
 /*

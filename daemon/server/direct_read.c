@@ -106,15 +106,12 @@ bool srv_direct_after_read(struct srv_direct *d, bool read_any)
 
 /* ---- fan-out ---- */
 
-void srv_direct_accept_begin(struct srv_direct *d, struct pubd_group *g, size_t len, struct pubd_msgbuf *pieces,
-			     uint64_t seq)
+void srv_direct_fan_begin(struct srv_direct *d, struct pubd_group *g, size_t len, struct pubd_msgbuf *pieces,
+			  uint64_t seq)
 {
 	struct pubd_ipc *srv = d->l->srv;
 	unsigned i;
 
-	d->next_seq = seq + 1;
-	if (!d->nreaders)
-		return; /* a publisher with no local reader: the fabric path */
 	for (i = 0; i < d->nreaders; i++) {
 		struct pubd_sub *s = d->readers[i].s;
 
@@ -132,14 +129,12 @@ void srv_direct_accept_begin(struct srv_direct *d, struct pubd_group *g, size_t 
 	srv->direct_fan_out = true;
 }
 
-void srv_direct_accept_end(struct srv_direct *d, struct pubd_group *g)
+void srv_direct_fan_end(struct srv_direct *d)
 {
 	unsigned i;
 
-	(void)g;
 	for (i = 0; i < d->nreaders; i++)
 		d->readers[i].s->direct_now = false;
-	d->l->srv->direct_fan_out = false;
 }
 
 int srv_direct_decode(const struct srv_direct *d, const struct pub_shmlog_view *v, struct pub_publog_piece *p)
@@ -162,7 +157,7 @@ int srv_direct_decode(const struct srv_direct *d, const struct pub_shmlog_view *
 	 * look, but nothing of them is used after. A match says the record is
 	 * of our group, whose name (d->name) is the one used from here on:
 	 * p->group is left unfilled (publog.c takes the name from d). */
-	if (q.first && (q.glen != d->name_len || memcmp(q.group, d->name, q.glen)))
+	if (q.first && (q.glen != d->name_len || !pub_direct_name_is(q.group, d->name, q.glen)))
 		return -EPROTO;
 	return 0;
 }

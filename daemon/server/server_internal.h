@@ -525,9 +525,25 @@ int srv_direct_decode(const struct srv_direct *d, const struct pub_shmlog_view *
  * came in pieces (m) is not read there (libpub reads only whole records of
  * a log nobody waits for it on): pubd delivers it to them, as the log's
  * source and seq, which libpub puts in its place. */
-void srv_direct_accept_begin(struct srv_direct *d, struct pubd_group *g, size_t len, struct pubd_msgbuf *pieces,
-			     uint64_t seq);
-void srv_direct_accept_end(struct srv_direct *d, struct pubd_group *g);
+void srv_direct_fan_begin(struct srv_direct *d, struct pubd_group *g, size_t len, struct pubd_msgbuf *pieces,
+			  uint64_t seq);
+void srv_direct_fan_end(struct srv_direct *d);
+/* Inline: on every message a direct log carries, and most have no reader
+ * here (a publisher whose subscribers are on other hosts). */
+static inline void srv_direct_accept_begin(struct srv_direct *d, struct pubd_group *g, size_t len,
+					   struct pubd_msgbuf *pieces, uint64_t seq)
+{
+	d->next_seq = seq + 1;
+	if (d->nreaders)
+		srv_direct_fan_begin(d, g, len, pieces, seq);
+}
+static inline void srv_direct_accept_end(struct srv_direct *d, struct pubd_group *g)
+{
+	(void)g;
+	if (d->nreaders)
+		srv_direct_fan_end(d);
+	d->l->srv->direct_fan_out = false;
+}
 /* After a batch of l's records: wake readers pubd must wake, and say
  * whether pubd wants to be rung (false: lazy, read on a timer). */
 bool srv_direct_after_read(struct srv_direct *d, bool read_any);

@@ -1417,12 +1417,33 @@ static void a_writer_and_a_reader_on_two_threads_agree(void **state)
 	assert_int_equal(got + f->d.lost, STRESS_N);
 }
 
+/* pub_direct_name_is against memcmp: every length to 40, a difference at
+ * every place (the word loads overlap for 9 to 15 bytes). */
+static void a_record_names_its_group_exactly(void **state)
+{
+	char own[41], rec[41];
+
+	(void)state;
+	for (size_t n = 0; n <= 40; n++) {
+		for (size_t k = 0; k < n; k++)
+			own[k] = (char)('a' + (k * 7) % 26);
+		memcpy(rec, own, n);
+		assert_true(pub_direct_name_is(rec, own, n));
+		for (size_t at = 0; at < n; at++) {
+			rec[at] ^= 0x20;
+			assert_false(pub_direct_name_is(rec, own, n));
+			rec[at] ^= 0x20;
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(init_refuses_what_it_cannot_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_retired_log_is_read_up_to_its_end_and_no_further, setup, teardown),
 		cmocka_unit_test(an_end_word_is_read_for_its_own_log_only),
+		cmocka_unit_test(a_record_names_its_group_exactly),
 		cmocka_unit_test_setup_teardown(messages_arrive_in_order_each_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_right_behind_the_reader_costs_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_that_laps_the_reader_costs_exactly_what_it_overwrote, setup,
