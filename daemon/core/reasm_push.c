@@ -225,8 +225,14 @@ void pubd_reasm_push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wi
 	pubd_reasm_push_flags(r, now_ns, h, payload, payload_len, 0);
 }
 
-void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
-			   size_t payload_len, unsigned flags)
+/* Outcomes of push that the batch path tells apart. */
+enum push_outcome {
+	PUSHED,	     /* taken, or dropped as its own message */
+	JUMP_REFUSED /* a jump past the window: counted malformed, the stream untouched */
+};
+
+static enum push_outcome push(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h,
+			      const uint8_t *payload, size_t payload_len, unsigned flags)
 {
 	bool from_zero = flags & PUBD_REASM_NEW_FROM_ZERO;
 
@@ -239,46 +245,53 @@ void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct p
 	reasm_no_reentry(r);
 	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
 		heartbeat(r, now_ns, h, payload_len, flags);
-		return;
+		return PUSHED;
 	}
 	/* UINT64_MAX has no next_seq after it; 64-bit sequences never get there.
 	 * A batch or control datagram is split or answered before reassembly. */
 	if ((h->flags & (PUBD_WIRE_F_BATCH | PUBD_WIRE_F_CONTROL)) || pubd_wire_check_frag(h, payload_len, &unit) ||
 	    seq == UINT64_MAX) {
 		drop_dgram(r, h, PUB_DROP_MALFORMED);
-		return;
+		return PUSHED;
 	}
 	s = stream_get(r, now_ns, h->source_id, h->group_id, seq, from_zero);
 	if (!s) {
 		drop_dgram(r, h, PUB_DROP_REASM_BUDGET);
-		return;
+		return PUSHED;
 	}
 
 	if (seq >= s->next_seq) {
 		if (!stream_accept_jump(r, s, now_ns, seq, h))
-			return;
+			return JUMP_REFUSED;
 		stream_advance(r, s, now_ns, seq);
 		s->next_seq = seq + 1;
 		message_new(r, s, now_ns, seq, h, unit, payload, payload_len);
-		return;
+		return PUSHED;
 	}
 	s->last_active = now_ns;
 	if (seq < s->baseline) {
 		drop(r, s, PUB_DROP_STALE, 1);
-		return;
+		return PUSHED;
 	}
 	p = partial_find(r, s, seq);
 	if (p) {
 		reasm_partial_add(r, p, h, unit, payload, payload_len);
-		return;
+		return PUSHED;
 	}
 	g = reasm_range_find(s, seq);
 	if (g) {
 		reasm_range_take(r, g, seq);
 		message_new(r, s, now_ns, seq, h, unit, payload, payload_len);
-		return;
+		return PUSHED;
 	}
 	drop(r, s, PUB_DROP_STALE, 1);
+	return PUSHED;
+}
+
+void pubd_reasm_push_flags(struct pubd_reasm *r, uint64_t now_ns, const struct pubd_wire_hdr *h, const uint8_t *payload,
+			   size_t payload_len, unsigned flags)
+{
+	push(r, now_ns, h, payload, payload_len, flags);
 }
 
 /* ---- batches ---- */
@@ -347,7 +360,11 @@ void pubd_reasm_push_batch(struct pubd_reasm *r, uint64_t now_ns, const struct p
 			continue;
 		}
 		run_flush(r, &run, now_ns);
-		pubd_reasm_push_flags(r, now_ns, mh, data, len, flags);
+		/* A jump past the window refuses the rest of the batch too (each
+		 * message further on, the stream where it was): the datagram is
+		 * one malformed datagram, not one per message it claimed. */
+		if (push(r, now_ns, mh, data, len, flags) == JUMP_REFUSED)
+			return;
 		/* Its stream, when the push found or made it (r->hot). */
 		run.s = r->hot && r->hot->hn.k1 == mh->source_id && r->hot->hn.k2 == mh->group_id ? r->hot : NULL;
 	}

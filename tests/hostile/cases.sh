@@ -443,6 +443,15 @@ case_c_forged_batches() {
 	it_eq "every malformed batch is counted malformed" "$mal" 500
 	it_eq "every forged message is delivered or counted" "$got" $((401 * 1024))
 	it_check "a non-reading subscriber's queue bounds the memory (RSS +$((r1 - r0)) KiB < 64 MiB)" test $((r1 - r0)) -lt 65536
+	# A batch jumping a billion past the stream is forged: one datagram,
+	# counted once (each of its 1,024 messages was counted malformed).
+	mal0=$(it_counter d rx_malformed)
+	h_forge --dst $H_GROUP_ADDR --group h --mode batch --source $src --per 1024 --seq 1000000000000 --count 1 >/dev/null
+	it_wait "the jumping batch is counted" 20 h_counter_at_least d rx_malformed $((mal0 + 1))
+	h_settled d rx_taken >/dev/null
+	mal=$(( $(it_counter d rx_malformed) - mal0 ))
+	h_fig "a batch of 1024 jumping 10^12 past its stream: rx_malformed +$mal"
+	it_eq "a forged jumping batch is one malformed datagram" "$mal" 1
 }
 
 # ---- class: a unicast datagram to the fabric port is not delivered ----

@@ -6,7 +6,8 @@
  * without it. Random batches of two sources, overlapping, repeated, jumping
  * ahead and behind, with messages over max_message_size among them, and
  * lone datagrams and heartbeats in between; the three reassemblies' logs of
- * deliveries and drops, in order, and their streams must be equal.
+ * deliveries and drops, in order, and their streams must be equal. And a
+ * batch refused as a forged jump counts as the one datagram it is.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,10 +222,66 @@ static void reasm_batch_is_each_message_alone(void **state)
 	}
 }
 
+/* A batch's messages from seq, each of len bytes (len 0: empty). */
+static size_t batch_of(uint8_t *out, uint64_t src, uint64_t seq, unsigned n, uint16_t len)
+{
+	struct pubd_wire_hdr h = {.version = PUBD_WIRE_VERSION,
+				  .flags = PUBD_WIRE_F_BATCH,
+				  .group_id = GRP,
+				  .source_id = src,
+				  .msg_seq = seq,
+				  .frag_count = n};
+	uint8_t body[MAX_MSG] = {0};
+	size_t off = PUBD_WIRE_HDR_LEN;
+
+	for (unsigned i = 0; i < n; i++)
+		off += pubd_wire_batch_put(out + off, body, len);
+	h.msg_len = (uint32_t)(off - PUBD_WIRE_HDR_LEN);
+	pubd_wire_encode(&h, out);
+	return off;
+}
+
+/*
+ * A forged batch jumping far past its stream's window: one datagram, so
+ * one malformed datagram, not one per message it claims (it was 1,024);
+ * the stream is where it was, and goes on.
+ */
+static void reasm_batch_jump_is_one_malformed_datagram(void **state)
+{
+	static uint8_t dg[PUBD_WIRE_HDR_LEN + 1024 * 2];
+	struct pubd_reasm_ops ops = {.deliver = on_deliver, .deliver_run = on_run, .drop = on_drop};
+	struct pubd_reasm_config cfg;
+	struct rec k = {.v = calloc(LOG_MAX, sizeof(struct ev))};
+	struct pubd_reasm *r;
+	size_t len, i, malformed = 0, delivered = 0;
+
+	(void)state;
+	assert_non_null(k.v);
+	pubd_reasm_config_defaults(&cfg);
+	r = pubd_reasm_create(&cfg, &ops, &k);
+	assert_non_null(r);
+	len = batch_of(dg, 0xa0, 0, 8, 4);
+	push(r, BATCH_RUN, 1000 * MS, dg, len);
+	len = batch_of(dg, 0xa0, 1000000000ull, 1024, 0);
+	push(r, BATCH_RUN, 1001 * MS, dg, len);
+	len = batch_of(dg, 0xa0, 8, 8, 4);
+	push(r, BATCH_RUN, 1002 * MS, dg, len);
+	for (i = 0; i < k.n; i++) {
+		malformed += k.v[i].reason == PUB_DROP_MALFORMED ? k.v[i].seq_or_n : 0;
+		delivered += k.v[i].reason == -1;
+	}
+	assert_int_equal(malformed, 1);
+	assert_int_equal(delivered, 16);
+	assert_int_equal(k.v[k.n - 1].seq_or_n, 15);
+	pubd_reasm_destroy(r);
+	free(k.v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reasm_batch_is_each_message_alone),
+		cmocka_unit_test(reasm_batch_jump_is_one_malformed_datagram),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
