@@ -403,6 +403,8 @@ it_eq "the parent got every message after its child closed the inherited handle"
 GLOG=64KiB write_conf uid:0 uid:0
 it_ctl h1 reload >/dev/null || it_fail "the reload to case 9's start (a 64 KiB group log)"
 drops9=$(here_drops)
+wire_drops() { it_q h1 drops '[.drops[] | select(.name == "wire") | .count] | add // 0'; }
+wdrops9=$(wire_drops)
 it_bg sub9 "$ns" "$ITEST_CLIENT" sub -s "$sock" -g here -g wire --count 20008 --timeout-ms 60000 \
 	--log "$IT_WORK/sub9.log"
 sub9=$IT_BG_PID
@@ -420,7 +422,11 @@ got9=$(grep -c '^msg here ' "$IT_WORK/sub9.log")
 it_wait "here: each of the 20,000 got ($got9) or counted lost" 10 \
 	it_holds '[ $((got9 + $(here_drops) - drops9)) -eq 20000 ]'
 it_log "here: $got9 got, $(($(here_drops) - drops9)) counted lost"
-it_eq "each under its own group: 8 of 1 MiB on wire, none on here" \
-	"$(awk '$1 == "msg" && $5 == 1048576 { n[$2]++ } END { print n["wire"] + 0, n["here"] + 0 }' "$IT_WORK/sub9.log")" "8 0"
+# The same for wire's 1 MiB pieces (one was lapped in a CI run on a host
+# busy with benchmarks): got or counted, and none of them under here.
+wire9=$(awk '$1 == "msg" && $5 == 1048576 { n[$2]++ } END { print n["wire"] + 0, n["here"] + 0 }' "$IT_WORK/sub9.log")
+it_log "wire: ${wire9% *} of 8 got, $(($(wire_drops) - wdrops9)) counted lost"
+it_eq "each under its own group: 8 of 1 MiB on wire (got or counted lost), none on here" \
+	"$((${wire9% *} + $(wire_drops) - wdrops9)) ${wire9#* }" "8 0"
 it_pubd_stop h1
 it_finish
