@@ -84,29 +84,42 @@ void engine_fan_out_borrowed(struct pubd *d, struct pubd_group *g, uint64_t sour
 	fan_out_queued(d, g, direct, source, seq, data, len);
 }
 
+/* Messages first .. first + n - 1 of source in group_id (g, or NULL: gone),
+ * bytes in all, counted received: by the daemon, the group and the source,
+ * whose statistics it returns. */
+static inline struct pubd_source_stats *count_received(struct pubd *d, struct pubd_group *g, uint64_t source,
+						       uint64_t group_id, uint64_t first, unsigned n, uint64_t bytes)
+{
+	struct pubd_source_stats *s = source_stats(d, source, group_id);
+
+	if (s) {
+		pubd_source_map_delivered_n(&d->sources, s, n, bytes);
+		/* For pubctl sources once reassembly lets the stream go. */
+		if (first + n - 1 >= s->next_seq_kept)
+			s->next_seq_kept = first + n;
+	}
+	d->counters[PUBD_CTR_MSG_RECEIVED] += n;
+	if (g) {
+		g->received += n;
+		g->received_bytes += bytes;
+	}
+	return s;
+}
+
 static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_t seq, const uint8_t *data, size_t len,
 			  struct pubd_msgbuf *owned)
 {
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
-	struct pubd_source_stats *s = source_stats(d, source, group_id);
+	struct pubd_source_stats *s = count_received(d, g, source, group_id, seq, 1, len);
 	bool repairs = engine_repairs(d, g);
 
-	if (s) {
-		pubd_source_map_delivered(&d->sources, s, len);
-		/* For pubctl sources once reassembly lets the stream go. */
-		if (seq >= s->next_seq_kept)
-			s->next_seq_kept = seq + 1;
-	}
-	d->counters[PUBD_CTR_MSG_RECEIVED]++;
 	if (repairs)
 		engine_naks_delivered(d, g, s, source, seq);
 	if (!g) {
 		pubd_msgbuf_put(owned);
 		return;
 	}
-	g->received++;
-	g->received_bytes += len;
 	if (g->nsubs && !owned && !repairs) {
 		/* (Flow control, engine_flow_delivered, runs on repair groups only.) */
 		engine_fan_out_borrowed(d, g, source, seq, data, len);
@@ -137,7 +150,6 @@ static void reasm_deliver_run(void *ctx, uint64_t source, uint64_t group_id, uin
 {
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
-	struct pubd_source_stats *s;
 	uint64_t bytes = 0;
 	unsigned i;
 
@@ -148,15 +160,7 @@ static void reasm_deliver_run(void *ctx, uint64_t source, uint64_t group_id, uin
 	}
 	for (i = 0; i < n; i++)
 		bytes += v[i].len;
-	s = source_stats(d, source, group_id);
-	if (s) {
-		pubd_source_map_delivered_n(&d->sources, s, n, bytes);
-		if (first + n - 1 >= s->next_seq_kept)
-			s->next_seq_kept = first + n;
-	}
-	d->counters[PUBD_CTR_MSG_RECEIVED] += n;
-	g->received += n;
-	g->received_bytes += bytes;
+	count_received(d, g, source, group_id, first, n, bytes);
 	if (!g->nsubs)
 		return;
 	pubd_ipc_group_log_put_run(&d->ipc, g, source, first, v, n);

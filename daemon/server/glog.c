@@ -419,11 +419,6 @@ static void wake_readers_n(struct srv_glog *gl, uint64_t count, uint64_t bytes)
 	}
 }
 
-static void wake_readers(struct srv_glog *gl, bool count, size_t len)
-{
-	wake_readers_n(gl, count ? 1 : 0, len);
-}
-
 /* One record of a message's bytes [from, from + n) of total. */
 static bool put_record(struct srv_glog *gl, uint64_t source, uint64_t seq, const uint8_t *data, uint32_t from,
 		       uint32_t n, uint32_t total)
@@ -464,7 +459,7 @@ static bool write_waiting_head(struct srv_glog *gl)
 			return false;
 		gl->wq_written += n;
 		if (gl->wq_written < total)
-			wake_readers(gl, false, 0);
+			wake_readers_n(gl, 0, 0);
 		if (total == 0)
 			break;
 	}
@@ -505,7 +500,7 @@ void glog_write_waiting(struct pubd_ipc *srv, struct srv_glog *gl)
 			glog_set_waiting(gl, true);
 			continue;
 		}
-		wake_readers(gl, true, x->m->len);
+		wake_readers_n(gl, 1, x->m->len);
 		glog_readers_wait(gl, -1, 1, x->m->len);
 		gl->wq_bytes -= x->m->len;
 		pubd_msgbuf_put(x->m);
@@ -561,7 +556,7 @@ void srv_glog_put(struct pubd_ipc *srv, struct pubd_group *g, uint64_t source, u
 
 	if (!gl->wq_n && len <= record_room(gl, true) &&
 	    put_record(gl, source, seq, data, 0, (uint32_t)len, (uint32_t)len)) {
-		wake_readers(gl, true, len);
+		wake_readers_n(gl, 1, len);
 		return;
 	}
 	if (!m && (m = pubd_msgbuf_alloc(len)))

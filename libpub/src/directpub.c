@@ -70,14 +70,6 @@ static struct pub_dwriter *find_id(struct pub_client *c, uint32_t id, unsigned *
 	return NULL;
 }
 
-static struct pub_dwriter *find_group(struct pub_client *c, const char *group, size_t glen)
-{
-	for (unsigned i = 0; i < c->ndws; i++)
-		if (c->dws[i]->glen == glen && !memcmp(c->dws[i]->group, group, glen))
-			return c->dws[i];
-	return NULL;
-}
-
 /* pubd's count of reader changes we have taken in, said back to it. */
 static void gen_took(struct pub_dwriter *dw, uint64_t gen)
 {
@@ -289,7 +281,7 @@ struct pub_dwriter *dw_ask(struct pub_client *c, const char *group, size_t glen,
 		conn_lost(c); /* the publish finds it down, and reconnects */
 		return NULL;
 	}
-	return find_group(c, group, glen);
+	return dw_find(c, group, glen);
 }
 
 /* The log waited on: its id, kept apart (a retired one is freed). */

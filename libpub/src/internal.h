@@ -424,14 +424,22 @@ struct pub_dwriter *dw_ask(struct pub_client *c, const char *group, size_t glen,
 /* The direct log of group to write into, asked of pubd the first time:
  * NULL when there is none (the publish log then). Inline: on every publish,
  * and the asking's stack frame cost the lookup as much again. */
-static inline struct pub_dwriter *dw_for(struct pub_client *c, const char *group, size_t glen, bool nonblock)
+/* The direct log we hold of group, or NULL. */
+static inline struct pub_dwriter *dw_find(struct pub_client *c, const char *group, size_t glen)
 {
-	if (!c->wake_map)
-		return NULL;
 	for (unsigned i = 0; i < c->ndws; i++)
 		if (c->dws[i]->glen == glen && !memcmp(c->dws[i]->group, group, glen))
 			return c->dws[i];
-	return dw_ask(c, group, glen, nonblock);
+	return NULL;
+}
+static inline struct pub_dwriter *dw_for(struct pub_client *c, const char *group, size_t glen, bool nonblock)
+{
+	struct pub_dwriter *dw;
+
+	if (!c->wake_map)
+		return NULL;
+	dw = dw_find(c, group, glen);
+	return dw ? dw : dw_ask(c, group, glen, nonblock);
 }
 /* req_id: a PUB_SYNC's (pubd answers it once it read the message), or 0. */
 int dw_publish(struct pub_client *c, struct pub_dwriter *dw, uint32_t req_id, const void *data, size_t len, int flags);
