@@ -88,18 +88,18 @@ struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const 
 		list_init(&r->granges[c]);
 	}
 	list_init(&r->tombs_fifo);
-	if (reasm_htab_init(&r->streams, &r->cfg.hash_key))
+	if (pubd_htab_init(&r->streams, &r->cfg.hash_key))
 		goto err_free;
-	if (reasm_htab_init(&r->partials, &r->cfg.hash_key))
+	if (pubd_htab_init(&r->partials, &r->cfg.hash_key))
 		goto err_streams;
-	if (reasm_htab_init(&r->tombs, &r->cfg.hash_key))
+	if (pubd_htab_init(&r->tombs, &r->cfg.hash_key))
 		goto err_partials;
 	return r;
 
 err_partials:
-	free(r->partials.b);
+	pubd_htab_free(&r->partials);
 err_streams:
-	free(r->streams.b);
+	pubd_htab_free(&r->streams);
 err_free:
 	free(r);
 	return NULL;
@@ -228,9 +228,9 @@ void pubd_reasm_destroy(struct pubd_reasm *r)
 		reasm_tomb_free(r, container_of(r->tombs_fifo.next, struct tomb, fifo));
 	while (!list_empty(&r->tombs_fifo_new))
 		reasm_tomb_free(r, container_of(r->tombs_fifo_new.next, struct tomb, fifo));
-	free(r->partials.b);
-	free(r->streams.b);
-	free(r->tombs.b);
+	pubd_htab_free(&r->partials);
+	pubd_htab_free(&r->streams);
+	pubd_htab_free(&r->tombs);
 	free(r);
 }
 
@@ -271,7 +271,7 @@ void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)
 	t->held_bytes = r->held_bytes;
 	t->stream_bytes = r->stream_bytes;
 	t->table_bytes =
-		(reasm_htab_buckets(&r->streams) + reasm_htab_buckets(&r->partials) + reasm_htab_buckets(&r->tombs)) *
+		(pubd_htab_buckets(&r->streams) + pubd_htab_buckets(&r->partials) + pubd_htab_buckets(&r->tombs)) *
 		sizeof(struct hnode *);
 }
 

@@ -13,10 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keyed_hash.h"
+#include "htab.h"
 #include "reasm.h"
-
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* ---- intrusive circular doubly-linked list ---- */
 
@@ -61,43 +59,6 @@ static inline void list_move_tail(struct link *h, struct link *n)
 	list_del(n);
 	list_add_tail(h, n);
 }
-
-/* ---- intrusive chained hash table on two 64-bit keys ---- */
-
-struct hnode {
-	struct hnode *next;
-	uint64_t k1, k2;
-};
-
-struct htab {
-	struct hnode **b;
-	size_t mask;
-	size_t n;
-	/* The keys are a remote sender's to choose: keyed (keyed_hash.h). An
-	 * unkeyed mix (fmix64) let a forger put 8,000 source ids in one chain. */
-	struct pubd_hash_key key;
-};
-
-static inline size_t hslot(const struct htab *t, uint64_t k1, uint64_t k2)
-{
-	return (size_t)pubd_hash_2u64(&t->key, k1, k2) & t->mask;
-}
-
-static inline struct hnode *htab_find(const struct htab *t, uint64_t k1, uint64_t k2)
-{
-	struct hnode *n;
-
-	for (n = t->b[hslot(t, k1, k2)]; n; n = n->next)
-		if (n->k1 == k1 && n->k2 == k2)
-			return n;
-	return NULL;
-}
-
-/* reasm_htab.c */
-int reasm_htab_init(struct htab *t, const struct pubd_hash_key *key);
-void reasm_htab_insert(struct htab *t, struct hnode *n);
-void reasm_htab_remove(struct htab *t, struct hnode *n);
-size_t reasm_htab_buckets(const struct htab *t);
 
 /* ---- the engine ---- */
 

@@ -15,7 +15,7 @@ void reasm_partial_free(struct pubd_reasm *r, struct partial *p)
 {
 	struct stream *s = p->s;
 
-	reasm_htab_remove(&r->partials, &p->hn);
+	pubd_htab_remove(&r->partials, &p->hn);
 	list_del(&p->slink);
 	list_del(&p->glink);
 	s->inflight--;
@@ -97,7 +97,7 @@ struct partial *reasm_partial_new(struct pubd_reasm *r, struct stream *s, uint64
 	p->deadline = deadline;
 	p->hn.k1 = s->id;
 	p->hn.k2 = seq;
-	reasm_htab_insert(&r->partials, &p->hn);
+	pubd_htab_insert(&r->partials, &p->hn);
 	list_add_tail(&s->partials, &p->slink);
 	list_add_tail(&r->gpartials[s->cls], &p->glink);
 	s->inflight++;

@@ -86,7 +86,7 @@ static struct stream *stream_get(struct pubd_reasm *r, uint64_t now, uint64_t so
 	s->based = s->based || !s->baseline;
 	list_init(&s->partials);
 	list_init(&s->ranges);
-	reasm_htab_insert(&r->streams, &s->hn);
+	pubd_htab_insert(&r->streams, &s->hn);
 	list_add_tail(lru_of(r, s), &s->lru);
 	r->nstreams++;
 	r->stream_bytes += STREAM_BYTES;

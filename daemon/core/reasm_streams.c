@@ -11,7 +11,7 @@
 
 void reasm_tomb_free(struct pubd_reasm *r, struct tomb *t)
 {
-	reasm_htab_remove(&r->tombs, &t->hn);
+	pubd_htab_remove(&r->tombs, &t->hn);
 	list_del(&t->fifo);
 	r->stream_bytes -= TOMB_BYTES;
 	free(t);
@@ -36,7 +36,7 @@ static void tomb_put(struct pubd_reasm *r, const struct stream *s)
 	t->next_seq = s->next_seq;
 	t->last_active = s->last_active;
 	t->proven = s->proven;
-	reasm_htab_insert(&r->tombs, &t->hn);
+	pubd_htab_insert(&r->tombs, &t->hn);
 	list_add_tail(s->proven ? &r->tombs_fifo : &r->tombs_fifo_new, &t->fifo);
 	r->stream_bytes += TOMB_BYTES;
 }
@@ -80,7 +80,7 @@ void reasm_stream_forget(struct pubd_reasm *r, struct stream *s, bool report)
 		drop(r, s, PUB_DROP_REASM_TIMEOUT, partials);
 		drop(r, s, PUB_DROP_SEQ_GAP, missing);
 	}
-	reasm_htab_remove(&r->streams, &s->hn);
+	pubd_htab_remove(&r->streams, &s->hn);
 	list_del(&s->lru);
 	if (r->hot == s)
 		r->hot = NULL;

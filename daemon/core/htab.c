@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The intrusive chained hash table on two 64-bit keys that reassembly keeps
- * its streams, partials and tombstones in (lookup is inline, in
- * reasm_internal.h).
+ * The intrusive chained hash table on two 64-bit keys (htab.h).
  *
  * The bucket array doubles at load 1 and halves below load 1/8 (never under
  * HTAB_MIN_BUCKETS): a burst of forged sources grows it to thousands of
@@ -12,11 +10,11 @@
  */
 #include <stdlib.h>
 
-#include "reasm_internal.h"
+#include "htab.h"
 
 #define HTAB_MIN_BUCKETS 64
 
-int reasm_htab_init(struct htab *t, const struct pubd_hash_key *key)
+int pubd_htab_init(struct htab *t, const struct pubd_hash_key *key)
 {
 	t->key = *key;
 	t->b = calloc(HTAB_MIN_BUCKETS, sizeof(*t->b));
@@ -30,6 +28,14 @@ int reasm_htab_init(struct htab *t, const struct pubd_hash_key *key)
 /* Move every node into a bucket array of nb (a power of two). If that
  * allocation fails the table keeps its size: chains grow longer, or the
  * array stays larger than it needs. */
+void pubd_htab_free(struct htab *t)
+{
+	free(t->b);
+	t->b = NULL;
+	t->mask = 0;
+	t->n = 0;
+}
+
 static void htab_resize(struct htab *t, size_t nb)
 {
 	struct hnode **b = calloc(nb, sizeof(*b)), *n, *next;
@@ -52,7 +58,7 @@ static void htab_resize(struct htab *t, size_t nb)
 	t->mask = nb - 1;
 }
 
-void reasm_htab_insert(struct htab *t, struct hnode *n)
+void pubd_htab_insert(struct htab *t, struct hnode *n)
 {
 	size_t s;
 
@@ -64,7 +70,7 @@ void reasm_htab_insert(struct htab *t, struct hnode *n)
 	t->n++;
 }
 
-void reasm_htab_remove(struct htab *t, struct hnode *n)
+void pubd_htab_remove(struct htab *t, struct hnode *n)
 {
 	struct hnode **pp = &t->b[hslot(t, n->k1, n->k2)];
 
@@ -78,7 +84,7 @@ void reasm_htab_remove(struct htab *t, struct hnode *n)
 		htab_resize(t, (t->mask + 1) / 2);
 }
 
-size_t reasm_htab_buckets(const struct htab *t)
+size_t pubd_htab_buckets(const struct htab *t)
 {
 	return t->mask + 1;
 }
