@@ -26,7 +26,7 @@ static void on_reasm_timer(void *ctx, uint64_t now)
 	d->event_ns = now;
 	pubd_reasm_expire(d->reasm, now);
 	engine_arm_reasm_timer(d);
-	if (d->holds)
+	if (d->holds.dirty)
 		engine_order_release(d);
 }
 
@@ -307,6 +307,9 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	err = engine_naks_init(d);
 	if (err < 0)
 		return err;
+	err = engine_order_init(d);
+	if (err < 0)
+		return err;
 	pubd_linger_init(&d->linger, (uint64_t)d->cfg.rx_linger_us * 1000);
 	pubd_loop_set_idle(d->loop, on_idle, d);
 	pubd_notify_init(d);
@@ -370,7 +373,7 @@ void pubd_close(struct pubd *d)
 	d->fabric = NULL;
 	pubd_groups_free(&d->groups);
 	engine_naks_close(d);
-	engine_order_forget(d, 0);
+	engine_order_close(d);
 	pubd_reasm_destroy(d->reasm);
 	d->reasm = NULL;
 	pubd_msgbuf_cache_drain();

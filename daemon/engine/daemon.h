@@ -11,6 +11,7 @@
 #include "config.h"
 #include "fabric.h"
 #include "groups.h"
+#include "htab.h"
 #include "ipc.h"
 #include "linger.h"
 #include "loop.h"
@@ -23,6 +24,20 @@
 struct pub_table_builder;
 struct pubd_http;
 struct hold_stream;
+
+/*
+ * Messages held back for order on repair groups (repair_order.c): the
+ * streams holding, by (source, group), and those a release must look at.
+ * A release looks only at those (reassembly moved their low, or a full
+ * subscriber queue stopped them): thousands of streams held open by a
+ * forger's gaps cost nothing per message of the others.
+ */
+struct engine_holds {
+	struct htab ix;		   /* every holding stream, by (source, group) */
+	struct hold_stream *all;   /* the same streams, for walks of them all */
+	struct hold_stream *dirty; /* to look at on the next release */
+	uint64_t visits;	   /* streams releases looked at, all told (tests) */
+};
 
 struct pubd {
 	char *config_path;
@@ -44,7 +59,7 @@ struct pubd {
 	struct pubd_loop_timer *nak_timer;
 	uint64_t nak_rng;
 	bool fabric_unicast;	   /* the fabric's send_to works (loss repair can run) */
-	struct hold_stream *holds; /* messages held back for order (repair_order.c) */
+	struct engine_holds holds; /* messages held back for order (repair_order.c) */
 	uint64_t held_bytes;
 	uint64_t order_overflows;
 	bool holds_waiting;		      /* a release stopped at a full subscriber queue: go on as it drains */

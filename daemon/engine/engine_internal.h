@@ -113,10 +113,22 @@ void engine_flow_free(struct pubd *d, struct pubd_group *g);
 void engine_flow_rx_free(struct pubd *d, struct pubd_group *g);
 
 /* repair_order.c: in-order delivery on repair groups */
+int engine_order_init(struct pubd *d); /* -ENOMEM */
+void engine_order_close(struct pubd *d);
 /* Hold msg (seq of source on group) if an earlier one is outstanding; true if held. */
 bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg);
-/* Release what reassembly has caught up with (after each batch of its work). */
+/* Reassembly resolved a message of (source, group) some other way (dropped
+ * it, or delivered it past the holding): the next release looks at the
+ * stream. */
+void engine_order_touch(struct pubd *d, uint64_t source, uint64_t group);
+/* Release what reassembly has caught up with on the streams touched since
+ * the last release, and those a full queue stopped (after each batch of
+ * reassembly's work, when d->holds.dirty). */
 void engine_order_release(struct pubd *d);
+/* What the group's streams hold goes out now, in order but past any gap
+ * (a full queue applies its policy): reassembly forgot them (the group
+ * stopped receiving), or a reload turned the group's repair off. */
+void engine_order_flush_group(struct pubd *d, uint64_t group);
 /* Drop what is held for a group (0: every group) without delivering it. */
 void engine_order_forget(struct pubd *d, uint64_t group);
 

@@ -210,6 +210,7 @@ int pubd_group_listen_sync(struct pubd *d, struct pubd_group *g)
 		 * had got to. */
 		pubd_reasm_foreach(d->reasm, keep_next_seq, &(struct keep_ctx){.d = d, .group_id = g->id});
 		pubd_reasm_forget_group(d->reasm, g->id);
+		engine_order_flush_group(d, g->id);
 	}
 	log_info("group %s (%s): %s receiving%s", g->name, g->cfg->address_text, want ? "started" : "stopped",
 		 g->listen_pending ? " (once the fabric's full join completes)" : "");

@@ -123,6 +123,10 @@ int engine_apply_groups(struct pubd *d, struct pubd_config *cfg)
 			pubd_ipc_acl_changing(&d->ipc, g, gc);
 			g->cfg = gc;
 			pubd_ipc_acl_changed(&d->ipc, g, was);
+			/* Order is kept no more: nothing would release what
+			 * the group holds for it. */
+			if (was->repair.on && !gc->repair.on)
+				engine_order_flush_group(d, g->id);
 			if (g->pacer.rate != gc->rate)
 				pubd_tx_pace_config(d, g);
 			continue;

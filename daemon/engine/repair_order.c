@@ -30,12 +30,22 @@
  * but delivered at once, as a forced release would. `order_overflows`
  * counts these forced releases and refusals. No message is lost here:
  * each one held is delivered or, when its group goes, forgotten with it.
+ *
+ * Work: a stream is found by a keyed hash of (source, group), and a
+ * release looks only at the streams reassembly touched since the last
+ * one (a message of theirs completed or dropped: engine_order_touch) and
+ * those a full queue stopped. A forger's thousands of streams held open
+ * behind gaps cost the honest streams nothing per message; when each
+ * receive batch walked every holding stream, 4,000 of them took an
+ * honest stream's CPU from 0.11 s to 1.1-3.0 s.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine_internal.h"
 #include "log.h"
+#include "random_key.h"
 
 /*
  * A stream's held messages: entries sorted by seq, e[lo] to e[hi - 1], in
@@ -56,8 +66,9 @@ struct hold_entry {
 };
 
 struct hold_stream {
-	struct hold_stream *next;
-	uint64_t source, group;
+	struct hnode hn;		     /* (source, group) in d->holds.ix */
+	struct hold_stream *next, **pprev;   /* d->holds.all */
+	struct hold_stream *dnext, **dpprev; /* d->holds.dirty; dpprev NULL: not on it */
 	struct hold_entry *e;
 	uint32_t cap, lo, hi;
 	uint64_t bytes; /* charged to d->held_bytes: struct, array, messages */
@@ -85,17 +96,45 @@ static void charge(struct pubd *d, struct hold_stream *h, uint64_t add, uint64_t
 	d->held_bytes = d->held_bytes + add - sub;
 }
 
-/* The stream of (source, group), or NULL; *n: how many streams there are
- * (counted only when it is not found, the whole list walked). */
-static struct hold_stream *find(struct pubd *d, uint64_t source, uint64_t group, uint32_t *n)
+int engine_order_init(struct pubd *d)
 {
-	struct hold_stream *h;
+	struct pubd_hash_key key;
 
-	*n = 0;
-	for (h = d->holds; h; h = h->next, ++*n)
-		if (h->source == source && h->group == group)
-			return h;
-	return NULL;
+	pubd_random_key(&key); /* streams are hashed on ids a peer picks */
+	return pubd_htab_init(&d->holds.ix, &key) ? -ENOMEM : 0;
+}
+
+/* The stream of (source, group), or NULL. */
+static struct hold_stream *find(struct pubd *d, uint64_t source, uint64_t group)
+{
+	struct hnode *n;
+
+	if (!d->holds.ix.n)
+		return NULL;
+	n = htab_find(&d->holds.ix, source, group);
+	return n ? container_of(n, struct hold_stream, hn) : NULL;
+}
+
+/* Put h on the list the next release looks at (once). */
+static void mark(struct pubd *d, struct hold_stream *h)
+{
+	if (h->dpprev)
+		return;
+	h->dnext = d->holds.dirty;
+	if (h->dnext)
+		h->dnext->dpprev = &h->dnext;
+	d->holds.dirty = h;
+	h->dpprev = &d->holds.dirty;
+}
+
+static void unmark(struct hold_stream *h)
+{
+	if (!h->dpprev)
+		return;
+	*h->dpprev = h->dnext;
+	if (h->dnext)
+		h->dnext->dpprev = h->dpprev;
+	h->dpprev = NULL;
 }
 
 static struct hold_stream *stream_new(struct pubd *d, uint64_t source, uint64_t group)
@@ -104,33 +143,29 @@ static struct hold_stream *stream_new(struct pubd *d, uint64_t source, uint64_t 
 
 	if (!h)
 		return NULL;
-	h->source = source;
-	h->group = group;
-	h->next = d->holds;
-	d->holds = h;
+	h->hn.k1 = source;
+	h->hn.k2 = group;
+	pubd_htab_insert(&d->holds.ix, &h->hn);
+	h->next = d->holds.all;
+	if (h->next)
+		h->next->pprev = &h->next;
+	d->holds.all = h;
+	h->pprev = &d->holds.all;
 	charge(d, h, chunk_bytes(sizeof(*h)), 0);
 	return h;
 }
 
-/* Unlink *pp (empty of messages) and give back what it charged. */
-static void stream_free(struct pubd *d, struct hold_stream **pp)
+/* Forget h (empty of messages) and give back what it charged. */
+static void stream_free(struct pubd *d, struct hold_stream *h)
 {
-	struct hold_stream *h = *pp;
-
-	*pp = h->next;
+	*h->pprev = h->next;
+	if (h->next)
+		h->next->pprev = h->pprev;
+	unmark(h);
+	pubd_htab_remove(&d->holds.ix, &h->hn);
 	d->held_bytes -= h->bytes;
 	free(h->e);
 	free(h);
-}
-
-/* The link that points at h (a walk of the list). */
-static struct hold_stream **link_of(struct pubd *d, struct hold_stream *h)
-{
-	struct hold_stream **pp = &d->holds;
-
-	while (*pp != h)
-		pp = &(*pp)->next;
-	return pp;
 }
 
 /* Move the entries into an array of cap (NULL: h's own), centred so both
@@ -170,25 +205,27 @@ static bool room_for(const struct pubd_group *g, size_t len)
 }
 
 /* Release h's messages below low (all: UINT64_MAX) to the group's
- * subscribers; unless forced, only while their queues have room. */
-static void release(struct pubd *d, struct hold_stream *h, uint64_t low, bool forced)
+ * subscribers; unless forced, only while their queues have room. true:
+ * it stopped at a full queue. */
+static bool release(struct pubd *d, struct hold_stream *h, uint64_t low, bool forced)
 {
-	struct pubd_group *g = pubd_groups_by_id(&d->groups, h->group);
+	uint64_t source = h->hn.k1, seq;
+	struct pubd_group *g = pubd_groups_by_id(&d->groups, h->hn.k2);
 	struct pubd_msgbuf *m;
-	uint64_t seq;
+	bool stopped = false;
 
 	while (h->lo < h->hi && h->e[h->lo].seq < low) {
 		seq = h->e[h->lo].seq;
 		m = h->e[h->lo].msg;
 		if (g && !forced && !room_for(g, m->len)) {
-			d->holds_waiting = true;
+			stopped = true;
 			break;
 		}
 		h->lo++;
 		charge(d, h, 0, pubd_msgbuf_footprint(m));
 		if (g) {
-			engine_fan_out(d, g, h->source, seq, m);
-			engine_flow_delivered(d, g, h->source, seq);
+			engine_fan_out(d, g, source, seq, m);
+			engine_flow_delivered(d, g, source, seq);
 		}
 		pubd_msgbuf_put(m);
 	}
@@ -196,6 +233,7 @@ static void release(struct pubd *d, struct hold_stream *h, uint64_t low, bool fo
 	 * (an empty one goes whole: its caller frees it). */
 	if (h->hi > h->lo && h->cap > HOLD_CAP_MIN && h->hi - h->lo < h->cap / 8)
 		recentre(d, h, h->cap / 2);
+	return stopped;
 }
 
 /* Put msg in h for seq: 1, or 0 when one is held for seq already
@@ -239,29 +277,28 @@ static int put(struct pubd *d, struct hold_stream *h, uint64_t seq, struct pubd_
 /* Over the budget: the stream charged most goes out as it stands. */
 static void overflow(struct pubd *d)
 {
-	struct hold_stream **pp, **big = NULL;
+	struct hold_stream *h, *big = NULL;
 
-	for (pp = &d->holds; *pp; pp = &(*pp)->next)
-		if (!big || (*pp)->bytes > (*big)->bytes)
-			big = pp;
+	for (h = d->holds.all; h; h = h->next)
+		if (!big || h->bytes > big->bytes)
+			big = h;
 	if (!big)
 		return;
 	d->order_overflows++;
 	log_debug("repair: held messages over limits.reassembly_budget; releasing a stream out of order");
-	release(d, *big, UINT64_MAX, true);
+	release(d, big, UINT64_MAX, true);
 	stream_free(d, big);
 }
 
 bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg)
 {
-	uint32_t nstreams;
-	struct hold_stream *h = find(d, source, group, &nstreams);
+	struct hold_stream *h = find(d, source, group);
 	int r;
 
 	if (!h && pubd_reasm_stream_low(d->reasm, source, group) >= seq)
 		return false; /* nothing before it outstanding: deliver now */
 	if (!h) {
-		if (nstreams >= d->cfg.max_sources) {
+		if (d->holds.ix.n >= d->cfg.max_sources) {
 			/* As many streams hold as there may be sources: this
 			 * one is delivered now, out of order. */
 			d->order_overflows++;
@@ -273,46 +310,83 @@ bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t
 			return false;
 		}
 	}
+	/* Completing this message may have moved the stream's low: the
+	 * release at the end of the receive batch looks. */
+	mark(d, h);
 	r = put(d, h, seq, msg);
 	if (r < 0) {
 		/* Out of memory: release what is held as the budget would,
 		 * then deliver this one after it. */
 		d->order_overflows++;
 		release(d, h, UINT64_MAX, true);
-		stream_free(d, link_of(d, h));
+		stream_free(d, h);
 		return false;
 	}
-	while (d->held_bytes > d->cfg.reassembly_budget && d->holds)
+	while (d->held_bytes > d->cfg.reassembly_budget && d->holds.all)
 		overflow(d);
 	return true;
 }
 
+void engine_order_touch(struct pubd *d, uint64_t source, uint64_t group)
+{
+	struct hold_stream *h = find(d, source, group);
+
+	if (h)
+		mark(d, h);
+}
+
 void engine_order_release(struct pubd *d)
 {
-	struct hold_stream **pp = &d->holds, *h;
+	struct hold_stream *todo = d->holds.dirty, *h;
 
+	/* Those a full queue stops go back on d->holds.dirty, for the
+	 * next release; this one walks what was there when it began. */
+	d->holds.dirty = NULL;
+	if (todo)
+		todo->dpprev = &todo;
 	d->holds_waiting = false;
-	while ((h = *pp)) {
-		release(d, h, pubd_reasm_stream_low(d->reasm, h->source, h->group), false);
-		if (h->lo < h->hi)
-			pp = &h->next;
-		else
-			stream_free(d, pp);
+	while ((h = todo)) {
+		unmark(h);
+		d->holds.visits++;
+		if (release(d, h, pubd_reasm_stream_low(d->reasm, h->hn.k1, h->hn.k2), false)) {
+			d->holds_waiting = true;
+			mark(d, h);
+		} else if (h->lo == h->hi) {
+			stream_free(d, h);
+		}
+	}
+}
+
+void engine_order_flush_group(struct pubd *d, uint64_t group)
+{
+	struct hold_stream *h, *next;
+
+	for (h = d->holds.all; h; h = next) {
+		next = h->next;
+		if (h->hn.k2 != group)
+			continue;
+		release(d, h, UINT64_MAX, true);
+		stream_free(d, h);
 	}
 }
 
 void engine_order_forget(struct pubd *d, uint64_t group)
 {
-	struct hold_stream **pp = &d->holds, *h;
+	struct hold_stream *h, *next;
 	uint32_t i;
 
-	while ((h = *pp)) {
-		if (group && h->group != group) {
-			pp = &h->next;
+	for (h = d->holds.all; h; h = next) {
+		next = h->next;
+		if (group && h->hn.k2 != group)
 			continue;
-		}
 		for (i = h->lo; i < h->hi; i++)
 			pubd_msgbuf_put(h->e[i].msg);
-		stream_free(d, pp);
+		stream_free(d, h);
 	}
+}
+
+void engine_order_close(struct pubd *d)
+{
+	engine_order_forget(d, 0);
+	pubd_htab_free(&d->holds.ix);
 }

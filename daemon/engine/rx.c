@@ -129,12 +129,17 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 		 * as a repair group's order may keep it. */
 		if (!owned && !(owned = copy_out(data, len))) {
 			overflow_all(d, g);
+			if (repairs)
+				engine_order_touch(d, source, group_id);
 			return;
 		}
 		if (!repairs || !engine_order_hold(d, source, group_id, seq, owned)) {
 			engine_fan_out(d, g, source, seq, owned);
 			engine_flow_delivered(d, g, source, seq);
 		}
+	} else if (repairs) {
+		/* Nobody to hold it for; what its stream holds may go now. */
+		engine_order_touch(d, source, group_id);
 	}
 	pubd_msgbuf_put(owned);
 }
@@ -178,10 +183,11 @@ static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_d
 	struct pubd *d = ctx;
 	struct pubd_group *g = pubd_groups_by_id(&d->groups, group_id);
 	struct pubd_source_stats *s = source_stats(d, source, group_id);
+	bool repairs = engine_repairs(d, g);
 
 	/* On a repair group a lost message was asked for: not getting it back
 	 * is one reason, whichever way reassembly found it missing. */
-	if (engine_repairs(d, g) && (reason == PUB_DROP_SEQ_GAP || reason == PUB_DROP_REASM_TIMEOUT))
+	if (repairs && (reason == PUB_DROP_SEQ_GAP || reason == PUB_DROP_REASM_TIMEOUT))
 		reason = PUB_DROP_UNRECOVERED;
 	if (s)
 		pubd_drops_add(&s->drops, reason, count);
@@ -189,9 +195,13 @@ static void reasm_drop(void *ctx, uint64_t source, uint64_t group_id, enum pub_d
 		pubd_drops_add(&g->drops, reason, count);
 	else
 		pubd_drops_add(&d->drops, reason, count);
-	if (pub_drop_reason_kind(reason) == PUB_DROP_KIND_MSG)
+	if (pub_drop_reason_kind(reason) == PUB_DROP_KIND_MSG) {
 		d->counters[PUBD_CTR_MSG_DROPPED] += count;
-	else if (reason == PUB_DROP_MALFORMED)
+		/* The stream's low may have moved past them: what it holds
+		 * behind them may go. */
+		if (repairs)
+			engine_order_touch(d, source, group_id);
+	} else if (reason == PUB_DROP_MALFORMED)
 		d->counters[PUBD_CTR_RX_MALFORMED] += count; /* as on_rx counts the header's own failures */
 }
 
@@ -409,6 +419,6 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 	}
 	engine_arm_reasm_timer(d);
 	engine_naks_arm(d);
-	if (d->holds)
+	if (d->holds.dirty)
 		engine_order_release(d);
 }

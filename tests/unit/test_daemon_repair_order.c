@@ -398,6 +398,128 @@ static void test_holding_streams_capped(void **state)
 	hd_stop(&b);
 }
 
+/* F2 of an outside audit: 2,000 invented sources each hold a message
+ * behind a gap, and an honest source sends 2,000 messages, a gap among them
+ * repaired late. A release looks only at the streams reassembly moved (or
+ * a full queue stopped): the honest stream's messages cost no walk of the
+ * forger's streams (they did: each receive batch looked at every holding
+ * stream, and a lookup walked them all, 10-27x the honest stream's CPU). */
+static void test_release_looks_at_touched_streams_only(void **state)
+{
+	static struct hd b;
+	enum { FORGED = 2000, N = 2000 };
+	uint64_t next = 0, got = 0, s, visits, dl;
+	struct pubd_group *g;
+	struct hc sub;
+	unsigned i;
+
+	(void)state;
+	sparse_start(&b, &sub, "  subscriber_queue_bytes: 64MiB\n  reassembly_budget: 64MiB\n  max_sources: 8192\n");
+	g = hd_group(&b, "r");
+	for (i = 0; i < FORGED; i++) {
+		inject_from(&b, 0x401d000000000000ull + i, 0, 8);
+		inject_from(&b, 0x401d000000000000ull + i, 2, 8); /* 1 missing: held */
+		if (i % 64 == 63)
+			hd_turn(&b, 0);
+	}
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && got < FORGED) { /* each one's message 0 */
+		hd_turn(&b, 1);
+		got += drain(&sub);
+	}
+	assert_int_equal(got, FORGED);
+	assert_int_equal(b.d.holds.ix.n, FORGED);
+	visits = b.d.holds.visits;
+	inject(&b, 0);
+	for (s = 2; s < N; s++) { /* 1 is lost: 2.. are held */
+		inject(&b, s);
+		if (s % 16 == 0)
+			hd_turn(&b, 0);
+	}
+	hd_turn(&b, 0);
+	inject(&b, 1); /* the repair */
+	dl = hd_deadline(10000);
+	while (!hd_past(dl) && next < N)
+		read_all(&b, &sub, &next, 1);
+	print_message("%u streams held by invented sources; %u honest messages, one gap: %llu stream visits\n", FORGED,
+		      N, (unsigned long long)(b.d.holds.visits - visits));
+	assert_int_equal(next, N);
+	/* Each receive batch (a datagram here) looks at the stream it held
+	 * a message of: one visit a message. A walk of every holding stream
+	 * per batch made it 2,000 times that. */
+	assert_true(b.d.holds.visits - visits <= N);
+	assert_int_equal(b.d.holds.ix.n, FORGED);
+	assert_int_equal(g->delivered, N + FORGED);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
+/* The group's last subscriber goes: pubd stops receiving it and reassembly
+ * forgets its streams, so nothing is outstanding before what is held any
+ * more; it goes (to nobody) at once, not when the budget forces it. */
+static void test_holds_go_when_the_group_stops_receiving(void **state)
+{
+	static struct hd b;
+	struct pubd_group *g;
+	struct hc sub;
+	uint64_t s, dl;
+
+	(void)state;
+	assert_int_equal(hd_start(&b, NULL, config("")), 0);
+	slow_sub(&b, &sub);
+	g = hd_group(&b, "r");
+	inject(&b, 0);
+	for (s = 2; s < 10; s++) /* 1 is lost: 2..9 are held */
+		inject(&b, s);
+	hd_turn(&b, 1);
+	assert_true(b.d.held_bytes >= 8 * MSG_LEN);
+	assert_true(g->listening);
+	hc_close(&sub);
+	dl = hd_deadline(3000);
+	while (!hd_past(dl) && g->listening)
+		hd_turn(&b, 1);
+	assert_false(g->listening);
+	assert_int_equal(b.d.held_bytes, 0);
+	assert_int_equal(b.d.holds.ix.n, 0);
+	hd_stop(&b);
+}
+
+/* A reload turns the group's repair off: what it held for order goes out
+ * then, in order, past the gap (nothing would release it later). */
+static void test_holds_go_when_repair_is_turned_off(void **state)
+{
+	static struct hd b;
+	struct pubd_group *g;
+	struct hc sub;
+	uint64_t s, got = 0, dl;
+
+	(void)state;
+	assert_int_equal(hd_start(&b, NULL, config("")), 0);
+	slow_sub(&b, &sub);
+	g = hd_group(&b, "r");
+	inject(&b, 0);
+	for (s = 2; s < 4; s++) /* 1 is lost: 2 and 3 are held */
+		inject(&b, s);
+	hd_turn(&b, 1);
+	assert_true(b.d.held_bytes >= 2 * MSG_LEN);
+	assert_int_equal(hd_reload(&b, NULL,
+				   "limits:\n  reassembly_timeout_ms: 60000\n  subscriber_queue: 4\n"
+				   "groups:\n  - {name: r, address: 239.78.0.4}\n"),
+			 0);
+	assert_ptr_equal(hd_group(&b, "r"), g); /* the same group, repair off */
+	assert_int_equal(b.d.held_bytes, 0);
+	assert_int_equal(b.d.holds.ix.n, 0);
+	dl = hd_deadline(3000);
+	while (!hd_past(dl) && got < 3) {
+		hd_turn(&b, 1);
+		got += drain(&sub);
+	}
+	assert_int_equal(got, 3);
+	assert_int_equal(g->delivered, 3);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +528,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_random_repairs_among_many_held, hd_teardown),
 		cmocka_unit_test_teardown(test_sparse_seqs_stay_within_budget, hd_teardown),
 		cmocka_unit_test_teardown(test_holding_streams_capped, hd_teardown),
+		cmocka_unit_test_teardown(test_release_looks_at_touched_streams_only, hd_teardown),
+		cmocka_unit_test_teardown(test_holds_go_when_the_group_stops_receiving, hd_teardown),
+		cmocka_unit_test_teardown(test_holds_go_when_repair_is_turned_off, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
