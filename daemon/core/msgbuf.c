@@ -128,12 +128,10 @@ int pubd_msgbuf_detach(struct pubd_msgbuf *m)
 	return 0;
 }
 
-void pubd_msgbuf_put(struct pubd_msgbuf *m)
+void pubd_msgbuf_last_put(struct pubd_msgbuf *m)
 {
 	uint32_t cls;
 
-	if (!m || --m->refs)
-		return;
 	if (m->lender)
 		m->lender->returned(m->lender, m->cookie);
 	else if (m->own)

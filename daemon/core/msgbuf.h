@@ -135,9 +135,17 @@ static inline struct pubd_msgbuf *pubd_msgbuf_get(struct pubd_msgbuf *m)
 	return m;
 }
 
+/* The last reference went: recycle or free the buffer (and tell its lender). */
+void pubd_msgbuf_last_put(struct pubd_msgbuf *m);
+
 /* Drop a reference; the last one recycles or frees the buffer (and tells
- * its lender). NULL is fine. */
-void pubd_msgbuf_put(struct pubd_msgbuf *m);
+ * its lender). NULL is fine. Inline: a message's buffer is put two or three
+ * times on its way (publish, queue, send), all but the last a decrement. */
+static inline void pubd_msgbuf_put(struct pubd_msgbuf *m)
+{
+	if (m && !--m->refs)
+		pubd_msgbuf_last_put(m);
+}
 
 /* A reference held by the transmit path (a queued message, a send reading
  * the lent bytes in place): no detach until the matching unpin. */

@@ -134,10 +134,8 @@ void engine_repair_tick(struct pubd *d, uint64_t now)
 	}
 }
 
-void engine_repair_keep(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq, uint32_t unit)
+void engine_repair_keep_on(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq, uint32_t unit)
 {
-	if (!g->cfg || !g->cfg->repair.on)
-		return;
 	d->repair_budget.limit = d->cfg.repair_budget; /* as loaded or reloaded */
 	if (!g->rwin)
 		sync_group(d, g, d->event_ns);

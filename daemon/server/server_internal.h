@@ -263,6 +263,7 @@ struct pubd_client {
 	unsigned nsubs, subs_cap;
 	struct pubd_pubstat *pubs;
 	unsigned npubs;
+	unsigned pubs_last; /* the entry last counted into (checked before use: entries move) */
 
 	uint64_t published, delivered;
 	struct pubd_drops drops;
