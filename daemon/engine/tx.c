@@ -126,7 +126,7 @@ static void item_done(struct pubd *d, struct pubd_group *g, struct pubd_tx_item 
 		g->txq_tail = NULL;
 	g->txq_len--;
 	d->tx.queued_msgs--;
-	pubd_ipc_tx_done(&d->ipc, it->origin, it->msg->len);
+	pubd_ipc_tx_done(&d->ipc, it->origin, it->msg->len, 1);
 	item_release(it);
 	it->next = d->tx.free_items;
 	d->tx.free_items = it;
@@ -340,6 +340,48 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 	return n;
 }
 
+/*
+ * A batch datagram went: its k messages, the head of the queue from it on,
+ * each as message_sent would take it, with what is the same for all of
+ * them (the queue's ends and counts, the repair question, the budget and
+ * the origin's back-pressure, a run of one origin's at a time) done once.
+ */
+static void batch_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it, uint32_t k)
+{
+	bool first = !g->ever_sent, keep = g->cfg && g->cfg->repair.on;
+	struct pubd_client *origin = it->origin;
+	struct pubd_tx_item *next;
+	uint64_t bytes = 0;
+	uint32_t i, run = 0;
+
+	g->ever_sent = true;
+	for (i = 0; i < k; i++, it = next) {
+		next = it->next;
+		g->sent_seq = it->seq + 1;
+		if (keep)
+			engine_repair_keep_on(d, g, it->msg, it->seq, it->plan.frag_payload);
+		if (it->origin != origin) {
+			pubd_ipc_tx_done(&d->ipc, origin, bytes, run);
+			origin = it->origin;
+			bytes = 0;
+			run = 0;
+		}
+		bytes += it->msg->len;
+		run++;
+		item_release(it);
+		it->next = d->tx.free_items;
+		d->tx.free_items = it;
+	}
+	pubd_ipc_tx_done(&d->ipc, origin, bytes, run);
+	g->txq_head = it;
+	if (!it)
+		g->txq_tail = NULL;
+	g->txq_len -= k;
+	d->tx.queued_msgs -= k;
+	if (first)
+		pubd_tx_announce(d, g); /* as message_sent says */
+}
+
 /* Its last datagram went: kept for repair, off the queue (it is the head). */
 static void message_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it)
 {
@@ -374,9 +416,8 @@ static void refund(struct pubd_group *g, const struct tx_batch *b, unsigned from
 static int pump_group(struct pubd *d, struct pubd_group *g)
 {
 	struct tx_batch b;
-	struct pubd_tx_item *it, *next;
+	struct pubd_tx_item *it;
 	unsigned n, i;
-	uint32_t k;
 	int sent;
 
 	n = gather(d, g, &b);
@@ -412,11 +453,7 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 			/* A batch: its messages are the head of the queue, whole. */
 			d->counters[PUBD_CTR_TX_BATCHES]++;
 			d->counters[PUBD_CTR_TX_BATCHED] += b.nmsgs[i];
-			for (k = 0; k < b.nmsgs[i]; k++, it = next) {
-				next = it->next;
-				it->next_frag = 1;
-				message_sent(d, g, it);
-			}
+			batch_sent(d, g, it, b.nmsgs[i]);
 		} else if (++it->next_frag == it->plan.frag_count) {
 			message_sent(d, g, it);
 		}

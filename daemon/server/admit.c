@@ -21,9 +21,6 @@ static struct pubd_pubstat *client_pubstat(struct pubd_client *c, struct pubd_gr
 	struct pubd_pubstat *v;
 	unsigned i;
 
-	/* A client's messages mostly go to the group its last went to. */
-	if (c->pubs_last < c->npubs && c->pubs[c->pubs_last].group == g)
-		return &c->pubs[c->pubs_last];
 	for (i = 0; i < c->npubs; i++)
 		if (c->pubs[i].group == g) {
 			c->pubs_last = i;
@@ -95,7 +92,9 @@ bool srv_publish_size_ok(struct pubd_client *c, uint32_t req_id, struct pubd_gro
 
 static inline void count_published(struct pubd_client *c, struct pubd_group *g, size_t len)
 {
-	struct pubd_pubstat *ps = client_pubstat(c, g);
+	/* A client's messages mostly go to the group its last went to. */
+	struct pubd_pubstat *ps = c->pubs_last < c->npubs && c->pubs[c->pubs_last].group == g ? &c->pubs[c->pubs_last]
+											      : client_pubstat(c, g);
 
 	if (ps) {
 		ps->published++;

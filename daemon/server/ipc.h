@@ -247,9 +247,9 @@ void pubd_ipc_sub_queue(const struct pubd_sub *s, struct pubd_sub_queue *q);
  * budget: the message was read already; reading waits instead.
  */
 void pubd_ipc_tx_hold(struct pubd_ipc *srv, size_t bytes);
-/* A message of bytes left the transmit queue; origin (or NULL once it has
- * gone) owned it. */
-void pubd_ipc_tx_done(struct pubd_ipc *srv, struct pubd_client *origin, size_t bytes);
+/* n messages of bytes (all told) left the transmit queue; origin (or NULL
+ * once it has gone) owned them. */
+void pubd_ipc_tx_done(struct pubd_ipc *srv, struct pubd_client *origin, size_t bytes, uint32_t n);
 /* Close clients whose disconnect grace period has passed (called every second). */
 void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns);
 /* Tell every client the daemon is stopping, flush what we can, close them. */

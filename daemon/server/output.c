@@ -409,11 +409,11 @@ void pubd_ipc_tx_hold(struct pubd_ipc *srv, size_t bytes)
 	srv->charged += bytes;
 }
 
-void pubd_ipc_tx_done(struct pubd_ipc *srv, struct pubd_client *origin, size_t bytes)
+void pubd_ipc_tx_done(struct pubd_ipc *srv, struct pubd_client *origin, size_t bytes, uint32_t n)
 {
 	srv_budget_give(srv, bytes);
-	if (origin && origin->tx_pending)
-		origin->tx_pending--;
+	if (origin)
+		origin->tx_pending -= n < origin->tx_pending ? n : origin->tx_pending;
 }
 
 int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int *fds, unsigned nfds)

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "proto.h"
+#include "server_internal.h" /* white-box: the clients' counts */
 #include "test_daemon_harness.h"
 #include "wire.h"
 
@@ -215,6 +216,60 @@ static void test_small_messages_share_datagrams(void **state)
 	free(v.got);
 }
 
+/* The client of a named name on d. */
+static struct pubd_client *client_named(struct hd *d, const char *name)
+{
+	struct pubd_client *c;
+
+	for (c = d->d.ipc.clients; c; c = c->next)
+		if (!strcmp(c->name, name))
+			return c;
+	fail_msg("no client %s", name);
+	return NULL;
+}
+
+/* Two publishers' messages share batches (one's run, then the other's):
+ * once sent, each publisher's messages in flight come back to it, and
+ * the client budget is whole again. */
+static void test_two_publishers_share_a_batch(void **state)
+{
+	static struct hd a, b;
+	const uint64_t N = 40;
+	uint8_t frames[2][64 * 40], payload[8];
+	size_t n[2] = {0, 0}, charged0;
+	struct hc pub, pub2, sub;
+	struct census c;
+	uint64_t k;
+	int w;
+
+	(void)state;
+	start_pair(&a, &b, NULL, "off", "off", &pub, &sub);
+	assert_int_equal(hc_connect(&a, &pub2, 0), 0);
+	assert_int_equal(hc_hello(&pub2, "pub2"), 0);
+	hd_turn(&a, 1);
+	charged0 = a.d.ipc.charged;
+	for (w = 0; w < 2; w++) {
+		for (k = 0; k < N; k++) {
+			memset(payload, (int)(w * 100 + k), sizeof(payload));
+			n[w] += hc_enc_publish(frames[w] + n[w], sizeof(frames[w]) - n[w], "s", payload,
+					       sizeof(payload));
+		}
+	}
+	assert_int_equal(hc_write(&pub, frames[0], n[0], 5000), 0);
+	assert_int_equal(hc_write(&pub2, frames[1], n[1], 5000), 0);
+	drain(&a, 2 * N);
+	c = census(&a);
+	print_message("%llu messages of two publishers: %u batches carrying %u, %u other datagrams\n",
+		      (unsigned long long)(2 * N), c.batches, c.batched, c.plain);
+	assert_true(c.batches > 0);
+	assert_true(c.batches + c.plain < 2 * N / 4);
+	assert_int_equal(client_named(&a, "pub")->tx_pending, 0);
+	assert_int_equal(client_named(&a, "pub2")->tx_pending, 0);
+	assert_int_equal(a.d.ipc.charged, charged0);
+	hc_close(&pub2);
+	stop_pair(&a, &b, &pub, &sub);
+}
+
 /* A message alone in the queue does not wait for company. */
 static void test_lone_message_goes_alone(void **state)
 {
@@ -363,6 +418,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_small_messages_share_datagrams, hd_teardown),
+		cmocka_unit_test_teardown(test_two_publishers_share_a_batch, hd_teardown),
 		cmocka_unit_test_teardown(test_lone_message_goes_alone, hd_teardown),
 		cmocka_unit_test_teardown(test_lost_batch_counts_each_message, hd_teardown),
 		cmocka_unit_test_teardown(test_lost_batch_is_repaired, hd_teardown),

@@ -368,7 +368,7 @@ static void a_hung_up_writer_that_goes_on_is_not_read_for_ever(void **state)
 	while (f->srv.nclients && ms_since(&t0) < 10000) {
 		/* The fabric sent what it was given (the harness keeps none). */
 		while (c->tx_pending)
-			pubd_ipc_tx_done(&f->srv, c, 0);
+			pubd_ipc_tx_done(&f->srv, c, 0, 1);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		turn(f);
 		ms = ms_since(&t);
