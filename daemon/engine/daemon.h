@@ -36,7 +36,12 @@ struct engine_holds {
 	struct htab ix;		   /* every holding stream, by (source, group) */
 	struct hold_stream *all;   /* the same streams, for walks of them all */
 	struct hold_stream *dirty; /* to look at on the next release */
-	uint64_t visits;	   /* streams releases looked at, all told (tests) */
+	/* The same streams by what they are charged, a list per power of two
+	 * (bit k of mask: list k is not empty): the budget's forced release
+	 * takes one of the most charged without a walk. */
+	struct hold_stream *by_size[64];
+	uint64_t size_mask;
+	uint64_t visits; /* streams releases looked at, all told (tests) */
 };
 
 struct pubd {
