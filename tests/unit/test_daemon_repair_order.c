@@ -454,6 +454,42 @@ static void test_release_looks_at_touched_streams_only(void **state)
 	hd_stop(&b);
 }
 
+/* Over the budget, what goes out first is the stream charged most, not
+ * one of a forger's many small ones: 100 invented sources hold a message
+ * each, then a stream with a gap holds 900-byte messages past the budget. */
+static void test_forced_release_takes_the_biggest(void **state)
+{
+	static struct hd b;
+	enum { FORGED = 100 };
+	struct hc sub;
+	uint64_t s;
+	unsigned i;
+
+	(void)state;
+	sparse_start(&b, &sub, "  subscriber_queue_bytes: 64MiB\n  reassembly_budget: 256KiB\n");
+	inject(&b, 0);
+	inject(&b, 2); /* 1 missing: the stream holds from here on */
+	hd_turn(&b, 0);
+	for (i = 0; i < FORGED; i++) {
+		inject_from(&b, 0x401d000000000000ull + i, 0, 8);
+		inject_from(&b, 0x401d000000000000ull + i, 2, 8);
+	}
+	hd_turn(&b, 0);
+	assert_int_equal(b.d.holds.ix.n, FORGED + 1);
+	for (s = 3; s < 400 && !b.d.order_overflows; s++) {
+		inject(&b, s);
+		hd_turn(&b, 0);
+	}
+	print_message("forced release after %llu messages of the big stream: %llu streams still hold, %llu bytes\n",
+		      (unsigned long long)s, (unsigned long long)b.d.holds.ix.n, (unsigned long long)b.d.held_bytes);
+	assert_int_equal(b.d.order_overflows, 1);
+	assert_int_equal(b.d.holds.ix.n, FORGED); /* the big one went, whole */
+	assert_null(htab_find(&b.d.holds.ix, SRC, hd_group(&b, "r")->id));
+	assert_true(b.d.held_bytes < b.d.cfg.reassembly_budget / 2);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
 /* The group's last subscriber goes: pubd stops receiving it and reassembly
  * forgets its streams, so nothing is outstanding before what is held any
  * more; it goes (to nobody) at once, not when the budget forces it. */
@@ -529,6 +565,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_sparse_seqs_stay_within_budget, hd_teardown),
 		cmocka_unit_test_teardown(test_holding_streams_capped, hd_teardown),
 		cmocka_unit_test_teardown(test_release_looks_at_touched_streams_only, hd_teardown),
+		cmocka_unit_test_teardown(test_forced_release_takes_the_biggest, hd_teardown),
 		cmocka_unit_test_teardown(test_holds_go_when_the_group_stops_receiving, hd_teardown),
 		cmocka_unit_test_teardown(test_holds_go_when_repair_is_turned_off, hd_teardown),
 	};
