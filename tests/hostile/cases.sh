@@ -78,6 +78,16 @@ h_settled() {
 
 h_ready() { [ -e "$IT_WORK/$1.ready" ]; }
 
+# h_forge_cpu ARGS...: forge_dgram's datagrams to pubd d; prints the CPU
+# ticks (1/100 s) pubd spent until it had taken them.
+h_forge_cpu() {
+	local c0
+	c0=$(h_cpu "$H_PID")
+	h_forge "$@" >/dev/null
+	h_settled d rx_taken >/dev/null
+	echo $(($(h_cpu "$H_PID") - c0))
+}
+
 # ---- defect 3: a subscriber that unsubscribes while a large DELIVER is half written ----
 case_d3_unsub_midwrite() {
 	h_pubd d < <(h_groups)

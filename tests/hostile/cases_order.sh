@@ -67,21 +67,13 @@ case_c_order_held_streams() {
 		$(h_groups)
 		    repair: {nak_backoff_ms: 10000, nak_interval_ms: 60000, nak_retries: 1}
 	EOF
-	local c0 c1 alone held n=300000 received delivered
+	local alone held n=300000 received delivered
 	it_bg sub - "$ITEST_CLIENT" sub -s "$(it_sock d)" -g h --count 100000000 --timeout-ms 300000
 	it_wait "a subscriber" 20 it_subscribers_at_least d h 1 || return
-	c0=$(h_cpu "$H_PID")
-	h_forge --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x706c61696e --count $n --rate 40000 >/dev/null
-	h_settled d rx_taken >/dev/null
-	c1=$(h_cpu "$H_PID")
-	alone=$((c1 - c0))
+	alone=$(h_forge_cpu --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x706c61696e --count $n --rate 40000)
 	h_forge --dst "$H_GROUP_ADDR" --group h --mode span --per 2 --seq 4096 --count 8000 --rate 30000 >/dev/null
 	h_settled d rx_taken >/dev/null
-	c0=$(h_cpu "$H_PID")
-	h_forge --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x6761707079 --count $n --rate 40000 >/dev/null
-	h_settled d rx_taken >/dev/null
-	c1=$(h_cpu "$H_PID")
-	held=$((c1 - c0))
+	held=$(h_forge_cpu --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x6761707079 --count $n --rate 40000)
 	received=$(it_group_val d h received)
 	delivered=$(it_group_val d h delivered)
 	h_fig "$n datagrams of one stream: pubd CPU $alone ticks (1/100 s) alone, $held ticks while 4,000 sources held a message each behind a gap; received $received, delivered $delivered"

@@ -145,19 +145,11 @@ case_c_repair_gap_sources() {
 		$(h_groups)
 		    repair: {nak_backoff_ms: 10000, nak_interval_ms: 60000, nak_retries: 1}
 	EOF
-	local c0 c1 alone=0 gaps=0 n=600000
-	c0=$(h_cpu "$H_PID")
-	h_forge --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x706c61696e --count $n --rate 40000 >/dev/null
-	h_settled d rx_taken >/dev/null
-	c1=$(h_cpu "$H_PID")
-	alone=$((c1 - c0))
+	local alone gaps n=600000
+	alone=$(h_forge_cpu --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x706c61696e --count $n --rate 40000)
 	h_forge --dst "$H_GROUP_ADDR" --group h --mode span --per 2 --count 8000 --rate 30000 >/dev/null
 	h_settled d rx_taken >/dev/null
-	c0=$(h_cpu "$H_PID")
-	h_forge --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x6761707079 --count $n --rate 40000 >/dev/null
-	h_settled d rx_taken >/dev/null
-	c1=$(h_cpu "$H_PID")
-	gaps=$((c1 - c0))
+	gaps=$(h_forge_cpu --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x6761707079 --count $n --rate 40000)
 	h_fig "$n datagrams of one stream: pubd CPU $alone ticks (1/100 s) alone, $gaps ticks after 4,000 sources left a gap each; naks_sent $(it_group_val d h naks_sent)"
 	it_check "other streams' gaps cost a stream's datagrams little ($gaps ticks against $alone)" \
 		test "$gaps" -le $((alone * 5 / 2 + 30))
