@@ -31,6 +31,10 @@ static void status_metrics(struct prom_out *o, const struct mt_table *t)
 		{"reasm_held_bytes", "pubd_reasm_held_bytes", PROM_GAUGE,
 		 "heap held by the reassembly, counted against limits.reassembly_budget"},
 		{"reassembly_budget", "pubd_reasm_budget_bytes", PROM_GAUGE, "limits.reassembly_budget"},
+		{"order_held", "pubd_order_held_messages", PROM_GAUGE,
+		 "messages repair groups hold back for order (behind a gap)"},
+		{"order_held_bytes", "pubd_order_held_bytes", PROM_GAUGE,
+		 "heap the held messages take, counted against limits.reassembly_budget"},
 		{"client_buffered", "pubd_client_buffer_bytes", PROM_GAUGE,
 		 "bytes held for local clients (reads, queues, logs, the transmit queue), against "
 		 "limits.client_buffer_budget"},

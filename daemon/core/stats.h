@@ -52,6 +52,8 @@
 	  "datagrams naming a source from an address other than its live one (not taken as its NAK address)")         \
 	X(REPAIR_TOKEN_REFUSED, "repair_token_refused",                                                               \
 	  "heartbeats with a repair token other than the source's live one (ignored)")                                \
+	X(ORDER_OVERFLOWS, "order_overflows",                                                                         \
+	  "repair groups: held streams let go out of order over the budget, messages not held (max_sources)")         \
 	X(DIRECT_OPENED, "direct_logs_opened", "direct logs made for local publishers (the direct path)")             \
 	X(DIRECT_RETIRED, "direct_logs_retired",                                                                      \
 	  "direct logs retired: their publisher left, or a reload changed who may read them")                         \

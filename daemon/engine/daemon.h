@@ -41,6 +41,7 @@ struct engine_holds {
 	 * takes one of the most charged without a walk. */
 	struct hold_stream *by_size[64];
 	uint64_t size_mask;
+	uint64_t msgs;	 /* messages held, all streams */
 	uint64_t visits; /* streams releases looked at, all told (tests) */
 };
 
@@ -63,10 +64,9 @@ struct pubd {
 	struct pubd_nak_sched naks;		 /* loss repair, receiver side: what to ask for (repair_rx.c) */
 	struct pubd_loop_timer *nak_timer;
 	uint64_t nak_rng;
-	bool fabric_unicast;	   /* the fabric's send_to works (loss repair can run) */
-	struct engine_holds holds; /* messages held back for order (repair_order.c) */
-	uint64_t held_bytes;
-	uint64_t order_overflows;
+	bool fabric_unicast;		      /* the fabric's send_to works (loss repair can run) */
+	struct engine_holds holds;	      /* messages held back for order (repair_order.c) */
+	uint64_t held_bytes;		      /* charged by repair_order.c, against limits.reassembly_budget */
 	bool holds_waiting;		      /* a release stopped at a full subscriber queue: go on as it drains */
 	uint32_t fc_streams;		      /* streams reported on by flow control, all groups (flow_rx.c) */
 	const struct pubd_rx_dgram *rx_dgram; /* the datagram being pushed into reassembly, or NULL */

@@ -316,6 +316,10 @@ static const char *const status_cols[] = {
 	/* connections pubd ended whose clients have not hung up yet: their
 	 * deliver logs are kept, and they count against limits.max_clients */
 	"clients_ended:u",
+	/* repair groups: messages held back for order, and what they take
+	 * (repair_order.c), against limits.reassembly_budget */
+	"order_held:u",
+	"order_held_bytes:u",
 };
 
 /* The status table's one row, in status_cols' order. */
@@ -378,6 +382,8 @@ static void status_row(struct pubd *d, struct pub_table_builder *b)
 	pub_table_u64(b, d->ipc.charged);
 	pub_table_u64(b, d->cfg.client_buffer_budget);
 	pub_table_u64(b, d->ipc.nlingering);
+	pub_table_u64(b, d->holds.msgs);
+	pub_table_u64(b, d->held_bytes);
 }
 
 static void q_status(struct pubd *d, struct reply *r)

@@ -260,6 +260,7 @@ static bool release(struct pubd *d, struct hold_stream *h, uint64_t low, bool fo
 			break;
 		}
 		h->lo++;
+		d->holds.msgs--;
 		charge(d, h, 0, pubd_msgbuf_footprint(m));
 		if (g) {
 			engine_fan_out(d, g, source, seq, m);
@@ -308,6 +309,7 @@ static int put(struct pubd *d, struct hold_stream *h, uint64_t seq, struct pubd_
 		memmove(&h->e[h->lo], &h->e[h->lo + 1], (size_t)p * sizeof(h->e[0]));
 	}
 	h->e[a] = (struct hold_entry){.seq = seq, .msg = pubd_msgbuf_get(msg)};
+	d->holds.msgs++;
 	charge(d, h, pubd_msgbuf_footprint(msg), 0);
 	return 1;
 }
@@ -322,7 +324,7 @@ static void overflow(struct pubd *d)
 	if (!d->holds.size_mask)
 		return;
 	big = d->holds.by_size[63 - __builtin_clzll(d->holds.size_mask)];
-	d->order_overflows++;
+	d->counters[PUBD_CTR_ORDER_OVERFLOWS]++;
 	log_debug("repair: held messages over limits.reassembly_budget; releasing a stream out of order");
 	release(d, big, UINT64_MAX, true);
 	stream_free(d, big);
@@ -339,12 +341,12 @@ bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t
 		if (d->holds.ix.n >= d->cfg.max_sources) {
 			/* As many streams hold as there may be sources: this
 			 * one is delivered now, out of order. */
-			d->order_overflows++;
+			d->counters[PUBD_CTR_ORDER_OVERFLOWS]++;
 			log_debug("repair: limits.max_sources streams hold messages; delivering one out of order");
 			return false;
 		}
 		if (!(h = stream_new(d, source, group))) {
-			d->order_overflows++;
+			d->counters[PUBD_CTR_ORDER_OVERFLOWS]++;
 			return false;
 		}
 	}
@@ -355,7 +357,7 @@ bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t
 	if (r < 0) {
 		/* Out of memory: release what is held as the budget would,
 		 * then deliver this one after it. */
-		d->order_overflows++;
+		d->counters[PUBD_CTR_ORDER_OVERFLOWS]++;
 		release(d, h, UINT64_MAX, true);
 		stream_free(d, h);
 		return false;
@@ -419,6 +421,7 @@ void engine_order_forget(struct pubd *d, uint64_t group)
 			continue;
 		for (i = h->lo; i < h->hi; i++)
 			pubd_msgbuf_put(h->e[i].msg);
+		d->holds.msgs -= h->hi - h->lo;
 		stream_free(d, h);
 	}
 }

@@ -193,7 +193,7 @@ static void test_random_repairs_among_many_held(void **state)
 		      N - 1 - nlost, (unsigned long long)next, (unsigned long long)((pubd_now_ns() - t0) / 1000000));
 	assert_int_equal(next, N);
 	assert_int_equal(b.d.held_bytes, 0);
-	assert_int_equal(b.d.order_overflows, 0);
+	assert_int_equal(b.d.counters[PUBD_CTR_ORDER_OVERFLOWS], 0);
 	assert_int_equal(g->delivered, N);
 	assert_int_equal(pubd_drops_msg_total(&g->sub_drops), 0);
 	hc_close(&sub);
@@ -223,7 +223,7 @@ static void test_forced_release_counts_overflow(void **state)
 	for (s = 2; s < n; s++) /* 1 lost: held until the budget forces them out */
 		inject(&b, s);
 	hd_turn(&b, 1);
-	assert_true(b.d.order_overflows > 0);
+	assert_true(b.d.counters[PUBD_CTR_ORDER_OVERFLOWS] > 0);
 	assert_true(b.d.held_bytes <= 64 * 1024);
 	inject(&b, 1); /* the repair: what is still held follows, in order */
 	dl = hd_deadline(3000);
@@ -243,7 +243,7 @@ static void test_forced_release_counts_overflow(void **state)
 	print_message("%llu received, %llu delivered, %llu sub_overflow, %llu bytes held, %llu forced releases\n",
 		      (unsigned long long)g->received, (unsigned long long)g->delivered,
 		      (unsigned long long)g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW],
-		      (unsigned long long)b.d.held_bytes, (unsigned long long)b.d.order_overflows);
+		      (unsigned long long)b.d.held_bytes, (unsigned long long)b.d.counters[PUBD_CTR_ORDER_OVERFLOWS]);
 	assert_true(g->sub_drops.by_reason[PUB_DROP_SUB_OVERFLOW] > 0);
 	assert_int_equal(b.d.held_bytes, 0);
 	assert_int_equal(g->received, n);
@@ -347,11 +347,11 @@ static void test_sparse_seqs_stay_within_budget(void **state)
 	print_message("%u sources x 17 messages 4096 apart: held %llu bytes (peak %llu, budget %llu), heap +%zu KiB "
 		      "at most, %llu forced releases, received %llu, delivered %llu\n",
 		      SOURCES, (unsigned long long)b.d.held_bytes, (unsigned long long)peak, (unsigned long long)budget,
-		      (heap_peak - heap0) / 1024, (unsigned long long)b.d.order_overflows,
+		      (heap_peak - heap0) / 1024, (unsigned long long)b.d.counters[PUBD_CTR_ORDER_OVERFLOWS],
 		      (unsigned long long)g->received, (unsigned long long)g->delivered);
 	assert_true(peak <= budget);
 	assert_true(b.d.held_bytes > budget / 2); /* it still holds for order */
-	assert_true(b.d.order_overflows > 0);
+	assert_true(b.d.counters[PUBD_CTR_ORDER_OVERFLOWS] > 0);
 	assert_int_equal(g->received, SOURCES * 17);
 	assert_int_equal(pubd_drops_msg_total(&g->sub_drops), 0);
 	assert_int_equal(got, g->delivered);
@@ -377,7 +377,7 @@ static void test_holding_streams_capped(void **state)
 		sparse_source(&b, 0x401d000000000000ull + i);
 	hd_turn(&b, 0);
 	held = b.d.held_bytes;
-	assert_int_equal(b.d.order_overflows, 0);
+	assert_int_equal(b.d.counters[PUBD_CTR_ORDER_OVERFLOWS], 0);
 	for (; i < SOURCES; i++)
 		sparse_source(&b, 0x401d000000000000ull + i);
 	hd_turn(&b, 0);
@@ -388,9 +388,9 @@ static void test_holding_streams_capped(void **state)
 	}
 	print_message("%u sources, max_sources %u: held %llu bytes by the first %u, %llu after all; %llu refused\n",
 		      SOURCES, MAX, (unsigned long long)held, MAX, (unsigned long long)b.d.held_bytes,
-		      (unsigned long long)b.d.order_overflows);
+		      (unsigned long long)b.d.counters[PUBD_CTR_ORDER_OVERFLOWS]);
 	assert_int_equal(b.d.held_bytes, held);
-	assert_int_equal(b.d.order_overflows, (SOURCES - MAX) * 16);
+	assert_int_equal(b.d.counters[PUBD_CTR_ORDER_OVERFLOWS], (SOURCES - MAX) * 16);
 	assert_int_equal(g->received, SOURCES * 17);
 	assert_int_equal(g->delivered, (uint64_t)SOURCES * 17 - MAX * 16);
 	assert_int_equal(got, g->delivered);
@@ -476,13 +476,13 @@ static void test_forced_release_takes_the_biggest(void **state)
 	}
 	hd_turn(&b, 0);
 	assert_int_equal(b.d.holds.ix.n, FORGED + 1);
-	for (s = 3; s < 400 && !b.d.order_overflows; s++) {
+	for (s = 3; s < 400 && !b.d.counters[PUBD_CTR_ORDER_OVERFLOWS]; s++) {
 		inject(&b, s);
 		hd_turn(&b, 0);
 	}
 	print_message("forced release after %llu messages of the big stream: %llu streams still hold, %llu bytes\n",
 		      (unsigned long long)s, (unsigned long long)b.d.holds.ix.n, (unsigned long long)b.d.held_bytes);
-	assert_int_equal(b.d.order_overflows, 1);
+	assert_int_equal(b.d.counters[PUBD_CTR_ORDER_OVERFLOWS], 1);
 	assert_int_equal(b.d.holds.ix.n, FORGED); /* the big one went, whole */
 	assert_null(htab_find(&b.d.holds.ix, SRC, hd_group(&b, "r")->id));
 	assert_true(b.d.held_bytes < b.d.cfg.reassembly_budget / 2);
@@ -509,6 +509,7 @@ static void test_holds_go_when_the_group_stops_receiving(void **state)
 		inject(&b, s);
 	hd_turn(&b, 1);
 	assert_true(b.d.held_bytes >= 8 * MSG_LEN);
+	assert_int_equal(b.d.holds.msgs, 8); /* pubctl status: order_held */
 	assert_true(g->listening);
 	hc_close(&sub);
 	dl = hd_deadline(3000);
@@ -516,6 +517,7 @@ static void test_holds_go_when_the_group_stops_receiving(void **state)
 		hd_turn(&b, 1);
 	assert_false(g->listening);
 	assert_int_equal(b.d.held_bytes, 0);
+	assert_int_equal(b.d.holds.msgs, 0);
 	assert_int_equal(b.d.holds.ix.n, 0);
 	hd_stop(&b);
 }
