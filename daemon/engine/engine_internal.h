@@ -54,15 +54,9 @@ void engine_arm_reasm_timer(struct pubd *d);
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n);
 
 /* repair_src.c: loss repair, the source side */
-/* Keep a message whose datagrams all went out (g's window, if it has one).
- * Inline: every message sent asks, and most groups do not repair. */
+/* Keep a message whose datagrams all went out, on a group with repair on
+ * (its window, if it has one). */
 void engine_repair_keep_on(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq, uint32_t unit);
-static inline void engine_repair_keep(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq,
-				      uint32_t unit)
-{
-	if (g->cfg && g->cfg->repair.on)
-		engine_repair_keep_on(d, g, msg, seq, unit);
-}
 /* A control datagram (NAK or GONE) that arrived; counted and answered. */
 void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const struct pubd_wire_hdr *h,
 			  const uint8_t *body, size_t len);

@@ -285,7 +285,7 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 	/* Flow control: the first message the receivers cannot take yet. */
 	uint64_t seq_end = g->fcs && g->fcs->n ? g->fcs->limit : UINT64_MAX;
 	/* The group's first message goes alone, so the heartbeat after it
-	 * (message_sent) reaches receivers before any later message: one that
+	 * (messages_sent) reaches receivers before any later message: one that
 	 * lost it and the start's heartbeat learns the stream is new before it
 	 * delivers past it, and asks for it (rx.c). */
 	uint64_t first_only = !g->ever_sent && it ? it->seq + 1 : UINT64_MAX;
@@ -341,12 +341,13 @@ static unsigned gather(struct pubd *d, struct pubd_group *g, struct tx_batch *b)
 }
 
 /*
- * A batch datagram went: its k messages, the head of the queue from it on,
- * each as message_sent would take it, with what is the same for all of
- * them (the queue's ends and counts, the repair question, the budget and
- * the origin's back-pressure, a run of one origin's at a time) done once.
+ * The last datagrams of k messages went (a batch's k, or one message's
+ * last fragment): the head of the queue from it on, each kept for repair
+ * and off the queue, with what is the same for all of them (the queue's
+ * ends and counts, the repair question, the budget and the origin's
+ * back-pressure, a run of one origin's at a time) done once.
  */
-static void batch_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it, uint32_t k)
+static void messages_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it, uint32_t k)
 {
 	bool first = !g->ever_sent, keep = g->cfg && g->cfg->repair.on;
 	struct pubd_client *origin = it->origin;
@@ -378,19 +379,6 @@ static void batch_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_item
 		g->txq_tail = NULL;
 	g->txq_len -= k;
 	d->tx.queued_msgs -= k;
-	if (first)
-		pubd_tx_announce(d, g); /* as message_sent says */
-}
-
-/* Its last datagram went: kept for repair, off the queue (it is the head). */
-static void message_sent(struct pubd *d, struct pubd_group *g, struct pubd_tx_item *it)
-{
-	bool first = !g->ever_sent;
-
-	g->sent_seq = it->seq + 1;
-	g->ever_sent = true;
-	engine_repair_keep(d, g, it->msg, it->seq, it->plan.frag_payload);
-	item_done(d, g, it);
 	/* The group's stream has begun: a heartbeat says so now rather than
 	 * at the next period, with the stream's age, so a receiver that lost
 	 * the first message counts it (rx.c), and on a repair group with the
@@ -453,9 +441,9 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 			/* A batch: its messages are the head of the queue, whole. */
 			d->counters[PUBD_CTR_TX_BATCHES]++;
 			d->counters[PUBD_CTR_TX_BATCHED] += b.nmsgs[i];
-			batch_sent(d, g, it, b.nmsgs[i]);
+			messages_sent(d, g, it, b.nmsgs[i]);
 		} else if (++it->next_frag == it->plan.frag_count) {
-			message_sent(d, g, it);
+			messages_sent(d, g, it, 1);
 		}
 	}
 	g->tx_datagrams += (unsigned)sent;
