@@ -48,8 +48,8 @@
 	X(TX_BATCHES, "tx_batches", "datagrams sent carrying several small messages (fabric.batch)")                  \
 	X(TX_BATCHED, "tx_batched_msgs", "messages sent in those datagrams")                                          \
 	X(RX_BATCHES, "rx_batches", "datagrams received carrying several small messages")                             \
-	X(REPAIR_PEER_REFUSED, "repair_peer_refused",                                                                 \
-	  "datagrams naming a source from an address other than its live one (not taken as its NAK address)")         \
+	X(RX_WRONG_SENDER, "rx_wrong_sender",                                                                         \
+	  "datagrams naming a source from an address other than the one it is live at, discarded")                    \
 	X(REPAIR_TOKEN_REFUSED, "repair_token_refused",                                                               \
 	  "heartbeats with a repair token other than the source's live one (ignored)")                                \
 	X(ORDER_OVERFLOWS, "order_overflows",                                                                         \

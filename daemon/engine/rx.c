@@ -287,30 +287,34 @@ static struct pubd_group *unicast_repair_group(struct pubd *d, const struct pubd
 }
 
 /*
- * Where the source's NAKs go: the address its datagrams come from. Anyone
- * on the multicast can send a datagram with the source's id, so a new
- * address is taken only once the one we have has been silent for a while
- * (a source that moved): datagrams from elsewhere while it still speaks are
- * a forger's, who would have the NAKs sent to itself or to a third party.
+ * Is this datagram from the address its source is live at? A source's
+ * datagrams all leave by one socket (udp) or one QP (verbs), so they share
+ * an address; anyone on the multicast can send one with the source's id.
+ * A new address is taken only once the one we have has been silent a few
+ * heartbeat periods (a source that moved: a rebuilt QP, a reopened
+ * socket). Datagrams from elsewhere while it still speaks are a forger's:
+ * taken, a sequence number far ahead would cut the real stream off (every
+ * real message after it stale), and on repair groups the NAKs would go to
+ * the forger or to a third party. The address is also where the source's
+ * NAKs go.
  */
-static void remember_peer(struct pubd *d, const struct pubd_wire_hdr *h, const struct pubd_rx_dgram *dg)
+static bool from_live_sender(struct pubd *d, const struct pubd_wire_hdr *h, const struct pubd_rx_dgram *dg)
 {
 	struct pubd_source_stats *s = source_stats(d, h->source_id, h->group_id);
 	uint64_t now = d->event_ns;
 
 	if (!s || dg->from_len > sizeof(s->peer))
-		return;
+		return true; /* nothing to judge by: reassembly's own checks only */
 	if (s->peer_len == dg->from_len && !memcmp(s->peer, dg->from, dg->from_len)) {
 		s->peer_heard_ns = now;
-		return;
+		return true;
 	}
-	if (s->peer_len && engine_repair_still_heard(d, s->peer_heard_ns)) {
-		d->counters[PUBD_CTR_REPAIR_PEER_REFUSED]++;
-		return;
-	}
+	if (s->peer_len && engine_repair_still_heard(d, s->peer_heard_ns))
+		return false;
 	memcpy(s->peer, dg->from, dg->from_len);
 	s->peer_len = dg->from_len;
 	s->peer_heard_ns = now;
+	return true;
 }
 
 /*
@@ -340,6 +344,7 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 	struct pubd_group *g;
 	size_t plen;
 	unsigned i, flags;
+	bool unicast;
 	int err;
 
 	for (i = 0; i < n; i++) {
@@ -381,7 +386,8 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		/* A repair sent to us alone: its group by the header, and only
 		 * what we asked for. Anything else sent to the fabric port
 		 * alone is no group's data, REPAIR flag or not. */
-		if (!g && (h.flags & PUBD_WIRE_F_REPAIR)) {
+		unicast = !g;
+		if (unicast && (h.flags & PUBD_WIRE_F_REPAIR)) {
 			g = unicast_repair_group(d, &h);
 			if (!g) {
 				d->counters[PUBD_CTR_RX_UNJOINED]++;
@@ -391,10 +397,15 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 		g = rx_group(d, g, &h);
 		if (!g)
 			continue;
+		/* A repair the source sent us alone is let through from
+		 * another address: a multi-homed source's unicast may leave by
+		 * another interface than its multicast, and a repair can only
+		 * fill a message we asked for, never move the stream on. */
+		if (dg->from_len && !from_live_sender(d, &h, dg) && !unicast) {
+			d->counters[PUBD_CTR_RX_WRONG_SENDER]++;
+			continue;
+		}
 		g->rx_datagrams++;
-		/* Where to send NAKs for this source: where its datagrams come from. */
-		if (dg->from_len && engine_repairs(d, g))
-			remember_peer(d, &h, dg);
 		if (h.flags & PUBD_WIRE_F_HEARTBEAT) {
 			d->counters[PUBD_CTR_RX_HEARTBEATS]++;
 			if (engine_repairs(d, g))

@@ -26,6 +26,8 @@ IT_LIMIT=${IT_LIMIT:-140}
 . "$here/cases_order.sh"
 # shellcheck source=tests/hostile/cases_direct.sh
 . "$here/cases_direct.sh"
+# shellcheck source=tests/hostile/cases_sender.sh
+. "$here/cases_sender.sh"
 HC=$HOSTILE_TOOLS/hostile_client
 FORGE=$HOSTILE_TOOLS/forge_dgram
 HSHM=$HOSTILE_TOOLS/hostile_shm

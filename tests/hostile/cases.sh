@@ -52,8 +52,13 @@ h_groups() {
 	EOF
 }
 
-h_forge() { # ARGS...: forged datagrams from inside the namespace
-	ip netns exec "$H_NS" "$FORGE" --port "$H_PORT" "$@"
+# h_forge ARGS...: forged datagrams from inside the namespace. From one
+# port unless ARGS say --sport: pubd takes a source's datagrams only from
+# the address it is heard at (rx_wrong_sender), and cases that play a source
+# over several runs must be one sender.
+H_FORGE_SPORT=47001
+h_forge() {
+	ip netns exec "$H_NS" "$FORGE" --port "$H_PORT" --sport "$H_FORGE_SPORT" "$@"
 }
 
 # Datagrams taken from the fabric, less heartbeats and our own looped back

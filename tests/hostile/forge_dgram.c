@@ -6,7 +6,7 @@
  *
  *   forge_dgram --dst ADDR --port P --group NAME --mode MODE [--count N]
  *               [--rate PER_S] [--source S] [--seq Q] [--per K] [--if ADDR] [--age US]
- *               [--token T]
+ *               [--token T] [--sport P]
  *
  * MODE:
  *   sources   N whole one-fragment messages, each from a new random source id
@@ -49,6 +49,11 @@
  *             fragment index, more messages than PUBD_WIRE_BATCH_MAX
  *
  * --if: the local address multicast leaves by (default 127.0.0.1).
+ * --sport: the local port to send from (default: one the kernel picks, a new
+ * one each run). pubd takes a source's datagrams from one address only
+ * while that address is heard, as a real source's all leave by one socket:
+ * runs that play the same source give the same port, and a forger of a
+ * live source another.
  * --rate paces the sending against the clock (default 50000/s), so the
  * test measures pubd, not the kernel's socket buffer.
  */
@@ -240,23 +245,17 @@ static void pace_until(uint64_t due)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"dst", required_argument, NULL, 'd'},
-		{"port", required_argument, NULL, 'p'},
-		{"group", required_argument, NULL, 'g'},
-		{"mode", required_argument, NULL, 'm'},
-		{"count", required_argument, NULL, 'n'},
-		{"rate", required_argument, NULL, 'r'},
-		{"source", required_argument, NULL, 'S'},
-		{"seq", required_argument, NULL, 'Q'},
-		{"per", required_argument, NULL, 'k'},
-		{"if", required_argument, NULL, 'i'},
-		{"age", required_argument, NULL, 'a'},
-		{"token", required_argument, NULL, 'T'},
-		{NULL, 0, NULL, 0},
+		{"dst", required_argument, NULL, 'd'},	  {"port", required_argument, NULL, 'p'},
+		{"group", required_argument, NULL, 'g'},  {"mode", required_argument, NULL, 'm'},
+		{"count", required_argument, NULL, 'n'},  {"rate", required_argument, NULL, 'r'},
+		{"source", required_argument, NULL, 'S'}, {"seq", required_argument, NULL, 'Q'},
+		{"per", required_argument, NULL, 'k'},	  {"if", required_argument, NULL, 'i'},
+		{"age", required_argument, NULL, 'a'},	  {"token", required_argument, NULL, 'T'},
+		{"sport", required_argument, NULL, 'P'},  {NULL, 0, NULL, 0},
 	};
 	const char *dst = NULL, *group = NULL, *mode = NULL, *ifaddr = "127.0.0.1";
 	uint64_t count = 1, rate = 50000, source = 0, seq = 0, per = 64, seed = 0x686f7374696c65u, i, sent = 0;
-	struct sockaddr_in to = {.sin_family = AF_INET};
+	struct sockaddr_in to = {.sin_family = AF_INET}, from = {.sin_family = AF_INET};
 	struct in_addr mif;
 	uint8_t dgram[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN + 4 * PUBD_WIRE_BATCH_MAX];
 	uint64_t start, age = 0, token = 0;
@@ -302,6 +301,9 @@ int main(int argc, char **argv)
 		case 'T':
 			token = strtoull(optarg, NULL, 0);
 			break;
+		case 'P':
+			from.sin_port = htons((uint16_t)atoi(optarg));
+			break;
 		default:
 			return 2;
 		}
@@ -315,6 +317,13 @@ int main(int argc, char **argv)
 	if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mif, sizeof(mif)) < 0 ||
 	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &one, sizeof(one)) < 0) {
 		perror("forge_dgram: socket");
+		return 1;
+	}
+	/* Several runs (or runs at once) may send from one port: nothing
+	 * here receives on it. */
+	if (from.sin_port && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+			      bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0)) {
+		perror("forge_dgram: --sport");
 		return 1;
 	}
 	start = now_ns();

@@ -34,7 +34,7 @@ fi
 export HOSTILE_TOOLS
 cases=("$@")
 # shellcheck source=tests/hostile/cases.sh
-[ ${#cases[@]} -gt 0 ] || mapfile -t cases < <(sed -n 's/^case_\([a-z0-9_]*\)() {.*/\1/p' "$here/cases.sh" "$here/cases_repair.sh" "$here/cases_http.sh" "$here/cases_publog.sh" "$here/cases_operator.sh" "$here/cases_order.sh" "$here/cases_direct.sh")
+[ ${#cases[@]} -gt 0 ] || mapfile -t cases < <(sed -n 's/^case_\([a-z0-9_]*\)() {.*/\1/p' "$here/cases.sh" "$here/cases_repair.sh" "$here/cases_http.sh" "$here/cases_publog.sh" "$here/cases_operator.sh" "$here/cases_order.sh" "$here/cases_direct.sh" "$here/cases_sender.sh")
 
 passed=0
 failed=0
