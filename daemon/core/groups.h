@@ -120,7 +120,11 @@ struct pubd_group {
 	uint64_t gone_sent;
 	uint64_t naks_ignored_duplicate, naks_ignored_rate, naks_ignored_outside;
 	uint64_t naks_ignored_token; /* without the group's repair token: forged, or not from a receiver */
-	uint64_t naks_ignored_peer;  /* over one asker's NAK rate or repair.peer_rate */
+	/* without the cookie of the address they came from: answered by a
+	 * COOKIE only (a receiver's first, or one claiming another's address) */
+	uint64_t naks_ignored_unproven;
+	uint64_t cookies_sent;	    /* those COOKIEs */
+	uint64_t naks_ignored_peer; /* over one asker's NAK rate or repair.peer_rate */
 	/* receiver flow control, source side (engine/flow_src.c): the
 	 * receivers heard from (NULL unless cfg->repair.flow_control is min
 	 * and the group keeps a repair window), and whether the queue's next

@@ -313,6 +313,23 @@ void pubd_nak_gone(struct pubd_nak_sched *s, uint64_t source, uint64_t group, ui
 	}
 }
 
+void pubd_nak_due_now(struct pubd_nak_sched *s, uint64_t now_ns, uint64_t source, uint64_t group)
+{
+	uint32_t i;
+
+	for (i = first_of(s, source, group); i != NAK_NONE; i = nak_node(s, i)->s_next) {
+		struct pubd_nak_node *n = nak_node(s, i);
+
+		s->visits++;
+		if (n->g.due_ns <= now_ns || n->heap_at == NAK_NONE)
+			continue;
+		/* Earlier is up the heap: out and back in puts it there. */
+		nak_heap_remove(s, i);
+		n->g.due_ns = now_ns;
+		nak_heap_push(s, i);
+	}
+}
+
 void pubd_nak_forget(struct pubd_nak_sched *s, uint64_t source, uint64_t group)
 {
 	uint32_t i, next;

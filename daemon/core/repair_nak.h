@@ -126,6 +126,9 @@ void pubd_nak_gap(struct pubd_nak_sched *s, uint64_t now_ns, uint64_t source, ui
 bool pubd_nak_filled(struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t seq);
 /* The source says these are gone: give them up now. */
 void pubd_nak_gone(struct pubd_nak_sched *s, uint64_t source, uint64_t group, uint64_t first, uint64_t count);
+/* What held the stream's NAKs back is gone (its source gave us the
+ * cookie they must carry): its gaps due later are due at now_ns. */
+void pubd_nak_due_now(struct pubd_nak_sched *s, uint64_t now_ns, uint64_t source, uint64_t group);
 /* Forget a stream's or a group's gaps silently (left group: source 0 = every source). */
 void pubd_nak_forget(struct pubd_nak_sched *s, uint64_t source, uint64_t group);
 /* Send what is due and give up what ran out of retries. */

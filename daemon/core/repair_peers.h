@@ -39,6 +39,7 @@ struct pubd_repair_peer {
 	uint64_t last_ns;
 	struct pubd_pacer naks;	 /* one "byte" a NAK */
 	struct pubd_pacer bytes; /* repair bytes sent because it asked */
+	uint64_t cookie_ns;	 /* when it was last sent a COOKIE (0: never) */
 };
 
 struct pubd_repair_peers {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The NAK / GONE / STATUS body codec (layout in wire_ctl.h). Explicit byte loads, no
+ * The NAK / GONE / STATUS / COOKIE body codec (layout in wire_ctl.h). Explicit byte loads, no
  * read beyond the length given, one error per fault.
  */
 #include <string.h>
@@ -43,8 +43,18 @@ static uint64_t get_be64(const uint8_t *p)
 /* The checks shared by encode and decode (the bitmap's bytes excepted). */
 static int ctl_check(const struct pubd_ctl *c)
 {
-	if (c->type != PUBD_CTL_NAK && c->type != PUBD_CTL_GONE && c->type != PUBD_CTL_STATUS)
+	if (c->type < PUBD_CTL_NAK || c->type > PUBD_CTL_COOKIE)
 		return PUBD_CTL_ERR_TYPE;
+	if (c->type == PUBD_CTL_COOKIE) {
+		/* Names no messages: a cookie, nothing else. */
+		if (c->count || c->first_seq)
+			return PUBD_CTL_ERR_COUNT;
+		if (c->bitmap_len || c->frag_first)
+			return PUBD_CTL_ERR_BITMAP;
+		return c->cookie ? PUBD_CTL_OK : PUBD_CTL_ERR_COOKIE;
+	}
+	if (c->cookie && c->type != PUBD_CTL_NAK)
+		return PUBD_CTL_ERR_COOKIE;
 	if (c->first_seq > UINT64_MAX - c->count)
 		return PUBD_CTL_ERR_COUNT;
 	/* A STATUS's count is a window: none (0) up to any u32. */
@@ -73,7 +83,7 @@ static int bitmap_empty(const uint8_t *b, size_t len)
 
 size_t pubd_ctl_encode(const struct pubd_ctl *c, uint8_t *out, size_t cap)
 {
-	size_t len = PUBD_CTL_FIXED_LEN + c->bitmap_len;
+	size_t len = PUBD_CTL_FIXED_LEN + c->bitmap_len + (c->cookie ? PUBD_CTL_COOKIE_LEN : 0);
 
 	if (ctl_check(c) || len > cap || (c->bitmap_len && (!c->bitmap || bitmap_empty(c->bitmap, c->bitmap_len))))
 		return 0;
@@ -89,6 +99,8 @@ size_t pubd_ctl_encode(const struct pubd_ctl *c, uint8_t *out, size_t cap)
 	put_be64(out + 32, c->token);
 	if (c->bitmap_len)
 		memcpy(out + PUBD_CTL_FIXED_LEN, c->bitmap, c->bitmap_len);
+	if (c->cookie)
+		put_be64(out + PUBD_CTL_FIXED_LEN + c->bitmap_len, c->cookie);
 	return len;
 }
 
@@ -114,11 +126,17 @@ int pubd_ctl_decode(const uint8_t *body, size_t len, struct pubd_ctl *c)
 	c->frag_first = get_be32(body + 24);
 	c->bitmap_len = get_be16(body + 28);
 	c->bitmap = body + PUBD_CTL_FIXED_LEN;
+	if (PUBD_CTL_FIXED_LEN + (size_t)c->bitmap_len > body_len)
+		return PUBD_CTL_ERR_BITMAP;
+	/* A NAK's or COOKIE's cookie follows the bitmap, when body_len has
+	 * room; other types' extra bytes are skipped. */
+	c->cookie = 0;
+	if ((c->type == PUBD_CTL_NAK || c->type == PUBD_CTL_COOKIE) &&
+	    PUBD_CTL_FIXED_LEN + (size_t)c->bitmap_len + PUBD_CTL_COOKIE_LEN <= body_len)
+		c->cookie = get_be64(body + PUBD_CTL_FIXED_LEN + c->bitmap_len);
 	err = ctl_check(c);
 	if (err)
 		return err;
-	if (PUBD_CTL_FIXED_LEN + (size_t)c->bitmap_len > body_len)
-		return PUBD_CTL_ERR_BITMAP;
 	/* A NAK of fragments that names none asks for nothing. */
 	if (c->bitmap_len && bitmap_empty(c->bitmap, c->bitmap_len))
 		return PUBD_CTL_ERR_BITMAP;
@@ -149,13 +167,15 @@ const char *pubd_ctl_strerror(int err)
 	case PUBD_CTL_ERR_VERSION:
 		return "unsupported control version";
 	case PUBD_CTL_ERR_TYPE:
-		return "control type not NAK, GONE or STATUS";
+		return "control type not NAK, GONE, STATUS or COOKIE";
 	case PUBD_CTL_ERR_COUNT:
 		return "sequence count 0 or above 65536 (NAK, GONE), or wrapping";
 	case PUBD_CTL_ERR_BITMAP:
 		return "fragment bitmap misplaced, too long, empty or beyond the body";
 	case PUBD_CTL_ERR_RESERVED:
 		return "reserved bits set";
+	case PUBD_CTL_ERR_COOKIE:
+		return "a COOKIE without its cookie, or a cookie on a GONE or STATUS";
 	default:
 		return "unknown control error";
 	}

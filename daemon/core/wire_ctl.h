@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The body of a repair control datagram (wire.h flag CONTROL): a NAK from a
- * receiver to a source, a GONE from a source to a receiver, or a STATUS
- * from a receiver to a source (flow control, core/flow_ctl.h).
+ * receiver to a source, a GONE or a COOKIE from a source to a receiver, or
+ * a STATUS from a receiver to a source (flow control, core/flow_ctl.h).
  *
  * The wire header carries group_id and, as source_id, the daemon sending
  * the control datagram. The body, network byte order, 40 bytes fixed:
  *   0  u8  ctl_version  2
- *   1  u8  type         1 NAK, 2 GONE, 3 STATUS
- *   2  u16 body_len     40 + bitmap_len; a decoder accepts more and skips it
+ *   1  u8  type         1 NAK, 2 GONE, 3 STATUS, 4 COOKIE
+ *   2  u16 body_len     40 + bitmap_len (+ 8 with a cookie); a decoder
+ *                       accepts more and skips it
  *   4  u32 count        sequence numbers in the range, 1 .. 65536; a
  *                       STATUS's window, 0 .. 2^32 - 1 (below)
  *   8  u64 stream       the source whose messages the range names (a NAK's
@@ -23,6 +24,8 @@
  *  32  u64 token        the source's repair token for the group (below)
  *  40  bitmap           bit i (byte i/8, LSB first) set: fragment
  *                       frag_first + i is missing
+ *  40 + bitmap_len  u64 cookie   optional (body_len says): the asker's
+ *                       address cookie (below), non-zero
  * A NAK without a bitmap asks for whole messages; a GONE says the range has
  * left the source's window (a GONE has no bitmap). A STATUS says the
  * receiving daemon's subscribers can take the messages first_seq ..
@@ -42,6 +45,17 @@
  * whatever address it claims, is ignored before any work), and only the
  * source can make a receiver give up a gap. A STATUS echoes it too: a
  * host that does not receive the group cannot hold its source back.
+ *
+ * The cookie: the token is in every heartbeat, so any host that hears the
+ * group can send a NAK with it, and the NAK's sender address can be
+ * forged: repairs would go to a third party, a NAK of 88 bytes making
+ * megabytes (a reflector). So a source answers a NAK only at an address
+ * that proved it receives there: the NAK must echo that address's cookie,
+ * a keyed hash of the address with the source's secret, which the source
+ * sends nowhere but to that address. A NAK without it is answered by a
+ * COOKIE alone (count 0, first_seq 0, stream the source's id, its token, and
+ * the cookie), no bigger than the NAK; the receiver keeps it for the source
+ * and NAKs again at once.
  */
 #ifndef PUBD_WIRE_CTL_H
 #define PUBD_WIRE_CTL_H
@@ -54,9 +68,10 @@
 #define PUBD_CTL_FIXED_LEN  40
 #define PUBD_CTL_MAX_COUNT  65536u
 #define PUBD_CTL_MAX_BITMAP 1024u
-#define PUBD_CTL_MAX_LEN    (PUBD_CTL_FIXED_LEN + PUBD_CTL_MAX_BITMAP)
+#define PUBD_CTL_COOKIE_LEN 8
+#define PUBD_CTL_MAX_LEN    (PUBD_CTL_FIXED_LEN + PUBD_CTL_MAX_BITMAP + PUBD_CTL_COOKIE_LEN)
 
-enum pubd_ctl_type { PUBD_CTL_NAK = 1, PUBD_CTL_GONE = 2, PUBD_CTL_STATUS = 3 };
+enum pubd_ctl_type { PUBD_CTL_NAK = 1, PUBD_CTL_GONE = 2, PUBD_CTL_STATUS = 3, PUBD_CTL_COOKIE = 4 };
 
 struct pubd_ctl {
 	uint8_t type;
@@ -67,6 +82,7 @@ struct pubd_ctl {
 	uint32_t frag_first; /* a STATUS's serial */
 	uint16_t bitmap_len;
 	const uint8_t *bitmap; /* decode: points into the body; encode: bitmap_len bytes */
+	uint64_t cookie;       /* NAK: echoed (0: none); COOKIE: given, non-zero */
 };
 
 enum pubd_ctl_err {
@@ -77,7 +93,8 @@ enum pubd_ctl_err {
 	PUBD_CTL_ERR_COUNT = -4,   /* count 0 or above 65536 (NAK, GONE), or the range wraps */
 	PUBD_CTL_ERR_BITMAP =
 		-5, /* bitmap on a GONE, a STATUS or a multi-message NAK, too long, empty, or beyond body_len */
-	PUBD_CTL_ERR_RESERVED = -6 /* reserved bits set */
+	PUBD_CTL_ERR_RESERVED = -6, /* reserved bits set */
+	PUBD_CTL_ERR_COOKIE = -7    /* a COOKIE without one, or a cookie on a GONE or STATUS */
 };
 
 /* Encode c into out (room for PUBD_CTL_MAX_LEN); returns the body length,

@@ -279,6 +279,7 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	pubd_log_set_level(d->cfg.log_level);
 	d->sources.max = d->cfg.max_sources;
 	pubd_random_key(&d->sources.key);
+	pubd_random_key(&d->cookie_key);
 	if (getrandom(&d->source_id, sizeof(d->source_id), 0) != sizeof(d->source_id))
 		d->source_id = (uint64_t)getpid() << 32 ^ pubd_now_ns();
 	d->started_ns = pubd_now_ns();

@@ -64,6 +64,9 @@ struct pubd {
 	struct pubd_nak_sched naks;		 /* loss repair, receiver side: what to ask for (repair_rx.c) */
 	struct pubd_loop_timer *nak_timer;
 	uint64_t nak_rng;
+	/* A NAK asker's address cookie is a keyed hash of the address with
+	 * this secret (wire_ctl.h): the source keeps nothing per asker. */
+	struct pubd_hash_key cookie_key;
 	bool fabric_unicast;		      /* the fabric's send_to works (loss repair can run) */
 	struct engine_holds holds;	      /* messages held back for order (repair_order.c) */
 	uint64_t held_bytes;		      /* charged by repair_order.c, against limits.reassembly_budget */

@@ -58,6 +58,8 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n);
  * (its window, if it has one). */
 void engine_repair_keep_on(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq, uint32_t unit);
 /* A control datagram (NAK or GONE) that arrived; counted and answered. */
+/* The cookie of a NAK asker's fabric address (wire_ctl.h): non-zero. */
+uint64_t engine_repair_cookie(const struct pubd *d, const void *addr, uint32_t len);
 void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const struct pubd_wire_hdr *h,
 			  const uint8_t *body, size_t len);
 /* Age every window (the heartbeat timer); open or close windows as the config says. */
@@ -77,6 +79,8 @@ void engine_naks_delivered(struct pubd *d, struct pubd_group *g, struct pubd_sou
 			   uint64_t seq);
 /* A GONE from a source: given up if it carries the source's token. */
 void engine_naks_gone(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_ctl *c);
+/* A COOKIE from source for repair group g: our NAKs to it carry it now. */
+void engine_naks_cookie(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_ctl *c);
 /* A heartbeat of source on repair group g: learn its repair token. */
 void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_rx_dgram *dg);
 /* Partials stuck for a while, NAKed whole (the heartbeat timer). */

@@ -158,6 +158,8 @@ static const char *const group_cols[] = {
 	"naks_ignored_outside:u",
 	"naks_ignored_token:u",
 	"naks_ignored_peer:u",
+	"naks_ignored_unproven:u",
+	"cookies_sent:u",
 	/* loss repair, receiver side */
 	"naks_sent:u",
 	"repaired:u",
@@ -240,6 +242,8 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->naks_ignored_outside);
 	pub_table_u64(b, g->naks_ignored_token);
 	pub_table_u64(b, g->naks_ignored_peer);
+	pub_table_u64(b, g->naks_ignored_unproven);
+	pub_table_u64(b, g->cookies_sent);
 	pub_table_u64(b, g->naks_sent);
 	pub_table_u64(b, g->repaired);
 	pub_table_u64(b, g->drops.by_reason[PUB_DROP_UNRECOVERED]);

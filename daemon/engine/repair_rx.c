@@ -16,7 +16,10 @@
  * A NAK echoes the source's repair token, learnt from its heartbeats on
  * the group's multicast (wire_ctl.h); until one is heard no NAK goes (the
  * gap's tries go on, and a heartbeat comes every fabric.heartbeat_ms). A
- * GONE must carry the same token, else it is forged and ignored.
+ * GONE must carry the same token, else it is forged and ignored. A NAK
+ * also echoes the cookie the source gave our address: the first NAK to a
+ * source goes without, and is answered by a COOKIE; it is no try, and the
+ * stream's gaps are NAKed again as soon as the cookie comes.
  */
 #include <errno.h>
 #include <string.h>
@@ -59,6 +62,7 @@ static bool send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, 
 	if (!g || !s || !s->peer_len || !s->repair_token || !engine_repairs(d, g))
 		return false;
 	c.token = s->repair_token;
+	c.cookie = s->nak_cookie;
 	/* A partial message: only the fragments it lacks (as many as one NAK
 	 * names; the rest at the next). Gone meanwhile: the whole message. */
 	if (gap->partial && count == 1) {
@@ -75,7 +79,8 @@ static bool send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, 
 		return false;
 	g->naks_sent++;
 	s->naks_sent++;
-	return true;
+	/* Without the cookie the source answers with one, not repairs. */
+	return c.cookie != 0;
 }
 
 /* Reassembly counts what is never repaired, at its deadline: nothing here. */
@@ -177,6 +182,23 @@ void engine_naks_gone(struct pubd *d, struct pubd_group *g, uint64_t source, con
 	}
 	if (d->naks.nodes)
 		pubd_nak_gone(&d->naks, source, g->id, c->first_seq, c->count);
+}
+
+void engine_naks_cookie(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_ctl *c)
+{
+	struct pubd_source_stats *s = pubd_source_map_find(&d->sources, source, g->id);
+
+	/* With the source's token only: else a host that merely hears the
+	 * group could make our NAKs carry a cookie the source refuses. */
+	if (!s || !s->repair_token || c->token != s->repair_token) {
+		g->gone_ignored++;
+		return;
+	}
+	s->nak_cookie = c->cookie;
+	if (d->naks.nodes) {
+		pubd_nak_due_now(&d->naks, d->event_ns, source, g->id);
+		engine_naks_arm(d);
+	}
 }
 
 void engine_naks_heartbeat(struct pubd *d, struct pubd_group *g, uint64_t source, const struct pubd_rx_dgram *dg)

@@ -42,6 +42,42 @@ case_r_forged_naks() {
 	it_eq "the daemon is alive" "$(kill -0 "$H_PID" && echo up)" up
 }
 
+# ---- a reflector: NAKs with the sniffed token, claiming another's address ----
+# The repair token is in every heartbeat on the group's multicast, so any
+# host that hears the group can NAK with it, from an address it claims (a
+# third party's, with a raw socket). The source answered at that address:
+# one 88-byte NAK made it send 1.68 MB there in the audit. A NAK must now
+# echo its address's cookie, which the source sends only to that address;
+# without it, the address gets a COOKIE (no bigger than the NAK, at most one
+# in 10 ms) and nothing else. Here the forger reads the token off the
+# multicast as an attacker would and NAKs from its own address (a victim it
+# can watch: it never asks for its cookie).
+case_r_nak_reflection() {
+	h_pubd d "heartbeat_ms: 100" <<-EOF
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+		    repair: {window: 4MiB}
+	EOF
+	local src tok n=200 rb cookies
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 200 --size 16384 >/dev/null || it_fail "publish"
+	it_wait "the repair window" 20 test "$(it_group_val d h repair_window_bytes)" -gt 0
+	read -r src tok < <(h_forge --dst "$H_GROUP_ADDR" --group h --mode sniff)
+	[ -n "$tok" ] || {
+		it_fail "no token sniffed off the group"
+		return
+	}
+	h_forge --dst 127.0.0.1 --group h --mode nak --source "$src" --token "$tok" --seq 0 --count $n --per $n --rate 2000 >/dev/null
+	it_wait "the NAKs counted" 30 test "$(it_group_val d h naks_received)" -ge $n
+	rb=$(it_group_val d h repair_bytes)
+	cookies=$(it_group_val d h cookies_sent)
+	h_fig "$n NAKs with the sniffed token (of 65,536 messages each, 200 of 16 KiB in the window) from one address, 0.1 s: repair bytes $rb, GONEs $(it_group_val d h gone_sent), COOKIEs $cookies, naks_ignored_unproven $(it_group_val d h naks_ignored_unproven)"
+	it_eq "no repair byte sent to the address the NAKs claim" "$rb" 0
+	it_eq "no GONE sent there" "$(it_group_val d h gone_sent)" 0
+	it_eq "every NAK counted unproven" "$(it_group_val d h naks_ignored_unproven)" $n
+	it_check "at most one COOKIE in 10 ms ($cookies for $n NAKs)" test "$cookies" -le 20
+}
+
 # ---- forged flow control STATUSes: nobody without the token stalls a source ----
 case_r_forged_status() {
 	h_pubd d <<-EOF

@@ -47,6 +47,10 @@
  *   badbatch  N batches cycling through faults: an entry longer than what
  *             is left, a byte after the last entry, one message only, a
  *             fragment index, more messages than PUBD_WIRE_BATCH_MAX
+ *   sniff     sends nothing: joins --dst (a group address) on --port and
+ *             waits up to 10 s for a heartbeat carrying a repair token,
+ *             then prints "SOURCE TOKEN" (hex): what any host that hears
+ *             the group learns, to forge with (--source, --token)
  *
  * --if: the local address multicast leaves by (default 127.0.0.1).
  * --sport: the local port to send from (default: one the kernel picks, a new
@@ -232,6 +236,47 @@ static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t t
 	pubd_ctl_encode(&c, out, PUBD_CTL_MAX_LEN);
 }
 
+/* Mode sniff: a repair group's source id and token from its heartbeats,
+ * read as any host on the group's multicast can. 0 when one was printed. */
+static int sniff(const struct sockaddr_in *group, struct in_addr mif)
+{
+	struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = group->sin_port};
+	struct ip_mreq mr = {.imr_multiaddr = group->sin_addr, .imr_interface = mif};
+	struct timeval tv = {.tv_sec = 1};
+	uint64_t deadline = now_ns() + 10000000000ull;
+	uint8_t buf[65536];
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* The port is pubd's too: both sockets get the group's datagrams. */
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&any, sizeof(any)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+		perror("forge_dgram: sniff");
+		return 1;
+	}
+	while (now_ns() < deadline) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct pubd_wire_hdr h;
+		const uint8_t *p;
+		size_t plen;
+		uint64_t token;
+
+		if (n <= 0 || pubd_wire_decode(buf, (size_t)n, &h, &p, &plen) || !(h.flags & PUBD_WIRE_F_HEARTBEAT))
+			continue;
+		token = pubd_ctl_hb_token(buf, (size_t)n);
+		if (!token)
+			continue;
+		printf("0x%016" PRIx64 " 0x%016" PRIx64 "\n", h.source_id, token);
+		close(fd);
+		return 0;
+	}
+	fprintf(stderr, "forge_dgram: sniff: no heartbeat with a token in 10 s\n");
+	close(fd);
+	return 1;
+}
+
 /* Sleep until the monotonic clock reaches due (ns). */
 static void pace_until(uint64_t due)
 {
@@ -313,6 +358,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: forge_dgram --dst ADDR --port P --group NAME --mode MODE [options]\n");
 		return 2;
 	}
+	if (!strcmp(mode, "sniff"))
+		return sniff(&to, mif);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mif, sizeof(mif)) < 0 ||
 	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &one, sizeof(one)) < 0) {

@@ -19,13 +19,12 @@
 
 #include <cmocka.h>
 
+#include "engine_internal.h" /* white-box: the cookie a NAK asker's address has */
 #include "proto.h"
 #include "test_daemon_harness.h"
 #include "tx.h"
 #include "wire.h"
 #include "wire_ctl.h"
-
-#define MS 1000000ull
 
 static const char *body(const char *repair)
 {
@@ -128,7 +127,8 @@ static void nak_from(struct hd *a, uint64_t asker, uint64_t peer, uint64_t seq, 
 			     .count = count,
 			     .stream = a->d.source_id,
 			     .first_seq = seq,
-			     .token = hd_group(a, "r")->repair_token};
+			     .token = hd_group(a, "r")->repair_token,
+			     .cookie = engine_repair_cookie(&a->d, &peer, sizeof(peer))};
 	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = hd_group(a, "r")->id, .source_id = asker};
 	uint8_t dg[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
 	size_t blen = pubd_ctl_encode(&c, dg + PUBD_WIRE_HDR_LEN, PUBD_CTL_MAX_LEN);
@@ -435,6 +435,53 @@ static void first_message_lost(bool began_long_ago)
 	hd_stop(&b);
 }
 
+/*
+ * A receiver's first NAK to a source carries no cookie (wire_ctl.h) and
+ * gets a COOKIE, not repairs. That NAK is no try, and the COOKIE makes the
+ * gap due at once: the repair does not wait for nak_interval_ms (10 s
+ * here), and no retry is spent.
+ */
+static void test_cookie_costs_no_interval(void **state)
+{
+	static struct hd a, b;
+	const uint64_t N = 20, lost[] = {5};
+	struct pubd_group *ga, *gb;
+	struct hc pub, sub;
+	uint8_t got[20] = {0};
+	struct inorder v = {.got = got, .n = N};
+	uint64_t dl, t0;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, body("{window: 4MiB, max_age_ms: 10000}")), 0);
+	assert_int_equal(hd_start(&b, NULL, body("{nak_backoff_ms: 1, nak_interval_ms: 10000, nak_retries: 1}")), 0);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	ga = hd_group(&a, "r");
+	gb = hd_group(&b, "r");
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	publish(&pub, 0, N);
+	drain(&a);
+	assert_true(move_with_loss(&a, &b, lost, 1) > 0);
+	t0 = pubd_now_ns();
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && v.delivered < N)
+		exchange_in_order(&a, &b, &sub, &v);
+	print_message("repaired in %llu ms: %llu NAKs, %llu COOKIEs\n", (unsigned long long)((pubd_now_ns() - t0) / MS),
+		      (unsigned long long)gb->naks_sent, (unsigned long long)ga->cookies_sent);
+	assert_int_equal(v.delivered, N);
+	assert_int_equal(gb->repaired, 1);
+	assert_int_equal(ga->cookies_sent, 1);
+	assert_int_equal(gb->naks_sent, 2); /* without the cookie, then with it */
+	assert_int_equal(ga->naks_ignored_unproven, 1);
+	assert_true(pubd_now_ns() - t0 < 2000 * MS);
+	hc_close(&pub);
+	hc_close(&sub);
+	hd_stop(&a);
+	hd_stop(&b);
+}
+
 static void test_first_message_lost_is_asked_for(void **state)
 {
 	(void)state;
@@ -601,6 +648,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_two_askers_get_multicast, hd_teardown),
 		cmocka_unit_test_teardown(test_end_to_end_random_loss, hd_teardown),
 		cmocka_unit_test_teardown(test_window_too_small_counts_unrecovered, hd_teardown),
+		cmocka_unit_test_teardown(test_cookie_costs_no_interval, hd_teardown),
 		cmocka_unit_test_teardown(test_first_message_lost_is_asked_for, hd_teardown),
 		cmocka_unit_test_teardown(test_first_message_before_listening_is_not_ours, hd_teardown),
 		cmocka_unit_test_teardown(test_plain_group_keeps_its_timeout, hd_teardown),

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "engine_internal.h" /* white-box: the cookie a NAK asker's address has */
 #include "proto.h"
 #include "repair_peers.h"
 #include "test_daemon_harness.h"
@@ -64,10 +65,11 @@ static void publish_sent(struct hd *a, uint64_t n, size_t len)
 	pubd_fake_sent_clear(a->fk);
 }
 
-static void ctl_to(struct hd *a, uint8_t type, uint64_t from_source, uint64_t stream, uint64_t peer, uint64_t seq,
-		   uint32_t count, uint64_t token)
+static void ctl_cookie_to(struct hd *a, uint8_t type, uint64_t from_source, uint64_t stream, uint64_t peer,
+			  uint64_t seq, uint32_t count, uint64_t token, uint64_t cookie)
 {
-	struct pubd_ctl c = {.type = type, .count = count, .stream = stream, .first_seq = seq, .token = token};
+	struct pubd_ctl c = {
+		.type = type, .count = count, .stream = stream, .first_seq = seq, .token = token, .cookie = cookie};
 	struct pubd_wire_hdr h = {
 		.flags = PUBD_WIRE_F_CONTROL, .group_id = hd_group(a, "r")->id, .source_id = from_source};
 	uint8_t dg[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
@@ -79,9 +81,79 @@ static void ctl_to(struct hd *a, uint8_t type, uint64_t from_source, uint64_t st
 	pubd_fake_inject_from(a->fk, -1, dg, (uint32_t)(PUBD_WIRE_HDR_LEN + blen), peer);
 }
 
+static void ctl_to(struct hd *a, uint8_t type, uint64_t from_source, uint64_t stream, uint64_t peer, uint64_t seq,
+		   uint32_t count, uint64_t token)
+{
+	ctl_cookie_to(a, type, from_source, stream, peer, seq, count, token, 0);
+}
+
+/* A NAK from a receiver that has its address's cookie. */
 static void nak_to(struct hd *a, uint64_t peer, uint64_t seq, uint32_t count, uint64_t token)
 {
-	ctl_to(a, PUBD_CTL_NAK, 0x4242, a->d.source_id, peer, seq, count, token);
+	ctl_cookie_to(a, PUBD_CTL_NAK, 0x4242, a->d.source_id, peer, seq, count, token,
+		      engine_repair_cookie(&a->d, &peer, sizeof(peer)));
+}
+
+/*
+ * A reflector's attack: NAKs with the group's token (any host on the
+ * multicast reads it) from an address claimed to be a third party's. The
+ * victim gets a COOKIE no bigger than a NAK, at most one in 10 ms, and no
+ * repair; a wrong cookie is no better. A NAK that echoes the cookie (the
+ * receiver that really is at that address) is repaired at once. Before the
+ * cookie, one NAK of 88 bytes made the source send 1.68 MB to the claimed
+ * address.
+ */
+static void test_nak_from_unproven_address_gets_a_cookie_only(void **state)
+{
+	static struct hd a;
+	struct pubd_group *ga;
+	const uint64_t victim = 0x7e7e;
+	uint64_t i, bytes = 0, cookie;
+	struct pubd_ctl c;
+	size_t k;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, body("{window: 4MiB, rate: off, peer_rate: off}")), 0);
+	publish_sent(&a, 200, 4000);
+	ga = hd_group(&a, "r");
+	for (i = 0; i < 100; i++)
+		ctl_cookie_to(&a, PUBD_CTL_NAK, 0x4242, a.d.source_id, victim, 0, 200, ga->repair_token, i * 7);
+	print_message("100 NAKs of 200 messages claiming another's address: %zu datagrams sent, COOKIEs %llu\n",
+		      pubd_fake_sent_count(a.fk), (unsigned long long)ga->cookies_sent);
+	assert_int_equal(ga->naks_ignored_unproven, 100);
+	assert_int_equal(ga->repairs_sent + ga->repair_bytes + ga->gone_sent, 0);
+	assert_int_equal(pubd_fake_sent_count(a.fk), 1);
+	assert_int_equal(ga->cookies_sent, 1);
+	for (k = 0; k < pubd_fake_sent_count(a.fk); k++) {
+		const struct pubd_fake_sent *r = pubd_fake_sent_at(a.fk, k);
+		struct pubd_wire_hdr h;
+		const uint8_t *p;
+		size_t plen;
+
+		assert_int_equal(r->to, victim);
+		bytes += r->len;
+		assert_int_equal(pubd_wire_decode(r->data, r->len, &h, &p, &plen), 0);
+		assert_int_equal(pubd_ctl_decode(p, plen, &c), 0);
+	}
+	/* No bigger than the NAK that asked (a NAK with its cookie). */
+	assert_true(bytes <= PUBD_WIRE_HDR_LEN + PUBD_CTL_FIXED_LEN + PUBD_CTL_COOKIE_LEN);
+	assert_int_equal(c.type, PUBD_CTL_COOKIE);
+	assert_int_equal(c.stream, a.d.source_id);
+	assert_int_equal(c.token, ga->repair_token);
+	cookie = c.cookie;
+	assert_int_equal(cookie, engine_repair_cookie(&a.d, &victim, sizeof(victim)));
+	/* Another address's cookie does not do for this one. */
+	pubd_fake_sent_clear(a.fk);
+	nak_to(&a, victim + 1, 0, 1, ga->repair_token);
+	assert_int_equal(ga->repairs_sent, 5);
+	ctl_cookie_to(&a, PUBD_CTL_NAK, 0x4242, a.d.source_id, victim, 0, 1, ga->repair_token,
+		      engine_repair_cookie(&a.d, &(uint64_t){victim + 1}, sizeof(victim)));
+	assert_int_equal(ga->naks_ignored_unproven, 101);
+	assert_int_equal(ga->repairs_sent, 5);
+	/* The receiver that is there echoes its cookie: repaired at once. */
+	ctl_cookie_to(&a, PUBD_CTL_NAK, 0x4242, a.d.source_id, victim, 1, 1, ga->repair_token, cookie);
+	assert_int_equal(ga->repairs_sent, 10); /* 4,000 bytes: 5 fragments of 976 */
+	hd_stop(&a);
 }
 
 /* Forged NAKs (no token, a wrong one, a huge range, from many ports) get
@@ -286,6 +358,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_nak_without_token_gets_nothing, hd_teardown),
+		cmocka_unit_test_teardown(test_nak_from_unproven_address_gets_a_cookie_only, hd_teardown),
 		cmocka_unit_test_teardown(test_one_asker_is_capped, hd_teardown),
 		cmocka_unit_test_teardown(test_token_by_heartbeat_and_forged_gone, hd_teardown),
 		cmocka_unit_test_teardown(test_busy_source_still_gives_its_token, hd_teardown),

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The NAK / GONE body codec: layout, round trip, one error per fault. */
+/* The NAK / GONE / STATUS / COOKIE body codec: layout, round trip, one error per fault. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,17 +74,81 @@ static void ctl_roundtrips_gone_and_whole_message_nak(void **state)
 	assert_true(pubd_ctl_wants_frag(&out, 12345));
 }
 
-/* A later version may grow the body: body_len says how far to skip. */
+/* A later version may grow the body: body_len says how far to skip (on a
+ * NAK, past its cookie). */
 static void ctl_accepts_longer_body(void **state)
 {
 	struct pubd_ctl c = {.type = PUBD_CTL_NAK, .count = 2, .stream = 1, .first_seq = 5}, out;
 
 	(void)state;
 	pubd_ctl_encode(&c, body, sizeof(body));
+	body[3] = 56;
+	memset(body + 40, 0xee, 16);
+	assert_int_equal(pubd_ctl_decode(body, 56, &out), PUBD_CTL_OK);
+	assert_int_equal(out.cookie, 0xeeeeeeeeeeeeeeeeull);
+	assert_int_equal(pubd_ctl_decode(body, 55, &out), PUBD_CTL_ERR_SHORT);
+	c.type = PUBD_CTL_GONE;
+	pubd_ctl_encode(&c, body, sizeof(body));
 	body[3] = 48;
 	memset(body + 40, 0xee, 8);
 	assert_int_equal(pubd_ctl_decode(body, 48, &out), PUBD_CTL_OK);
-	assert_int_equal(pubd_ctl_decode(body, 47, &out), PUBD_CTL_ERR_SHORT);
+	assert_int_equal(out.cookie, 0); /* a GONE has none: skipped */
+}
+
+/* A NAK echoes its asker's cookie after its bitmap; a COOKIE gives one and
+ * names no messages. */
+static void ctl_cookie_roundtrips(void **state)
+{
+	uint8_t bit = 0x02;
+	struct pubd_ctl c = {.type = PUBD_CTL_NAK,
+			     .count = 1,
+			     .stream = 42,
+			     .first_seq = 1000,
+			     .frag_first = 8,
+			     .bitmap_len = 1,
+			     .bitmap = &bit,
+			     .cookie = 0x0102030405060708ull},
+			out;
+	size_t len = pubd_ctl_encode(&c, body, sizeof(body));
+
+	(void)state;
+	assert_int_equal(len, PUBD_CTL_FIXED_LEN + 1 + PUBD_CTL_COOKIE_LEN);
+	assert_int_equal(body[PUBD_CTL_FIXED_LEN + 1], 0x01); /* big-endian, after the bitmap */
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.cookie, 0x0102030405060708ull);
+	assert_true(pubd_ctl_wants_frag(&out, 9));
+	assert_false(pubd_ctl_wants_frag(&out, 8));
+	/* Without a cookie, a NAK is as it was: none decoded. */
+	c.cookie = 0;
+	len = pubd_ctl_encode(&c, body, sizeof(body));
+	assert_int_equal(len, PUBD_CTL_FIXED_LEN + 1);
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.cookie, 0);
+	/* A COOKIE */
+	c = (struct pubd_ctl){.type = PUBD_CTL_COOKIE, .stream = 7, .token = 0xabc, .cookie = 0xc00c1e};
+	len = pubd_ctl_encode(&c, body, sizeof(body));
+	assert_int_equal(len, PUBD_CTL_FIXED_LEN + PUBD_CTL_COOKIE_LEN);
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.type, PUBD_CTL_COOKIE);
+	assert_int_equal(out.stream, 7);
+	assert_int_equal(out.token, 0xabc);
+	assert_int_equal(out.cookie, 0xc00c1e);
+	/* ... cut before its cookie, with a range, or with none */
+	body[3] = PUBD_CTL_FIXED_LEN;
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_ERR_COOKIE);
+	body[3] = (uint8_t)len;
+	body[7] = 1; /* count 1 */
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_ERR_COUNT);
+	c.count = 1;
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	c.count = 0;
+	c.cookie = 0;
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	/* A cookie only goes on a NAK or a COOKIE. */
+	c = (struct pubd_ctl){.type = PUBD_CTL_GONE, .count = 1, .stream = 7, .cookie = 5};
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
+	c.type = PUBD_CTL_STATUS;
+	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
 }
 
 static int decode_with(size_t off, uint8_t v, size_t len)
@@ -106,7 +170,7 @@ static void ctl_rejects_each_fault(void **state)
 	(void)state;
 	assert_int_equal(pubd_ctl_decode(body, 39, &out), PUBD_CTL_ERR_SHORT);
 	assert_int_equal(decode_with(0, 1, 40), PUBD_CTL_ERR_VERSION); /* version 1 had no token */
-	assert_int_equal(decode_with(1, 4, 40), PUBD_CTL_ERR_TYPE);
+	assert_int_equal(decode_with(1, 5, 40), PUBD_CTL_ERR_TYPE);
 	assert_int_equal(decode_with(1, 0, 40), PUBD_CTL_ERR_TYPE);
 	assert_int_equal(decode_with(3, 39, 40), PUBD_CTL_ERR_SHORT); /* body_len below 40 */
 	assert_int_equal(decode_with(3, 41, 40), PUBD_CTL_ERR_SHORT); /* body_len beyond the datagram */
@@ -228,7 +292,7 @@ static void ctl_strerror_names_every_error(void **state)
 	int e;
 
 	(void)state;
-	for (e = PUBD_CTL_OK; e >= PUBD_CTL_ERR_RESERVED; e--)
+	for (e = PUBD_CTL_OK; e >= PUBD_CTL_ERR_COOKIE; e--)
 		assert_string_not_equal(pubd_ctl_strerror(e), pubd_ctl_strerror(-1000));
 }
 
@@ -239,6 +303,7 @@ int main(void)
 		cmocka_unit_test(ctl_roundtrips_nak_with_fragment_bitmap),
 		cmocka_unit_test(ctl_roundtrips_gone_and_whole_message_nak),
 		cmocka_unit_test(ctl_accepts_longer_body),
+		cmocka_unit_test(ctl_cookie_roundtrips),
 		cmocka_unit_test(ctl_rejects_each_fault),
 		cmocka_unit_test(ctl_encode_refuses_what_decode_would),
 		cmocka_unit_test(ctl_token_roundtrips_in_nak_and_heartbeat),

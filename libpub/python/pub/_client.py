@@ -657,6 +657,8 @@ class Client:
         "naks_ignored_outside",
         "naks_ignored_token",
         "naks_ignored_peer",
+        "naks_ignored_unproven",
+        "cookies_sent",
         "gone_ignored",
     )
 
