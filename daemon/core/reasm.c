@@ -63,12 +63,32 @@ void pubd_reasm_kernel_drops(struct pubd_reasm *r, uint64_t drops)
 	r->kernel_drops = drops;
 }
 
+/* The budget's share left for partials and ranges: what the caller set
+ * less what is charged outside (never below nothing). */
+static void budget_left(struct pubd_reasm *r)
+{
+	r->cfg.budget_bytes = r->outside_bytes < r->budget_total ? r->budget_total - r->outside_bytes : 0;
+}
+
 void pubd_reasm_set_config(struct pubd_reasm *r, const struct pubd_reasm_config *cfg)
 {
 	r->cfg = *cfg;
+	r->budget_total = cfg->budget_bytes;
+	budget_left(r);
 	/* A datagram always belongs to some stream; keep room for one. */
 	if (!r->cfg.max_streams)
 		r->cfg.max_streams = 1;
+}
+
+void pubd_reasm_set_outside(struct pubd_reasm *r, uint64_t bytes)
+{
+	r->outside_bytes = bytes;
+	budget_left(r);
+}
+
+uint64_t pubd_reasm_held_bytes(const struct pubd_reasm *r)
+{
+	return r->held_bytes;
 }
 
 struct pubd_reasm *pubd_reasm_create(const struct pubd_reasm_config *cfg, const struct pubd_reasm_ops *ops, void *ctx)

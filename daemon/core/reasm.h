@@ -139,6 +139,13 @@ void pubd_reasm_destroy(struct pubd_reasm *r);
 
 /* Change limits at run time (reload). Takes effect for new decisions. */
 void pubd_reasm_set_config(struct pubd_reasm *r, const struct pubd_reasm_config *cfg);
+/* Heap charged to the same budget outside reassembly (messages held back
+ * for order, daemon/engine/repair_order.c): partials and ranges get what is
+ * left of budget_bytes. Partials already held stay until the next one
+ * needs room. */
+void pubd_reasm_set_outside(struct pubd_reasm *r, uint64_t bytes);
+/* Heap reassembly holds against the budget (partials and missing ranges). */
+uint64_t pubd_reasm_held_bytes(const struct pubd_reasm *r);
 
 /*
  * Feed one decoded datagram (header from pubd_wire_decode, its payload).

@@ -147,6 +147,9 @@ struct pubd_reasm {
 	/* Heap charged to budget_bytes: partials (struct, bitmap, buffer, table
 	 * entry) and missing ranges, each as malloc really holds it. */
 	uint64_t held_bytes;
+	/* The budget as configured, and what is charged to it outside
+	 * (pubd_reasm_set_outside): cfg.budget_bytes is what is left. */
+	uint64_t budget_total, outside_bytes;
 	/* Heap of streams and tombstones, bounded by max_streams, not budget. */
 	uint64_t stream_bytes;
 	uint64_t kernel_drops; /* pubd_reasm_kernel_drops */

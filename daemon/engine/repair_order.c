@@ -16,7 +16,10 @@
  * messages that arrive meanwhile queue behind it, in order.
  *
  * Bounds (THREATS.md rule 1): what holding takes from the heap, all
- * streams together, at most limits.reassembly_budget: each held message's
+ * streams together, and what reassembly holds (partial messages, missing
+ * ranges), at most limits.reassembly_budget: reassembly gets what the hold
+ * leaves (pubd_reasm_set_outside), and a held message that takes the two
+ * over releases as below. Each held message's
  * buffer as allocated (pubd_msgbuf_footprint), and each stream's struct
  * and entry array as malloc holds them. Storage follows the messages
  * held, not the span of sequence numbers between them, so a peer that
@@ -125,6 +128,7 @@ static void charge(struct pubd *d, struct hold_stream *h, uint64_t add, uint64_t
 {
 	h->bytes = h->bytes + add - sub;
 	d->held_bytes = d->held_bytes + add - sub;
+	pubd_reasm_set_outside(d->reasm, d->held_bytes);
 	if (size_of(h->bytes) != h->size) {
 		size_unlink(d, h);
 		h->size = size_of(h->bytes);
@@ -202,6 +206,7 @@ static void stream_free(struct pubd *d, struct hold_stream *h)
 	size_unlink(d, h);
 	pubd_htab_remove(&d->holds.ix, &h->hn);
 	d->held_bytes -= h->bytes;
+	pubd_reasm_set_outside(d->reasm, d->held_bytes);
 	free(h->e);
 	free(h);
 }
@@ -362,7 +367,8 @@ bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t
 		stream_free(d, h);
 		return false;
 	}
-	while (d->held_bytes > d->cfg.reassembly_budget && d->holds.all)
+	/* One budget for what reassembly and the hold take together. */
+	while (d->held_bytes + pubd_reasm_held_bytes(d->reasm) > d->cfg.reassembly_budget && d->holds.all)
 		overflow(d);
 	return true;
 }

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "proto.h"
+#include "reasm.h"
 #include "server_internal.h" /* white-box: the daemon's end of the socket */
 #include "test_daemon_harness.h"
 #include "wire.h"
@@ -490,6 +491,84 @@ static void test_forced_release_takes_the_biggest(void **state)
 	hd_stop(&b);
 }
 
+/* Fragment 0 of a 2-fragment message seq of source on r: a partial
+ * message reassembly keeps, charged to the budget. */
+static void inject_partial(struct hd *d, uint64_t source, uint64_t seq)
+{
+	struct pubd_group *g = hd_group(d, "r");
+	struct pubd_wire_hdr h = {
+		.group_id = g->id, .source_id = source, .msg_seq = seq, .msg_len = 2 * MSG_LEN, .frag_count = 2};
+	uint8_t dg[PUBD_WIRE_HDR_LEN + MSG_LEN];
+
+	pubd_wire_encode(&h, dg);
+	memset(dg + PUBD_WIRE_HDR_LEN, 0x11, MSG_LEN);
+	pubd_fake_inject_from(d->fk, g->slot, dg, PUBD_WIRE_HDR_LEN + MSG_LEN, 0x77);
+}
+
+/* Partial messages and messages held for order charge one budget,
+ * limits.reassembly_budget. Partials from 150 sources (nearly all of the
+ * 512 KiB) and a stream that holds everything behind its gap, the partials
+ * first or the held messages first: the two together never pass the
+ * budget. The hold releases by force to stay within it (counted, and the
+ * subscriber gets every message released); reassembly evicts partials
+ * (reasm_budget) to fit in what the hold leaves. They each had the whole
+ * budget before, so together took up to twice it. */
+static void share_budget(bool partials_first)
+{
+	static struct hd b;
+	uint64_t s, sum, peak = 0, budget, dl, got = 0;
+	unsigned phase;
+	const uint8_t *fb;
+	uint32_t flen;
+	uint8_t type;
+	struct hc sub;
+
+	sparse_start(&b, &sub, "  subscriber_queue_bytes: 64MiB\n  reassembly_budget: 512KiB\n");
+	budget = b.d.cfg.reassembly_budget;
+	inject(&b, 0);
+	for (phase = 0; phase < 2; phase++) {
+		for (s = 0; s < (phase == partials_first ? 598 : 150); s++) {
+			if (phase == partials_first)
+				inject(&b, s + 2); /* 1 is missing: the stream holds 2.. */
+			else
+				inject_partial(&b, 0x9a47000000000000ull + s, 0);
+			sum = b.d.held_bytes + pubd_reasm_held_bytes(b.d.reasm);
+			if (sum > peak)
+				peak = sum;
+		}
+	}
+	hd_turn(&b, 0);
+	print_message("partials %llu bytes, held %llu bytes, peak of the two %llu of %llu; forced releases %llu\n",
+		      (unsigned long long)pubd_reasm_held_bytes(b.d.reasm), (unsigned long long)b.d.held_bytes,
+		      (unsigned long long)peak, (unsigned long long)budget,
+		      (unsigned long long)b.d.counters[PUBD_CTR_ORDER_OVERFLOWS]);
+	assert_true(peak <= budget);
+	assert_true(b.d.counters[PUBD_CTR_ORDER_OVERFLOWS] > 0);
+	/* What was released by force reaches the subscriber: none lost (the
+	 * rest is still held behind the gap). */
+	assert_int_equal(hd_group(&b, "r")->received, 599);
+	assert_true(b.d.holds.msgs > 0);
+	dl = hd_deadline(5000);
+	while (!hd_past(dl) && got + b.d.holds.msgs < 599) {
+		hd_turn(&b, 1);
+		while (hc_next(&sub, &type, &fb, &flen, 0) == 1) {
+			got += type == PUB_FRAME_DELIVER;
+			hc_pop(&sub);
+		}
+	}
+	assert_int_equal(got + b.d.holds.msgs, 599);
+	assert_int_equal(pubd_drops_msg_total(&hd_group(&b, "r")->sub_drops), 0);
+	hc_close(&sub);
+	hd_stop(&b);
+}
+
+static void test_hold_and_reassembly_share_the_budget(void **state)
+{
+	(void)state;
+	share_budget(true);
+	share_budget(false);
+}
+
 /* The group's last subscriber goes: pubd stops receiving it and reassembly
  * forgets its streams, so nothing is outstanding before what is held any
  * more; it goes (to nobody) at once, not when the budget forces it. */
@@ -568,6 +647,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_holding_streams_capped, hd_teardown),
 		cmocka_unit_test_teardown(test_release_looks_at_touched_streams_only, hd_teardown),
 		cmocka_unit_test_teardown(test_forced_release_takes_the_biggest, hd_teardown),
+		cmocka_unit_test_teardown(test_hold_and_reassembly_share_the_budget, hd_teardown),
 		cmocka_unit_test_teardown(test_holds_go_when_the_group_stops_receiving, hd_teardown),
 		cmocka_unit_test_teardown(test_holds_go_when_repair_is_turned_off, hd_teardown),
 	};
