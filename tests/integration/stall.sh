@@ -15,7 +15,9 @@
 #    (seq_gap), and no more are dropped than the kernel dropped datagrams
 #    (before, the real datagrams after the hole that were thrown away as
 #    malformed made their messages seq_gap too: 248 and 198 in one run);
-#  - a forged jump with no kernel drop behind it is still malformed.
+#  - a forged jump from another host is still refused: the source is live
+#    at its own address, so it is discarded as rx_wrong_sender (that a jump
+#    with no kernel drop behind it is malformed is test_reasm_limits').
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 it_setup stall
@@ -88,11 +90,14 @@ it_check "h2: dropped $(source_val dropped) messages, no more than the kernel's 
 it_eq "h2: drops are seq_gap" \
 	"$(it_q h2 drops "[.drops[] | select(.group == \"s\" and .reason != \"seq_gap\") | .count] | add // 0")" 0
 
-# A forged datagram far ahead of the stream, with no kernel drop behind it,
-# is still malformed: the credit is the kernel's drops, and it was spent.
-before=$(it_counter h2 rx_malformed)
+# A forged datagram far ahead of the stream, from another port of h1's
+# address while h1 still heartbeats the group: discarded, and the stream
+# does not move (the kernel's drops are no credit for it).
+before=$(it_counter h2 rx_wrong_sender)
+was="$(it_counter h2 rx_malformed) $(source_val dropped)"
 ip netns exec "$ns1" "$FORGE" --dst 239.88.1.1 --port "${IT_PORT:-7470}" --if "$addr1" \
 	--group s --mode seq --count 1 --source "0x$SRC" --seq $((total + 10000000)) || it_fail "forge"
-it_wait "the forged jump is malformed" 10 it_counter_is h2 rx_malformed $((before + 1))
+it_wait "the forged jump is discarded" 10 it_counter_is h2 rx_wrong_sender $((before + 1))
+it_eq "h2: nothing of it taken (rx_malformed, the stream's drops)" "$(it_counter h2 rx_malformed) $(source_val dropped)" "$was"
 
 it_finish
