@@ -23,17 +23,19 @@ declare -A below=(
 	[engine]="server fabric sys core"
 )
 
-# The layer a header belongs to ("" when it is not the daemon's).
-layer_of_header() {
-	local h=$1 l
-	for l in core sys fabric server engine; do
-		if [ -n "$(find "daemon/$l" -name "$h" -print -quit)" ]; then
-			echo "$l"
-			return
-		fi
-	done
-	[ -e "common/$h" ] && echo common
-}
+# The layer each header belongs to (the lowest layer wins a name two layers
+# have; "" for a test's or a system header), found once: a find per
+# #include made the check take over a minute, and time out under load.
+declare -A header_layer=()
+for l in engine server fabric sys core; do
+	while IFS= read -r h; do
+		header_layer[$(basename "$h")]=$l
+	done < <(find "daemon/$l" -name '*.h')
+done
+
+for h in common/*.h; do
+	[ -n "${header_layer[${h##*/}]:-}" ] || header_layer[${h##*/}]=common
+done
 
 for layer in "${!below[@]}"; do
 	while IFS= read -r f; do
@@ -45,7 +47,7 @@ for layer in "${!below[@]}"; do
 				continue
 				;;
 			esac
-			to=$(layer_of_header "$(basename "$inc")")
+			to=${header_layer[${inc##*/}]:-}
 			[ -z "$to" ] && continue # a test's or a system header
 			case " $layer common ${below[$layer]} " in
 			*" $to "*) ;;
@@ -73,22 +75,23 @@ for l in core sys fabric server engine; do
 		[ -f "daemon/$l/${rel%.o}" ] && objs+=("$o")
 	done < <(find "$dir" -name '*.c.o' | sort)
 done
-defs=$(mktemp)
 edges=$(mktemp)
-trap 'rm -f "$defs" "$edges"' EXIT
-src_of() { # object -> daemon source path, e.g. fabric/verbs/cq.c
-	local rel=${1#"$build"/daemon/}
-	local l=${rel%%/*}
-	rel=${rel#*.dir/}
-	echo "$l/${rel%.o}"
-}
-for o in "${objs[@]}"; do
-	nm "$o" | awk -v f="$(src_of "$o")" 'NF == 3 && $2 ~ /^[TDRB]$/ { print $3, f }'
-done | sort >"$defs"
-for o in "${objs[@]}"; do
-	nm "$o" | awk 'NF == 2 && $1 == "U" { print $2 }' | sort -u | join - "$defs" |
-		awk -v f="$(src_of "$o")" '$2 != f { print f, $2 }'
-done | sort -u >"$edges"
+trap 'rm -f "$edges"' EXIT
+# One nm over every object (an nm, awk, sort and join per object took most
+# of a minute): "object:address type symbol", or "object: U symbol". An object's source path,
+# e.g. fabric/verbs/cq.c, from $build/daemon/fabric/CMakeFiles/pubd_fabric.dir/verbs/cq.c.o.
+nm -A "${objs[@]}" | awk -v build="$build/daemon/" '
+	function src(o,   l, rel) {
+		sub(/:.*$/, "", o)
+		o = substr(o, length(build) + 1)
+		l = o; sub(/\/.*/, "", l)
+		rel = o; sub(/^[^.]*\.dir\//, "", rel); sub(/\.o$/, "", rel)
+		return l "/" rel
+	}
+	NF == 3 && $2 ~ /^[TDRB]$/ { def[$3] = src($1); next }
+	NF == 3 && $2 == "U" { n++; usr[n] = src($1); sym[n] = $3 }
+	END { for (i = 1; i <= n; i++) if ((sym[i] in def) && def[sym[i]] != usr[i]) print usr[i], def[sym[i]] }
+' | sort -u >"$edges"
 [ -n "${CHECK_LAYERS_EDGES:-}" ] && cp "$edges" "$CHECK_LAYERS_EDGES"
 if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
 	echo "FAIL daemon files call each other in a loop:"
