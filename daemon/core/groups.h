@@ -133,7 +133,8 @@ struct pubd_group {
 	bool fc_blocked;
 	uint64_t flow_waits;	    /* times it had to wait for its receivers */
 	uint64_t statuses_received; /* STATUS datagrams taken */
-	uint64_t statuses_ignored;  /* without the token, for another source, stale, or flow control off here */
+	uint64_t statuses_ignored;  /* without the token or cookie, for another source, stale, a host's penalty, or flow
+				       control off here */
 	/* receiver flow control, receiver side (engine/flow_rx.c): the
 	 * streams it reports on */
 	struct pubd_fc_rx *fcrx;

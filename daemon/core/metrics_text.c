@@ -157,11 +157,14 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		 "times the group's sending waited for its receivers (flow control)"},
 		{"flow_timeouts", "pubd_group_flow_timeouts_total", PROM_COUNTER,
 		 "flow-controlled receivers forgotten after repair.receiver_timeout_ms of silence"},
+		{"flow_stuck", "pubd_group_flow_stuck_total", PROM_COUNTER,
+		 "flow-controlled receivers forgotten for holding the sending back unmoved for two "
+		 "repair.receiver_timeout_ms (their host not waited for a while)"},
 		{"statuses_received", "pubd_group_statuses_received_total", PROM_COUNTER,
 		 "flow control STATUS datagrams taken by the group's source"},
 		{"statuses_ignored", "pubd_group_statuses_ignored_total", PROM_COUNTER,
-		 "STATUS datagrams ignored: without the repair token, for another source, reordered, or flow "
-		 "control off"},
+		 "STATUS datagrams ignored: without the repair token or their address's cookie, for another "
+		 "source, reordered, from a host in its penalty, or flow control off"},
 		{"statuses_sent", "pubd_group_statuses_sent_total", PROM_COUNTER,
 		 "STATUS datagrams this daemon sent to the group's sources"},
 		{"group_log_readers", "pubd_group_log_readers", PROM_GAUGE,

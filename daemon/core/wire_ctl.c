@@ -53,7 +53,7 @@ static int ctl_check(const struct pubd_ctl *c)
 			return PUBD_CTL_ERR_BITMAP;
 		return c->cookie ? PUBD_CTL_OK : PUBD_CTL_ERR_COOKIE;
 	}
-	if (c->cookie && c->type != PUBD_CTL_NAK)
+	if (c->cookie && c->type == PUBD_CTL_GONE)
 		return PUBD_CTL_ERR_COOKIE;
 	if (c->first_seq > UINT64_MAX - c->count)
 		return PUBD_CTL_ERR_COUNT;
@@ -128,11 +128,10 @@ int pubd_ctl_decode(const uint8_t *body, size_t len, struct pubd_ctl *c)
 	c->bitmap = body + PUBD_CTL_FIXED_LEN;
 	if (PUBD_CTL_FIXED_LEN + (size_t)c->bitmap_len > body_len)
 		return PUBD_CTL_ERR_BITMAP;
-	/* A NAK's or COOKIE's cookie follows the bitmap, when body_len has
-	 * room; other types' extra bytes are skipped. */
+	/* A NAK's, STATUS's or COOKIE's cookie follows the bitmap, when
+	 * body_len has room; a GONE's extra bytes are skipped. */
 	c->cookie = 0;
-	if ((c->type == PUBD_CTL_NAK || c->type == PUBD_CTL_COOKIE) &&
-	    PUBD_CTL_FIXED_LEN + (size_t)c->bitmap_len + PUBD_CTL_COOKIE_LEN <= body_len)
+	if (c->type != PUBD_CTL_GONE && PUBD_CTL_FIXED_LEN + (size_t)c->bitmap_len + PUBD_CTL_COOKIE_LEN <= body_len)
 		c->cookie = get_be64(body + PUBD_CTL_FIXED_LEN + c->bitmap_len);
 	err = ctl_check(c);
 	if (err)
@@ -175,7 +174,7 @@ const char *pubd_ctl_strerror(int err)
 	case PUBD_CTL_ERR_RESERVED:
 		return "reserved bits set";
 	case PUBD_CTL_ERR_COOKIE:
-		return "a COOKIE without its cookie, or a cookie on a GONE or STATUS";
+		return "a COOKIE without its cookie, or a cookie on a GONE";
 	default:
 		return "unknown control error";
 	}

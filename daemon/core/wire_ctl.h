@@ -24,8 +24,9 @@
  *  32  u64 token        the source's repair token for the group (below)
  *  40  bitmap           bit i (byte i/8, LSB first) set: fragment
  *                       frag_first + i is missing
- *  40 + bitmap_len  u64 cookie   optional (body_len says): the asker's
- *                       address cookie (below), non-zero
+ *  40 + bitmap_len  u64 cookie   optional (body_len says), on a NAK,
+ *                       STATUS or COOKIE: the asker's address cookie
+ *                       (below), non-zero
  * A NAK without a bitmap asks for whole messages; a GONE says the range has
  * left the source's window (a GONE has no bitmap). A STATUS says the
  * receiving daemon's subscribers can take the messages first_seq ..
@@ -55,7 +56,9 @@
  * sends nowhere but to that address. A NAK without it is answered by a
  * COOKIE alone (count 0, first_seq 0, stream the source's id, its token, and
  * the cookie), no bigger than the NAK; the receiver keeps it for the source
- * and NAKs again at once.
+ * and NAKs again at once. A STATUS must echo it too (flow control holds the
+ * source back only for hosts that receive where they say), and is answered
+ * the same way without it.
  */
 #ifndef PUBD_WIRE_CTL_H
 #define PUBD_WIRE_CTL_H
@@ -82,7 +85,7 @@ struct pubd_ctl {
 	uint32_t frag_first; /* a STATUS's serial */
 	uint16_t bitmap_len;
 	const uint8_t *bitmap; /* decode: points into the body; encode: bitmap_len bytes */
-	uint64_t cookie;       /* NAK: echoed (0: none); COOKIE: given, non-zero */
+	uint64_t cookie;       /* NAK, STATUS: echoed (0: none); COOKIE: given, non-zero */
 };
 
 enum pubd_ctl_err {
@@ -94,7 +97,7 @@ enum pubd_ctl_err {
 	PUBD_CTL_ERR_BITMAP =
 		-5, /* bitmap on a GONE, a STATUS or a multi-message NAK, too long, empty, or beyond body_len */
 	PUBD_CTL_ERR_RESERVED = -6, /* reserved bits set */
-	PUBD_CTL_ERR_COOKIE = -7    /* a COOKIE without one, or a cookie on a GONE or STATUS */
+	PUBD_CTL_ERR_COOKIE = -7    /* a COOKIE without one, or a cookie on a GONE */
 };
 
 /* Encode c into out (room for PUBD_CTL_MAX_LEN); returns the body length,

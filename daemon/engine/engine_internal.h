@@ -58,8 +58,14 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n);
  * (its window, if it has one). */
 void engine_repair_keep_on(struct pubd *d, struct pubd_group *g, struct pubd_msgbuf *msg, uint64_t seq, uint32_t unit);
 /* A control datagram (NAK or GONE) that arrived; counted and answered. */
+/* asker.c: what a source sends back to the hosts that ask it things */
+/* A control datagram of ours for g to the sender of to; true when it went. */
+bool engine_ctl_send(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *to, const struct pubd_ctl *c);
 /* The cookie of a NAK asker's fabric address (wire_ctl.h): non-zero. */
 uint64_t engine_repair_cookie(const struct pubd *d, const void *addr, uint32_t len);
+/* Does a control datagram dg for repair group g echo its sender's cookie?
+ * If not, the sender is sent the cookie (at most one in 10 ms). */
+bool engine_repair_proven(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *dg, uint64_t cookie);
 void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const struct pubd_wire_hdr *h,
 			  const uint8_t *body, size_t len);
 /* Age every window (the heartbeat timer); open or close windows as the config says. */
@@ -103,7 +109,10 @@ static inline bool engine_repairs(const struct pubd *d, const struct pubd_group 
 
 /* flow_src.c, flow_rx.c: receiver flow control (groups.repair.flow_control) */
 /* A STATUS for g from the daemon from (its token checked here). */
-void engine_flow_on_status(struct pubd *d, struct pubd_group *g, uint64_t from, const struct pubd_ctl *c);
+void engine_flow_on_status(struct pubd *d, struct pubd_group *g, uint64_t from, const struct pubd_ctl *c,
+			   const struct pubd_rx_dgram *dg);
+/* A COOKIE from source came for g: report to it at once (flow_rx.c). */
+void engine_flow_cookie(struct pubd *d, struct pubd_group *g, uint64_t source);
 /* The heartbeat timer: tables opened or closed as the config says, silent
  * receivers forgotten (source), stuck subscribers found and keepalive
  * STATUSes sent (receiver). */

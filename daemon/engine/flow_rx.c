@@ -132,6 +132,7 @@ static void send_status(struct pubd *d, struct pubd_group *g, struct fc_stream *
 	if (!s || !s->peer_len || !s->repair_token)
 		return;
 	c.token = s->repair_token;
+	c.cookie = s->nak_cookie; /* none yet: the source answers with it (engine_flow_cookie) */
 	c.frag_first = st->serial + 1;
 	dg.payload_len = (uint32_t)pubd_ctl_encode(&c, body, sizeof(body));
 	if (!dg.payload_len)
@@ -165,6 +166,20 @@ static void group_report(struct pubd *d, struct pubd_group *g, uint64_t now, boo
 		if (pubd_fc_should_send(st->next + window, st->sent, quarter, keepalive))
 			send_status(d, g, st, window, now);
 	}
+}
+
+void engine_flow_cookie(struct pubd *d, struct pubd_group *g, uint64_t source)
+{
+	struct pubd_fc_rx *rx = g->fcrx;
+	uint32_t i;
+
+	if (!rx)
+		return;
+	/* What was sent without the cookie was not taken: the next turn's
+	 * report sends it again. */
+	for (i = 0; i < rx->n; i++)
+		if (rx->v[i].source == source)
+			rx->v[i].sent = 0;
 }
 
 void engine_flow_turn(struct pubd *d)

@@ -10,10 +10,16 @@
  *
  * A STATUS must echo the group's repair token (wire_ctl.h), which only
  * hosts on the group's multicast have: anyone else cannot stall the
- * source. The table lives with the repair window (the token's), so flow
- * control needs repair on and a fabric that can unicast.
+ * source. It must echo its address's cookie too (as NAKs do), so the host
+ * it comes from is one that receives there. A receiver that holds the
+ * source back without its limit moving for two receiver timeouts is
+ * forgotten, and its host held back nothing for a while (core/flow_ctl.h):
+ * a pubd never does that, and a host that says "full" forever stalls the
+ * source for a bounded time. The table lives with the repair window (the
+ * token's), so flow control needs repair on and a fabric that can unicast.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine_internal.h"
 #include "flow_ctl.h"
@@ -62,8 +68,23 @@ static void sync_group(struct pubd *d, struct pubd_group *g)
 	g->fcs->timeout_ns = timeout_ns(d, g);
 }
 
-void engine_flow_on_status(struct pubd *d, struct pubd_group *g, uint64_t from, const struct pubd_ctl *c)
+/* The bytes of dg's sender that name its machine (fabric.h peer_host). */
+static uint32_t sender_host(const struct pubd *d, const struct pubd_rx_dgram *dg, uint8_t *out)
 {
+	uint32_t len;
+
+	if (d->fops->peer_host)
+		return d->fops->peer_host(dg->from, dg->from_len, out);
+	len = dg->from_len < PUBD_FABRIC_HOST_MAX ? dg->from_len : PUBD_FABRIC_HOST_MAX;
+	memcpy(out, dg->from, len);
+	return len;
+}
+
+void engine_flow_on_status(struct pubd *d, struct pubd_group *g, uint64_t from, const struct pubd_ctl *c,
+			   const struct pubd_rx_dgram *dg)
+{
+	uint8_t host[PUBD_FABRIC_HOST_MAX];
+
 	sync_group(d, g);
 	if (!g->fcs || c->stream != d->source_id || c->token != g->repair_token) {
 		/* Flow control off here, an old source id, or not from a host
@@ -71,8 +92,15 @@ void engine_flow_on_status(struct pubd *d, struct pubd_group *g, uint64_t from, 
 		g->statuses_ignored++;
 		return;
 	}
-	/* One that came after a newer one from the same receiver says nothing. */
-	if (!pubd_fc_source_status(g->fcs, d->event_ns, from, c->first_seq + c->count, c->frag_first)) {
+	/* Not shown to receive where it says: it is sent its cookie. */
+	if (!engine_repair_proven(d, g, dg, c->cookie)) {
+		g->statuses_ignored++;
+		return;
+	}
+	/* One that came after a newer one from the same receiver says
+	 * nothing, nor one from a host in its penalty. */
+	if (!pubd_fc_source_status(g->fcs, d->event_ns, from, c->first_seq + c->count, c->frag_first, host,
+				   sender_host(d, dg, host))) {
 		g->statuses_ignored++;
 		return;
 	}
@@ -84,12 +112,26 @@ void engine_flow_tick(struct pubd *d, uint64_t now)
 	struct pubd_group *g;
 	unsigned i;
 
+	/* Any host that hears a group can make these: a few lines a period. */
+	if (!d->log_flow_stuck.what)
+		d->log_flow_stuck = (struct pubd_log_limit){
+			.what = "flow-controlled receivers not waited for", .burst = 5, .prio = LOG_WARNING};
+	pubd_log_limit_flush(&d->log_flow_stuck, now);
+
 	pubd_groups_foreach(&d->groups, g, i)
 	{
 		sync_group(d, g);
 		if (g->fcs && pubd_fc_source_expire(g->fcs, now))
 			log_info("group %s: a flow-controlled receiver fell silent; %u still heard", g->name,
 				 g->fcs->n);
+		if (g->fcs &&
+		    pubd_fc_source_stuck(g->fcs, now, g->fc_blocked && g->txq_head,
+					 g->txq_head ? g->txq_head->seq : 0) &&
+		    pubd_log_limit_pass(&d->log_flow_stuck, now))
+			log_warn("group %s: a receiver held its sending back for %llu ms without moving: not waited "
+				 "for, "
+				 "nor its host for a while",
+				 g->name, (unsigned long long)(PUBD_FC_STUCK_TIMEOUTS * g->fcs->timeout_ns / MS));
 	}
 	engine_flow_rx_tick(d, now);
 }

@@ -171,6 +171,7 @@ static const char *const group_cols[] = {
 	"flow_receivers:u",
 	"flow_waits:u",
 	"flow_timeouts:u",
+	"flow_stuck:u",
 	"statuses_received:u",
 	"statuses_ignored:u",
 	"statuses_sent:u",
@@ -253,6 +254,7 @@ static void group_row(struct pubd *d, struct pub_table_builder *b, const struct 
 	pub_table_u64(b, g->fcs ? g->fcs->n : 0);
 	pub_table_u64(b, g->flow_waits);
 	pub_table_u64(b, g->fcs ? g->fcs->timed_out : 0);
+	pub_table_u64(b, g->fcs ? g->fcs->stuck : 0);
 	pub_table_u64(b, g->statuses_received);
 	pub_table_u64(b, g->statuses_ignored);
 	pub_table_u64(b, g->statuses_sent);

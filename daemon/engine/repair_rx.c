@@ -195,6 +195,7 @@ void engine_naks_cookie(struct pubd *d, struct pubd_group *g, uint64_t source, c
 		return;
 	}
 	s->nak_cookie = c->cookie;
+	engine_flow_cookie(d, g, source);
 	if (d->naks.nodes) {
 		pubd_nak_due_now(&d->naks, d->event_ns, source, g->id);
 		engine_naks_arm(d);

@@ -43,9 +43,6 @@
 #define REPAIR_BATCH	   32u
 #define REPAIR_LINGER_NS   (10 * MS)
 #define REPAIR_MCAST_NS	   (5 * MS)
-/* COOKIEs to one address: at most one this often (a receiver whose first
- * one was lost asks again at its next NAK, nak_interval_ms later). */
-#define COOKIE_GAP_NS (10 * MS)
 
 static void window_cfg(const struct pubd_group *g, struct pubd_repair_window_cfg *wc)
 {
@@ -230,21 +227,6 @@ static enum resend_result resend(struct out *o, uint64_t now, uint64_t seq, cons
 	return RESENT;
 }
 
-/* A control datagram of ours for g to the asker; true when it went. */
-static bool send_ctl(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *to, const struct pubd_ctl *c)
-{
-	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = g->id, .source_id = d->source_id};
-	uint8_t hdr[PUBD_WIRE_HDR_LEN], body[PUBD_CTL_MAX_LEN];
-	struct pubd_tx_dgram dg = {.hdr = hdr, .hdr_len = sizeof(hdr), .payload = body};
-
-	dg.payload_len = (uint32_t)pubd_ctl_encode(c, body, sizeof(body));
-	if (!dg.payload_len)
-		return false;
-	h.msg_len = dg.payload_len;
-	pubd_wire_encode(&h, hdr);
-	return d->fops->send_to(d->fabric, to->from, to->from_len, &dg, 1) == 1;
-}
-
 /* One GONE datagram for first .. first + count - 1, to the asker. */
 static void send_gone(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *to, uint64_t first,
 		      uint64_t count)
@@ -255,38 +237,8 @@ static void send_gone(struct pubd *d, struct pubd_group *g, const struct pubd_rx
 			     .first_seq = first,
 			     .token = g->repair_token};
 
-	if (send_ctl(d, g, to, &c))
+	if (engine_ctl_send(d, g, to, &c))
 		g->gone_sent++;
-}
-
-uint64_t engine_repair_cookie(const struct pubd *d, const void *addr, uint32_t len)
-{
-	uint64_t v = pubd_hash_bytes(&d->cookie_key, addr, len);
-
-	return v ? v : 1;
-}
-
-static uint64_t asker_cookie(const struct pubd *d, const struct pubd_rx_dgram *dg)
-{
-	return engine_repair_cookie(d, dg->from, dg->from_len);
-}
-
-/* The asker's cookie, to the address its NAK claims, at most one a
- * COOKIE_GAP_NS an address: whoever receives there gets one datagram no
- * bigger than the NAK, and a forger that claimed it, nothing. */
-static void send_cookie(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *to,
-			struct pubd_repair_peer *peer)
-{
-	struct pubd_ctl c = {.type = PUBD_CTL_COOKIE,
-			     .stream = d->source_id,
-			     .token = g->repair_token,
-			     .cookie = asker_cookie(d, to)};
-
-	if (peer->cookie_ns && d->event_ns - peer->cookie_ns < COOKIE_GAP_NS)
-		return;
-	peer->cookie_ns = d->event_ns;
-	if (send_ctl(d, g, to, &c))
-		g->cookies_sent++;
 }
 
 /* Answer one sequence number of a NAK. false: stop (rate or credits). */
@@ -389,7 +341,7 @@ void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const 
 		return;
 	}
 	if (c.type == PUBD_CTL_STATUS) {
-		engine_flow_on_status(d, g, h->source_id, &c);
+		engine_flow_on_status(d, g, h->source_id, &c, dg);
 		return;
 	}
 	g->naks_received++;
@@ -409,11 +361,10 @@ void engine_repair_on_ctl(struct pubd *d, const struct pubd_rx_dgram *dg, const 
 		g->naks_ignored_peer++;
 		return;
 	}
-	if (c.cookie != asker_cookie(d, dg)) {
+	if (!engine_repair_proven(d, g, dg, c.cookie)) {
 		/* Not shown to receive at the address it claims: a reflector's
-		 * victim's, perhaps. It gets the address's cookie, no more. */
+		 * victim's, perhaps. It got the address's cookie, no more. */
 		g->naks_ignored_unproven++;
-		send_cookie(d, g, dg, peer);
 		return;
 	}
 	answer_nak(d, g, dg, h->source_id, peer, &c);

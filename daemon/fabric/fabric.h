@@ -38,6 +38,8 @@ struct pub_table_builder;
  * source QPN, LID and SL; 28 bytes).
  */
 #define PUBD_FABRIC_PEER_MAX 32
+/* The part of a peer that names its machine (peer_host) at most. */
+#define PUBD_FABRIC_HOST_MAX 16
 
 struct pubd_rx_dgram {
 	const uint8_t *data;
@@ -117,6 +119,12 @@ struct pubd_fabric_ops {
 	 * with no peer and n 0 is a probe: 0 where unicast works. */
 	int (*send_to)(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
 		       unsigned n);
+	/* The part of a peer (as send_to takes it) that names its machine, not
+	 * one socket or QP of it (udp: the IP address; verbs: the GID, or the
+	 * LID without one), into out (PUBD_FABRIC_HOST_MAX bytes): its length,
+	 * 0 when the peer is not one. What a host's many ports or QPs share:
+	 * flow control's penalties are by host (core/flow_ctl.h). */
+	uint32_t (*peer_host)(const void *peer, uint32_t peer_len, uint8_t *out);
 	/* Largest datagram (header + payload) this fabric carries. */
 	uint32_t (*mtu)(const struct pubd_fabric *f);
 	/* Key/value rows for `pubctl status` (table "fabric", columns key:s, value:s). */

@@ -350,6 +350,15 @@ static int fake_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_l
 	return record(f, -1, to, d, n);
 }
 
+/* A fake's peer id names it whole: each fake is a host. */
+static uint32_t fake_peer_host(const void *peer, uint32_t peer_len, uint8_t *out)
+{
+	if (peer_len != sizeof(uint64_t))
+		return 0;
+	memcpy(out, peer, peer_len);
+	return peer_len;
+}
+
 static uint32_t fake_mtu(const struct pubd_fabric *f)
 {
 	return f->mtu;
@@ -371,6 +380,7 @@ const struct pubd_fabric_ops pubd_fabric_fake_ops = {
 	.listen = fake_listen,
 	.send = fake_send,
 	.send_to = fake_send_to,
+	.peer_host = fake_peer_host,
 	.mtu = fake_mtu,
 	.status = fake_status,
 };

@@ -78,6 +78,46 @@ case_r_nak_reflection() {
 	it_check "at most one COOKIE in 10 ms ($cookies for $n NAKs)" test "$cookies" -le 20
 }
 
+# ---- flow control: a host that hears the group says "full" forever ----
+# The token is on the multicast; a forger that reads it, asks for its own
+# address's cookie, and sends a STATUS with window 0 five times a second,
+# each from a receiver id of its own invention, froze a flow-controlled
+# source's sending for as long as it went on (9 s and more in the audit). A
+# pubd receiver never holds a source back unmoved for longer than its
+# receiver timeout (it stops counting a subscriber that takes nothing), so
+# one that does is not waited for after two, and its host not for a while.
+case_r_status_stall() {
+	h_pubd d "heartbeat_ms: 100" <<-EOF
+		groups:
+		  - name: h
+		    address: $H_GROUP_ADDR
+		    repair: {window: 4MiB, flow_control: min, receiver_timeout_ms: 500}
+	EOF
+	local src tok t0 t1 ms
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 1 --size 64 >/dev/null || it_fail "publish"
+	it_wait "flow control on" 20 it_group_is d h flow_control 1
+	read -r src tok < <(h_forge --dst "$H_GROUP_ADDR" --group h --mode sniff)
+	[ -n "$tok" ] || {
+		it_fail "no token sniffed off the group"
+		return
+	}
+	# 10 s of "full", from the next message on, in the background.
+	h_forge --dst 127.0.0.1 --group h --mode status --source "$src" --token "$tok" --seq 1 --count 50 --rate 5 \
+		--ask-cookie >"$IT_WORK/forge.out" 2>&1 &
+	local forger=$!
+	it_wait "the forger holds the source back" 10 it_holds '[ "$(it_group_val d h flow_receivers)" -ge 1 ]'
+	t0=$(date +%s%N)
+	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 500 --size 1024 >/dev/null || it_fail "publish under the forger"
+	it_wait "all sent" 20 it_group_is d h tx_queued 0
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	h_fig "STATUS window 0 from invented receivers, sniffed token, own cookie, 5/s for 10 s: 500 messages sent in $ms ms; flow_stuck $(it_group_val d h flow_stuck), flow_waits $(it_group_val d h flow_waits), statuses taken $(it_group_val d h statuses_received), ignored $(it_group_val d h statuses_ignored)"
+	it_check "its receivers are not waited for (flow_stuck $(it_group_val d h flow_stuck))" test "$(it_group_val d h flow_stuck)" -ge 1
+	it_check "the source went on within 5 s, not when the forger stopped ($ms ms)" test "$ms" -lt 5000
+	it_check "the forger was still at it" kill -0 "$forger"
+	wait "$forger" || it_fail "forge_dgram: $(cat "$IT_WORK/forge.out")"
+}
+
 # ---- forged flow control STATUSes: nobody without the token stalls a source ----
 case_r_forged_status() {
 	h_pubd d <<-EOF

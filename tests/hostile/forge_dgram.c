@@ -47,6 +47,9 @@
  *   badbatch  N batches cycling through faults: an entry longer than what
  *             is left, a byte after the last entry, one message only, a
  *             fragment index, more messages than PUBD_WIRE_BATCH_MAX
+ *             (nak and status: with --ask-cookie, the forger first sends
+ *             one without a cookie and waits for the source's COOKIE, as
+ *             a host that receives at its address can; the rest carry it)
  *   sniff     sends nothing: joins --dst (a group address) on --port and
  *             waits up to 10 s for a heartbeat carrying a repair token,
  *             then prints "SOURCE TOKEN" (hex): what any host that hears
@@ -222,7 +225,8 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 
 /* The NAK, GONE or STATUS body of datagram i (forge set the header), with
  * token (0: a random one each). */
-static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t token, uint64_t *seed, uint8_t *out)
+static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t token, uint64_t cookie, uint64_t *seed,
+		     uint8_t *out)
 {
 	bool status = !strcmp(mode, "status");
 	struct pubd_ctl c = {.type = status		    ? PUBD_CTL_STATUS
@@ -231,9 +235,40 @@ static void ctl_body(const char *mode, uint64_t source, uint64_t seq, uint64_t t
 			     .count = status ? 0 : PUBD_CTL_MAX_COUNT,
 			     .stream = source,
 			     .first_seq = seq,
-			     .token = token ? token : next_id(seed)};
+			     .token = token ? token : next_id(seed),
+			     .cookie = status || !strcmp(mode, "nak") ? cookie : 0};
 
 	pubd_ctl_encode(&c, out, PUBD_CTL_MAX_LEN);
+}
+
+/* --ask-cookie: what a host that receives where it sends from learns by
+ * asking. A datagram of ctl_len bytes (a NAK or STATUS without a cookie)
+ * goes to the source on fd; its COOKIE answer comes back to fd. 0 when
+ * none came within 2 s. */
+static uint64_t ask_cookie(int fd, const struct sockaddr_in *to, const uint8_t *dgram, size_t len)
+{
+	struct timeval tv = {.tv_sec = 2};
+	uint64_t deadline = now_ns() + 2000000000ull;
+	uint8_t buf[2048];
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    sendto(fd, dgram, len, 0, (const struct sockaddr *)to, sizeof(*to)) < 0)
+		return 0;
+	while (now_ns() < deadline) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct pubd_wire_hdr h;
+		struct pubd_ctl c;
+		const uint8_t *p;
+		size_t plen;
+
+		if (n <= 0)
+			continue;
+		if (pubd_wire_decode(buf, (size_t)n, &h, &p, &plen) || !(h.flags & PUBD_WIRE_F_CONTROL) ||
+		    pubd_ctl_decode(p, plen, &c) || c.type != PUBD_CTL_COOKIE)
+			continue;
+		return c.cookie;
+	}
+	return 0;
 }
 
 /* Mode sniff: a repair group's source id and token from its heartbeats,
@@ -290,21 +325,29 @@ static void pace_until(uint64_t due)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"dst", required_argument, NULL, 'd'},	  {"port", required_argument, NULL, 'p'},
-		{"group", required_argument, NULL, 'g'},  {"mode", required_argument, NULL, 'm'},
-		{"count", required_argument, NULL, 'n'},  {"rate", required_argument, NULL, 'r'},
-		{"source", required_argument, NULL, 'S'}, {"seq", required_argument, NULL, 'Q'},
-		{"per", required_argument, NULL, 'k'},	  {"if", required_argument, NULL, 'i'},
-		{"age", required_argument, NULL, 'a'},	  {"token", required_argument, NULL, 'T'},
-		{"sport", required_argument, NULL, 'P'},  {NULL, 0, NULL, 0},
+		{"dst", required_argument, NULL, 'd'},
+		{"port", required_argument, NULL, 'p'},
+		{"group", required_argument, NULL, 'g'},
+		{"mode", required_argument, NULL, 'm'},
+		{"count", required_argument, NULL, 'n'},
+		{"rate", required_argument, NULL, 'r'},
+		{"source", required_argument, NULL, 'S'},
+		{"seq", required_argument, NULL, 'Q'},
+		{"per", required_argument, NULL, 'k'},
+		{"if", required_argument, NULL, 'i'},
+		{"age", required_argument, NULL, 'a'},
+		{"token", required_argument, NULL, 'T'},
+		{"sport", required_argument, NULL, 'P'},
+		{"ask-cookie", no_argument, NULL, 'C'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *dst = NULL, *group = NULL, *mode = NULL, *ifaddr = "127.0.0.1";
 	uint64_t count = 1, rate = 50000, source = 0, seq = 0, per = 64, seed = 0x686f7374696c65u, i, sent = 0;
 	struct sockaddr_in to = {.sin_family = AF_INET}, from = {.sin_family = AF_INET};
 	struct in_addr mif;
 	uint8_t dgram[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN + 4 * PUBD_WIRE_BATCH_MAX];
-	uint64_t start, age = 0, token = 0;
-	bool aged = false;
+	uint64_t start, age = 0, token = 0, cookie = 0;
+	bool aged = false, want_cookie = false;
 	int c, fd, one = 1;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -349,6 +392,9 @@ int main(int argc, char **argv)
 		case 'P':
 			from.sin_port = htons((uint16_t)atoi(optarg));
 			break;
+		case 'C':
+			want_cookie = true;
+			break;
 		default:
 			return 2;
 		}
@@ -391,6 +437,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "forge_dgram: %zu payload bytes do not fit a datagram\n", payload);
 			return 2;
 		}
+		if ((h.flags & PUBD_WIRE_F_CONTROL) && cookie) {
+			payload += PUBD_CTL_COOKIE_LEN;
+			h.msg_len += PUBD_CTL_COOKIE_LEN;
+		}
 		pubd_wire_encode(&h, dgram);
 		if ((aged || token) && (h.flags & PUBD_WIRE_F_HEARTBEAT))
 			hdr_len = pubd_ctl_hb_put(dgram, token, age);
@@ -401,10 +451,20 @@ int main(int argc, char **argv)
 			memset(dgram + PUBD_WIRE_HDR_LEN, 0, payload);
 			if (!strcmp(mode, "badbatch") && i % 5 == 0)
 				dgram[PUBD_WIRE_HDR_LEN + payload - 1] = 1;
-		} else if (h.flags & PUBD_WIRE_F_CONTROL)
-			ctl_body(mode, source, seq, token, &seed, dgram + PUBD_WIRE_HDR_LEN);
-		else if (payload)
+		} else if (h.flags & PUBD_WIRE_F_CONTROL) {
+			ctl_body(mode, source, seq, token, cookie, &seed, dgram + PUBD_WIRE_HDR_LEN);
+		} else if (payload) {
 			memcpy(dgram + PUBD_WIRE_HDR_LEN, &i, payload < sizeof(i) ? payload : sizeof(i));
+		}
+		if (want_cookie && !cookie && (h.flags & PUBD_WIRE_F_CONTROL)) {
+			cookie = ask_cookie(fd, &to, dgram, PUBD_WIRE_HDR_LEN + payload);
+			if (!cookie) {
+				fprintf(stderr, "forge_dgram: no COOKIE came back\n");
+				return 1;
+			}
+			i--; /* this one again, with it */
+			continue;
+		}
 		/* A NAK flood from many ports: a new socket (port) every per. */
 		if (!strcmp(mode, "nak") && i && i % per == 0) {
 			close(fd);
@@ -419,7 +479,7 @@ int main(int argc, char **argv)
 		else if (errno != ENOBUFS && errno != EAGAIN)
 			perror("forge_dgram: sendto");
 		/* Pace: never ahead of count/rate seconds since the start. */
-		if (rate && (i & 63) == 63)
+		if (rate && ((i & 63) == 63 || rate < 1000))
 			pace_until(start + (i + 1) * 1000000000u / rate);
 	}
 	printf("forge_dgram: %s: %" PRIu64 " of %" PRIu64 " datagrams sent to %s:%u\n", mode, sent, count, dst,

@@ -13,6 +13,8 @@
  * - A receiver that falls silent (its daemon stopped) is forgotten after
  *   the timeout, and a sends on.
  * - A STATUS without the group's repair token holds nothing back.
+ * - A host that says "full" forever holds a back for two receiver timeouts,
+ *   then its host is not waited for a while.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "engine_internal.h" /* white-box: the cookie a peer's address has */
 #include "flow_ctl.h"
 #include "proto.h"
 #include "test_daemon_harness.h"
@@ -207,10 +210,14 @@ static void a_slow_subscriber_gets_everything(void **state)
 	assert_int_equal(pubd_drops_msg_total(&gb->drops), 0);
 	assert_true(ga->flow_waits > 0);
 	assert_true(gb->statuses_sent > 0);
-	assert_int_equal(ga->statuses_received, gb->statuses_sent);
-	assert_int_equal(ga->statuses_ignored, 0);
+	/* All taken but those sent before b had its address's cookie (the
+	 * first; a answered it with a COOKIE). */
+	assert_int_equal(ga->statuses_received + ga->statuses_ignored, gb->statuses_sent);
+	assert_true(ga->statuses_ignored <= 1);
+	assert_int_equal(ga->cookies_sent, ga->statuses_ignored);
 	assert_non_null(ga->fcs);
 	assert_int_equal(ga->fcs->n, 1);
+	assert_int_equal(ga->fcs->stuck, 0);
 	rig_stop(&r);
 }
 
@@ -332,6 +339,75 @@ static void a_silent_receiver_is_forgotten(void **state)
 	hd_stop(&a);
 }
 
+/* A STATUS of window 0 from peer to a, number serial, from receiver id
+ * (with the group's token and peer's cookie). */
+static void status_to(struct hd *a, uint64_t peer, uint64_t id, uint64_t first, uint32_t serial)
+{
+	struct pubd_group *ga = hd_group(a, "r");
+	struct pubd_ctl c = {.type = PUBD_CTL_STATUS,
+			     .stream = a->d.source_id,
+			     .first_seq = first,
+			     .token = ga->repair_token,
+			     .frag_first = serial,
+			     .cookie = engine_repair_cookie(&a->d, &peer, sizeof(peer))};
+	struct pubd_wire_hdr h = {.flags = PUBD_WIRE_F_CONTROL, .group_id = ga->id, .source_id = id};
+	uint8_t dg[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
+	size_t blen = pubd_ctl_encode(&c, dg + PUBD_WIRE_HDR_LEN, PUBD_CTL_MAX_LEN);
+
+	h.msg_len = (uint32_t)blen;
+	pubd_wire_encode(&h, dg);
+	pubd_fake_inject_from(a->fk, -1, dg, (uint32_t)(PUBD_WIRE_HDR_LEN + blen), peer);
+}
+
+/*
+ * A host that hears the group (so has the token) and says "full" forever,
+ * as a receiver of its own invention: it holds a back for two
+ * receiver_timeout_ms (100 ms here) at most, then is not waited for, and
+ * its host not either for a while, whatever receiver id it says next. Before,
+ * it froze a's sending for as long as it went on (9 s and more in the
+ * audit). b, a real receiver that keeps up, is waited for all along.
+ */
+static void a_receiver_full_forever_is_not_waited_for(void **state)
+{
+	static struct hd a, b;
+	static struct rig r;
+	struct pubd_group *ga;
+	const uint64_t forger = 0x99;
+	uint64_t dl, t0, sent, serial = 1, held_ms;
+
+	(void)state;
+	rig_ready(&r, &a, &b, "min", 100);
+	ga = r.ga;
+	r.pub.end = N;
+	sent = ga->sent_seq;
+	t0 = pubd_now_ns();
+	dl = hd_deadline(DEADLINE_MS);
+	/* Window 0 at where a is now, every round (a keepalive to spare). */
+	while (!hd_past(dl) && !ga->fcs->stuck) {
+		status_to(&a, forger, 0xf0f0, sent, (uint32_t)serial++);
+		rig_round(&r, true);
+		take_in_order(&r.sub, &r.v);
+	}
+	held_ms = (pubd_now_ns() - t0) / 1000000;
+	print_message("held back %llu ms by the forger; a waited %llu times\n", (unsigned long long)held_ms,
+		      (unsigned long long)ga->flow_waits);
+	assert_int_equal(ga->fcs->stuck, 1);
+	assert_true(held_ms >= 200);
+	/* Its host is refused now, under any receiver id: a sends on. */
+	dl = hd_deadline(DEADLINE_MS);
+	while (!hd_past(dl) && r.v.delivered < N) {
+		status_to(&a, forger, 0xf0f0 + serial, ga->sent_seq, (uint32_t)serial);
+		serial++;
+		rig_round(&r, true);
+		take_in_order(&r.sub, &r.v);
+	}
+	assert_int_equal(r.v.delivered, N);
+	assert_int_equal(ga->fcs->n, 1); /* b */
+	assert_true(ga->fcs->penalized > 0);
+	assert_int_equal(pubd_drops_msg_total(&r.gb->sub_drops), 0);
+	rig_stop(&r);
+}
+
 /* A STATUS of window 0 from a host without the token is ignored; the same
  * with the token holds a back. */
 static void a_status_needs_the_token(void **state)
@@ -368,7 +444,10 @@ static void a_status_needs_the_token(void **state)
 	assert_int_equal(ga->fcs->n, 0);
 	c.token = ga->repair_token;
 	c.first_seq = ga->sent_seq;
+	c.cookie = engine_repair_cookie(&a.d, &(uint64_t){0x77}, sizeof(uint64_t));
 	blen = pubd_ctl_encode(&c, dg + PUBD_WIRE_HDR_LEN, PUBD_CTL_MAX_LEN);
+	h.msg_len = (uint32_t)blen;
+	pubd_wire_encode(&h, dg);
 	pubd_fake_inject_from(a.fk, -1, dg, (uint32_t)(PUBD_WIRE_HDR_LEN + blen), 0x77);
 	hd_turn(&a, 0);
 	assert_int_equal(ga->statuses_received, 1);
@@ -385,6 +464,7 @@ int main(void)
 		cmocka_unit_test_teardown(a_subscriber_joining_brings_the_limit_back, hd_teardown),
 		cmocka_unit_test_teardown(a_stuck_subscriber_stops_holding_back, hd_teardown),
 		cmocka_unit_test_teardown(a_silent_receiver_is_forgotten, hd_teardown),
+		cmocka_unit_test_teardown(a_receiver_full_forever_is_not_waited_for, hd_teardown),
 		cmocka_unit_test_teardown(a_status_needs_the_token, hd_teardown),
 	};
 

@@ -144,10 +144,14 @@ static void ctl_cookie_roundtrips(void **state)
 	c.count = 0;
 	c.cookie = 0;
 	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
-	/* A cookie only goes on a NAK or a COOKIE. */
-	c = (struct pubd_ctl){.type = PUBD_CTL_GONE, .count = 1, .stream = 7, .cookie = 5};
-	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
-	c.type = PUBD_CTL_STATUS;
+	/* A STATUS echoes one too; a GONE has none. */
+	c = (struct pubd_ctl){.type = PUBD_CTL_STATUS, .count = 9, .stream = 7, .first_seq = 3, .cookie = 5};
+	len = pubd_ctl_encode(&c, body, sizeof(body));
+	assert_int_equal(len, PUBD_CTL_FIXED_LEN + PUBD_CTL_COOKIE_LEN);
+	assert_int_equal(pubd_ctl_decode(body, len, &out), PUBD_CTL_OK);
+	assert_int_equal(out.cookie, 5);
+	assert_int_equal(out.count, 9);
+	c.type = PUBD_CTL_GONE;
 	assert_int_equal(pubd_ctl_encode(&c, body, sizeof(body)), 0);
 }
 

@@ -320,6 +320,7 @@ const struct pubd_fabric_ops pubd_fabric_udp_ops = {
 	.listen = udp_listen,
 	.send = udp_send,
 	.send_to = udp_send_to,
+	.peer_host = udp_peer_host,
 	.mtu = udp_mtu,
 	.status = udp_status,
 	.poll = udp_poll,

@@ -193,6 +193,28 @@ int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, uns
 	return send_batch(f, &s->dest, s->dest_len, d, n);
 }
 
+uint32_t udp_peer_host(const void *peer, uint32_t peer_len, uint8_t *out)
+{
+	struct sockaddr_in6 a6;
+	struct sockaddr_in a4;
+
+	if (peer_len == sizeof(a4)) {
+		memcpy(&a4, peer, sizeof(a4));
+		if (a4.sin_family != AF_INET)
+			return 0;
+		memcpy(out, &a4.sin_addr, sizeof(a4.sin_addr));
+		return sizeof(a4.sin_addr);
+	}
+	if (peer_len == sizeof(a6)) {
+		memcpy(&a6, peer, sizeof(a6));
+		if (a6.sin6_family != AF_INET6)
+			return 0;
+		memcpy(out, &a6.sin6_addr, sizeof(a6.sin6_addr));
+		return sizeof(a6.sin6_addr);
+	}
+	return 0;
+}
+
 /* Unicast to a peer as the receive path gave it (the sender's address). */
 int udp_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d, unsigned n)
 {

@@ -192,6 +192,7 @@ int udp_poll(struct pubd_fabric *f);
 void udp_on_send_socket(void *ctx, uint32_t events);
 int udp_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
 int udp_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d, unsigned n);
+uint32_t udp_peer_host(const void *peer, uint32_t peer_len, uint8_t *out);
 /* Read what arrived on the send socket: unicast to us (loss repair). */
 void udp_drain_send_socket(struct pubd_fabric *f);
 

@@ -157,6 +157,7 @@ const struct pubd_fabric_ops pubd_fabric_verbs_ops = {
 	.listen = verbs_listen,
 	.send = verbs_send,
 	.send_to = verbs_send_to,
+	.peer_host = verbs_peer_host,
 	.mtu = verbs_mtu,
 	.status = verbs_status,
 	.poll = verbs_poll,

@@ -246,6 +246,22 @@ int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, u
  * RDMA_PS_UDP id). The address handle comes from peer_ah.c's cache.
  * A probe with no peer (n 0) says unicast works here.
  */
+/* A UD peer's machine: its GID (a QP is one of many there), or its LID on
+ * InfiniBand without a GRH. */
+uint32_t verbs_peer_host(const void *peer, uint32_t peer_len, uint8_t *out)
+{
+	struct pubd_ud_peer p;
+
+	if (!pubd_ud_peer_parse(peer, peer_len, &p))
+		return 0;
+	if (p.addr.kind == PUBD_UD_LID) {
+		memcpy(out, &p.addr.lid, sizeof(p.addr.lid));
+		return sizeof(p.addr.lid);
+	}
+	memcpy(out, p.addr.gid, sizeof(p.addr.gid));
+	return sizeof(p.addr.gid);
+}
+
 int verbs_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d, unsigned n)
 {
 	struct pubd_ud_peer p;

@@ -378,6 +378,7 @@ void verbs_inplace_posted(struct pubd_fabric *f, uint64_t seq, struct pubd_msgbu
 void verbs_inplace_done(struct pubd_fabric *f, uint64_t from, uint64_t to);
 uint64_t verbs_tx_credits(const struct pubd_fabric *f, bool unicast);
 int verbs_send(struct pubd_fabric *f, int slot, const struct pubd_tx_dgram *d, unsigned n);
+uint32_t verbs_peer_host(const void *peer, uint32_t peer_len, uint8_t *out);
 int verbs_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, const struct pubd_tx_dgram *d,
 		  unsigned n);
 
