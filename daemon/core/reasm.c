@@ -290,6 +290,7 @@ void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t)
 	t->inflight_bytes = r->inflight_bytes;
 	t->held_bytes = r->held_bytes;
 	t->stream_bytes = r->stream_bytes;
+	t->range_visits = r->range_visits;
 	t->table_bytes =
 		(pubd_htab_buckets(&r->streams) + pubd_htab_buckets(&r->partials) + pubd_htab_buckets(&r->tombs)) *
 		sizeof(struct hnode *);

@@ -248,6 +248,7 @@ struct pubd_reasm_totals {
 	uint64_t held_bytes;	 /* heap charged to budget_bytes (partials and missing ranges) */
 	uint64_t stream_bytes;	 /* heap of streams and tombstones (bounded by max_streams) */
 	uint64_t table_bytes;	 /* the hash tables' bucket arrays: they grow with a burst and shrink after it */
+	uint64_t range_visits;	 /* missing ranges looked at to place a late message, all told (tests) */
 };
 void pubd_reasm_totals(const struct pubd_reasm *r, struct pubd_reasm_totals *t);
 

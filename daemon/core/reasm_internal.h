@@ -153,6 +153,7 @@ struct pubd_reasm {
 	/* Heap of streams and tombstones, bounded by max_streams, not budget. */
 	uint64_t stream_bytes;
 	uint64_t kernel_drops; /* pubd_reasm_kernel_drops */
+	uint64_t range_visits; /* ranges reasm_range_find looked at (pubd_reasm_totals) */
 	/* Inside ops.deliver or ops.drop: the entry points that change state
 	 * refuse to run (reasm_no_reentry). */
 	unsigned in_callback;
@@ -297,7 +298,7 @@ void reasm_partial_add(struct pubd_reasm *r, struct partial *p, const struct pub
 void reasm_range_free(struct pubd_reasm *r, struct stream *s, struct range *g);
 void reasm_range_drop(struct pubd_reasm *r, struct range *g);
 void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t first, uint64_t count);
-struct range *reasm_range_find(struct stream *s, uint64_t seq);
+struct range *reasm_range_find(struct pubd_reasm *r, struct stream *s, uint64_t seq);
 void reasm_range_take(struct pubd_reasm *r, struct range *g, uint64_t seq);
 
 /* ---- reasm_streams.c: forgetting streams, tombstones ---- */

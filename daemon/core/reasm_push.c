@@ -278,7 +278,7 @@ static enum push_outcome push(struct pubd_reasm *r, uint64_t now_ns, const struc
 		reasm_partial_add(r, p, h, unit, payload, payload_len);
 		return PUSHED;
 	}
-	g = reasm_range_find(s, seq);
+	g = reasm_range_find(r, s, seq);
 	if (g) {
 		reasm_range_take(r, g, seq);
 		message_new(r, s, now_ns, seq, h, unit, payload, payload_len);

@@ -78,13 +78,14 @@ void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint
 	ranges_trim(r, s);
 }
 
-struct range *reasm_range_find(struct stream *s, uint64_t seq)
+struct range *reasm_range_find(struct pubd_reasm *r, struct stream *s, uint64_t seq)
 {
 	struct link *l;
 
 	for (l = s->ranges.prev; l != &s->ranges; l = l->prev) {
 		struct range *g = container_of(l, struct range, slink);
 
+		r->range_visits++;
 		if (seq >= g->first)
 			return seq - g->first < g->count ? g : NULL;
 	}
