@@ -21,13 +21,17 @@
  * second table on (stream id, seq), with a per-stream cache of the partial
  * last filled, so an in-order multi-fragment stream never hashes for it.
  * A seq below next_seq that is not partial is looked up in the stream's
- * ranges, scanning from the newest: O(ranges) <= max_missing_ranges, and
- * reordering is usually recent, so the scan usually stops at once.
+ * ranges: the newest first, where a reordered message usually falls, then
+ * an AVL tree of them by sequence (reasm_rtree.c), O(log ranges). A scan
+ * of the list was O(max_missing_ranges), 4,096 on a repair group: a forger
+ * that opened them all and filled them from the bottom made each of its
+ * datagrams cost 15-22 us.
  *
  * The pieces: reasm_push.c (the receive path), reasm_partial.c (assembly
- * of one message), reasm_ranges.c (missing ranges), reasm_streams.c
- * (forgetting streams, tombstones), reasm_htab.c; this file is the life
- * cycle, time and introspection.
+ * of one message), reasm_ranges.c (missing ranges), reasm_rtree.c (a
+ * stream's ranges by sequence), reasm_streams.c (forgetting streams,
+ * tombstones), reasm_htab.c; this file is the life cycle, time and
+ * introspection.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -69,7 +69,8 @@ struct stream {
 	struct link lru; /* pubd_reasm.lru or .lru_new, least recently active first */
 	struct link partials;
 	struct link ranges;
-	uint64_t id; /* key of its partials in pubd_reasm.partials */
+	struct range *rtree; /* the same ranges by sequence: an AVL tree (reasm_rtree.c) */
+	uint64_t id;	     /* key of its partials in pubd_reasm.partials */
 	uint64_t baseline;
 	uint64_t next_seq;
 	uint64_t last_active;
@@ -109,6 +110,8 @@ struct range {
 	uint64_t first;
 	uint64_t count;
 	uint64_t deadline;
+	struct range *tl, *tr; /* stream's tree of ranges by first (reasm_rtree.c) */
+	int th;		       /* height of the subtree under this range */
 };
 
 /* Where a forgotten stream had got to, so that when it is heard again its
@@ -300,6 +303,13 @@ void reasm_range_drop(struct pubd_reasm *r, struct range *g);
 void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint64_t first, uint64_t count);
 struct range *reasm_range_find(struct pubd_reasm *r, struct stream *s, uint64_t seq);
 void reasm_range_take(struct pubd_reasm *r, struct range *g, uint64_t seq);
+
+/* ---- reasm_rtree.c: a stream's ranges by sequence ---- */
+void reasm_rtree_insert(struct stream *s, struct range *g);
+void reasm_rtree_remove(struct stream *s, struct range *g);
+/* The range of s with the largest first <= seq (NULL: none), in O(log
+ * ranges); each range looked at counts in r->range_visits. */
+struct range *reasm_rtree_floor(struct pubd_reasm *r, const struct stream *s, uint64_t seq);
 
 /* ---- reasm_streams.c: forgetting streams, tombstones ---- */
 void reasm_tomb_free(struct pubd_reasm *r, struct tomb *t);

@@ -14,6 +14,7 @@ void reasm_range_free(struct pubd_reasm *r, struct stream *s, struct range *g)
 	r->held_bytes -= RANGE_BYTES;
 	list_del(&g->slink);
 	list_del(&g->glink);
+	reasm_rtree_remove(s, g);
 	s->nranges--;
 	s->missing -= g->count;
 	free(g);
@@ -68,6 +69,7 @@ void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint
 	else
 		list_add_tail(&s->ranges, &g->slink);
 	list_add_tail(&r->granges[s->cls], &g->glink);
+	reasm_rtree_insert(s, g);
 	s->nranges++;
 	s->missing += count;
 	if (r->ops.gap) {
@@ -78,18 +80,21 @@ void reasm_range_open(struct pubd_reasm *r, struct stream *s, uint64_t now, uint
 	ranges_trim(r, s);
 }
 
+/* The range seq is missing from (NULL: none). The newest range first,
+ * where a reordered message usually falls, then the tree: O(log ranges),
+ * however many a repair group lets a stream open (a walk down the list
+ * cost a forger's every datagram thousands of ranges). */
 struct range *reasm_range_find(struct pubd_reasm *r, struct stream *s, uint64_t seq)
 {
-	struct link *l;
+	struct range *g;
 
-	for (l = s->ranges.prev; l != &s->ranges; l = l->prev) {
-		struct range *g = container_of(l, struct range, slink);
-
-		r->range_visits++;
-		if (seq >= g->first)
-			return seq - g->first < g->count ? g : NULL;
-	}
-	return NULL;
+	if (list_empty(&s->ranges))
+		return NULL;
+	g = container_of(s->ranges.prev, struct range, slink);
+	r->range_visits++;
+	if (seq < g->first)
+		g = reasm_rtree_floor(r, s, seq);
+	return g && seq - g->first < g->count ? g : NULL;
 }
 
 /* seq, inside g, arrived late: take it out, splitting g if needed. */
@@ -122,6 +127,7 @@ void reasm_range_take(struct pubd_reasm *r, struct range *g, uint64_t seq)
 	r->held_bytes += RANGE_BYTES;
 	list_insert_after(&g->slink, &hi->slink);
 	list_insert_after(&g->glink, &hi->glink);
+	reasm_rtree_insert(s, hi);
 	s->nranges++;
 	ranges_trim(r, s);
 }
