@@ -15,8 +15,9 @@
  * An AVL tree, not a red-black one or a skip list: it is deterministic (a
  * forger cannot be lucky with it), no taller than 1.44 log2(n + 2), and the
  * recursive insertion and removal below are short. The recursion is as
- * deep as the tree: 18 for 4,096 ranges, 35 for as many as the largest
- * reassembly budget (64 GiB) could hold.
+ * deep as the tree: at most 17 for the 4,097 ranges a stream can hold at
+ * once (max_missing_ranges on a repair group, and one opened before the
+ * oldest is dropped).
  *
  * The nodes are inside struct range, so the tree allocates nothing and the
  * budget's RANGE_BYTES already counts it.
