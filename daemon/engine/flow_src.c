@@ -10,13 +10,14 @@
  *
  * A STATUS must echo the group's repair token (wire_ctl.h), which only
  * hosts on the group's multicast have: anyone else cannot stall the
- * source. It must echo its address's cookie too (as NAKs do), so the host
- * it comes from is one that receives there. A receiver that holds the
- * source back without its limit moving for two receiver timeouts is
- * forgotten, and its host held back nothing for a while (core/flow_ctl.h):
- * a pubd never does that, and a host that says "full" forever stalls the
- * source for a bounded time. The table lives with the repair window (the
- * token's), so flow control needs repair on and a fabric that can unicast.
+ * source. It must echo its address's cookie too (as NAKs do, asker.c), so
+ * the host it comes from is one that receives there. A host whose
+ * receivers hold the source back without a break for two receiver
+ * timeouts has them forgotten, and holds nothing back for a while
+ * (core/flow_ctl.h): a pubd never does that, and a host that says "full"
+ * forever stalls the source for a bounded time. The table lives with the
+ * repair window (the token's), so flow control needs repair on and a
+ * fabric that can unicast.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -128,9 +129,8 @@ void engine_flow_tick(struct pubd *d, uint64_t now)
 		    pubd_fc_source_stuck(g->fcs, now, g->fc_blocked && g->txq_head,
 					 g->txq_head ? g->txq_head->seq : 0) &&
 		    pubd_log_limit_pass(&d->log_flow_stuck, now))
-			log_warn("group %s: a receiver held its sending back for %llu ms without moving: not waited "
-				 "for, "
-				 "nor its host for a while",
+			log_warn("group %s: a host's receivers held its sending back for %llu ms without a break: "
+				 "not waited for, nor that host for a while",
 				 g->name, (unsigned long long)(PUBD_FC_STUCK_TIMEOUTS * g->fcs->timeout_ns / MS));
 	}
 	engine_flow_rx_tick(d, now);

@@ -19,11 +19,11 @@
  * ignored as `token`; an asker (by its address) may send
  * PUBD_REPAIR_PEER_NAKS_PER_S NAKs a second, else `peer`; and a NAK must
  * echo the cookie of the address it came from, else it is answered by a
- * COOKIE alone (`unproven`): the token is on the group's multicast for any
- * host there to read, and the address a NAK claims may be a third party's,
- * which repairs would flood (a forged NAK of 88 bytes made 1.68 MB). Then work is
- * bounded: at most REPAIR_MAX_PER_NAK messages per NAK, repair bytes within
- * the asker's repair.peer_rate (`peer`) and within the group's repair.rate
+ * COOKIE alone (`unproven`, asker.c): the token is on the group's
+ * multicast for any host there to read, and the address a NAK claims may
+ * be a third party's, which repairs would flood. Then work is bounded: at
+ * most REPAIR_MAX_PER_NAK messages per NAK, repair bytes within the
+ * asker's repair.peer_rate (`peer`) and within the group's repair.rate
  * (`rate`), both token buckets 100 ms deep; what does not fit is ignored
  * and the receiver asks again.
  */
