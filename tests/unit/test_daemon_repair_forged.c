@@ -4,9 +4,10 @@
  * fake fabric: a NAK without the group's repair token gets nothing back
  * (not even a GONE); one asker's NAKs and repair bytes are capped
  * (PUBD_REPAIR_PEER_NAKS_PER_S, repair.peer_rate) while another asker is
- * still served; a GONE without the source's token gives nothing up; the
- * token travels in the source's heartbeats, and only on the group, also
- * while the source is busy.
+ * still served; a GONE or a COOKIE without the source's token changes
+ * nothing; the token travels in the source's heartbeats, and only on the
+ * group, also while the source is busy. A NAK from an address that does not
+ * echo its cookie gets the cookie alone.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -277,6 +278,17 @@ static void test_token_by_heartbeat_and_forged_gone(void **state)
 	ctl_to(&b, PUBD_CTL_GONE, a.d.source_id, a.d.source_id, 0x99, 0, 3, token);
 	hd_turn(&b, 1);
 	assert_int_equal(gb->gone_ignored, 1);
+	/* A forged COOKIE (wrong token) would have b's NAKs carry a cookie a
+	 * refuses: ignored; with the token: kept for a. */
+	assert_int_equal(s->nak_cookie, 0);
+	ctl_cookie_to(&b, PUBD_CTL_COOKIE, a.d.source_id, a.d.source_id, 0x99, 0, 0, token + 1, 0xbad);
+	hd_turn(&b, 1);
+	assert_int_equal(gb->gone_ignored, 2);
+	assert_int_equal(s->nak_cookie, 0);
+	ctl_cookie_to(&b, PUBD_CTL_COOKIE, a.d.source_id, a.d.source_id, 0x99, 0, 0, token, 0xc00c1e);
+	hd_turn(&b, 1);
+	assert_int_equal(gb->gone_ignored, 2);
+	assert_int_equal(s->nak_cookie, 0xc00c1e);
 	hc_close(&sub);
 	hd_stop(&a);
 	hd_stop(&b);
