@@ -2,11 +2,12 @@
 /*
  * Repair datagrams and state: the control decoder on hostile bytes (whatever
  * it accepts must round-trip through the encoder), NAKs applied to a source
- * window, GONEs and gaps applied to a receiver's NAK schedule, STATUSes to a
- * source's flow control table, on a clock the input drives. Invariants: the
- * window stays within its bytes and the budget, the schedule's gaps within
- * max_gaps, the flow control table within its size and its limit the
- * lowest of its receivers'.
+ * window, GONEs, COOKIEs and gaps applied to a receiver's NAK schedule,
+ * STATUSes to a source's flow control table (from a few hosts, with stuck
+ * receivers struck), on a clock the input drives. Invariants: the window
+ * stays within its bytes and the budget, the schedule's gaps within
+ * max_gaps, the flow control table within its sizes and its limit the
+ * lowest of its receivers', none of a host in its penalty.
  *
  * Input: records, each a u8 op then its bytes:
  *   op % 4 == 0: u16 length, a datagram (wire header + body)
@@ -58,22 +59,34 @@ static void roundtrip(const struct pubd_ctl *c)
 
 	if (!len || pubd_ctl_decode(out, len, &again) || again.type != c->type || again.count != c->count ||
 	    again.first_seq != c->first_seq || again.token != c->token || again.stream != c->stream ||
-	    again.bitmap_len != c->bitmap_len || memcmp(again.bitmap, c->bitmap, c->bitmap_len))
+	    again.bitmap_len != c->bitmap_len || memcmp(again.bitmap, c->bitmap, c->bitmap_len) ||
+	    again.cookie != c->cookie)
 		abort();
 }
 
-/* The source's flow control table after a STATUS: bounded, and its limit
- * the lowest of its receivers'. */
+/* The source's flow control table after a STATUS (its host one of 8,
+ * from the receiver id) and a check for stuck hosts (the source waiting
+ * at the cookie field's value, when odd): bounded, its limit the lowest of
+ * its receivers', and none of them of a host in its penalty. */
 static void flow_status(struct pubd_fc_source *fc, uint64_t now, uint64_t from, const struct pubd_ctl *c)
 {
-	uint32_t i;
+	uint8_t host = (uint8_t)(from & 7);
+	uint32_t i, j;
 
-	pubd_fc_source_status(fc, now, from, c->first_seq + c->count, c->frag_first);
-	if (fc->n == 0 || fc->n > PUBD_FC_RECEIVERS_MAX)
+	if (pubd_fc_source_status(fc, now, from, c->first_seq + c->count, c->frag_first, &host, 1) &&
+	    (fc->n == 0 || fc->n > PUBD_FC_RECEIVERS_MAX))
 		abort();
-	for (i = 0; i < fc->n; i++)
+	pubd_fc_source_stuck(fc, now, c->cookie & 1, c->cookie >> 1);
+	if (fc->nhosts > PUBD_FC_HOSTS_MAX)
+		abort();
+	for (i = 0; i < fc->n; i++) {
 		if (fc->v[i].limit < fc->limit)
 			abort();
+		for (j = 0; j < fc->nhosts; j++)
+			if (fc->hosts[j].struck && fc->hosts[j].len == fc->v[i].host_len &&
+			    !memcmp(fc->hosts[j].key, fc->v[i].host, fc->v[i].host_len))
+				abort();
+	}
 	pubd_fc_source_expire(fc, now);
 }
 
@@ -100,6 +113,10 @@ static void datagram(const uint8_t *p, size_t len, uint64_t now, struct pubd_rep
 	}
 	if (c.type == PUBD_CTL_STATUS) {
 		flow_status(fc, now, h.source_id, &c);
+		goto out;
+	}
+	if (c.type == PUBD_CTL_COOKIE) {
+		pubd_nak_due_now(s, now, h.source_id, h.group_id);
 		goto out;
 	}
 	for (i = 0; i < c.count && i < 256; i++)
