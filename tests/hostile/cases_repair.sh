@@ -231,6 +231,36 @@ case_c_repair_gap_sources() {
 		test "$gaps" -le $((alone * 5 / 2 + 30))
 }
 
+# ---- a stream's late messages among thousands of its gaps ----
+# A repair group lets a stream open 4,096 missing ranges. A forger that
+# opened 4,000 (messages two apart) and then filled them from the lowest
+# made each late message walk the ranges from the newest down: 15-22 us a
+# datagram, an honest 300,000-message stream's 23 ticks of pubd CPU became
+# 314 beside it. Now the range is found in a tree of them. 600,000
+# datagrams of one stream at 40,000 a second in order, then as many of
+# another in rounds of 4,000 two apart and the 3,999 gaps filled bottom-up
+# (forge_dgram --mode holes; NAKs held back 10 s, so none goes); pubd's
+# CPU for each. Noisy like c_repair_gap_sources: it fails past 2.5x;
+# test_reasm_limits counts the ranges each lookup looks at, exactly.
+# It still fails (November 2026, shared 2-core host: 406 ticks against 91
+# and 382 against 162 with the tree, 511 against 184 with the list): perf
+# puts 73% of pubd's CPU in the NAK schedule, which walks the stream's
+# gaps in the order found for each new gap (pubd_nak_gap's check for one
+# already asked for) and for each message that fills none
+# (pubd_nak_filled): the same walk, one layer up, not yet indexed.
+case_c_repair_range_fill() {
+	h_pubd d "heartbeat_ms: 100" <<-EOF
+		$(h_groups)
+		    repair: {nak_backoff_ms: 10000, nak_interval_ms: 60000, nak_retries: 1}
+	EOF
+	local alone holes n=600000
+	alone=$(h_forge_cpu --dst "$H_GROUP_ADDR" --group h --mode seq --source 0x706c61696e --count $n --rate 40000)
+	holes=$(h_forge_cpu --dst "$H_GROUP_ADDR" --group h --mode holes --per 4000 --source 0x686f6c6573 --count $n --rate 40000)
+	h_fig "$n datagrams of one stream: pubd CPU $alone ticks (1/100 s) in order, $holes ticks in rounds of 4,000 ranges filled bottom-up; received $(it_group_val d h received), naks_sent $(it_group_val d h naks_sent)"
+	it_check "late messages among 4,000 ranges cost little more than in order ($holes ticks against $alone)" \
+		test "$holes" -le $((alone * 5 / 2 + 30))
+}
+
 # ---- a forger cannot take a live source's repair token over ----
 # Anyone on the group's multicast can send a heartbeat claiming a source's
 # id. The latest token heard won: a forger's heartbeats took a live

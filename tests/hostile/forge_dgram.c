@@ -12,7 +12,12 @@
  *   sources   N whole one-fragment messages, each from a new random source id
  *   seq       N whole messages from --source S, sequence numbers Q, Q+1, ...
  *             (--seq may be huge: a jump in a real stream)
- *   repair    the same, flagged REPAIR (sent to the fabric port alone, they
+ *   holes     N whole messages from --source S, sequence numbers Q on in
+ *             rounds of 2K - 1 (--per K): K messages two apart (K - 1
+ *             one-message gaps, missing ranges), then the gaps filled from
+ *             the lowest: every message of a stream sent, in an order that
+ *             makes each late one look among the ranges left above it
+ *   repair    the same as seq, flagged REPAIR (sent to the fabric port alone, they
  *             claim to answer NAKs nobody sent)
  *   heartbeat N heartbeats from --source S announcing next sequence Q, Q+1, ...
  *             (with --age US, the 64-byte form saying the stream began US
@@ -135,6 +140,11 @@ static int forge(const char *mode, uint64_t i, uint64_t *source, uint64_t seq, u
 		h->msg_seq = seq + i;
 		if (!strcmp(mode, "repair"))
 			h->flags = PUBD_WIRE_F_REPAIR;
+	} else if (!strcmp(mode, "holes")) {
+		uint64_t round = i / (2 * per - 1), j = i % (2 * per - 1);
+
+		h->source_id = *source;
+		h->msg_seq = seq + round * (2 * per - 1) + (j < per ? 2 * j : 2 * (j - per) + 1);
 	} else if (!strcmp(mode, "heartbeat")) {
 		h->source_id = *source;
 		h->msg_seq = seq + i;
