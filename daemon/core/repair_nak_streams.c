@@ -47,19 +47,12 @@ bool nak_stream_link(struct pubd_nak_sched *s, uint32_t node)
 		s->free_stream = st->next;
 		b = bucket(s, n->g.source, n->g.group);
 		*st = (struct pubd_nak_stream){
-			.source = n->g.source, .group = n->g.group, .head = NAK_NONE, .tail = NAK_NONE, .next = *b};
+			.source = n->g.source, .group = n->g.group, .root = NAK_NONE, .next = *b};
 		*b = i;
 		s->last_stream = i;
 	}
-	st = &s->streams[i];
 	n->stream = i;
-	n->s_next = NAK_NONE;
-	n->s_prev = st->tail;
-	if (st->tail != NAK_NONE)
-		nak_node(s, st->tail)->s_next = node;
-	else
-		st->head = node;
-	st->tail = node;
+	nak_tree_insert(s, &s->streams[i].root, node);
 	return true;
 }
 
@@ -69,15 +62,8 @@ void nak_stream_unlink(struct pubd_nak_sched *s, uint32_t node)
 	struct pubd_nak_stream *st = &s->streams[n->stream];
 	uint32_t *pp;
 
-	if (n->s_prev != NAK_NONE)
-		nak_node(s, n->s_prev)->s_next = n->s_next;
-	else
-		st->head = n->s_next;
-	if (n->s_next != NAK_NONE)
-		nak_node(s, n->s_next)->s_prev = n->s_prev;
-	else
-		st->tail = n->s_prev;
-	if (st->head != NAK_NONE)
+	nak_tree_remove(s, &st->root, node);
+	if (st->root != NAK_NONE)
 		return;
 	/* Its last gap: the stream leaves its chain for the free list. */
 	for (pp = bucket(s, st->source, st->group); *pp != n->stream; pp = &s->streams[*pp].next)
