@@ -453,6 +453,78 @@ static void index_cost_does_not_grow_with_other_streams_gaps(void **state)
 	assert_true(many[0] <= 1000 * 3); /* a message of a stream without gaps: a lookup */
 }
 
+/* One stream with 4,096 one-message gaps (as a forger's round of holes
+ * leaves: messages two apart, each new one finding the gap below it), then
+ * what finding them, 4,096 messages in no gap (the next round's, delivered
+ * in order) and the 4,096 holes filled in random order cost. A walk of the
+ * stream's gaps costs some 2,000 a call; a lookup by sequence number some
+ * log2(4,096) levels. */
+#define ONE_STREAM_GAPS 4096u
+
+static void one_stream_costs(uint64_t out[3])
+{
+	struct pubd_nak_cfg cfg = {.backoff_ns = 10000 * MS,
+				   .interval_ns = 60000 * MS,
+				   .retries = 1,
+				   .max_gaps = ONE_STREAM_GAPS,
+				   .hash_key = {5, 6}};
+	static uint64_t order[ONE_STREAM_GAPS];
+	struct pubd_nak_sched s;
+	struct log l = {0};
+	uint64_t q, v, x = 0x9e3779b97f4a7c15ull;
+
+	assert_int_equal(pubd_nak_init(&s, &cfg, &ops, &l, rand_zero, &l), 0);
+	v = s.visits;
+	for (q = 0; q < ONE_STREAM_GAPS; q++) {
+		assert_false(pubd_nak_filled(&s, 7, 2, 2 * q + 2)); /* message 2q + 2 came ... */
+		pubd_nak_gap(&s, 0, 7, 2, 2 * q + 1, 1, false);	    /* ... so 2q + 1 is missing */
+	}
+	out[0] = s.visits - v;
+	assert_int_equal(pubd_nak_count(&s), ONE_STREAM_GAPS);
+	assert_int_equal(l.n, 0);
+	v = s.visits;
+	for (q = 0; q < ONE_STREAM_GAPS; q++) {
+		assert_false(pubd_nak_filled(&s, 7, 2, 2 * ONE_STREAM_GAPS + 2 + q));
+		assert_false(pubd_nak_pending(&s, 7, 2, 2 * q));
+	}
+	out[1] = s.visits - v;
+	for (q = 0; q < ONE_STREAM_GAPS; q++)
+		order[q] = 2 * q + 1;
+	for (q = ONE_STREAM_GAPS - 1; q > 0; q--) {
+		uint64_t k = step_rng(&x) % (q + 1), t = order[q];
+
+		order[q] = order[k];
+		order[k] = t;
+	}
+	v = s.visits;
+	for (q = 0; q < ONE_STREAM_GAPS; q++) {
+		assert_true(pubd_nak_pending(&s, 7, 2, order[q]));
+		assert_true(pubd_nak_filled(&s, 7, 2, order[q]));
+	}
+	out[2] = s.visits - v;
+	assert_int_equal(pubd_nak_count(&s), 0);
+	pubd_nak_close(&s);
+}
+
+static void index_cost_of_a_call_is_logarithmic_in_its_streams_gaps(void **state)
+{
+	static const char *what[3] = {"4,096 gaps found", "4,096 messages in no gap (filled + pending)",
+				      "4,096 holes filled in random order (pending + filled)"};
+	uint64_t c[3];
+
+	(void)state;
+	one_stream_costs(c);
+	for (int i = 0; i < 3; i++)
+		print_message("one stream: %s looked at %" PRIu64 " gaps, %.1f a call\n", what[i], c[i],
+			      (double)c[i] / (2 * ONE_STREAM_GAPS));
+	/* log2(4,096) = 12 and an AVL tree is at most 18 deep, a lookup
+	 * looking at two nodes a level and a change going down twice (out
+	 * and back in): 64 a call is room enough. A walk of the stream's gaps
+	 * looks at 2,048 a call on average. */
+	for (int i = 0; i < 3; i++)
+		assert_true(c[i] <= 2 * ONE_STREAM_GAPS * 64);
+}
+
 /* When full, the oldest eighth goes: looking at that many, not all. */
 static void index_full_gives_up_an_eighth_cheaply(void **state)
 {
@@ -483,6 +555,7 @@ int main(void)
 		cmocka_unit_test(index_agrees_with_model_few_streams),
 		cmocka_unit_test(index_agrees_with_model_many_streams),
 		cmocka_unit_test(index_cost_does_not_grow_with_other_streams_gaps),
+		cmocka_unit_test(index_cost_of_a_call_is_logarithmic_in_its_streams_gaps),
 		cmocka_unit_test(index_full_gives_up_an_eighth_cheaply),
 	};
 
