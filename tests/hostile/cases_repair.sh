@@ -242,12 +242,14 @@ case_c_repair_gap_sources() {
 # (forge_dgram --mode holes; NAKs held back 10 s, so none goes); pubd's
 # CPU for each. Noisy like c_repair_gap_sources: it fails past 2.5x;
 # test_reasm_limits counts the ranges each lookup looks at, exactly.
-# It still fails (November 2026, shared 2-core host: 406 ticks against 91
-# and 382 against 162 with the tree, 511 against 184 with the list): perf
-# puts 73% of pubd's CPU in the NAK schedule, which walks the stream's
-# gaps in the order found for each new gap (pubd_nak_gap's check for one
-# already asked for) and for each message that fills none
-# (pubd_nak_filled): the same walk, one layer up, not yet indexed.
+# With the reassembly tree alone it still failed (406 ticks against 91,
+# 382 against 162): perf put 73% of pubd's CPU in the NAK schedule, which
+# walked the stream's gaps for each new gap (pubd_nak_gap's check for one
+# already asked for) and for each message (pubd_nak_filled). With the
+# schedule's own tree of a stream's gaps (core/repair_nak_tree.c), on the
+# same loaded host: 71 against 45, 91 against 63, 189 against 166, 214
+# against 166 (the schedule's walk: 324 against 50, 381 against 170, 386
+# against 152); test_repair_nak_index counts what its calls look at.
 case_c_repair_range_fill() {
 	h_pubd d "heartbeat_ms: 100" <<-EOF
 		$(h_groups)
