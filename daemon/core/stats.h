@@ -115,8 +115,9 @@ struct pubd_source_stats {
 	 * and its messages that arrived after a NAK asked for them */
 	uint8_t peer[32];
 	uint32_t peer_len;
-	uint64_t repair_token; /* from its heartbeats (wire_ctl.h); 0: none yet, no NAK */
-	uint64_t nak_cookie;   /* our address's cookie it gave us (wire_ctl.h); 0: none yet */
+	uint64_t repair_token;	  /* from its heartbeats (wire_ctl.h); 0: none yet, no NAK */
+	uint64_t nak_cookie;	  /* our address's cookie it gave us (wire_ctl.h); 0: none yet */
+	uint64_t cookie_asked_ns; /* when our first NAK without it went (repair_rx.c) */
 	/* When the peer address and the token were last heard: another one
 	 * replaces them only once they have been silent a while (rx.c,
 	 * repair_rx.c), so a forger cannot take a live stream's over. */

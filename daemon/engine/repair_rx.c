@@ -17,9 +17,9 @@
  * the group's multicast (wire_ctl.h); until one is heard no NAK goes (the
  * gap's tries go on, and a heartbeat comes every fabric.heartbeat_ms). A
  * GONE must carry the same token, else it is forged and ignored. A NAK
- * also echoes the cookie the source gave our address: the first NAK to a
- * source goes without, and is answered by a COOKIE; it is no try, and the
- * stream's gaps are NAKed again as soon as the cookie comes.
+ * also echoes the cookie the source gave our address: the first NAKs to a
+ * source go without, and are answered by a COOKIE; that round is no try,
+ * and the stream's gaps are NAKed again as soon as the cookie comes.
  */
 #include <errno.h>
 #include <string.h>
@@ -79,8 +79,15 @@ static bool send_nak(void *ctx, const struct pubd_nak_gap *gap, uint64_t first, 
 		return false;
 	g->naks_sent++;
 	s->naks_sent++;
-	/* Without the cookie the source answers with one, not repairs. */
-	return c.cookie != 0;
+	if (c.cookie)
+		return true;
+	/* Without the cookie the source answers with one, not repairs: the
+	 * first round of NAKs that asks for it is no try. After that, a source
+	 * that gives none (a forged one) is asked as any other, each round a
+	 * try, so what a forged stream makes us send stays bounded. */
+	if (!s->cookie_asked_ns)
+		s->cookie_asked_ns = d->event_ns;
+	return s->cookie_asked_ns != d->event_ns;
 }
 
 /* Reassembly counts what is never repaired, at its deadline: nothing here. */
