@@ -158,6 +158,16 @@ void pubd_ipc_set_fabric(struct pubd_ipc *srv, uint32_t mtu, uint64_t source_id,
  * done. */
 int pubd_ipc_flush_all(struct pubd_ipc *srv);
 
+/* Would pubd_ipc_flush_all find anything to do if called again now? The
+ * loop turns again without sleeping only then (engine's on_idle): false
+ * means every client's output was written (or waits for its socket's
+ * EPOLLOUT) and no client waits for a read the loop has to start. */
+static inline bool pubd_ipc_idle_pending(const struct pubd_ipc *srv)
+{
+	return srv->dirty || srv->npaused || srv->ngone || srv->nlog_more || srv->ndeferred || srv->glogs_waiting ||
+	       srv->lending;
+}
+
 /*
  * Once a loop turn, after the local deliveries and the fabric's sends: a
  * message published straight from its record in a client's publish log

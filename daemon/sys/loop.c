@@ -415,7 +415,8 @@ void pubd_loop_set_idle(struct pubd_loop *l, pubd_loop_idle_fn fn, void *ctx)
 }
 
 /* One iteration: the idle hook, then wait at most timeout_ms (-1: no limit)
- * for events and dispatch them. Returns events and idle work done, or -errno. */
+ * for events and dispatch them. Returns events and the idle hook's "more to
+ * do", or -errno. */
 static int loop_step(struct pubd_loop *l, int timeout_ms)
 {
 	struct epoll_event evs[MAX_EVENTS];

@@ -17,7 +17,9 @@ struct pubd_loop_timer;
 typedef void (*pubd_loop_fd_fn)(void *ctx, uint32_t events);
 typedef void (*pubd_loop_timer_fn)(void *ctx, uint64_t now_ns);
 typedef void (*pubd_loop_signal_fn)(void *ctx, int signo);
-/* Called once per loop iteration before waiting; returns work done (0 = idle). */
+/* Called once per loop iteration before waiting; returns > 0 when there is
+ * more to do at once (the wait does not sleep), 0 when the loop may sleep
+ * until an event or a timer. */
 typedef int (*pubd_loop_idle_fn)(void *ctx);
 
 struct pubd_loop *pubd_loop_create(void);
@@ -64,7 +66,8 @@ int pubd_loop_run(struct pubd_loop *l);
 void pubd_loop_stop(struct pubd_loop *l);
 /* One iteration (for tests that drive the daemon a turn at a time): run the
  * idle hook, wait at most timeout_ms for events, dispatch them. Returns the
- * work done (0: nothing happened), or -errno. */
+ * events dispatched plus the idle hook's result (0: nothing is left to do,
+ * the loop would sleep now), or -errno. */
 int pubd_loop_run_once(struct pubd_loop *l, int timeout_ms);
 
 #endif

@@ -103,6 +103,57 @@ static void a_linger_of_zero_sleeps_at_once(void **state)
 	hd_stop(&h);
 }
 
+/*
+ * A turn that leaves work for the next (on_idle's idle_pending) must not
+ * say "sleep": pubd_loop_run would then wait on events, and none comes for
+ * work pubd itself holds. 600 messages written at once, one datagram each
+ * (no batching), pause the publisher at its transmit backlog
+ * (TX_PENDING_HIGH): the pass that sends the backlog runs after the one
+ * that would resume it, so only a next pass reads the rest. With nothing
+ * more from the client, every turn until the last message went must say
+ * "turn again" or have had an event. Without the guard (idle_pending's
+ * paused clients) the loop slept after turn 2 with 256 messages published
+ * and sent and the publisher paused for good.
+ */
+#define BURST 600
+
+static void a_turn_with_work_left_never_sleeps(void **state)
+{
+	static struct hd h;
+	static uint8_t frames[BURST * 64];
+	struct hc c;
+	size_t len = 0;
+	uint64_t dl;
+	unsigned i, turns = 0;
+	bool left;
+	int r;
+
+	(void)state;
+	assert_int_equal(hd_start(&h, "  rx_linger_us: 0\n  batch: false\n", GROUPS), 0);
+	assert_int_equal(hc_connect(&h, &c, 0), 0);
+	assert_int_equal(hc_hello(&c, "p"), 0);
+	turns_until_idle(&h);
+	for (i = 0; i < BURST; i++)
+		len += hc_enc_publish(frames + len, sizeof(frames) - len, "g1", "ping", 4);
+	assert_int_equal(hc_write(&c, frames, len, 2000), 0);
+	dl = hd_deadline(5000);
+	do {
+		r = hd_turn(&h, 0);
+		turns++;
+		left = h.d.counters[PUBD_CTR_MSG_PUBLISHED] < BURST || h.d.tx.queued_msgs;
+		if (left && r <= 0)
+			print_message("turn %u said sleep: %llu published, %u queued, %u clients paused\n", turns,
+				      (unsigned long long)h.d.counters[PUBD_CTR_MSG_PUBLISHED], h.d.tx.queued_msgs,
+				      h.d.ipc.npaused);
+		assert_true(!left || r > 0);
+		assert_false(hd_past(dl));
+	} while (left);
+	print_message("%u turns for %u messages\n", turns, BURST);
+	assert_int_equal(h.d.counters[PUBD_CTR_TX_DATAGRAMS] >= BURST, true);
+	hc_close(&c);
+	hd_stop(&h);
+}
+
 static void busy_poll_always_polls(void **state)
 {
 	static struct hd h;
@@ -122,6 +173,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(after_a_message_the_loop_polls_then_sleeps, hd_teardown),
 		cmocka_unit_test_teardown(a_linger_of_zero_sleeps_at_once, hd_teardown),
+		cmocka_unit_test_teardown(a_turn_with_work_left_never_sleeps, hd_teardown),
 		cmocka_unit_test_teardown(busy_poll_always_polls, hd_teardown),
 	};
 
