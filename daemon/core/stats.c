@@ -190,8 +190,8 @@ struct pubd_source_stats *pubd_source_map_find(const struct pubd_source_map *m, 
 	return m->slots[i];
 }
 
-struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group,
-					      uint64_t now_ns)
+struct pubd_source_stats *pubd_source_map_get_slow(struct pubd_source_map *m, uint64_t source, uint64_t group,
+						   uint64_t now_ns)
 {
 	uint32_t max = m->max ? m->max : PUBD_SOURCE_MAX_DEFAULT, i;
 	struct pubd_source_stats *s;

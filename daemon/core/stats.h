@@ -164,10 +164,23 @@ struct pubd_source_map {
 #define PUBD_SOURCE_MAX_DEFAULT	    4096u
 #define PUBD_SOURCE_IDLE_NS_DEFAULT (30ull * 1000 * 1000 * 1000)
 
+/* pubd_source_map_get past its first test: the hash, the eviction order. */
+struct pubd_source_stats *pubd_source_map_get_slow(struct pubd_source_map *m, uint64_t source, uint64_t group,
+						   uint64_t now_ns);
 /* Find or create, and mark as heard at now_ns (it moves to the back of the
- * eviction order). NULL only on allocation failure. */
-struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group,
-					      uint64_t now_ns);
+ * eviction order). NULL only on allocation failure. The entry found last,
+ * heard at now_ns already, is all the full lookup would give and it would
+ * change nothing: inline, as the receive path asks for it twice a datagram
+ * with the same now_ns (the sender's check, then the count). */
+static inline struct pubd_source_stats *pubd_source_map_get(struct pubd_source_map *m, uint64_t source, uint64_t group,
+							    uint64_t now_ns)
+{
+	struct pubd_source_stats *s = m->hot;
+
+	if (s && s->source_id == source && s->group_id == group && s->last_seen_ns == now_ns)
+		return s;
+	return pubd_source_map_get_slow(m, source, group, now_ns);
+}
 /* Find without creating or marking heard; NULL when unknown. */
 struct pubd_source_stats *pubd_source_map_find(const struct pubd_source_map *m, uint64_t source, uint64_t group);
 /* Count one message delivered from s (which makes it established). */
