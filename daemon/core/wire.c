@@ -58,18 +58,11 @@ void pubd_wire_encode(const struct pubd_wire_hdr *h, uint8_t out[PUBD_WIRE_HDR_L
 	put_be32(out + 44, h->frag_offset);
 }
 
-int pubd_wire_check_frag(const struct pubd_wire_hdr *h, size_t payload_len, uint32_t *unit)
+int pubd_wire_check_frag_slow(const struct pubd_wire_hdr *h, size_t payload_len, uint32_t *unit)
 {
 	uint64_t msg_len = h->msg_len, count = h->frag_count, index = h->frag_index;
 	uint64_t offset = h->frag_offset, plen = payload_len, u;
 
-	/* The common case, a message in one datagram, passes every check
-	 * below: said first, as it is on every received message. */
-	if (count == 1 && index == 0 && offset == 0 && plen == msg_len) {
-		if (unit)
-			*unit = (uint32_t)msg_len;
-		return PUBD_WIRE_OK;
-	}
 	/* Every fragment but that of an empty message carries a byte at least. */
 	if (count == 0 || count > (msg_len ? msg_len : 1))
 		return PUBD_WIRE_ERR_FRAG_COUNT;

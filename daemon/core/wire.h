@@ -108,13 +108,26 @@ void pubd_wire_encode(const struct pubd_wire_hdr *h, uint8_t out[PUBD_WIRE_HDR_L
 int pubd_wire_decode(const void *buf, size_t len, struct pubd_wire_hdr *h, const uint8_t **payload,
 		     size_t *payload_len);
 
+/* pubd_wire_check_frag for any header but a message in one datagram. */
+int pubd_wire_check_frag_slow(const struct pubd_wire_hdr *h, size_t payload_len, uint32_t *unit);
 /*
  * The data-fragment checks of pubd_wire_decode (FRAG_COUNT .. FRAG_LAYOUT),
  * for a header that did not come through it (reassembly re-checks what it
  * relies on). On success sets *unit (if not NULL) to the payload size of
  * every fragment but the last (msg_len for a single fragment).
  */
-int pubd_wire_check_frag(const struct pubd_wire_hdr *h, size_t payload_len, uint32_t *unit);
+static inline int pubd_wire_check_frag(const struct pubd_wire_hdr *h, size_t payload_len, uint32_t *unit)
+{
+	/* The common case, a message in one datagram, passes every check:
+	 * inline, as every received message is checked twice (decoding,
+	 * then reassembly, which needs the unit). */
+	if (h->frag_count == 1 && h->frag_index == 0 && h->frag_offset == 0 && payload_len == h->msg_len) {
+		if (unit)
+			*unit = h->msg_len;
+		return PUBD_WIRE_OK;
+	}
+	return pubd_wire_check_frag_slow(h, payload_len, unit);
+}
 
 const char *pubd_wire_strerror(int err);
 
