@@ -42,6 +42,17 @@ case_r_forged_naks() {
 	it_eq "the daemon is alive" "$(kill -0 "$H_PID" && echo up)" up
 }
 
+# h_sniff SRC_VAR TOK_VAR: group h's source id and repair token, read off
+# its multicast as any host there can (forge_dgram --mode sniff).
+h_sniff() {
+	local line
+	line=$(h_forge --dst "$H_GROUP_ADDR" --group h --mode sniff) || {
+		it_fail "no token sniffed off the group"
+		return 1
+	}
+	read -r "$1" "$2" <<<"$line"
+}
+
 # ---- a reflector: NAKs with the sniffed token, claiming another's address ----
 # The repair token is in every heartbeat on the group's multicast, so any
 # host that hears the group can NAK with it, from an address it claims (a
@@ -62,11 +73,7 @@ case_r_nak_reflection() {
 	local src tok n=200 rb cookies
 	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 200 --size 16384 >/dev/null || it_fail "publish"
 	it_wait "the repair window" 20 test "$(it_group_val d h repair_window_bytes)" -gt 0
-	read -r src tok < <(h_forge --dst "$H_GROUP_ADDR" --group h --mode sniff)
-	[ -n "$tok" ] || {
-		it_fail "no token sniffed off the group"
-		return
-	}
+	h_sniff src tok || return
 	h_forge --dst 127.0.0.1 --group h --mode nak --source "$src" --token "$tok" --seq 0 --count $n --per $n --rate 2000 >/dev/null
 	it_wait "the NAKs counted" 30 test "$(it_group_val d h naks_received)" -ge $n
 	rb=$(it_group_val d h repair_bytes)
@@ -96,11 +103,7 @@ case_r_status_stall() {
 	local src tok t0 t1 ms
 	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 1 --size 64 >/dev/null || it_fail "publish"
 	it_wait "flow control on" 20 it_group_is d h flow_control 1
-	read -r src tok < <(h_forge --dst "$H_GROUP_ADDR" --group h --mode sniff)
-	[ -n "$tok" ] || {
-		it_fail "no token sniffed off the group"
-		return
-	}
+	h_sniff src tok || return
 	# 10 s of "full", from the next message on, in the background.
 	h_forge --dst 127.0.0.1 --group h --mode status --source "$src" --token "$tok" --seq 1 --count 50 --rate 5 \
 		--ask-cookie >"$IT_WORK/forge.out" 2>&1 &
