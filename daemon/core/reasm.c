@@ -30,8 +30,8 @@
  * The pieces: reasm_push.c (the receive path), reasm_partial.c (assembly
  * of one message), reasm_ranges.c (missing ranges), reasm_rtree.c (a
  * stream's ranges by sequence), reasm_streams.c (forgetting streams,
- * tombstones), reasm_htab.c; this file is the life cycle, time and
- * introspection.
+ * tombstones), htab.c (the keyed tables); this file is the life cycle,
+ * time and introspection.
  */
 #include <stdio.h>
 #include <stdlib.h>
