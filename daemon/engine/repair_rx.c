@@ -201,6 +201,14 @@ void engine_naks_cookie(struct pubd *d, struct pubd_group *g, uint64_t source, c
 		g->gone_ignored++;
 		return;
 	}
+	/* The first cookie from a source answers our first NAKs and STATUS:
+	 * ask again at once. A later one (our address changed, or a forger
+	 * with the token) is kept for the next round: else each forged COOKIE
+	 * would send a stream's NAKs again. */
+	if (s->nak_cookie) {
+		s->nak_cookie = c->cookie;
+		return;
+	}
 	s->nak_cookie = c->cookie;
 	engine_flow_cookie(d, g, source);
 	if (d->naks.nodes) {

@@ -139,6 +139,21 @@ static void nak_from(struct hd *a, uint64_t asker, uint64_t peer, uint64_t seq, 
 	pubd_fake_inject_from(a->fk, -1, dg, (uint32_t)(PUBD_WIRE_HDR_LEN + blen), peer);
 }
 
+/* A COOKIE from a's source id, token and address to b, giving cookie. */
+static void cookie_from(struct hd *b, struct hd *a, uint64_t token, uint64_t cookie)
+{
+	struct pubd_ctl c = {.type = PUBD_CTL_COOKIE, .stream = a->d.source_id, .token = token, .cookie = cookie};
+	struct pubd_wire_hdr h = {
+		.flags = PUBD_WIRE_F_CONTROL, .group_id = hd_group(b, "r")->id, .source_id = a->d.source_id};
+	uint8_t dg[PUBD_WIRE_HDR_LEN + PUBD_CTL_MAX_LEN];
+	size_t blen = pubd_ctl_encode(&c, dg + PUBD_WIRE_HDR_LEN, PUBD_CTL_MAX_LEN);
+
+	assert_true(blen > 0);
+	h.msg_len = (uint32_t)blen;
+	pubd_wire_encode(&h, dg);
+	pubd_fake_inject_from(b->fk, -1, dg, (uint32_t)(PUBD_WIRE_HDR_LEN + blen), pubd_fake_peer_id(a->fk));
+}
+
 struct sent_kinds {
 	unsigned repairs, unicast, gone, other;
 	uint64_t gone_first, gone_count;
@@ -482,6 +497,52 @@ static void test_cookie_costs_no_interval(void **state)
 	hd_stop(&b);
 }
 
+/* A COOKIE for a stream with gaps: b's NAKs go again at once (each is
+ * no try yet). Later COOKIEs, a forger's with the sniffed token, are kept
+ * for the next round, not a burst of NAKs each: 50 of them sent none. */
+static void test_later_cookies_send_no_naks(void **state)
+{
+	static struct hd a, b;
+	const uint64_t N = 20, lost[] = {5, 7, 9};
+	struct pubd_group *ga, *gb;
+	struct hc pub, sub;
+	uint64_t dl, naks, i;
+
+	(void)state;
+	assert_int_equal(hd_start(&a, NULL, body("{window: 4MiB, max_age_ms: 10000}")), 0);
+	assert_int_equal(hd_start(&b, NULL, body("{nak_backoff_ms: 1, nak_interval_ms: 10000}")), 0);
+	assert_int_equal(hc_connect(&b, &sub, 0), 0);
+	assert_int_equal(hc_hello(&sub, "sub"), 0);
+	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	ga = hd_group(&a, "r");
+	gb = hd_group(&b, "r");
+	assert_int_equal(hc_connect(&a, &pub, 0), 0);
+	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	publish(&pub, 0, N);
+	drain(&a);
+	assert_true(move_with_loss(&a, &b, lost, 3) > 0);
+	/* b's first NAKs go (to nobody: nothing goes from b to a here). */
+	dl = hd_deadline(3000);
+	while (!hd_past(dl) && gb->naks_sent < 3)
+		hd_turn(&b, 1);
+	assert_int_equal(gb->naks_sent, 3);
+	cookie_from(&b, &a, ga->repair_token, 0xc00c1e);
+	hd_settle(&b, 10);
+	assert_int_equal(gb->naks_sent, 6); /* again, with the cookie */
+	naks = gb->naks_sent;
+	for (i = 0; i < 50; i++) {
+		cookie_from(&b, &a, ga->repair_token, 0xbad0 + i);
+		hd_settle(&b, 10);
+	}
+	print_message("NAKs after 50 more COOKIEs: %llu (were %llu)\n", (unsigned long long)gb->naks_sent,
+		      (unsigned long long)naks);
+	assert_int_equal(gb->naks_sent, naks);
+	hc_close(&pub);
+	hc_close(&sub);
+	hd_stop(&a);
+	hd_stop(&b);
+}
+
 static void test_first_message_lost_is_asked_for(void **state)
 {
 	(void)state;
@@ -649,6 +710,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_end_to_end_random_loss, hd_teardown),
 		cmocka_unit_test_teardown(test_window_too_small_counts_unrecovered, hd_teardown),
 		cmocka_unit_test_teardown(test_cookie_costs_no_interval, hd_teardown),
+		cmocka_unit_test_teardown(test_later_cookies_send_no_naks, hd_teardown),
 		cmocka_unit_test_teardown(test_first_message_lost_is_asked_for, hd_teardown),
 		cmocka_unit_test_teardown(test_first_message_before_listening_is_not_ours, hd_teardown),
 		cmocka_unit_test_teardown(test_plain_group_keeps_its_timeout, hd_teardown),
