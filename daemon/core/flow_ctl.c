@@ -160,8 +160,11 @@ uint32_t pubd_fc_source_stuck(struct pubd_fc_source *fc, uint64_t now_ns, bool w
 			continue;
 		h = host_get(fc, r->host, r->host_len, now_ns);
 		h->holds = true;
-		if (!h->held_ns)
+		/* The source went on since (the host let it): a new hold. */
+		if (!h->held_ns || h->held_at != want) {
 			h->held_ns = now_ns ? now_ns : 1;
+			h->held_at = want;
+		}
 	}
 	for (i = 0; i < fc->nhosts; i++) {
 		h = &fc->hosts[i];

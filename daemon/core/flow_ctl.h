@@ -24,8 +24,9 @@
  * nothing for the receiver timeout (flow_rx.c), so it holds the source
  * back for about that long at most before its limit passes where the
  * source waits. A host (the sender's address less its port or QP: the
- * caller says which bytes) whose receivers hold the source back without a
- * break for PUBD_FC_STUCK_TIMEOUTS timeouts runs no pubd that works: a
+ * caller says which bytes) whose receivers hold the source back at one
+ * message, without a break, for PUBD_FC_STUCK_TIMEOUTS timeouts runs no
+ * pubd that works (a slow one lets the source on from time to time): a
  * hung one, or a host that heard the group and says "full" forever under
  * receiver ids of its own invention, each for less than the timeout (the
  * token is on the multicast for anyone there). Its receivers are
@@ -68,7 +69,8 @@ struct pubd_fc_host {
 	uint32_t len;
 	uint32_t strikes;
 	uint64_t until_ns; /* its penalty's end (0: none yet) */
-	uint64_t held_ns;  /* since when a receiver of it holds the source back without a break; 0: none does */
+	uint64_t held_ns;  /* since when receivers of it hold the source back at held_at; 0: none does */
+	uint64_t held_at;  /* the message the source waits to send meanwhile */
 	bool holds;	   /* one did at this pubd_fc_source_stuck */
 	bool struck;	   /* and it got a strike there */
 };

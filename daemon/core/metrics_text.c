@@ -158,8 +158,8 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		{"flow_timeouts", "pubd_group_flow_timeouts_total", PROM_COUNTER,
 		 "flow-controlled receivers forgotten after repair.receiver_timeout_ms of silence"},
 		{"flow_stuck", "pubd_group_flow_stuck_total", PROM_COUNTER,
-		 "flow-controlled receivers forgotten for holding the sending back unmoved for two "
-		 "repair.receiver_timeout_ms (their host not waited for a while)"},
+		 "flow-controlled receivers forgotten: their host held the sending back at one message for two "
+		 "repair.receiver_timeout_ms (and is not waited for a while)"},
 		{"statuses_received", "pubd_group_statuses_received_total", PROM_COUNTER,
 		 "flow control STATUS datagrams taken by the group's source"},
 		{"statuses_ignored", "pubd_group_statuses_ignored_total", PROM_COUNTER,

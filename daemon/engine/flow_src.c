@@ -12,12 +12,12 @@
  * hosts on the group's multicast have: anyone else cannot stall the
  * source. It must echo its address's cookie too (as NAKs do, asker.c), so
  * the host it comes from is one that receives there. A host whose
- * receivers hold the source back without a break for two receiver
- * timeouts has them forgotten, and holds nothing back for a while
- * (core/flow_ctl.h): a pubd never does that, and a host that says "full"
- * forever stalls the source for a bounded time. The table lives with the
- * repair window (the token's), so flow control needs repair on and a
- * fabric that can unicast.
+ * receivers hold the source back at one message, without a break, for
+ * two receiver timeouts has them forgotten, and holds nothing back for a
+ * while (core/flow_ctl.h): a pubd never does that, and a host that says
+ * "full" forever stalls the source for a bounded time. The table lives
+ * with the repair window (the token's), so flow control needs repair on
+ * and a fabric that can unicast.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +129,7 @@ void engine_flow_tick(struct pubd *d, uint64_t now)
 		    pubd_fc_source_stuck(g->fcs, now, g->fc_blocked && g->txq_head,
 					 g->txq_head ? g->txq_head->seq : 0) &&
 		    pubd_log_limit_pass(&d->log_flow_stuck, now))
-			log_warn("group %s: a host's receivers held its sending back for %llu ms without a break: "
+			log_warn("group %s: a host's receivers held its sending back at one message for %llu ms: "
 				 "not waited for, nor that host for a while",
 				 g->name, (unsigned long long)(PUBD_FC_STUCK_TIMEOUTS * g->fcs->timeout_ns / MS));
 	}

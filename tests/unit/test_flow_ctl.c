@@ -117,14 +117,14 @@ static void a_stuck_receiver_is_forgotten_and_its_host_refused(void **state)
 	/* Not waiting: nobody holds, however long. */
 	for (t = 0; t <= 10 * T; t += T / 2)
 		assert_int_equal(pubd_fc_source_stuck(&fc, t, false, 0), 0);
-	/* Waiting at 10: both hold; b moves on within each timeout. */
+	/* Waiting at 10: both hold; b moves on past it, a does not. */
 	for (t = 10 * T; t <= 10 * T + 2 * T; t += T / 2) {
-		assert_int_equal(pubd_fc_source_stuck(&fc, t, true, 10 + (t - 10 * T) / T), 0);
+		assert_int_equal(pubd_fc_source_stuck(&fc, t, true, 10), 0);
 		if ((t - 10 * T) % T == 0)
 			assert_true(pubd_fc_source_status(&fc, t, 0xb, 11 + (t - 10 * T) / T,
 							  2 + (uint32_t)((t - 10 * T) / T), "B", 1));
 	}
-	assert_int_equal(pubd_fc_source_stuck(&fc, 12 * T + 1, true, 12), 1);
+	assert_int_equal(pubd_fc_source_stuck(&fc, 12 * T + 1, true, 10), 1);
 	assert_int_equal(fc.n, 1);
 	assert_int_equal(fc.v[0].id, 0xb);
 	assert_int_equal(fc.stuck, 1);
@@ -167,6 +167,33 @@ static void a_host_inventing_receivers_is_struck(void **state)
 	assert_true(fc.timed_out > 0); /* ids came and went meanwhile */
 	assert_false(pubd_fc_source_status(&fc, t + 1, id++, 7, 1, "F", 1));
 	assert_true(pubd_fc_source_allows(&fc, 100));
+}
+
+/* A slow receiver holds the source back at nearly every look, but lets it
+ * on between them: the source waits at another message each time. That
+ * is flow control working, for as long as it lasts; only a hold at one
+ * message for two timeouts is stuck. */
+static void a_slow_receiver_is_never_stuck(void **state)
+{
+	const uint64_t T = 100 * MS;
+	uint64_t t, next = 100;
+	uint32_t serial = 1;
+
+	(void)state;
+	pubd_fc_source_init(&fc, T);
+	for (t = 0; t <= 50 * T; t += T / 5) {
+		/* It took a few; the source sent up to its new limit and waits. */
+		assert_true(pubd_fc_source_status(&fc, t, 0x5, next, serial++, "S", 1));
+		assert_int_equal(pubd_fc_source_stuck(&fc, t + 1, true, next), 0);
+		next += 3;
+	}
+	assert_int_equal(fc.stuck, 0);
+	assert_int_equal(fc.n, 1);
+	/* It stops (the last hold began at the last look, t - T / 5 + 1):
+	 * stuck two timeouts later, not before. */
+	t -= T / 5;
+	assert_int_equal(pubd_fc_source_stuck(&fc, t + 2 * T, true, next - 3), 0);
+	assert_int_equal(pubd_fc_source_stuck(&fc, t + 2 * T + T / 5, true, next - 3), 1);
 }
 
 /* Hosts are bounded: a new one beyond the table takes the place of the one
@@ -226,6 +253,7 @@ int main(void)
 		cmocka_unit_test(a_full_table_forgets_the_least_recently_heard),
 		cmocka_unit_test(a_stuck_receiver_is_forgotten_and_its_host_refused),
 		cmocka_unit_test(a_host_inventing_receivers_is_struck),
+		cmocka_unit_test(a_slow_receiver_is_never_stuck),
 		cmocka_unit_test(the_host_table_is_bounded),
 		cmocka_unit_test(room_by_count_and_by_bytes),
 		cmocka_unit_test(a_status_goes_when_the_limit_moved_a_quarter),
