@@ -450,6 +450,24 @@ static void first_message_lost(bool began_long_ago)
 	hd_stop(&b);
 }
 
+/* Source a and receiver b (its repair config b_repair, a subscriber sub
+ * on r): n messages published on a (by pub) and sent, b given them all
+ * but the messages lost[0..nlost). */
+static void sent_with_loss(struct hd *a, struct hd *b, const char *b_repair, struct hc *pub, struct hc *sub, uint64_t n,
+			   const uint64_t *lost, unsigned nlost)
+{
+	assert_int_equal(hd_start(a, NULL, body("{window: 4MiB, max_age_ms: 10000}")), 0);
+	assert_int_equal(hd_start(b, NULL, body(b_repair)), 0);
+	assert_int_equal(hc_connect(b, sub, 0), 0);
+	assert_int_equal(hc_hello(sub, "sub"), 0);
+	assert_int_equal(hc_group_req(sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	assert_int_equal(hc_connect(a, pub, 0), 0);
+	assert_int_equal(hc_hello(pub, "pub"), 0);
+	publish(pub, 0, n);
+	drain(a);
+	assert_true(move_with_loss(a, b, lost, nlost) > 0);
+}
+
 /*
  * A receiver's first NAK to a source carries no cookie (wire_ctl.h) and
  * gets a COOKIE, not repairs. That NAK is no try, and the COOKIE makes the
@@ -467,18 +485,9 @@ static void test_cookie_costs_no_interval(void **state)
 	uint64_t dl, t0;
 
 	(void)state;
-	assert_int_equal(hd_start(&a, NULL, body("{window: 4MiB, max_age_ms: 10000}")), 0);
-	assert_int_equal(hd_start(&b, NULL, body("{nak_backoff_ms: 1, nak_interval_ms: 10000, nak_retries: 1}")), 0);
-	assert_int_equal(hc_connect(&b, &sub, 0), 0);
-	assert_int_equal(hc_hello(&sub, "sub"), 0);
-	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	sent_with_loss(&a, &b, "{nak_backoff_ms: 1, nak_interval_ms: 10000, nak_retries: 1}", &pub, &sub, N, lost, 1);
 	ga = hd_group(&a, "r");
 	gb = hd_group(&b, "r");
-	assert_int_equal(hc_connect(&a, &pub, 0), 0);
-	assert_int_equal(hc_hello(&pub, "pub"), 0);
-	publish(&pub, 0, N);
-	drain(&a);
-	assert_true(move_with_loss(&a, &b, lost, 1) > 0);
 	t0 = pubd_now_ns();
 	dl = hd_deadline(5000);
 	while (!hd_past(dl) && v.delivered < N)
@@ -509,18 +518,9 @@ static void test_later_cookies_send_no_naks(void **state)
 	uint64_t dl, naks, i;
 
 	(void)state;
-	assert_int_equal(hd_start(&a, NULL, body("{window: 4MiB, max_age_ms: 10000}")), 0);
-	assert_int_equal(hd_start(&b, NULL, body("{nak_backoff_ms: 1, nak_interval_ms: 10000}")), 0);
-	assert_int_equal(hc_connect(&b, &sub, 0), 0);
-	assert_int_equal(hc_hello(&sub, "sub"), 0);
-	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
+	sent_with_loss(&a, &b, "{nak_backoff_ms: 1, nak_interval_ms: 10000}", &pub, &sub, N, lost, 3);
 	ga = hd_group(&a, "r");
 	gb = hd_group(&b, "r");
-	assert_int_equal(hc_connect(&a, &pub, 0), 0);
-	assert_int_equal(hc_hello(&pub, "pub"), 0);
-	publish(&pub, 0, N);
-	drain(&a);
-	assert_true(move_with_loss(&a, &b, lost, 3) > 0);
 	/* b's first NAKs go (to nobody: nothing goes from b to a here). */
 	dl = hd_deadline(3000);
 	while (!hd_past(dl) && gb->naks_sent < 3)
