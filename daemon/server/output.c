@@ -30,6 +30,7 @@ static struct pubd_out *out_alloc(struct pubd_ipc *srv)
 	o->next = NULL;
 	o->body = NULL;
 	o->sub = NULL;
+	o->orphan_of = NULL;
 	o->head_len = 0;
 	o->uncharged = false;
 	o->written = 0;
@@ -185,6 +186,17 @@ void srv_count_delivered(struct pubd_client *c, struct pubd_sub *s, size_t len)
 	srv_count_delivered_n(c, s, 1, len);
 }
 
+void srv_count_out_delivered(struct pubd_client *c, const struct pubd_out *o)
+{
+	size_t len = o->body ? o->body->len : 0;
+
+	srv_count_delivered(c, o->sub, len);
+	if (!o->sub && o->orphan_of) {
+		o->orphan_of->delivered++;
+		o->orphan_of->delivered_bytes += len;
+	}
+}
+
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
 {
 	pubd_drops_add(&s->drops, r, n);
@@ -281,8 +293,12 @@ void srv_drop_output(struct pubd_client *c)
 		if (o->sub) {
 			srv_count_sub_drop(srv, o->sub, PUB_DROP_SUB_DISCONNECT, 1);
 		} else if (o->head_len) {
-			/* its subscription ended while it was being written */
+			/* Its subscription ended while it was being written:
+			 * counted where that subscription's drops went (the
+			 * client's row goes with it). */
 			pubd_drops_add(&c->drops, PUB_DROP_SUB_DISCONNECT, 1);
+			pubd_drops_add(o->orphan_of ? &o->orphan_of->sub_drops : srv->drops, PUB_DROP_SUB_DISCONNECT,
+				       1);
 			srv->counters[PUBD_CTR_MSG_DROPPED]++;
 		}
 		srv_out_release(srv, o);

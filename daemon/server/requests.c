@@ -47,8 +47,10 @@ void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
 		if (o->written) {
 			/* Keep it: the frame must finish. It no longer counts
 			 * against the subscription, which goes away now (it
-			 * stays in out_delivers until written: srv_out_unlink). */
+			 * stays in out_delivers until written: srv_out_unlink),
+			 * but still against its group. */
 			o->sub = NULL;
+			o->orphan_of = s->group;
 			prev = o;
 			continue;
 		}
@@ -77,6 +79,7 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool rem
 	srv_direct_retire_group(srv, g);
 	for (c = srv->clients; c; c = c->next) {
 		struct pubd_pubstat *p;
+		struct pubd_out *o;
 		unsigned i;
 
 		if (client_find_sub(c, g, &idx)) {
@@ -93,6 +96,12 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool rem
 				srv_reply_error(c, 0, PUB_ERR_NO_GROUP, "group %s was removed from the configuration",
 						g->name);
 		}
+		/* A delivery half written when its subscription ended (just
+		 * now, or before) counts in the daemon scope from now on: g's
+		 * counters go with it. */
+		for (o = c->out_head; o; o = o->next)
+			if (o->orphan_of == g)
+				o->orphan_of = NULL;
 		for (i = 0; i < c->npubs; i++) {
 			p = &c->pubs[i];
 			if (p->group == g) {

@@ -191,9 +191,14 @@ struct pubd_out {
 	struct pubd_out *next;
 	struct pubd_msgbuf *body; /* DELIVER payload, or a whole control frame */
 	struct pubd_sub *sub;	  /* DELIVER: the subscription it counts against */
-	uint32_t head_len;	  /* bytes of head[] in use (0 for control frames) */
-	bool uncharged;		  /* a reply outside the client budget (REPLY_FREE_MAX in ipc.c) */
-	uint32_t written;	  /* of head + body */
+	/* A DELIVER whose subscription ended while it was being written (sub
+	 * NULL): its group, which counts it delivered or dropped as it would
+	 * have the subscription (the group-subscribers scope keeps clients
+	 * that left); NULL once a reload removes the group (daemon scope). */
+	struct pubd_group *orphan_of;
+	uint32_t head_len; /* bytes of head[] in use (0 for control frames) */
+	bool uncharged;	   /* a reply outside the client budget (REPLY_FREE_MAX in ipc.c) */
+	uint32_t written;  /* of head + body */
 	uint8_t head[PUB_OUT_HEAD_MAX];
 };
 
@@ -341,6 +346,9 @@ void srv_out_unlink(struct pubd_client *c, struct pubd_out *prev, struct pubd_ou
 /* A delivery written whole (to the socket or the deliver log) to c, for
  * subscription s (NULL: it went away mid-write). */
 void srv_count_delivered(struct pubd_client *c, struct pubd_sub *s, size_t len);
+/* A DELIVER frame all written: delivered, to its subscription or, if that
+ * ended mid-write, to its group. */
+void srv_count_out_delivered(struct pubd_client *c, const struct pubd_out *o);
 /* n messages of bytes in all, delivered at once. */
 void srv_count_delivered_n(struct pubd_client *c, struct pubd_sub *s, uint64_t n, uint64_t bytes);
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n);

@@ -487,7 +487,7 @@ static void out_finished(struct pubd_client *c, struct pubd_out *prev, struct pu
 	srv_out_unlink(c, prev, o);
 	/* A delivery; its subscription may have gone away mid-write (sub NULL). */
 	if (o->head_len)
-		srv_count_delivered(c, o->sub, o->body ? o->body->len : 0);
+		srv_count_out_delivered(c, o);
 	srv_out_release(srv, o);
 }
 

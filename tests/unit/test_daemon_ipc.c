@@ -100,57 +100,92 @@ static void test_acl_reload_ends_subscriber(void **state)
 	hd_stop(&a);
 }
 
-/* Defect 3: UNSUBSCRIBE while a large DELIVER to the client is half
- * written; the client then reads everything and its later requests are
- * answered. */
-static void test_unsubscribe_mid_deliver(void **state)
+#define BIG_DELIVER (1u << 20)
+
+/* A subscriber of g1 with a DELIVER of BIG_DELIVER bytes half written to
+ * it (pubd's send buffer made small), that then sent UNSUBSCRIBE for g1
+ * without reading: pubd's end of its connection. */
+static struct pubd_client *half_written_unsubscribed(struct hd *a, struct hc *sub, struct hc *pub)
 {
-	const size_t big = 1 << 20;
-	uint8_t *frame = malloc(big + 512), q[64], type;
-	const uint8_t *body;
-	uint32_t len;
-	struct pub_msg_ok ok;
-	static struct hd a; /* static: the teardown stops it if an assert ends the test */
-	struct hc sub, pub;
+	uint8_t *frame = malloc(BIG_DELIVER + 512), q[64];
 	struct pubd_client *dc;
-	int sndbuf = 4096, r;
-	unsigned i;
-	uint64_t delivers = 0;
+	int sndbuf = 4096;
 	size_t n;
 	long qn;
 
-	(void)state;
 	assert_non_null(frame);
-	assert_int_equal(hd_start(&a, NULL, GROUPS_ANY), 0);
-	assert_int_equal(hc_connect(&a, &sub, 4096), 0);
+	assert_int_equal(hd_start(a, NULL, GROUPS_ANY), 0);
+	assert_int_equal(hc_connect(a, sub, 4096), 0);
 	/* The daemon's end of the newest connection: make its send buffer
 	 * small so the DELIVER stays half written while the client waits. */
-	dc = a.d.ipc.clients;
+	dc = a->d.ipc.clients;
 	assert_int_equal(setsockopt(dc->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	assert_int_equal(hc_hello(&sub, "sub"), 0);
-	assert_int_equal(hc_group_req(&sub, PUB_FRAME_SUBSCRIBE, "g1", NULL), 0);
-	assert_int_equal(hc_connect(&a, &pub, 0), 0);
-	assert_int_equal(hc_hello(&pub, "pub"), 0);
+	assert_int_equal(hc_hello(sub, "sub"), 0);
+	assert_int_equal(hc_group_req(sub, PUB_FRAME_SUBSCRIBE, "g1", NULL), 0);
+	assert_int_equal(hc_connect(a, pub, 0), 0);
+	assert_int_equal(hc_hello(pub, "pub"), 0);
 
-	memset(frame + 300, 0xab, big);
-	n = hc_enc_publish(frame, big + 512, "g1", frame + 300, big);
-	assert_int_equal(hc_write(&pub, frame, n, 5000), 0);
-	hd_settle(&a, 100);
+	memset(frame + 300, 0xab, BIG_DELIVER);
+	n = hc_enc_publish(frame, BIG_DELIVER + 512, "g1", frame + 300, BIG_DELIVER);
+	assert_int_equal(hc_write(pub, frame, n, 5000), 0);
+	free(frame);
+	hd_settle(a, 100);
 	assert_non_null(dc->out_head);
 	assert_true(dc->out_head->written > 0); /* half written */
 
 	/* UNSUBSCRIBE, not reading yet. */
 	qn = pub_proto_enc_group_req(q, sizeof(q), PUB_FRAME_UNSUBSCRIBE, 77, "g1", 2);
-	assert_int_equal(hc_write(&sub, q, (size_t)qn, 2000), 0);
-	hd_settle(&a, 50);
-	/* Now read: the DELIVER finishes, then OK for the UNSUBSCRIBE. */
-	r = next_reply(&sub, &type, &body, &len, &delivers, 5000);
-	assert_int_equal(r, 1);
+	assert_int_equal(hc_write(sub, q, (size_t)qn, 2000), 0);
+	hd_settle(a, 50);
+	assert_int_equal(hd_group(a, "g1")->nsubs, 0);
+	return dc;
+}
+
+/* Reads what sub has: the half-written DELIVER, then the UNSUBSCRIBE's OK. */
+static void read_deliver_then_ok(struct hc *sub)
+{
+	struct pub_msg_ok ok;
+	const uint8_t *body;
+	uint64_t delivers = 0;
+	uint32_t len;
+	uint8_t type;
+
+	assert_int_equal(next_reply(sub, &type, &body, &len, &delivers, 5000), 1);
 	assert_int_equal(type, PUB_FRAME_OK);
 	assert_int_equal(pub_proto_dec_ok(body, len, &ok), 0);
 	assert_int_equal(ok.req_id, 77);
-	hc_pop(&sub);
+	hc_pop(sub);
 	assert_int_equal(delivers, 1);
+}
+
+/* Defect 3: UNSUBSCRIBE while a large DELIVER to the client is half
+ * written; the client then reads everything and its later requests are
+ * answered. The DELIVER counts as delivered in its group as well as in
+ * the daemon (the group's published = delivered held: it did not). */
+static void test_unsubscribe_mid_deliver(void **state)
+{
+	uint8_t q[64], type;
+	const uint8_t *body;
+	uint32_t len;
+	struct pub_msg_ok ok;
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc sub, pub;
+	struct pubd_group *g;
+	unsigned i;
+	long qn;
+	int r;
+
+	(void)state;
+	half_written_unsubscribed(&a, &sub, &pub);
+	/* Now read: the DELIVER finishes, then OK for the UNSUBSCRIBE. */
+	read_deliver_then_ok(&sub);
+	g = hd_group(&a, "g1");
+	print_message("group g1: published %llu, delivered %llu (%llu bytes); daemon delivered %llu\n",
+		      (unsigned long long)g->published, (unsigned long long)g->delivered,
+		      (unsigned long long)g->delivered_bytes, (unsigned long long)a.d.counters[PUBD_CTR_MSG_DELIVERED]);
+	assert_int_equal(g->delivered, 1);
+	assert_int_equal(g->delivered_bytes, BIG_DELIVER);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DELIVERED], 1);
 	/* Later requests are still answered, each of them. */
 	for (i = 0; i < 3; i++) {
 		qn = pub_proto_enc_query(q, sizeof(q), 78 + i, PUB_QUERY_GROUPS, NULL, 0);
@@ -168,7 +203,56 @@ static void test_unsubscribe_mid_deliver(void **state)
 	hc_close(&sub);
 	hc_close(&pub);
 	hd_stop(&a);
-	free(frame);
+}
+
+/* The same half-written DELIVER, and the client leaves without reading
+ * it: a sub_disconnect drop in its group's subscriber scope (the drops
+ * table's group-subscribers row), which outlives the client's own row. */
+static void test_unsubscribe_mid_deliver_then_leave(void **state)
+{
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc sub, pub;
+	struct pubd_group *g;
+
+	(void)state;
+	half_written_unsubscribed(&a, &sub, &pub);
+	hc_close(&sub);
+	hd_settle(&a, 100);
+	g = hd_group(&a, "g1");
+	print_message("group g1: delivered %llu, sub_disconnect %llu; daemon dropped %llu\n",
+		      (unsigned long long)g->delivered,
+		      (unsigned long long)g->sub_drops.by_reason[PUB_DROP_SUB_DISCONNECT],
+		      (unsigned long long)all_msg_drops(&a.d));
+	assert_int_equal(a.d.ipc.nclients, 1);
+	assert_int_equal(g->delivered, 0);
+	assert_int_equal(g->sub_drops.by_reason[PUB_DROP_SUB_DISCONNECT], 1);
+	assert_int_equal(all_msg_drops(&a.d), 1);
+	hc_close(&pub);
+	hd_stop(&a);
+}
+
+/* The same, and a reload removes g1 before the client reads: the DELIVER
+ * still finishes, counted in the daemon scope (g1's counters are gone;
+ * ASan: nothing refers to g1 after). */
+static void test_unsubscribe_mid_deliver_group_removed(void **state)
+{
+	static struct hd a; /* static: the teardown stops it if an assert ends the test */
+	struct hc sub, pub;
+
+	(void)state;
+	half_written_unsubscribed(&a, &sub, &pub);
+	assert_int_equal(hd_reload(&a, NULL,
+				   "groups:\n"
+				   "  - name: g2\n"
+				   "    address: 239.78.0.2\n"),
+			 0);
+	assert_null(hd_group(&a, "g1"));
+	read_deliver_then_ok(&sub);
+	assert_int_equal(a.d.counters[PUBD_CTR_MSG_DELIVERED], 1);
+	assert_int_equal(all_msg_drops(&a.d), 0);
+	hc_close(&sub);
+	hc_close(&pub);
+	hd_stop(&a);
 }
 
 /* Defect 4: PUBLISH before HELLO is refused at its header: the client is
@@ -285,6 +369,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_acl_reload_ends_subscriber, hd_teardown),
 		cmocka_unit_test_teardown(test_unsubscribe_mid_deliver, hd_teardown),
+		cmocka_unit_test_teardown(test_unsubscribe_mid_deliver_then_leave, hd_teardown),
+		cmocka_unit_test_teardown(test_unsubscribe_mid_deliver_group_removed, hd_teardown),
 		cmocka_unit_test_teardown(test_publish_before_hello, hd_teardown),
 		cmocka_unit_test_teardown(test_paused_publisher_closes, hd_teardown),
 	};
