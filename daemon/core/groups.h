@@ -78,6 +78,10 @@ struct pubd_group {
 
 	struct pubd_sub **subs;
 	unsigned nsubs, subs_cap;
+	/* messages received and held back for order (engine/repair_order.c),
+	 * on their way to these subscribers: one that leaves meanwhile
+	 * counts them as its own sub_disconnect, as it does its queue */
+	uint64_t order_held;
 	/* the group log its shared-memory subscribers read (server/glog.c),
 	 * and how many of them do now */
 	struct srv_glog *glog;

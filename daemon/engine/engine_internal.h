@@ -130,7 +130,7 @@ void engine_flow_rx_free(struct pubd *d, struct pubd_group *g);
 int engine_order_init(struct pubd *d); /* -ENOMEM */
 void engine_order_close(struct pubd *d);
 /* Hold msg (seq of source on group) if an earlier one is outstanding; true if held. */
-bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg);
+bool engine_order_hold(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg);
 /* Reassembly resolved a message of (source, group) some other way (dropped
  * it, or delivered it past the holding): the next release looks at the
  * stream. */

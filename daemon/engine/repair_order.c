@@ -32,8 +32,10 @@
  * group), as that limit's entries are); a message of a further stream is
  * not held but delivered at once, as a forced release would.
  * `order_overflows` counts these forced releases and refusals. No message
- * is lost here: each one held is delivered or, when its group goes,
- * forgotten with it.
+ * is lost here uncounted: each one held is delivered, and a subscriber
+ * that leaves first (its group going too) counts those of its group as
+ * its sub_disconnect drops (g->order_held, server/requests.c), as it
+ * does its queue.
  *
  * Work: a stream is found by a keyed hash of (source, group), and a
  * release looks only at the streams reassembly touched since the last
@@ -266,6 +268,8 @@ static bool release(struct pubd *d, struct hold_stream *h, uint64_t low, bool fo
 		}
 		h->lo++;
 		d->holds.msgs--;
+		if (g)
+			g->order_held--;
 		charge(d, h, 0, pubd_msgbuf_footprint(m));
 		if (g) {
 			engine_fan_out(d, g, source, seq, m);
@@ -335,8 +339,9 @@ static void overflow(struct pubd *d)
 	stream_free(d, big);
 }
 
-bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t seq, struct pubd_msgbuf *msg)
+bool engine_order_hold(struct pubd *d, struct pubd_group *g, uint64_t source, uint64_t seq, struct pubd_msgbuf *msg)
 {
+	uint64_t group = g->id;
 	struct hold_stream *h = find(d, source, group);
 	int r;
 
@@ -359,6 +364,8 @@ bool engine_order_hold(struct pubd *d, uint64_t source, uint64_t group, uint64_t
 	 * release at the end of the receive batch looks. */
 	mark(d, h);
 	r = put(d, h, seq, msg);
+	if (r > 0)
+		g->order_held++;
 	if (r < 0) {
 		/* Out of memory: release what is held as the budget would,
 		 * then deliver this one after it. */
@@ -419,6 +426,7 @@ void engine_order_flush_group(struct pubd *d, uint64_t group)
 void engine_order_forget(struct pubd *d, uint64_t group)
 {
 	struct hold_stream *h, *next;
+	struct pubd_group *g;
 	uint32_t i;
 
 	for (h = d->holds.all; h; h = next) {
@@ -428,6 +436,8 @@ void engine_order_forget(struct pubd *d, uint64_t group)
 		for (i = h->lo; i < h->hi; i++)
 			pubd_msgbuf_put(h->e[i].msg);
 		d->holds.msgs -= h->hi - h->lo;
+		if ((g = pubd_groups_by_id(&d->groups, h->hn.k2)))
+			g->order_held -= h->hi - h->lo;
 		stream_free(d, h);
 	}
 }

@@ -133,7 +133,7 @@ static void reasm_deliver(void *ctx, uint64_t source, uint64_t group_id, uint64_
 				engine_order_touch(d, source, group_id);
 			return;
 		}
-		if (!repairs || !engine_order_hold(d, source, group_id, seq, owned)) {
+		if (!repairs || !engine_order_hold(d, g, source, seq, owned)) {
 			engine_fan_out(d, g, source, seq, owned);
 			engine_flow_delivered(d, g, source, seq);
 		}

@@ -30,7 +30,8 @@ static struct pubd_sub *client_find_sub(struct pubd_client *c, struct pubd_group
 }
 
 /* Remove a subscription; deliveries queued for it and not yet started are
- * dropped (sub_disconnect), one being written completes. */
+ * dropped (sub_disconnect), as are the messages its group holds back for
+ * order; one being written completes. */
 void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
 {
 	struct pubd_sub *s = c->subs[idx];
@@ -64,6 +65,10 @@ void srv_client_unsubscribe(struct pubd_client *c, unsigned idx)
 		srv_reply_ok(c, s->reply_req_id);
 	c->subs[idx] = c->subs[--c->nsubs];
 	g = s->group;
+	/* What its group holds back for order would have come to it next,
+	 * like its queue: lost to it now. */
+	if (g->order_held)
+		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, g->order_held);
 	srv_glog_leave(srv, s);
 	srv_direct_leave(srv, s);
 	pubd_group_sub_remove(g, s);

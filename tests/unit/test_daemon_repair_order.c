@@ -598,6 +598,51 @@ static void test_holds_go_when_the_group_stops_receiving(void **state)
 	assert_int_equal(b.d.held_bytes, 0);
 	assert_int_equal(b.d.holds.msgs, 0);
 	assert_int_equal(b.d.holds.ix.n, 0);
+	/* The 8 were on their way to the subscriber that left: its drops
+	 * (the group-subscribers scope), as its queue was. */
+	print_message("received %llu, delivered %llu, sub_disconnect %llu\n", (unsigned long long)g->received,
+		      (unsigned long long)g->delivered,
+		      (unsigned long long)g->sub_drops.by_reason[PUB_DROP_SUB_DISCONNECT]);
+	assert_int_equal(g->order_held, 0);
+	assert_true(g->sub_drops.by_reason[PUB_DROP_SUB_DISCONNECT] >= 8);
+	assert_int_equal(g->received, g->delivered + pubd_drops_msg_total(&g->sub_drops));
+	hd_stop(&b);
+}
+
+/* A reload makes the group anew (its address changed) while it holds
+ * messages for order: its subscriber counts them (sub_disconnect) as it
+ * leaves, and the daemon's received = delivered + dropped still holds
+ * once the group's drops went to the daemon scope. */
+static void test_holds_counted_when_the_group_is_made_anew(void **state)
+{
+	static struct hd b;
+	struct pubd_group *g;
+	struct hc sub;
+	uint64_t s, *ctr = b.d.counters;
+
+	(void)state;
+	assert_int_equal(hd_start(&b, NULL, config("")), 0);
+	slow_sub(&b, &sub);
+	g = hd_group(&b, "r");
+	inject(&b, 0);
+	for (s = 2; s < 10; s++) /* 1 is lost: 2..9 are held */
+		inject(&b, s);
+	hd_turn(&b, 1);
+	assert_int_equal(g->order_held, 8);
+	assert_int_equal(hd_reload(&b, NULL,
+				   "limits:\n  reassembly_timeout_ms: 60000\n  subscriber_queue: 4\n"
+				   "groups:\n  - {name: r, address: 239.78.0.5, repair: on}\n"),
+			 0);
+	hd_turn(&b, 1);
+	print_message("received %llu, delivered %llu, dropped %llu (sub_disconnect %llu)\n",
+		      (unsigned long long)ctr[PUBD_CTR_MSG_RECEIVED], (unsigned long long)ctr[PUBD_CTR_MSG_DELIVERED],
+		      (unsigned long long)ctr[PUBD_CTR_MSG_DROPPED],
+		      (unsigned long long)b.d.drops.by_reason[PUB_DROP_SUB_DISCONNECT]);
+	assert_int_equal(b.d.holds.msgs, 0);
+	assert_int_equal(ctr[PUBD_CTR_MSG_RECEIVED], 9);
+	assert_true(b.d.drops.by_reason[PUB_DROP_SUB_DISCONNECT] >= 8);
+	assert_int_equal(ctr[PUBD_CTR_MSG_RECEIVED], ctr[PUBD_CTR_MSG_DELIVERED] + ctr[PUBD_CTR_MSG_DROPPED]);
+	hc_close(&sub);
 	hd_stop(&b);
 }
 
@@ -649,6 +694,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_forced_release_takes_the_biggest, hd_teardown),
 		cmocka_unit_test_teardown(test_hold_and_reassembly_share_the_budget, hd_teardown),
 		cmocka_unit_test_teardown(test_holds_go_when_the_group_stops_receiving, hd_teardown),
+		cmocka_unit_test_teardown(test_holds_counted_when_the_group_is_made_anew, hd_teardown),
 		cmocka_unit_test_teardown(test_holds_go_when_repair_is_turned_off, hd_teardown),
 	};
 
