@@ -101,6 +101,10 @@ case_d3_unsub_midwrite() {
 	rc=$?
 	h_fig "$(tr '\n' ' ' <<<"$out") (status $rc) $(head -c 200 "$IT_WORK/unsub.err")"
 	it_eq "UNSUBSCRIBE and a later QUERY are answered after a half-written DELIVER" "$rc" 0
+	# The DELIVER finished after its subscription ended: delivered in
+	# its group all the same (it counted in the daemon's total only).
+	it_eq "the half-written DELIVER counts as delivered in its group" \
+		"$(it_group_val d h delivered)+$(it_group_val d h sub_dropped)" "$(it_group_val d h published)+0"
 	# Again, the subscription ended by a reload that removes the group.
 	cat >>"$(it_conf d)" <<-EOF
 		  - name: h2
@@ -116,6 +120,8 @@ case_d3_unsub_midwrite() {
 	it_reap "$IT_BG_PID" 40
 	h_fig "$(tr '\n' ' ' <<<"$(cat "$IT_WORK/unsub2.out")") (status $IT_STATUS)"
 	it_eq "a QUERY is answered after a reload removed the group of a half-written DELIVER" "$IT_STATUS" 0
+	it_eq "daemon: published = delivered + dropped (the removed group's DELIVER in the daemon scope)" \
+		"$(it_counter d delivered)+$(it_counter d dropped)" "$(it_counter d published)+0"
 }
 
 # ---- defect 4: PUBLISH before HELLO, declaring 16 MiB, on 32 connections ----
