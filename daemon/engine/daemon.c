@@ -52,6 +52,7 @@ static void on_status_timer(void *ctx, uint64_t now)
 
 	pubd_notify_status(d);
 	pubd_ipc_tick(&d->ipc, now);
+	pubd_log_limit_flush(&d->log_tx_refused, now);
 	pubd_heap_give_back(now);
 	pubd_loop_timer_arm_periodic(d->status_timer, now, 1000 * MS);
 }
@@ -308,6 +309,8 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	if (getrandom(&d->source_id, sizeof(d->source_id), 0) != sizeof(d->source_id))
 		d->source_id = (uint64_t)getpid() << 32 ^ pubd_now_ns();
 	d->started_ns = pubd_now_ns();
+	d->log_tx_refused =
+		(struct pubd_log_limit){.what = "messages the fabric refused to send", .burst = 5, .prio = LOG_WARNING};
 	log_notice("pubd %s starting: config %s, source id %016llx", PUBD_VERSION, config_path,
 		   (unsigned long long)d->source_id);
 

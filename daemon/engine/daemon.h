@@ -73,6 +73,7 @@ struct pubd {
 	bool holds_waiting;		      /* a release stopped at a full subscriber queue: go on as it drains */
 	uint32_t fc_streams;		      /* streams reported on by flow control, all groups (flow_rx.c) */
 	struct pubd_log_limit log_flow_stuck; /* receivers flow control stopped waiting for (flow_src.c) */
+	struct pubd_log_limit log_tx_refused; /* messages the fabric refused to send (tx.c) */
 	const struct pubd_rx_dgram *rx_dgram; /* the datagram being pushed into reassembly, or NULL */
 	struct pubd_http *metrics_http;	      /* NULL: metrics.listen not set (or its bind failed) */
 	char *metrics_listening;	      /* the metrics.listen the listener was opened for */

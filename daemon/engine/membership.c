@@ -74,19 +74,10 @@ static void on_group_state(void *ctx, int slot, bool up, int err)
 static void on_mtu_changed(void *ctx, uint32_t mtu)
 {
 	struct pubd *d = ctx;
-	uint64_t dropped;
 
 	if (mtu == d->mtu)
 		return;
-	log_warn("fabric %s: MTU changed from %u to %u bytes per datagram; messages are cut for %u from now on",
-		 d->fops->name, d->mtu, mtu, mtu);
-	d->mtu = mtu;
-	pubd_ipc_set_fabric(&d->ipc, d->mtu, d->source_id, d->fops->name);
-	dropped = pubd_tx_mtu_changed(d);
-	if (dropped)
-		log_warn("fabric %s: %llu queued messages no longer fit the MTU and were dropped (fabric_error, or "
-			 "mtu_exceeded on raw groups)",
-			 d->fops->name, (unsigned long long)dropped);
+	pubd_tx_mtu_changed(d, mtu);
 	pubd_tx_pump(d);
 }
 

@@ -397,9 +397,10 @@ static void refund(struct pubd_group *g, const struct tx_batch *b, unsigned from
 
 /*
  * Offer up to TX_BATCH datagrams of g's queue. Returns the number the
- * fabric took, -1 when it took fewer than offered (out of credits), or -2
- * when the group is not joined. A paced group out of tokens is left with
- * tx_paced set (and the pace timer armed).
+ * fabric took, -1 when it took fewer than offered (out of credits), -2
+ * when the group is not joined, or -3 when the fabric's MTU went down
+ * under the datagrams (the caller cuts the queues again). A paced group
+ * out of tokens is left with tx_paced set (and the pace timer armed).
  */
 static int pump_group(struct pubd *d, struct pubd_group *g)
 {
@@ -420,11 +421,16 @@ static int pump_group(struct pubd *d, struct pubd_group *g)
 		pubd_group_set_up(&d->groups, g, false);
 		return -2;
 	}
+	if (sent == -EMSGSIZE && d->fops->mtu(d->fabric) != d->mtu)
+		return -3; /* the interface's MTU went down: cut again, nothing lost */
 	if (sent < 0) {
-		/* A hard error on the head message: drop it, counted, and go on. */
+		/* A hard error on the head message: drop it, counted, and go on.
+		 * It repeats for every message while its cause lasts (a link
+		 * down): a few lines a period, the rest counted. */
 		it = g->txq_head;
-		log_warn("group %s: fabric refused message seq %llu (%u bytes): %s", g->name,
-			 (unsigned long long)it->seq, it->msg->len, strerror(-sent));
+		if (pubd_log_limit_pass(&d->log_tx_refused, pubd_now_ns()))
+			log_warn("group %s: fabric refused message seq %llu (%u bytes): %s", g->name,
+				 (unsigned long long)it->seq, it->msg->len, strerror(-sent));
 		pubd_drops_add(&g->drops, sent == -EMSGSIZE ? PUB_DROP_MTU_EXCEEDED : PUB_DROP_FABRIC_ERROR, 1);
 		d->counters[PUBD_CTR_MSG_DROPPED]++;
 		item_done(d, g, it);
@@ -465,6 +471,12 @@ unsigned pubd_tx_pump(struct pubd *d)
 		r = pump_group(d, g);
 		if (r == -2)
 			continue; /* off the ready list until it rejoins */
+		if (r == -3) {
+			/* Every group's queue is cut for the new MTU, g's too. */
+			ready_push(tx, g);
+			pubd_tx_mtu_changed(d, d->fops->mtu(d->fabric));
+			continue;
+		}
 		if (r < 0) {
 			/* Tokens for what the fabric did not take came back:
 			 * the group waits for credits, not for the pacer. */
@@ -552,12 +564,18 @@ static uint64_t replan_group(struct pubd *d, struct pubd_group *g)
 	return dropped;
 }
 
-uint64_t pubd_tx_mtu_changed(struct pubd *d)
+void pubd_tx_mtu_changed(struct pubd *d, uint32_t mtu)
 {
 	struct pubd_group *g;
 	uint64_t dropped = 0;
 	unsigned i;
 
+	if (mtu == d->mtu)
+		return;
+	log_warn("fabric %s: MTU changed from %u to %u bytes per datagram; messages are cut for %u from now on",
+		 d->fops->name, d->mtu, mtu, mtu);
+	d->mtu = mtu;
+	pubd_ipc_set_fabric(&d->ipc, d->mtu, d->source_id, d->fops->name);
 	pubd_groups_foreach(&d->groups, g, i)
 	{
 		pubd_tx_pace_config(d, g); /* the depth is in datagrams too */
@@ -565,7 +583,10 @@ uint64_t pubd_tx_mtu_changed(struct pubd *d)
 		if (!g->txq_head && g->tx_ready)
 			ready_unlink(&d->tx, g);
 	}
-	return dropped;
+	if (dropped)
+		log_warn("fabric %s: %llu queued messages no longer fit the MTU and were dropped (fabric_error, or "
+			 "mtu_exceeded on raw groups)",
+			 d->fops->name, (unsigned long long)dropped);
 }
 
 void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c)

@@ -59,10 +59,11 @@ void pubd_tx_group_state(struct pubd *d, struct pubd_group *g);
 /* Drop a group's queue (a reload removed the group or made it anew), the
  * messages counted as group_reloaded; returns how many. */
 uint64_t pubd_tx_group_flush(struct pubd *d, struct pubd_group *g);
-/* The fabric's MTU changed to d->mtu: messages not yet started are cut
- * anew; those partly sent (or raw ones) that no longer fit are dropped,
- * counted. Returns how many were dropped. */
-uint64_t pubd_tx_mtu_changed(struct pubd *d);
+/* The fabric's MTU is mtu now (d->mtu becomes it; the clients are told):
+ * messages not yet started are cut anew; those partly sent (or raw ones)
+ * that no longer fit are dropped, counted and logged. Nothing is sent:
+ * the caller pumps. */
+void pubd_tx_mtu_changed(struct pubd *d, uint32_t mtu);
 /* A client is going away (it has messages queued): they stay queued, unowned. */
 void pubd_tx_forget_client(struct pubd *d, struct pubd_client *c);
 /* Send one heartbeat on g announcing its next sequence to be sent. */

@@ -124,11 +124,8 @@ out:
 static int choose_mtu(struct pubd_fabric *f, const struct pubd_config *cfg)
 {
 	uint32_t overhead = (f->fams & FAM_V6) ? UDP6_OVERHEAD : UDP4_OVERHEAD;
-	uint32_t max;
+	uint32_t max = udp_payload_max(f->if_mtu, overhead);
 
-	max = f->if_mtu > overhead ? f->if_mtu - overhead : 0;
-	if (max > UDP_MAX_PAYLOAD)
-		max = UDP_MAX_PAYLOAD;
 	if (max < PUBD_FABRIC_MIN_MTU) {
 		log_err("fabric udp: interface %s has MTU %" PRIu32 ", too small for pubd datagrams", f->ifname,
 			f->if_mtu);
@@ -256,6 +253,7 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 	err = choose_mtu(f, cfg);
 	if (err)
 		goto fail;
+	f->mtu_max = f->mtu;
 
 	f->rxbuf_size = (size_t)f->mtu + 1;
 	f->rxbuf = malloc(f->rxbuf_size * RX_BATCH);

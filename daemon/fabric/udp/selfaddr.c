@@ -12,6 +12,7 @@
  * its local messages twice. So the list is collected at open and again
  * whenever the kernel announces an address added or removed, on a
  * NETLINK_ROUTE socket in the loop; the socket filter is rebuilt with it.
+ * The same socket hears of changes to the fabric's interface (link.c).
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -164,8 +165,9 @@ static void refresh(struct pubd_fabric *f)
 }
 
 /* Read everything queued; true when any of it says the addresses may have
- * changed (an overrun, ENOBUFS, may have hidden such a message: look). */
-static bool drain(int fd)
+ * changed (an overrun, ENOBUFS, may have hidden such a message: look).
+ * *link: the same for a change of the fabric's interface (its MTU). */
+static bool drain(int fd, unsigned ifindex, bool *link)
 {
 	union {
 		struct nlmsghdr h;
@@ -183,36 +185,48 @@ static bool drain(int fd)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == ENOBUFS)
+				*link = true;
 			return changed || errno == ENOBUFS;
 		}
 		/* Only the kernel speaks for the addresses (port 0). */
 		if (fl != sizeof(from) || from.nl_pid != 0)
 			continue;
 		left = (size_t)n;
-		for (h = &u.h; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left))
+		for (h = &u.h; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
 			if (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR)
 				changed = true;
+			else if (h->nlmsg_type == RTM_NEWLINK &&
+				 h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifinfomsg)) &&
+				 ((const struct ifinfomsg *)NLMSG_DATA(h))->ifi_index == (int)ifindex)
+				*link = true;
+		}
 	}
 }
 
 static void on_netlink(void *ctx, uint32_t events)
 {
 	struct pubd_fabric *f = ctx;
+	bool link = false;
 
 	(void)events;
-	if (drain(f->nlfd))
+	if (drain(f->nlfd, f->ifindex, &link))
 		refresh(f);
+	if (link)
+		udp_link_changed(f);
 }
 
 void udp_self_addrs_watch(struct pubd_fabric *f)
 {
-	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+				 .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_LINK};
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
 
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    !(f->nlwatch = pubd_loop_watch(f->loop, fd, EPOLLIN, on_netlink, f))) {
-		log_warn("fabric udp: cannot watch the host's addresses (%s): an address added while pubd runs "
-			 "is not known as ours until it restarts",
+		log_warn("fabric udp: cannot watch the host's addresses and interfaces (%s): an address added "
+			 "while pubd runs is not known as ours, and a changed interface MTU is seen only when a "
+			 "send fails, until it restarts",
 			 strerror(errno));
 		if (fd >= 0)
 			close(fd);

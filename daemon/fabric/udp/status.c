@@ -13,7 +13,13 @@ void udp_status(const struct pubd_fabric *f, struct pub_table_builder *tb)
 	pubd_fabric_row(tb, "address", "%s", f->address ? f->address : "(unset: loopback)");
 	pubd_fabric_row(tb, "family", "%s", udp_fam_name(f->fams));
 	pubd_fabric_row(tb, "port", "%u", f->port);
-	pubd_fabric_row(tb, "mtu", "%" PRIu32, f->mtu);
+	if (f->mtu_changes)
+		pubd_fabric_row(tb, "mtu",
+				"%" PRIu32 " (at most %" PRIu32 "; changed with the interface %" PRIu64
+				" times since start)",
+				f->mtu, f->mtu_max, f->mtu_changes);
+	else
+		pubd_fabric_row(tb, "mtu", "%" PRIu32, f->mtu);
 	pubd_fabric_row(tb, "socket_buffers", "rcv %d snd %d%s", f->rcvbuf, f->sndbuf,
 			f->rcvbuf_forced && f->sndbuf_forced ? " (forced)" : "");
 	pubd_fabric_row(tb, "groups_joined", "%u", f->nmembers);

@@ -162,6 +162,8 @@ static int send_one(struct pubd_fabric *f, const struct sockaddr_storage *dest, 
 			return 0;
 		}
 		f->cnt[PUBD_FC_TX_POST_ERRORS]++;
+		if (err == EMSGSIZE)
+			udp_link_refresh(f); /* the engine sees the new MTU (link.c) */
 		return -err;
 	}
 	f->cnt[PUBD_FC_TX_DATAGRAMS]++;
@@ -206,6 +208,8 @@ static int send_batch(struct pubd_fabric *f, const struct sockaddr_storage *dest
 				continue;
 			}
 			f->cnt[PUBD_FC_TX_POST_ERRORS]++;
+			if (err == EMSGSIZE)
+				udp_link_refresh(f); /* the engine sees the new MTU (link.c) */
 			/* Report what went out; the error repeats on the next call. */
 			if (done)
 				return (int)done;

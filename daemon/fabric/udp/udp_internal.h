@@ -135,8 +135,10 @@ struct pubd_fabric {
 	struct pubd_loop_watch *nlwatch;
 	uint64_t self_addr_changes; /* times the list changed after open */
 	uint16_t port;
-	uint32_t mtu;
-	int rcvbuf, sndbuf; /* as the kernel reports them */
+	uint32_t mtu;	      /* what a datagram may take now (link.c) */
+	uint32_t mtu_max;     /* the MTU chosen at open: the receive ring's, and fabric.mtu's bound */
+	uint64_t mtu_changes; /* times the interface's MTU changed it after open */
+	int rcvbuf, sndbuf;   /* as the kernel reports them */
 	bool rcvbuf_forced, sndbuf_forced;
 
 	struct slot *slots;
@@ -195,6 +197,15 @@ int udp_send_to(struct pubd_fabric *f, const void *peer, uint32_t peer_len, cons
 uint32_t udp_peer_host(const void *peer, uint32_t peer_len, uint8_t *out);
 /* Read what arrived on the send socket: unicast to us (loss repair). */
 void udp_drain_send_socket(struct pubd_fabric *f);
+
+/* link.c: the interface's MTU, kept current */
+/* The largest UDP payload an interface MTU leaves, less overhead bytes of headers. */
+uint32_t udp_payload_max(uint32_t if_mtu, uint32_t overhead);
+/* Read the interface's MTU again; true when f->mtu changed (not told). */
+bool udp_link_refresh(struct pubd_fabric *f);
+/* The kernel announced a change of the interface: the engine is told of a
+ * new MTU (fabric_events.mtu_changed). */
+void udp_link_changed(struct pubd_fabric *f);
 
 /* selfaddr.c: the host's addresses, collected at open and kept current */
 int udp_self_addrs_collect(struct pubd_fabric *f);
