@@ -237,7 +237,7 @@ static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd, enum l
 {
 	struct pubd_sub *s = rd->s;
 	struct pubd_client *c = s->client;
-	uint64_t said, word, at, total, n;
+	uint64_t said, word, at, total, n, bytes;
 
 	if (!c->wake_map)
 		return;
@@ -251,9 +251,17 @@ static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd, enum l
 	if (total <= rd->lost_taken)
 		return;
 	n = total - rd->lost_taken;
+	/* Which messages it lost is not known, only how many: their bytes
+	 * are taken at the mean of what it was given and still counts (exact
+	 * for messages of one size), never more than that. */
+	bytes = rd->given > rd->lost_taken ? rd->given_bytes / (rd->given - rd->lost_taken) * n : 0;
+	if (bytes > rd->given_bytes)
+		bytes = rd->given_bytes;
+	rd->given_bytes -= bytes;
 	rd->lost_taken = total;
 	s->delivered -= n < s->delivered ? n : s->delivered;
 	s->group->delivered -= n < s->group->delivered ? n : s->group->delivered;
+	s->group->delivered_bytes -= bytes < s->group->delivered_bytes ? bytes : s->group->delivered_bytes;
 	c->delivered -= n < c->delivered ? n : c->delivered;
 	c->srv->counters[PUBD_CTR_MSG_DELIVERED] -= n;
 	c->srv->counters[PUBD_CTR_DIRECT_DELIVERED] -= n;

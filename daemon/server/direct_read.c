@@ -123,6 +123,7 @@ void srv_direct_fan_begin(struct srv_direct *d, struct pubd_group *g, size_t len
 			continue;
 		}
 		d->readers[i].given++; /* no more can it say it lost */
+		d->readers[i].given_bytes += len;
 		srv_count_delivered(s->client, s, len);
 		srv->counters[PUBD_CTR_DIRECT_DELIVERED]++;
 	}

@@ -140,11 +140,12 @@ struct srv_publog {
 /* A subscriber reading a direct log straight (direct.c). */
 struct srv_direct_reader {
 	struct pubd_sub *s;
-	uint32_t slot;	     /* in its client's deliver log and wake page */
-	bool told;	     /* the writer was sent its WAKER frame */
-	uint64_t lost_base;  /* its wake page's lost count when it began reading */
-	uint64_t lost_taken; /* messages it lost, counted (no more than it was given) */
-	uint64_t given;	     /* messages pubd counted delivered to it in the log */
+	uint32_t slot;	      /* in its client's deliver log and wake page */
+	bool told;	      /* the writer was sent its WAKER frame */
+	uint64_t lost_base;   /* its wake page's lost count when it began reading */
+	uint64_t lost_taken;  /* messages it lost, counted (no more than it was given) */
+	uint64_t given;	      /* messages pubd counted delivered to it in the log */
+	uint64_t given_bytes; /* and their bytes, still counted delivered (less what it lost) */
 };
 
 /* A direct log: one publisher's messages to one group, which the group's

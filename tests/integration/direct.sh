@@ -231,6 +231,7 @@ if [ "$shm" = yes ]; then
 		"$M $((2 * M))"
 	it_eq "held: what pubd counts delivered is what the two received ($got + $rgot)" \
 		"$(it_group_val h1 held delivered)" $((got + rgot))
+	it_eq "held: and its bytes ($MSZ each)" "$(it_group_val h1 held delivered_bytes)" $(((got + rgot) * MSZ))
 
 	# 4. The same reader, held while a reload retires the log it was
 	# handed: held's subscribe ACL changes (to one that still allows it),
