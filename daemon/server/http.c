@@ -545,15 +545,17 @@ fail:
 
 static struct MHD_Daemon *start(struct pubd_http *h)
 {
-	/* MHD's limits stay as a backstop at twice ours: a connection cut to
-	 * make room is still MHD's until its next run closes it. */
+	/* The logger first: MHD prints what comes before it to stderr, with no
+	 * priority for the journal (and said so at every start). MHD's limits
+	 * stay as a backstop at twice ours: a connection cut to make room is
+	 * still MHD's until its next run closes it. */
 	return MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request,
-				h, MHD_OPTION_CONNECTION_LIMIT, 2u * PUBD_HTTP_MAX_CONNECTIONS,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, 2u * PUBD_HTTP_MAX_PER_IP,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PUBD_HTTP_TIMEOUT_S,
+				h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_CONNECTION_LIMIT,
+				2u * PUBD_HTTP_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				2u * PUBD_HTTP_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PUBD_HTTP_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PUBD_HTTP_CONN_MEMORY,
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
-				on_completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
+				on_completed, h, MHD_OPTION_END);
 }
 
 /* The loop's watches and timers; 0 or -errno. */

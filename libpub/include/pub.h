@@ -302,8 +302,9 @@ PUB_API int pub_publish(pub_client_t *c, const char *group, const void *data, si
  * pub_claim() - room for a message of len bytes, to be written in place.
  * Write the message at *ptr, then publish it with pub_commit(). With the
  * shared-memory transport and a message that fits one record of the
- * publish log (64 KiB less the group name and a few bytes), *ptr points
- * into the log itself: the message is never copied in this process. Else
+ * log it goes to (a quarter of limits.direct_log for the group's direct
+ * log, else of limits.publish_log, less the group name and a few bytes),
+ * *ptr points into the log itself: the message is never copied in this process. Else
  * it points into a buffer of the handle, which pub_commit() publishes as
  * pub_publish() would. Waits for room in the log. One claim at a time, and
  * no other call on the handle until its pub_commit().
