@@ -48,7 +48,7 @@ static void accept_log(struct pubd_ipc *srv, bool now)
 static void refuse(struct pubd_ipc *srv, int fd, const char *why)
 {
 	uint8_t buf[256];
-	long n = pub_proto_enc_error(buf, sizeof(buf), 0, PUB_ERR_INTERNAL, why, strlen(why));
+	long n = pub_proto_enc_error(buf, sizeof(buf), 0, PUB_ERR_BUSY, why, strlen(why));
 
 	/* One non-blocking attempt: the socket buffer of a new connection is
 	 * empty, so it fits unless something is very wrong. */

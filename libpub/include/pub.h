@@ -81,6 +81,7 @@ enum pub_error {
 	PUB_ESHUTDOWN = 2011, /* pubd is stopping */
 	PUB_EREMADE = 2012,   /* a group was made anew by a reload; libpub subscribes again by itself */
 	PUB_EPARTIAL = 2013,  /* reload applied, but not all of it (pub_errmsg says what was not) */
+	PUB_EBUSY = 2014,     /* pubd refuses connections for now (limits.max_clients, or out of fds) */
 	PUB_EUNKNOWN = 2099,  /* an error code this library does not know */
 };
 

@@ -26,6 +26,7 @@ _Static_assert(PUB_ESLOW == PUB_EBASE + PUB_ERR_SLOW, "PUB_ESLOW");
 _Static_assert(PUB_ESHUTDOWN == PUB_EBASE + PUB_ERR_SHUTDOWN, "PUB_ESHUTDOWN");
 _Static_assert(PUB_EREMADE == PUB_EBASE + PUB_ERR_REMADE, "PUB_EREMADE");
 _Static_assert(PUB_EPARTIAL == PUB_EBASE + PUB_ERR_PARTIAL, "PUB_EPARTIAL");
+_Static_assert(PUB_EBUSY == PUB_EBASE + PUB_ERR_BUSY, "PUB_EBUSY");
 _Static_assert(PUB_ERR__MAX <= 99, "codes must stay below PUB_EUNKNOWN");
 
 #define SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " follows " #b)
@@ -88,6 +89,9 @@ const char *pub_strerror(int err)
 		return "pubd applied the new configuration, but not all of it";
 	case PUB_EREMADE:
 		return "the group was made anew by a reload (its address, scope or mode changed)";
+	case PUB_EBUSY:
+		return "pubd takes no more connections for now (limits.max_clients, or out of file descriptors); "
+		       "try again later";
 	case PUB_EUNKNOWN:
 		return "pubd reported an error this libpub does not know";
 	case ENOTCONN:

@@ -190,6 +190,8 @@ case_emfile() {
 	out=$(it_ctl emfile status 2>&1)
 	it_log "emfile: pubctl status: $out"
 	it_check "emfile: pubctl says pubd is out of fds" grep -q "pubd is out of file descriptors" <<<"$out"
+	it_check "emfile: as a refusal for now (PUB_EBUSY), not an internal failure" \
+		grep -q "takes no more connections for now" <<<"$out"
 	exec {hold}>&-
 	it_reap "$cpid" 10
 	it_wait "emfile: pubd answers again once fds free" 10 it_ctl emfile status

@@ -180,6 +180,7 @@ ERROR_CLASSES = {
     pub.PUB_EINTERNAL: pub.Error,
     pub.PUB_EBADQUERY: pub.Error,
     pub.PUB_EREMADE: pub.Error,
+    pub.PUB_EBUSY: pub.Error,
     pub.PUB_EUNKNOWN: pub.Error,
 }
 

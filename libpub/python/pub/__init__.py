@@ -58,6 +58,7 @@ from ._errors import (
 from ._lib import (
     PUB_EACL,
     PUB_EBADQUERY,
+    PUB_EBUSY,
     PUB_ECONFIG,
     PUB_EINTERNAL,
     PUB_ENOGROUP,
@@ -129,6 +130,7 @@ __all__ = [
     "PUB_ESHUTDOWN",
     "PUB_EREMADE",
     "PUB_EPARTIAL",
+    "PUB_EBUSY",
     "PUB_EUNKNOWN",
     "PUB_GROUP_MAX",
 ]

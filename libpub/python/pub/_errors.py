@@ -22,7 +22,7 @@ of ``pub.Error``, and of the builtin exception named)::
     anything else: EINVAL, ENOMEM,        Error
       EPROTO, PUB_EPROTO, PUB_EVERSION,
       PUB_ESTATE, PUB_EINTERNAL,
-      PUB_EBADQUERY, PUB_EREMADE,
+      PUB_EBADQUERY, PUB_EREMADE, PUB_EBUSY,
       PUB_EUNKNOWN, other errno values
 
 ``pub.Client()`` follows ``pubctl`` (exit status 2, "pubd cannot be
