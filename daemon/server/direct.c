@@ -196,6 +196,7 @@ enum lost_look {
 	LOOK_LIVE,   /* a reader that may be reading now */
 	LOOK_GONE,   /* one that reads no more (its client closed) */
 	LOOK_ENDING, /* the log goes now, its pages with it */
+	LOOK_LEFT,   /* its subscription ended: libpub lets the log go unread */
 };
 
 /* The writer's claim, as far as pubd believes it: no honest claim runs
@@ -223,6 +224,21 @@ static uint64_t lapped_since(const struct srv_direct *d, uint64_t at, enum lost_
 	return pub_direct_seqmarks_lost(&d->marks, look == LOOK_GONE ? claim_now(d) : d->claim_seen, at);
 }
 
+/* n of what reader rd was given, taken back for r: their bytes at the mean
+ * of what it was given and still counts (which it lost is not known, only
+ * how many; exact for messages of one size), never more than that. */
+static void take_back(struct srv_direct_reader *rd, uint64_t n, enum pub_drop_reason r)
+{
+	uint64_t left = rd->given - rd->lost_taken;
+	uint64_t bytes = left ? rd->given_bytes / left * n : 0;
+
+	if (bytes > rd->given_bytes)
+		bytes = rd->given_bytes;
+	rd->given_bytes -= bytes;
+	rd->lost_taken += n;
+	srv_take_back(rd->s, n, bytes, r);
+}
+
 /*
  * What reader rd lost, as far as is known now: sub_overflow drops, taken
  * off what was counted delivered to it. Of two figures the larger counts:
@@ -237,36 +253,34 @@ static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd, enum l
 {
 	struct pubd_sub *s = rd->s;
 	struct pubd_client *c = s->client;
-	uint64_t said, word, at, total, n, bytes;
+	uint64_t said, word, at, total, lapped, unread = 0;
 
 	if (!c->wake_map)
 		return;
 	said = atomic_load_explicit(pub_wake_lost(c->wake_map, rd->slot), memory_order_acquire);
 	total = said > rd->lost_base ? said - rd->lost_base : 0;
 	word = atomic_load_explicit(pub_wake_at(c->wake_map, rd->slot), memory_order_relaxed);
-	if (pub_wake_at_seq(word, d->id, d->next_seq, &at))
-		total += lapped_since(d, at, look);
+	if (pub_wake_at_seq(word, d->id, d->next_seq, &at)) {
+		lapped = lapped_since(d, at, look == LOOK_LEFT ? LOOK_LIVE : look);
+		total += lapped;
+		/* Leaving, it reads nothing more: what pubd read past where it
+		 * says it is, and the writer did not lap it past. */
+		if (look == LOOK_LEFT && d->next_seq > at && d->next_seq - at > lapped)
+			unread = d->next_seq - at - lapped;
+	}
 	if (total > rd->given)
 		total = rd->given;
-	if (total <= rd->lost_taken)
-		return;
-	n = total - rd->lost_taken;
-	/* Which messages it lost is not known, only how many: their bytes
-	 * are taken at the mean of what it was given and still counts (exact
-	 * for messages of one size), never more than that. */
-	bytes = rd->given > rd->lost_taken ? rd->given_bytes / (rd->given - rd->lost_taken) * n : 0;
-	if (bytes > rd->given_bytes)
-		bytes = rd->given_bytes;
-	rd->given_bytes -= bytes;
-	rd->lost_taken = total;
-	s->delivered -= n < s->delivered ? n : s->delivered;
-	s->group->delivered -= n < s->group->delivered ? n : s->group->delivered;
-	s->group->delivered_bytes -= bytes < s->group->delivered_bytes ? bytes : s->group->delivered_bytes;
-	c->delivered -= n < c->delivered ? n : c->delivered;
-	c->srv->counters[PUBD_CTR_MSG_DELIVERED] -= n;
-	c->srv->counters[PUBD_CTR_DIRECT_DELIVERED] -= n;
-	c->srv->counters[PUBD_CTR_DIRECT_LOST] += n;
-	srv_count_sub_drop(c->srv, s, PUB_DROP_SUB_OVERFLOW, n);
+	if (total > rd->lost_taken) {
+		c->srv->counters[PUBD_CTR_DIRECT_DELIVERED] -= total - rd->lost_taken;
+		c->srv->counters[PUBD_CTR_DIRECT_LOST] += total - rd->lost_taken;
+		take_back(rd, total - rd->lost_taken, PUB_DROP_SUB_OVERFLOW);
+	}
+	if (unread > rd->given - rd->lost_taken)
+		unread = rd->given - rd->lost_taken;
+	if (unread) {
+		c->srv->counters[PUBD_CTR_DIRECT_DELIVERED] -= unread;
+		take_back(rd, unread, PUB_DROP_SUB_DISCONNECT);
+	}
 }
 
 /* Reader i goes: its lost count taken, its slot given back, the writer
@@ -276,7 +290,7 @@ static void reader_remove(struct srv_direct *d, unsigned i, bool ending)
 	struct srv_direct_reader *rd = &d->readers[i];
 	struct pubd_client *c = rd->s->client;
 
-	take_lost(d, rd, ending ? LOOK_ENDING : c->closing || c->gone ? LOOK_GONE : LOOK_LIVE);
+	take_lost(d, rd, ending ? LOOK_ENDING : c->closing || c->gone ? LOOK_GONE : LOOK_LEFT);
 	/* The reader may still be on the log, behind: its slot's word keeps
 	 * saying where the log ends until it lets it go. */
 	srv_slot_hold(c, rd->slot);

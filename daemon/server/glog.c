@@ -325,12 +325,57 @@ static bool hold(struct pubd_client *c, struct srv_glog *gl)
 }
 
 /* s stops reading the log (unsubscribed, or its client closing). */
+/* The messages of gl from position from up to end, and their bytes: a
+ * walk of pubd's own records (a position a reader gave stops it early
+ * if it is off a record: that reader's count only). */
+static uint64_t messages_between(const struct srv_glog *gl, uint64_t from, uint64_t end, uint64_t *bytes)
+{
+	struct pub_shmlog_reader r;
+	struct pub_shmlog_view v;
+	uint64_t n = 0;
+
+	*bytes = 0;
+	if (from >= end ||
+	    pub_shmlog_reader_init(&r, gl->shm.map, gl->shm.map_len, gl->w.cap, gl->w.max_record, from) < 0)
+		return 0;
+	while (r.pos < end && pub_shmlog_next(&r, &v) == 1) {
+		if (v.type == PUB_SHMLOG_MSG && !(v.flags & PUB_SHMLOG_F_MORE)) {
+			n++;
+			*bytes += v.aux;
+		}
+		pub_shmlog_consume(&r, &v);
+	}
+	return n;
+}
+
+/*
+ * What s was counted delivered in gl and has not read, taken back as
+ * sub_disconnect: libpub lets a group's log go when the subscription ends
+ * (it says how far it read first), and a connected client would never
+ * see them. A client that went keeps them as delivered, as its deliver
+ * log's.
+ */
+static void take_back_unread(struct srv_glog *gl, struct pubd_sub *s)
+{
+	struct pubd_client *c = s->client;
+	uint64_t n, bytes, end = s->glog_live ? gl->w.tail : s->glog_until;
+
+	if (c->closing || c->gone || c->hung_up || !end)
+		return;
+	n = messages_between(gl, glog_released_now(gl, s), end, &bytes);
+	if (n > s->delivered)
+		n = s->delivered;
+	if (n)
+		srv_take_back(s, n, bytes, PUB_DROP_SUB_DISCONNECT);
+}
+
 void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 {
 	struct srv_glog *gl = s->glog;
 
 	if (!gl)
 		return;
+	take_back_unread(gl, s);
 	/* What waits for the log never reaches it now. */
 	if (s->glog_live && gl->wq_n) {
 		srv_count_sub_drop(srv, s, PUB_DROP_SUB_DISCONNECT, gl->wq_n);

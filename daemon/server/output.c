@@ -197,6 +197,18 @@ void srv_count_out_delivered(struct pubd_client *c, const struct pubd_out *o)
 	}
 }
 
+void srv_take_back(struct pubd_sub *s, uint64_t n, uint64_t bytes, enum pub_drop_reason r)
+{
+	struct pubd_client *c = s->client;
+
+	s->delivered -= n < s->delivered ? n : s->delivered;
+	s->group->delivered -= n < s->group->delivered ? n : s->group->delivered;
+	s->group->delivered_bytes -= bytes < s->group->delivered_bytes ? bytes : s->group->delivered_bytes;
+	c->delivered -= n < c->delivered ? n : c->delivered;
+	c->srv->counters[PUBD_CTR_MSG_DELIVERED] -= n;
+	srv_count_sub_drop(c->srv, s, r, n);
+}
+
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n)
 {
 	pubd_drops_add(&s->drops, r, n);

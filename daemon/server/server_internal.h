@@ -143,7 +143,7 @@ struct srv_direct_reader {
 	uint32_t slot;	      /* in its client's deliver log and wake page */
 	bool told;	      /* the writer was sent its WAKER frame */
 	uint64_t lost_base;   /* its wake page's lost count when it began reading */
-	uint64_t lost_taken;  /* messages it lost, counted (no more than it was given) */
+	uint64_t lost_taken;  /* messages taken back: lost, or left unread (no more than it was given) */
 	uint64_t given;	      /* messages pubd counted delivered to it in the log */
 	uint64_t given_bytes; /* and their bytes, still counted delivered (less what it lost) */
 };
@@ -353,6 +353,10 @@ void srv_count_out_delivered(struct pubd_client *c, const struct pubd_out *o);
 /* n messages of bytes in all, delivered at once. */
 void srv_count_delivered_n(struct pubd_client *c, struct pubd_sub *s, uint64_t n, uint64_t bytes);
 void srv_count_sub_drop(struct pubd_ipc *srv, struct pubd_sub *s, enum pub_drop_reason r, uint64_t n);
+/* n messages (bytes in all) counted delivered to s that it will never read
+ * after all (in a shared log it lets go): taken off delivered at every
+ * scope and counted as s's drops for r. */
+void srv_take_back(struct pubd_sub *s, uint64_t n, uint64_t bytes, enum pub_drop_reason r);
 /* pubd_ipc_sub_has_room and pubd_ipc_sub_queue for a subscription on its
  * own queue (glog.c answers for one on a group log). */
 bool srv_out_sub_has_room(const struct pubd_sub *s, size_t len);

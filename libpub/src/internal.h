@@ -393,6 +393,9 @@ void dlog_awake(struct pub_client *c);
 /* shmgroup.c */
 int glog_attach(struct pub_client *c, const struct pub_msg_shm *m, int fd);
 void glog_detach(struct pub_client *c, const char *group);
+/* Tell pubd how far the group's log was read, the message the caller holds
+ * included (before an UNSUBSCRIBE: what lies past it is never read). */
+void glog_say_read(struct pub_client *c, const char *group);
 void glog_detach_all(struct pub_client *c);
 /* Unmap the logs removed while the caller's message lay in one. */
 void glog_free_dead(struct pub_client *c);

@@ -181,6 +181,9 @@ int pub_unsubscribe(pub_client_t *c, const char *group)
 		readiness_update(c);
 		return 0;
 	}
+	/* pubd counts what the group's log holds past that as never read:
+	 * the log goes, unread, with the subscription. */
+	glog_say_read(c, group);
 	r = group_request(c, PUB_FRAME_UNSUBSCRIBE, "unsubscribe", group);
 	if (r == 0 || r == -PUB_ESTATE || r == -PUB_ENOGROUP) {
 		sub_remove(c, group);

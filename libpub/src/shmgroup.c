@@ -147,6 +147,14 @@ static void publish_pos(struct pub_client *c, struct pub_glog *gl)
 		(void)!write(c->dlog_space, &one, sizeof(one));
 }
 
+void glog_say_read(struct pub_client *c, const char *group)
+{
+	struct pub_glog *gl = group ? glog_find(c, group, strlen(group), NULL) : NULL;
+
+	if (gl)
+		publish_pos(c, gl);
+}
+
 void glog_release(struct pub_client *c)
 {
 	glog_free_dead(c); /* forgets one held there: its slot may be gone */

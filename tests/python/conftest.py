@@ -40,7 +40,7 @@ TEST_DEADLINE = 120
 
 # Groups of the test daemon: one per kind of test, so they never see each
 # other's messages; "secret" lets no one publish or subscribe.
-GROUPS = ["t.round", "t.big", "t.iter", "t.sel", "t.aio", "t.err", "t.misc", "t.views"]
+GROUPS = ["t.round", "t.big", "t.iter", "t.sel", "t.aio", "t.err", "t.misc", "t.views", "t.unsub.shm", "t.unsub.socket"]
 MAX_MESSAGE = 1 << 20
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "UndefinedBehaviorSanitizer")
 

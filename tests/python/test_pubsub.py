@@ -203,3 +203,32 @@ def test_blocking_recv_lets_signal_handlers_run(client: pub.Client) -> None:
     client.publish("t.misc", b"still usable", sync=True)
     m = client.recv(timeout=10)
     assert m is not None and m.data == b"still usable"
+
+
+@pytest.mark.parametrize("pub_transport", ["shm", "socket"])
+def test_unsubscribe_counts_what_it_never_read(pubd, pub_transport: str) -> None:
+    """A subscriber that leaves with messages unread in shared memory: each
+    one pubd counted delivered to it either comes back from recv after the
+    unsubscribe or is counted dropped for it (sub_disconnect), never neither.
+    From a publisher on shared memory the subscriber reads its direct log;
+    from one on the socket, the group log pubd writes."""
+    group, n, read = f"t.unsub.{pub_transport}", 400, 50
+    with pub.Client(pubd.socket, transport=pub_transport, client_name="unsub-pub") as p, pub.Client(
+        pubd.socket, client_name="unsub-sub"
+    ) as s:
+        s.subscribe(group)
+        for i in range(n):
+            p.publish(group, i.to_bytes(4, "little") * 16, sync=(i == n - 1))
+        for i in range(read):
+            m = s.recv(timeout=10)
+            assert m is not None and m.data[:4] == i.to_bytes(4, "little")
+        s.unsubscribe(group)
+        after = 0
+        while s.recv(timeout=0) is not None:
+            after += 1
+        me = s.info().client_id
+        row = [r for r in p.query("clients") if r["id"] == me][0]
+        print(f"{pub_transport}: read {read} + {after} after unsubscribing; pubd: delivered {row['delivered']}, "
+              f"dropped {row['dropped']}")
+        assert row["delivered"] == read + after
+        assert row["delivered"] + row["dropped"] == n
