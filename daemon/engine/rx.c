@@ -334,6 +334,107 @@ static bool began_since_listening(const struct pubd *d, const struct pubd_group 
 	return now - age_us * 1000 > since + (uint64_t)d->cfg.heartbeat_ms * MS;
 }
 
+/*
+ * The group whose stream a datagram carries, or NULL having taken it as
+ * what else it is (our own looped back, a raw group's, malformed, loss
+ * repair's control, a repair we did not ask for, a forger's) and counted
+ * it. h, payload and plen are its header and payload once decoded. Inlined
+ * into engine_on_rx, as rx_stream is: once per datagram.
+ */
+static inline struct pubd_group *rx_admit(struct pubd *d, const struct pubd_rx_dgram *dg, struct pubd_wire_hdr *h,
+					  const uint8_t **payload, size_t *plen)
+{
+	struct pubd_group *g;
+	bool unicast;
+	int err;
+
+	/* Our own multicast looped back: local subscribers already had
+	 * it through local fan-out. The fabric knows it by the sender
+	 * (QP and GID, or send port); raw groups, without a header, have
+	 * nothing else to tell it by. */
+	if (dg->self) {
+		d->counters[PUBD_CTR_RX_SELF]++;
+		return NULL;
+	}
+	g = pubd_groups_by_slot(&d->groups, dg->slot);
+	if (g && g->raw) {
+		g->rx_datagrams++;
+		rx_raw(d, g, dg);
+		return NULL;
+	}
+	err = pubd_wire_decode(dg->data, dg->len, h, payload, plen);
+	if (err) {
+		d->counters[PUBD_CTR_RX_MALFORMED]++;
+		pubd_drops_add(g ? &g->drops : &d->drops, PUB_DROP_MALFORMED, 1);
+		log_debug("malformed datagram of %u bytes: %s", dg->len, pubd_wire_strerror(err));
+		return NULL;
+	}
+	/* The same by source id, where the fabric could not tell. */
+	if (h->source_id == d->source_id) {
+		d->counters[PUBD_CTR_RX_SELF]++;
+		return NULL;
+	}
+	/* Loss repair: a NAK or GONE (unicast, on no group's address). */
+	if (h->flags & PUBD_WIRE_F_CONTROL) {
+		engine_repair_on_ctl(d, dg, h, *payload, *plen);
+		return NULL;
+	}
+	/* A repair sent to us alone: its group by the header, and only
+	 * what we asked for. Anything else sent to the fabric port
+	 * alone is no group's data, REPAIR flag or not. */
+	unicast = !g;
+	if (unicast && (h->flags & PUBD_WIRE_F_REPAIR)) {
+		g = unicast_repair_group(d, h);
+		if (!g) {
+			d->counters[PUBD_CTR_RX_UNJOINED]++;
+			return NULL;
+		}
+	}
+	g = rx_group(d, g, h);
+	if (!g)
+		return NULL;
+	/* A repair the source sent us alone is let through from
+	 * another address: a multi-homed source's unicast may leave by
+	 * another interface than its multicast, and a repair can only
+	 * fill a message we asked for, never move the stream on. */
+	if (dg->from_len && !from_live_sender(d, h, dg) && !unicast) {
+		d->counters[PUBD_CTR_RX_WRONG_SENDER]++;
+		return NULL;
+	}
+	return g;
+}
+
+/* An admitted datagram of g's stream: its heartbeat to loss repair, and
+ * its message or fragment (or batch) to reassembly. */
+static inline void rx_stream(struct pubd *d, struct pubd_group *g, const struct pubd_rx_dgram *dg,
+			     const struct pubd_wire_hdr *h, const uint8_t *payload, size_t plen, uint64_t now,
+			     uint64_t grace)
+{
+	unsigned flags;
+
+	g->rx_datagrams++;
+	if (h->flags & PUBD_WIRE_F_HEARTBEAT) {
+		d->counters[PUBD_CTR_RX_HEARTBEATS]++;
+		if (engine_repairs(d, g))
+			engine_naks_heartbeat(d, g, h->source_id, dg);
+	}
+	/* Publishing daemons heartbeat every group they ever sent on. A
+	 * source unheard after several heartbeat periods on a joined group
+	 * began publishing since: all of its stream is ours to account for,
+	 * from sequence 0, even when its first datagrams were lost. */
+	flags = g->up && now - g->up_since_ns > grace && now - g->listen_since_ns > grace ? PUBD_REASM_NEW_FROM_ZERO
+											  : 0;
+	if ((h->flags & PUBD_WIRE_F_HEARTBEAT) && began_since_listening(d, g, now, dg))
+		flags |= PUBD_REASM_BEGAN_SINCE;
+	pubd_reasm_kernel_drops(d->reasm, dg->kernel_drops);
+	if (h->flags & PUBD_WIRE_F_BATCH) {
+		/* A batch (wire.h): each of its messages as if it had come alone, in order. */
+		d->counters[PUBD_CTR_RX_BATCHES]++;
+		pubd_reasm_push_batch(d->reasm, now, h, payload, plen, flags);
+	} else
+		pubd_reasm_push_flags(d->reasm, now, h, payload, plen, flags);
+}
+
 void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 {
 	struct pubd *d = ctx;
@@ -343,90 +444,16 @@ void engine_on_rx(void *ctx, const struct pubd_rx_dgram *dgs, unsigned n)
 	struct pubd_wire_hdr h;
 	struct pubd_group *g;
 	size_t plen;
-	unsigned i, flags;
-	bool unicast;
-	int err;
+	unsigned i;
 
 	for (i = 0; i < n; i++) {
 		const struct pubd_rx_dgram *dg = &dgs[i];
 
 		d->counters[PUBD_CTR_RX_DATAGRAMS]++;
 		d->counters[PUBD_CTR_RX_BYTES] += dg->len;
-		/* Our own multicast looped back: local subscribers already had
-		 * it through local fan-out. The fabric knows it by the sender
-		 * (QP and GID, or send port); raw groups, without a header, have
-		 * nothing else to tell it by. */
-		if (dg->self) {
-			d->counters[PUBD_CTR_RX_SELF]++;
-			continue;
-		}
-		g = pubd_groups_by_slot(&d->groups, dg->slot);
-		if (g && g->raw) {
-			g->rx_datagrams++;
-			rx_raw(d, g, dg);
-			continue;
-		}
-		err = pubd_wire_decode(dg->data, dg->len, &h, &payload, &plen);
-		if (err) {
-			d->counters[PUBD_CTR_RX_MALFORMED]++;
-			pubd_drops_add(g ? &g->drops : &d->drops, PUB_DROP_MALFORMED, 1);
-			log_debug("malformed datagram of %u bytes: %s", dg->len, pubd_wire_strerror(err));
-			continue;
-		}
-		/* The same by source id, where the fabric could not tell. */
-		if (h.source_id == d->source_id) {
-			d->counters[PUBD_CTR_RX_SELF]++;
-			continue;
-		}
-		/* Loss repair: a NAK or GONE (unicast, on no group's address). */
-		if (h.flags & PUBD_WIRE_F_CONTROL) {
-			engine_repair_on_ctl(d, dg, &h, payload, plen);
-			continue;
-		}
-		/* A repair sent to us alone: its group by the header, and only
-		 * what we asked for. Anything else sent to the fabric port
-		 * alone is no group's data, REPAIR flag or not. */
-		unicast = !g;
-		if (unicast && (h.flags & PUBD_WIRE_F_REPAIR)) {
-			g = unicast_repair_group(d, &h);
-			if (!g) {
-				d->counters[PUBD_CTR_RX_UNJOINED]++;
-				continue;
-			}
-		}
-		g = rx_group(d, g, &h);
-		if (!g)
-			continue;
-		/* A repair the source sent us alone is let through from
-		 * another address: a multi-homed source's unicast may leave by
-		 * another interface than its multicast, and a repair can only
-		 * fill a message we asked for, never move the stream on. */
-		if (dg->from_len && !from_live_sender(d, &h, dg) && !unicast) {
-			d->counters[PUBD_CTR_RX_WRONG_SENDER]++;
-			continue;
-		}
-		g->rx_datagrams++;
-		if (h.flags & PUBD_WIRE_F_HEARTBEAT) {
-			d->counters[PUBD_CTR_RX_HEARTBEATS]++;
-			if (engine_repairs(d, g))
-				engine_naks_heartbeat(d, g, h.source_id, dg);
-		}
-		/* Publishing daemons heartbeat every group they ever sent on. A
-		 * source unheard after several heartbeat periods on a joined group
-		 * began publishing since: all of its stream is ours to account for,
-		 * from sequence 0, even when its first datagrams were lost. */
-		flags = g->up && now - g->up_since_ns > grace && now - g->listen_since_ns > grace
-				? PUBD_REASM_NEW_FROM_ZERO
-				: 0;
-		if ((h.flags & PUBD_WIRE_F_HEARTBEAT) && began_since_listening(d, g, now, dg))
-			flags |= PUBD_REASM_BEGAN_SINCE;
-		pubd_reasm_kernel_drops(d->reasm, dg->kernel_drops);
-		if (h.flags & PUBD_WIRE_F_BATCH) {
-			/* A batch (wire.h): each of its messages as if it had come alone, in order. */
-			d->counters[PUBD_CTR_RX_BATCHES]++;
-			pubd_reasm_push_batch(d->reasm, now, &h, payload, plen, flags);
-		} else
-			pubd_reasm_push_flags(d->reasm, now, &h, payload, plen, flags);
+		g = rx_admit(d, dg, &h, &payload, &plen);
+		if (g)
+			rx_stream(d, g, dg, &h, payload, plen, now, grace);
 	}
 	engine_arm_reasm_timer(d);
 	engine_naks_arm(d);
