@@ -442,6 +442,96 @@ static bool sock_readable(const struct pub_client *c)
 	return poll(&p, 1, 0) > 0;
 }
 
+/* Said by logs_next: a message taken for its place in a direct log, the
+ * logs to be looked at again from the top of recv_one's loop. */
+#define LOGS_AGAIN 2
+
+/* The next message of the logs, the ones pubd writes and the publishers'
+ * direct logs, turn and turn about: 1 with it in m, 0 when there is none,
+ * LOGS_AGAIN, or an error. */
+static int logs_next(struct pub_client *c, struct pub_message *m)
+{
+	int r;
+
+	c->dr_turn ^= 1;
+	r = c->dr_turn && c->ndrs ? dr_next(c, m) : 0;
+	if (r == 0) {
+		r = dlog_next(c, m);
+		/* One of a direct log's, come before its place there. */
+		if (r == 1 && c->ndrs && dr_hold(c, m))
+			return LOGS_AGAIN;
+	}
+	if (r == 0 && !c->dr_turn && c->ndrs)
+		r = dr_next(c, m);
+	return r;
+}
+
+/* Linger: look again, giving the CPU to whoever can run (pubd, most often,
+ * with our answer) rather than spinning on it, until recv_linger_ns have
+ * passed; pubd need not ring, and we need not wake. True to look again. */
+static bool linger(struct pub_client *c, uint64_t deadline, uint64_t *linger_end)
+{
+	uint64_t now = now_ns();
+
+	if (!*linger_end) {
+		*linger_end = now + c->recv_linger_ns;
+		dlog_awake(c); /* a new log starts "asleep": no ring while we look */
+	}
+	if (now < *linger_end && now < deadline) {
+		sched_yield();
+		return true;
+	}
+	return false;
+}
+
+/* Nothing anywhere: say so in the deliver log, so pubd rings (the doorbell
+ * is in pub_fd's set too), unless something came meanwhile, and sleep until
+ * it rings, the socket has something or the deadline comes. 1 to look
+ * again, 0 at the deadline, or an error. */
+static int sleep_until_rung(struct pub_client *c, uint64_t deadline)
+{
+	if (!dlog_sleep(c)) {
+		dlog_awake(c);
+		return 1;
+	}
+	if (now_ns() >= deadline) {
+		/* Not read before sleeping: look once, without waiting. */
+		if (!reads_socket_when_polled(c) || !sock_readable(c))
+			return 0;
+		dlog_awake(c);
+		c->sock_quiet = false;
+		return 1;
+	}
+	struct pollfd p[2] = {{.fd = c->sock, .events = POLLIN | (c->wpos < c->wlen ? POLLOUT : 0)},
+			      {.fd = c->dlog_doorbell, .events = POLLIN}};
+	if (poll(p, c->dlog_map ? 2 : 1, ms_until(deadline)) < 0 && errno != EINTR)
+		return set_err(c, -errno, "recv: poll: %s", strerror(errno));
+	c->sock_quiet = !(p[0].revents & (POLLIN | POLLHUP | POLLERR));
+	dlog_awake(c);
+	return 1;
+}
+
+/* Nothing to read now (the socket said EAGAIN): spin, linger or sleep, as
+ * the client's options say. 1 to look again, 0 at the deadline, or an
+ * error. */
+static int recv_wait(struct pub_client *c, uint64_t deadline, uint64_t *linger_end)
+{
+	c->sock_quiet = true;
+	if ((c->flags & PUB_OPT_BUSY_POLL) && c->dlog_map) {
+		/* Spin on the log; the socket (answers, errors) is looked
+		 * at again after a while, and the deadline kept. */
+		if (!dlog_spin(c)) {
+			if (now_ns() >= deadline)
+				return 0;
+			sched_yield(); /* more spinners than cores: let pubd run */
+		}
+		return 1;
+	}
+	if (c->recv_linger_ns && c->dlog_map && linger(c, deadline, linger_end))
+		return 1;
+	return sleep_until_rung(c, deadline);
+}
+
 static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 {
 	uint64_t deadline = deadline_in(timeout_ms), linger_end = 0;
@@ -461,18 +551,9 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 				return r;
 			continue;
 		}
-		/* Turn and turn about between the logs pubd writes and the
-		 * publishers' direct logs. */
-		c->dr_turn ^= 1;
-		r = c->dr_turn && c->ndrs ? dr_next(c, m) : 0;
-		if (r == 0) {
-			r = dlog_next(c, m);
-			/* One of a direct log's, come before its place there. */
-			if (r == 1 && c->ndrs && dr_hold(c, m))
-				continue;
-		}
-		if (r == 0 && !c->dr_turn && c->ndrs)
-			r = dr_next(c, m);
+		r = logs_next(c, m);
+		if (r == LOGS_AGAIN)
+			continue;
 		if (r == 1)
 			return 1;
 		if (r == 0)
@@ -490,54 +571,9 @@ static int recv_one(struct pub_client *c, struct pub_message *m, int timeout_ms)
 			continue;
 		}
 		if (r == -EAGAIN) {
-			c->sock_quiet = true;
-			if ((c->flags & PUB_OPT_BUSY_POLL) && c->dlog_map) {
-				/* Spin on the log; the socket (answers, errors) is looked
-				 * at again after a while, and the deadline kept. */
-				if (!dlog_spin(c)) {
-					if (now_ns() >= deadline)
-						return 0;
-					sched_yield(); /* more spinners than cores: let pubd run */
-				}
-				continue;
-			}
-			/* Linger: look again, giving the CPU to whoever can run
-			 * (pubd, most often, with our answer) rather than spinning
-			 * on it, until recv_linger_ns have passed; pubd need not
-			 * ring, and we need not wake. */
-			if (c->recv_linger_ns && c->dlog_map) {
-				uint64_t now = now_ns();
-
-				if (!linger_end) {
-					linger_end = now + c->recv_linger_ns;
-					dlog_awake(c); /* a new log starts "asleep": no ring while we look */
-				}
-				if (now < linger_end && now < deadline) {
-					sched_yield();
-					continue;
-				}
-			}
-			/* Nothing anywhere: say so in the deliver log, so pubd rings
-			 * (the doorbell is in pub_fd's set too), unless something
-			 * came meanwhile. */
-			if (!dlog_sleep(c)) {
-				dlog_awake(c);
-				continue;
-			}
-			if (now_ns() >= deadline) {
-				/* Not read before sleeping: look once, without waiting. */
-				if (!reads_socket_when_polled(c) || !sock_readable(c))
-					return 0;
-				dlog_awake(c);
-				c->sock_quiet = false;
-				continue;
-			}
-			struct pollfd p[2] = {{.fd = c->sock, .events = POLLIN | (c->wpos < c->wlen ? POLLOUT : 0)},
-					      {.fd = c->dlog_doorbell, .events = POLLIN}};
-			if (poll(p, c->dlog_map ? 2 : 1, ms_until(deadline)) < 0 && errno != EINTR)
-				return set_err(c, -errno, "recv: poll: %s", strerror(errno));
-			c->sock_quiet = !(p[0].revents & (POLLIN | POLLHUP | POLLERR));
-			dlog_awake(c);
+			r = recv_wait(c, deadline, &linger_end);
+			if (r != 1)
+				return r;
 			continue;
 		}
 		if (is_disconnect(r)) {
