@@ -210,11 +210,55 @@ static void udp_close(struct pubd_fabric *f)
 	free(f);
 }
 
+/* The receive ring, made for the MTU chosen at open (its byte more tells
+ * a datagram larger than the MTU): 0 or -ENOMEM. */
+static int udp_rx_buffers(struct pubd_fabric *f)
+{
+	int i;
+
+	f->rxbuf_size = (size_t)f->mtu + 1;
+	f->rxbuf = malloc(f->rxbuf_size * RX_BATCH);
+	if (!f->rxbuf)
+		return -ENOMEM;
+	/* The receive headers point at their buffers once; rx.c resets only
+	 * what recvmmsg writes back (rx_dirty, 0 here: calloc). */
+	for (i = 0; i < RX_BATCH; i++) {
+		struct msghdr *mh = &f->rx_msgs[i].msg_hdr;
+
+		f->rx_iov[i].iov_base = f->rxbuf + (size_t)i * f->rxbuf_size;
+		f->rx_iov[i].iov_len = f->rxbuf_size;
+		mh->msg_name = &f->rx_src[i];
+		mh->msg_namelen = sizeof(f->rx_src[i]);
+		mh->msg_iov = &f->rx_iov[i];
+		mh->msg_iovlen = 1;
+		mh->msg_control = f->rx_cmsg[i].buf;
+		mh->msg_controllen = sizeof(f->rx_cmsg[i].buf);
+	}
+	return 0;
+}
+
+/* The fabric's timer and its sockets in the loop: 0 or an error (what was
+ * made is undone by udp_close). */
+static int udp_watch(struct pubd_fabric *f, struct pubd_loop *loop)
+{
+	f->up_timer = pubd_loop_timer(loop, udp_on_up_timer, f);
+	if (!f->up_timer)
+		return -ENOMEM;
+	f->watch = pubd_loop_watch(loop, f->fd, EPOLLIN, udp_on_socket, f);
+	if (!f->watch)
+		return -errno;
+	/* EPOLLIN: unicast to our send port (loss repair's NAKs and repairs) is read there. */
+	f->swatch = pubd_loop_watch(loop, f->sfd, EPOLLIN, udp_on_send_socket, f);
+	if (!f->swatch)
+		return -errno;
+	return 0;
+}
+
 static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, struct pubd_loop *loop,
 		    const struct pubd_fabric_events *ev, void *ctx)
 {
 	struct pubd_fabric *f;
-	int literal_family, err, i;
+	int literal_family, err;
 
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
@@ -255,43 +299,11 @@ static int udp_open(struct pubd_fabric **out, const struct pubd_config *cfg, str
 		goto fail;
 	f->mtu_max = f->mtu;
 
-	f->rxbuf_size = (size_t)f->mtu + 1;
-	f->rxbuf = malloc(f->rxbuf_size * RX_BATCH);
-	if (!f->rxbuf) {
-		err = -ENOMEM;
+	err = udp_rx_buffers(f);
+	if (!err)
+		err = udp_watch(f, loop);
+	if (err)
 		goto fail;
-	}
-	/* The receive headers point at their buffers once; rx.c resets only
-	 * what recvmmsg writes back (rx_dirty, 0 here: calloc). */
-	for (i = 0; i < RX_BATCH; i++) {
-		struct msghdr *mh = &f->rx_msgs[i].msg_hdr;
-
-		f->rx_iov[i].iov_base = f->rxbuf + (size_t)i * f->rxbuf_size;
-		f->rx_iov[i].iov_len = f->rxbuf_size;
-		mh->msg_name = &f->rx_src[i];
-		mh->msg_namelen = sizeof(f->rx_src[i]);
-		mh->msg_iov = &f->rx_iov[i];
-		mh->msg_iovlen = 1;
-		mh->msg_control = f->rx_cmsg[i].buf;
-		mh->msg_controllen = sizeof(f->rx_cmsg[i].buf);
-	}
-
-	f->up_timer = pubd_loop_timer(loop, udp_on_up_timer, f);
-	if (!f->up_timer) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	f->watch = pubd_loop_watch(loop, f->fd, EPOLLIN, udp_on_socket, f);
-	if (!f->watch) {
-		err = -errno;
-		goto fail;
-	}
-	/* EPOLLIN: unicast to our send port (loss repair's NAKs and repairs) is read there. */
-	f->swatch = pubd_loop_watch(loop, f->sfd, EPOLLIN, udp_on_send_socket, f);
-	if (!f->swatch) {
-		err = -errno;
-		goto fail;
-	}
 	log_info("fabric udp: %s on %s (index %u), port %u, socket buffers rcv %d snd %d%s", udp_fam_name(f->fams),
 		 f->ifname, f->ifindex, f->port, f->rcvbuf, f->sndbuf,
 		 f->rcvbuf_forced && f->sndbuf_forced ? " (forced)" : "");
