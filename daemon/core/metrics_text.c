@@ -95,7 +95,11 @@ static void counter_metrics(struct prom_out *o, const struct mt_table *t)
 	}
 }
 
-static void group_metrics(struct prom_out *o, const struct mt_table *t)
+/* Every sample of the groups table's metrics names its group. */
+static const struct mt_labmap group_label[] = {{"name", "group"}};
+
+/* Messages in and out of a group, its subscribers, publishers and pacing. */
+static void group_traffic_metrics(struct prom_out *o, const struct mt_table *t)
 {
 	static const struct mt_colmap m[] = {
 		{"published", "pubd_group_messages_published_total", PROM_COUNTER,
@@ -118,6 +122,15 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		 "configured sending rate of the group (rate:), 0 when unpaced"},
 		{"paced_waits", "pubd_group_paced_waits_total", PROM_COUNTER,
 		 "times the group's sending waited for its rate's tokens"},
+	};
+
+	mt_families(o, t, m, sizeof(m) / sizeof(m[0]), group_label, 1, NULL);
+}
+
+/* Loss repair: the window a source keeps, the NAKs, repairs and GONEs. */
+static void group_repair_metrics(struct prom_out *o, const struct mt_table *t)
+{
+	static const struct mt_colmap m[] = {
 		{"repair", "pubd_group_repair", PROM_GAUGE,
 		 "1 when the group keeps a repair window (repair: on, fabric able)"},
 		{"repair_window_bytes", "pubd_group_repair_window_bytes", PROM_GAUGE,
@@ -149,6 +162,15 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		 "messages of the group lost although NAKed (also in pubd_dropped_messages_total)"},
 		{"gone_ignored", "pubd_group_gone_ignored_total", PROM_COUNTER,
 		 "GONE and COOKIE datagrams ignored without their source's repair token (forged)"},
+	};
+
+	mt_families(o, t, m, sizeof(m) / sizeof(m[0]), group_label, 1, NULL);
+}
+
+/* Flow control: the receivers a source waits for, their STATUS datagrams. */
+static void group_flow_metrics(struct prom_out *o, const struct mt_table *t)
+{
+	static const struct mt_colmap m[] = {
 		{"flow_control", "pubd_group_flow_control", PROM_GAUGE,
 		 "1 when the group's sending waits for its slowest receiver (repair.flow_control: min)"},
 		{"flow_receivers", "pubd_group_flow_receivers", PROM_GAUGE,
@@ -167,6 +189,15 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		 "source, reordered, from a host in its penalty, or flow control off"},
 		{"statuses_sent", "pubd_group_statuses_sent_total", PROM_COUNTER,
 		 "STATUS datagrams this daemon sent to the group's sources"},
+	};
+
+	mt_families(o, t, m, sizeof(m) / sizeof(m[0]), group_label, 1, NULL);
+}
+
+/* The group log, and whether the group is joined and receiving. */
+static void group_log_metrics(struct prom_out *o, const struct mt_table *t)
+{
+	static const struct mt_colmap m[] = {
 		{"group_log_readers", "pubd_group_log_readers", PROM_GAUGE,
 		 "local subscribers reading the group's group log (one copy for all of them)"},
 		{"group_log_waiting", "pubd_group_log_waiting", PROM_GAUGE,
@@ -181,9 +212,19 @@ static void group_metrics(struct prom_out *o, const struct mt_table *t)
 		{"receiving", "pubd_group_receiving", PROM_GAUGE,
 		 "1 while the group's traffic is taken from the fabric"},
 	};
-	static const struct mt_labmap lab[] = {{"name", "group"}};
 
-	mt_families(o, t, m, sizeof(m) / sizeof(m[0]), lab, 1, NULL);
+	mt_families(o, t, m, sizeof(m) / sizeof(m[0]), group_label, 1, NULL);
+}
+
+/* The groups table's metrics, kept in four tables of columns by what they
+ * are about. mt_families writes each family whole, so the four in this
+ * order write the text one table did. */
+static void group_metrics(struct prom_out *o, const struct mt_table *t)
+{
+	group_traffic_metrics(o, t);
+	group_repair_metrics(o, t);
+	group_flow_metrics(o, t);
+	group_log_metrics(o, t);
 }
 
 /* What query replies cut short (more than 50,000 rows or 4 MiB a table). */
