@@ -248,10 +248,66 @@ static void keep_running(struct pubd_config *next, struct pubd_config *run, char
 #undef RESTART_ONLY
 }
 
+/* A reload that applied nothing: counted, and systemd told pubd is ready
+ * again, on the configuration it ran. */
+static int reload_refused(struct pubd *d, int err)
+{
+	d->counters[PUBD_CTR_RELOAD_FAILURES]++;
+	pubd_notify_ready(d);
+	return err;
+}
+
+/* An empty file is the classic failed edit (truncated, or saved before it
+ * was written): applied, it would take every group away from its
+ * subscribers and every key back to its default, socket_mode included. */
+static int refuse_empty(struct pubd *d, struct pubd_config *cfg, char *errtext, size_t errcap)
+{
+	log_err("reload rejected: %s holds no settings (empty, or only comments); keeping the running "
+		"configuration (a file of {} means every default)",
+		d->config_path);
+	if (errtext && errcap)
+		snprintf(errtext, errcap,
+			 "%s: holds no settings (empty, or only comments); reload refused, "
+			 "the running configuration stays (a file of {} means every default)",
+			 d->config_path);
+	pubd_config_free(cfg);
+	return reload_refused(d, -EINVAL);
+}
+
+/* What only a restart applies is kept as it runs, and said. */
+static void note_restart_only(struct pubd *d, struct pubd_config *cfg, char *errtext, size_t errcap)
+{
+	char changed[256];
+
+	keep_running(cfg, &d->cfg, changed, sizeof(changed));
+	if (changed[0]) {
+		log_warn("%s changed; applied when pubd restarts (running on as before)", changed);
+		reload_note(errtext, errcap, "%s changed; applied when pubd restarts", changed);
+	}
+}
+
+/* cfg becomes the running configuration (the groups already point into
+ * it: engine_apply_groups), and what reads it is told. */
+static void take_config(struct pubd *d, struct pubd_config *cfg)
+{
+	struct pubd_config old = d->cfg;
+	struct pubd_reasm_config rc;
+	struct pubd_group *g;
+	unsigned i;
+
+	d->cfg = *cfg;
+	d->sources.max = cfg->max_sources;
+	pubd_config_free(&old);
+	pubd_log_set_level(d->cfg.log_level);
+	/* fabric.receive may have changed. */
+	pubd_groups_foreach(&d->groups, g, i) pubd_group_listen_sync(d, g);
+	engine_reasm_config_from(&d->cfg, &rc);
+	pubd_reasm_set_config(d->reasm, &rc);
+}
+
 int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 {
 	struct pubd_config cfg;
-	struct pubd_reasm_config rc;
 	uint32_t old_mode;
 	int err, r;
 
@@ -262,36 +318,11 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 	err = engine_load_config(d->config_path, &cfg, errtext, errcap);
 	if (err < 0) {
 		log_err("reload rejected; keeping the running configuration");
-		d->counters[PUBD_CTR_RELOAD_FAILURES]++;
-		pubd_notify_ready(d);
-		return err;
+		return reload_refused(d, err);
 	}
-	/* An empty file is the classic failed edit (truncated, or saved before
-	 * it was written): applied, it would take every group away from its
-	 * subscribers and every key back to its default, socket_mode included. */
-	if (cfg.empty) {
-		log_err("reload rejected: %s holds no settings (empty, or only comments); keeping the running "
-			"configuration (a file of {} means every default)",
-			d->config_path);
-		if (errtext && errcap)
-			snprintf(errtext, errcap,
-				 "%s: holds no settings (empty, or only comments); reload refused, "
-				 "the running configuration stays (a file of {} means every default)",
-				 d->config_path);
-		pubd_config_free(&cfg);
-		d->counters[PUBD_CTR_RELOAD_FAILURES]++;
-		pubd_notify_ready(d);
-		return -EINVAL;
-	}
-	{
-		char changed[256];
-
-		keep_running(&cfg, &d->cfg, changed, sizeof(changed));
-		if (changed[0]) {
-			log_warn("%s changed; applied when pubd restarts (running on as before)", changed);
-			reload_note(errtext, errcap, "%s changed; applied when pubd restarts", changed);
-		}
-	}
+	if (cfg.empty)
+		return refuse_empty(d, &cfg, errtext, errcap);
+	note_restart_only(d, &cfg, errtext, errcap);
 	old_mode = d->cfg.socket_mode;
 	/* Who may read a direct log (server/direct.c) follows these: every
 	 * log is retired, and made anew on its writer's next message (for a
@@ -303,23 +334,7 @@ int pubd_reload(struct pubd *d, char *errtext, size_t errcap)
 	err = engine_apply_groups(d, &cfg);
 	if (err < 0)
 		reload_note(errtext, errcap, "some groups failed to join (see the log)");
-	{
-		struct pubd_config old = d->cfg;
-
-		d->cfg = cfg;
-		d->sources.max = cfg.max_sources;
-		pubd_config_free(&old);
-	}
-	pubd_log_set_level(d->cfg.log_level);
-	{
-		struct pubd_group *g;
-		unsigned i;
-
-		/* fabric.receive may have changed. */
-		pubd_groups_foreach(&d->groups, g, i) pubd_group_listen_sync(d, g);
-	}
-	engine_reasm_config_from(&d->cfg, &rc);
-	pubd_reasm_set_config(d->reasm, &rc);
+	take_config(d, &cfg);
 	/* metrics.listen: reopened when it changed; a failed bind is logged
 	 * and leaves the listener there was. */
 	r = pubd_metrics_apply(d, false);
