@@ -212,7 +212,22 @@ static int publish_count(pub_client_t *c, const char *group, uint8_t *data, size
 	return pub_flush(c, -1);
 }
 
-int cmd_pub(struct pubctl *ctl, int argc, char **argv)
+/* pub's arguments: GROUP, and one of MESSAGE (text), --file, --size. */
+struct pub_args {
+	const char *group, *text, *file;
+	uint64_t count, size;
+	double rate;
+	bool have_size;
+};
+
+static int pub_usage(void)
+{
+	pubctl_err("usage: pub GROUP [MESSAGE] [--file F|-] [--count N] [--size B] [--rate MSGS_PER_S]");
+	return 1;
+}
+
+/* 0, or pub's exit code (1) having said what is wrong. */
+static int parse_pub_args(int argc, char **argv, struct pub_args *a)
 {
 	static const struct option longopts[] = {
 		{"file", required_argument, NULL, 'f'},
@@ -221,82 +236,88 @@ int cmd_pub(struct pubctl *ctl, int argc, char **argv)
 		{"rate", required_argument, NULL, 'r'},
 		{0},
 	};
-	const char *file = NULL, *group;
-	uint64_t count = 1, size = 0;
-	double rate = 0, start, secs;
-	bool have_size = false;
-	uint8_t *data = NULL;
-	size_t len = 0;
-	pub_client_t *c = NULL;
-	struct pub_info info;
-	int opt, r = 0, ret = 1;
+	int opt;
 
+	*a = (struct pub_args){.count = 1};
 	optind = 0; /* 0, not 1: GNU getopt re-initialises (main parsed with "+") */
 	while ((opt = getopt_long(argc, argv, "f:n:b:r:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
-			file = optarg;
+			a->file = optarg;
 			break;
 		case 'n':
-			if (parse_u64(optarg, "--count", &count) < 0)
+			if (parse_u64(optarg, "--count", &a->count) < 0)
 				return 1;
-			if (!count) {
+			if (!a->count) {
 				pubctl_err("--count: expected at least 1 message, got 0");
 				return 1;
 			}
 			break;
 		case 'b':
-			if (parse_u64(optarg, "--size", &size) < 0)
+			if (parse_u64(optarg, "--size", &a->size) < 0)
 				return 1;
-			have_size = true;
+			a->have_size = true;
 			break;
 		case 'r':
-			if (parse_rate(optarg, &rate) < 0)
+			if (parse_rate(optarg, &a->rate) < 0)
 				return 1;
 			break;
 		default:
-			goto usage;
+			return pub_usage();
 		}
 	}
 	if (optind >= argc || argc - optind > 2)
-		goto usage;
-	group = argv[optind];
-	if ((argc - optind == 2) + (file != NULL) + have_size != 1) {
+		return pub_usage();
+	a->group = argv[optind];
+	a->text = argc - optind == 2 ? argv[optind + 1] : NULL;
+	if ((a->text != NULL) + (a->file != NULL) + a->have_size != 1) {
 		pubctl_err("pub: give exactly one of MESSAGE, --file F, --size B");
-		goto usage;
+		return pub_usage();
 	}
+	return 0;
+}
+
+int cmd_pub(struct pubctl *ctl, int argc, char **argv)
+{
+	struct pub_args a;
+	double start, secs;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	pub_client_t *c = NULL;
+	struct pub_info info;
+	int r, ret = 1;
+
+	r = parse_pub_args(argc, argv, &a);
+	if (r)
+		return r;
 	c = pubctl_connect(ctl, true, false, &ret);
 	if (!c)
 		goto out;
 	/* Told before the pattern is made: a size pubd would refuse is said
 	 * as such, not as the "out of memory" of allocating it. */
-	if (have_size && pub_info(c, &info) == 0 && size > info.max_message) {
+	if (a.have_size && pub_info(c, &info) == 0 && a.size > info.max_message) {
 		pubctl_err("pub: --size %" PRIu64 " is larger than pubd's limits.max_message_size (%" PRIu32 " bytes)",
-			   size, info.max_message);
+			   a.size, info.max_message);
 		goto out;
 	}
-	if (message_data(argc - optind == 2 ? argv[optind + 1] : NULL, file, have_size, size, &data, &len) < 0)
+	if (message_data(a.text, a.file, a.have_size, a.size, &data, &len) < 0)
 		goto out;
 	start = now_s();
-	r = publish_count(c, group, data, len, count, rate, have_size);
+	r = publish_count(c, a.group, data, len, a.count, a.rate, a.have_size);
 	if (r < 0) {
 		ret = publish_failed(ctl, c, r);
 		goto out;
 	}
 	secs = now_s() - start;
-	if (count > 1)
-		printf("published %" PRIu64 " messages of %zu bytes to '%s' in %.3f s: %.0f msg/s, %.1f MB/s\n", count,
-		       len, group, secs, secs > 0 ? (double)count / secs : 0,
-		       secs > 0 ? (double)count * (double)len / secs / 1e6 : 0);
+	if (a.count > 1)
+		printf("published %" PRIu64 " messages of %zu bytes to '%s' in %.3f s: %.0f msg/s, %.1f MB/s\n",
+		       a.count, len, a.group, secs, secs > 0 ? (double)a.count / secs : 0,
+		       secs > 0 ? (double)a.count * (double)len / secs / 1e6 : 0);
 	ret = 0;
 out:
 	pub_close(c);
 	free(data);
 	return ret;
-usage:
-	pubctl_err("usage: pub GROUP [MESSAGE] [--file F|-] [--count N] [--size B] [--rate MSGS_PER_S]");
-	free(data);
-	return 1;
 }
 
 static bool printable(const uint8_t *p, size_t n)
