@@ -193,12 +193,63 @@ int pubd_ipc_apply_socket_mode(struct pubd_ipc *srv)
 	return 0;
 }
 
+/* What a file in the way of the socket's path is, for the log. */
+static const char *file_kind(mode_t mode)
+{
+	return S_ISREG(mode)   ? "a regular file"
+	       : S_ISDIR(mode) ? "a directory"
+	       : S_ISLNK(mode) ? "a symbolic link"
+			       : "a special file";
+}
+
+/*
+ * The socket's path, free to bind: 0 when nothing is there or a stale
+ * socket was (removed), else -EEXIST or -EADDRINUSE, said in the log.
+ * Something else in the way is left alone, and named: a bind onto it would
+ * only say "Address already in use", as if a pubd were there.
+ */
+static int clear_path(const char *path, const struct sockaddr_un *sa)
+{
+	struct stat st;
+	int probe, err;
+
+	if (lstat(path, &st) != 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_err("daemon.socket %s: the path holds %s, not a socket; not removing it", path,
+			file_kind(st.st_mode));
+		return -EEXIST;
+	}
+	/* A socket left by a daemon that died is stale unless someone answers.
+	 * The probe never blocks: a Unix connect either completes at once, is
+	 * refused (nobody listens: stale), or finds the backlog full (EAGAIN:
+	 * a daemon is there but stuck, SIGSTOPped or overloaded). Only a
+	 * refusal lets us take the path over. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	err = probe < 0 ? errno : connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) == 0 ? 0 : errno;
+	if (probe >= 0)
+		close(probe);
+	if (err != ECONNREFUSED && err != ENOENT) {
+		if (err == 0 || err == EINPROGRESS)
+			log_err("daemon.socket %s: another pubd is listening there", path);
+		else if (err == EAGAIN)
+			log_err("daemon.socket %s: another process listens there but does not accept "
+				"connections (stuck or stopped?); not taking it over",
+				path);
+		else
+			log_err("daemon.socket %s: cannot tell whether another pubd listens there: %s", path,
+				strerror(err));
+		return -EADDRINUSE;
+	}
+	unlink(path);
+	return 0;
+}
+
 static int listen_on_path(struct pubd_ipc *srv)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	const char *path = srv->cfg->socket_path;
 	struct stat st;
-	bool exists;
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -214,43 +265,10 @@ static int listen_on_path(struct pubd_ipc *srv)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	exists = lstat(path, &st) == 0;
-	/* Something else in the way is left alone, and named: a bind onto it
-	 * would only say "Address already in use", as if a pubd were there. */
-	if (exists && !S_ISSOCK(st.st_mode)) {
-		log_err("daemon.socket %s: the path holds %s, not a socket; not removing it", path,
-			S_ISREG(st.st_mode)   ? "a regular file"
-			: S_ISDIR(st.st_mode) ? "a directory"
-			: S_ISLNK(st.st_mode) ? "a symbolic link"
-					      : "a special file");
+	err = clear_path(path, &sa);
+	if (err < 0) {
 		close(fd);
-		return -EEXIST;
-	}
-	/* A socket left by a daemon that died is stale unless someone answers.
-	 * The probe never blocks: a Unix connect either completes at once, is
-	 * refused (nobody listens: stale), or finds the backlog full (EAGAIN:
-	 * a daemon is there but stuck, SIGSTOPped or overloaded). Only a
-	 * refusal lets us take the path over. */
-	if (exists) {
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-		err = probe < 0 ? errno : connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
-		if (probe >= 0)
-			close(probe);
-		if (err != ECONNREFUSED && err != ENOENT) {
-			close(fd);
-			if (err == 0 || err == EINPROGRESS)
-				log_err("daemon.socket %s: another pubd is listening there", path);
-			else if (err == EAGAIN)
-				log_err("daemon.socket %s: another process listens there but does not accept "
-					"connections (stuck or stopped?); not taking it over",
-					path);
-			else
-				log_err("daemon.socket %s: cannot tell whether another pubd listens there: %s", path,
-					strerror(err));
-			return -EADDRINUSE;
-		}
-		unlink(path);
+		return err;
 	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err = -errno;
