@@ -22,6 +22,7 @@ BUILD=${BUILD:-}
 PUBD=${PUBD:-${BUILD:+$BUILD/daemon/pubd}}
 PUBCTL=${PUBCTL:-${BUILD:+$BUILD/cli/pubctl}}
 ITEST_CLIENT=${ITEST_CLIENT:-${BUILD:+$BUILD/tests/integration/itest_client}}
+PUB_SMOKE=${PUB_SMOKE:-${BUILD:+$BUILD/libpub/pub_smoke}}
 # Where a test leaves output worth keeping (the loss run's pubctl tables).
 IT_ARTIFACTS=${IT_ARTIFACTS:-${BUILD:+$BUILD/tests/integration}}
 # The whole test's deadline (seconds); ctest's TIMEOUT is set above it so
