@@ -75,6 +75,21 @@ static void slow_sub(struct hd *d, struct hc *sub)
 	assert_int_equal(hc_group_req(sub, PUB_FRAME_SUBSCRIBE, "r", NULL), 0);
 }
 
+/* A daemon with a slow subscriber of r, which holds messages 2 .. last - 1
+ * of SRC behind the lost message 1 (0 went out): r. */
+static struct pubd_group *held_behind_a_gap(struct hd *b, struct hc *sub, uint64_t last)
+{
+	uint64_t s;
+
+	assert_int_equal(hd_start(b, NULL, config("")), 0);
+	slow_sub(b, sub);
+	inject(b, 0);
+	for (s = 2; s < last; s++)
+		inject(b, s);
+	hd_turn(b, 1);
+	return hd_group(b, "r");
+}
+
 /* Read what sub has: DELIVERs in ascending seq, whole; returns how many. */
 static unsigned read_all(struct hd *d, struct hc *sub, uint64_t *next, int turns)
 {
@@ -108,13 +123,7 @@ static void test_release_waits_for_the_queue(void **state)
 	uint64_t next = 0, s, dl;
 
 	(void)state;
-	assert_int_equal(hd_start(&b, NULL, config("")), 0);
-	slow_sub(&b, &sub);
-	g = hd_group(&b, "r");
-	inject(&b, 0);
-	for (s = 2; s < 40; s++) /* 1 is lost: 2..39 are held */
-		inject(&b, s);
-	hd_turn(&b, 1);
+	g = held_behind_a_gap(&b, &sub, 40); /* 1 is lost: 2..39 are held */
 	assert_true(b.d.held_bytes >= 38 * MSG_LEN);
 	inject(&b, 1); /* the repair */
 	hd_turn(&b, 1);
@@ -577,16 +586,10 @@ static void test_holds_go_when_the_group_stops_receiving(void **state)
 	static struct hd b;
 	struct pubd_group *g;
 	struct hc sub;
-	uint64_t s, dl;
+	uint64_t dl;
 
 	(void)state;
-	assert_int_equal(hd_start(&b, NULL, config("")), 0);
-	slow_sub(&b, &sub);
-	g = hd_group(&b, "r");
-	inject(&b, 0);
-	for (s = 2; s < 10; s++) /* 1 is lost: 2..9 are held */
-		inject(&b, s);
-	hd_turn(&b, 1);
+	g = held_behind_a_gap(&b, &sub, 10); /* 1 is lost: 2..9 are held */
 	assert_true(b.d.held_bytes >= 8 * MSG_LEN);
 	assert_int_equal(b.d.holds.msgs, 8); /* pubctl status: order_held */
 	assert_true(g->listening);
@@ -618,16 +621,10 @@ static void test_holds_counted_when_the_group_is_made_anew(void **state)
 	static struct hd b;
 	struct pubd_group *g;
 	struct hc sub;
-	uint64_t s, *ctr = b.d.counters;
+	uint64_t *ctr = b.d.counters;
 
 	(void)state;
-	assert_int_equal(hd_start(&b, NULL, config("")), 0);
-	slow_sub(&b, &sub);
-	g = hd_group(&b, "r");
-	inject(&b, 0);
-	for (s = 2; s < 10; s++) /* 1 is lost: 2..9 are held */
-		inject(&b, s);
-	hd_turn(&b, 1);
+	g = held_behind_a_gap(&b, &sub, 10); /* 1 is lost: 2..9 are held */
 	assert_int_equal(g->order_held, 8);
 	assert_int_equal(hd_reload(&b, NULL,
 				   "limits:\n  reassembly_timeout_ms: 60000\n  subscriber_queue: 4\n"
