@@ -324,7 +324,6 @@ static bool hold(struct pubd_client *c, struct srv_glog *gl)
 	return true;
 }
 
-/* s stops reading the log (unsubscribed, or its client closing). */
 /* The messages of gl from position from up to end, and their bytes: a
  * walk of pubd's own records (a position a reader gave stops it early
  * if it is off a record: that reader's count only). */
@@ -369,6 +368,7 @@ static void take_back_unread(struct srv_glog *gl, struct pubd_sub *s)
 		srv_take_back(s, n, bytes, PUB_DROP_SUB_DISCONNECT);
 }
 
+/* s stops reading the log (unsubscribed, or its client closing). */
 void srv_glog_leave(struct pubd_ipc *srv, struct pubd_sub *s)
 {
 	struct srv_glog *gl = s->glog;
