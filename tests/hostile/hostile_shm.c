@@ -251,14 +251,19 @@ static int mode_rewrite(struct shm *s, const char *group, unsigned n)
 	_exit(0); /* gone with whatever pubd still holds of its log */
 }
 
-/* Subscribe to group on the socket (the answer is not waited for). */
-static void subscribe(const struct shm *s, const char *group)
+/* SUBSCRIBE or UNSUBSCRIBE group on the socket (the answer is not waited for). */
+static void group_frame(const struct shm *s, uint8_t type, const char *group)
 {
 	uint8_t f[300];
-	long n = pub_proto_enc_group_req(f, sizeof(f), PUB_FRAME_SUBSCRIBE, 1, group, strlen(group));
+	long n = pub_proto_enc_group_req(f, sizeof(f), type, 1, group, strlen(group));
 
 	if (n <= 0 || write(s->sock, f, (size_t)n) != n)
-		die("subscribe");
+		die(type == PUB_FRAME_SUBSCRIBE ? "subscribe" : "unsubscribe");
+}
+
+static void subscribe(const struct shm *s, const char *group)
+{
+	group_frame(s, PUB_FRAME_SUBSCRIBE, group);
 }
 
 /* Drain an eventfd that may not have been written (non-blocking, as pubd made it). */
@@ -421,8 +426,11 @@ static int group_log_fd(struct shm *s, struct pub_msg_shm *m)
  * first tries to make it writable (a mapping that writes, mprotect, a
  * write), then lies in its slot for `seconds`, where it says how far it has
  * read: ahead of what pubd wrote, 2^64 - 1, 0, a position inside a record;
- * one turn in 1024 the truth (pubd's tail). pubd must neither write over
- * what an honest reader has not read nor count anything twice or not at all.
+ * one turn in 1024 the truth (pubd's tail). Then it says it stands inside
+ * the last record and unsubscribes, still connected: pubd counts what it
+ * left unread from where it stands (a walk of the log from a liar's
+ * position). pubd must neither write over what an honest reader has not
+ * read nor count anything twice or not at all.
  */
 static int mode_glog(struct shm *s, const char *group, double seconds)
 {
@@ -477,6 +485,11 @@ static int mode_glog(struct shm *s, const char *group, double seconds)
 		nanosleep(&pause, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+	tail = atomic_load(&gctl->tail);
+	atomic_store(slot, tail > 16 ? tail - 16 : tail);
+	group_frame(s, PUB_FRAME_UNSUBSCRIBE, group);
+	if (await_frame(s, PUB_FRAME_OK, 5000, NULL, NULL) < 0) /* taken while it is connected */
+		die("unsubscribe: no answer");
 	printf("glog: subscribed to %s, %s; lied in its slot %llu times in %.1f s\n", group,
 	       writable ? "MADE THE GROUP LOG WRITABLE"
 			: "the group log stayed read-only (mmap, mprotect, write refused)",
