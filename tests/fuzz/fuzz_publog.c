@@ -81,6 +81,10 @@
  *                                  retires its direct logs, live, with
  *                                  readers; c closed to us retires ours of
  *                                  c; c opened again retires nothing)
+ *   UNSUB   u8                     UNSUBSCRIBE from group u8 % 4 while
+ *                                  connected: pubd counts what the client
+ *                                  left unread in that group's logs from
+ *                                  where its slot (or wake page) says it is
  *
  * Checked while the input plays: pubd never crashes or aborts, whatever the
  * logs hold; the client budget never holds less than the mappings of the
@@ -129,8 +133,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define NGROUPS 3
-#define LOG_CAP (64u * 1024)
+#define NGROUPS	   3
+#define UNSUBS_MAX 8
+#define LOG_CAP	   (64u * 1024)
 static const char *const group_names[] = {"a", "b", "c", "nosuch"};
 static const char config[] = "limits:\n  max_message_size: 256KiB\n  publish_log: 64KiB\n  deliver_log: 64KiB\n"
 			     "  direct_log: 64KiB\n  group_log_drain_ms: 10\n"
@@ -170,6 +175,7 @@ enum op {
 	O_SLOT,
 	O_DLOG,
 	O_RELOAD,
+	O_UNSUB,
 	O__COUNT
 };
 
@@ -208,6 +214,7 @@ struct run {
 	size_t size, pos;
 	struct client cl;
 	uint32_t req;
+	unsigned unsubs;   /* UNSUB ops played: a few an input */
 	bool dlog_written; /* DLOG wrote into the deliver log: its records are not all pubd's */
 	bool direct_mode;  /* HELLO asked for the direct path */
 	bool direct;	   /* a direct log was granted: "the log" is it */
@@ -548,6 +555,21 @@ static void subscribe(struct run *r, uint32_t req, const char *g)
 
 	hc_write(&r->cl.c, frame,
 		 (size_t)pub_proto_enc_group_req(frame, sizeof(frame), PUB_FRAME_SUBSCRIBE, req, g, strlen(g)), 1000);
+}
+
+static void op_unsub(struct run *r)
+{
+	uint8_t frame[300];
+	const char *g = group_names[arg(r, 0) % 4];
+
+	take(r, 1);
+	/* A client that reads nothing fills its socket: each write then
+	 * waits out its deadline, so an input of many would run for minutes
+	 * (a slow unit, not a finding). */
+	if (r->cl.c.fd >= 0 && r->unsubs++ < UNSUBS_MAX)
+		hc_write(&r->cl.c, frame,
+			 (size_t)pub_proto_enc_group_req(frame, sizeof(frame), PUB_FRAME_UNSUBSCRIBE, 90, g, strlen(g)),
+			 100);
 }
 
 /*
@@ -891,6 +913,9 @@ static void play(struct run *r, uint8_t op)
 		break;
 	case O_RELOAD:
 		op_reload(r);
+		break;
+	case O_UNSUB:
+		op_unsub(r);
 		break;
 	}
 }
