@@ -24,17 +24,22 @@
 #include "log.h"
 #include "udp_internal.h"
 
-uint32_t udp_payload_max(uint32_t if_mtu, uint32_t overhead)
+uint32_t udp_overhead(const struct pubd_fabric *f)
 {
-	uint32_t max = if_mtu > overhead ? if_mtu - overhead : 0;
+	return (f->fams & FAM_V6) ? UDP6_OVERHEAD : UDP4_OVERHEAD;
+}
+
+uint32_t udp_payload_max(const struct pubd_fabric *f)
+{
+	uint32_t overhead = udp_overhead(f), max = f->if_mtu > overhead ? f->if_mtu - overhead : 0;
 
 	return max > UDP_MAX_PAYLOAD ? UDP_MAX_PAYLOAD : max;
 }
 
 bool udp_link_refresh(struct pubd_fabric *f)
 {
-	uint32_t overhead = (f->fams & FAM_V6) ? UDP6_OVERHEAD : UDP4_OVERHEAD, mtu;
 	struct ifreq ifr;
+	uint32_t mtu;
 
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", f->ifname);
@@ -43,7 +48,7 @@ bool udp_link_refresh(struct pubd_fabric *f)
 	if ((uint32_t)ifr.ifr_mtu == f->if_mtu)
 		return false;
 	f->if_mtu = (uint32_t)ifr.ifr_mtu;
-	mtu = udp_payload_max(f->if_mtu, overhead);
+	mtu = udp_payload_max(f);
 	if (mtu > f->mtu_max)
 		mtu = f->mtu_max;
 	if (mtu < PUBD_FABRIC_MIN_MTU) {

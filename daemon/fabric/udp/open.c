@@ -123,8 +123,7 @@ out:
 
 static int choose_mtu(struct pubd_fabric *f, const struct pubd_config *cfg)
 {
-	uint32_t overhead = (f->fams & FAM_V6) ? UDP6_OVERHEAD : UDP4_OVERHEAD;
-	uint32_t max = udp_payload_max(f->if_mtu, overhead);
+	uint32_t overhead = udp_overhead(f), max = udp_payload_max(f);
 
 	if (max < PUBD_FABRIC_MIN_MTU) {
 		log_err("fabric udp: interface %s has MTU %" PRIu32 ", too small for pubd datagrams", f->ifname,

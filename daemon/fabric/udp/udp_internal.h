@@ -199,8 +199,10 @@ uint32_t udp_peer_host(const void *peer, uint32_t peer_len, uint8_t *out);
 void udp_drain_send_socket(struct pubd_fabric *f);
 
 /* link.c: the interface's MTU, kept current */
-/* The largest UDP payload an interface MTU leaves, less overhead bytes of headers. */
-uint32_t udp_payload_max(uint32_t if_mtu, uint32_t overhead);
+/* The bytes of IP and UDP headers on each datagram (by the groups' family). */
+uint32_t udp_overhead(const struct pubd_fabric *f);
+/* The largest UDP payload the interface's MTU (f->if_mtu) leaves. */
+uint32_t udp_payload_max(const struct pubd_fabric *f);
 /* Read the interface's MTU again; true when f->mtu changed (not told). */
 bool udp_link_refresh(struct pubd_fabric *f);
 /* The kernel announced a change of the interface: the engine is told of a
