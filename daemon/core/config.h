@@ -27,6 +27,9 @@
 
 /* pubd_config_parse stops collecting after this many errors (and says so). */
 #define PUBD_CONFIG_MAX_ERRORS 100
+
+/* fabric.rx_linger_us: auto */
+#define PUBD_LINGER_AUTO UINT32_MAX
 /* pubd_config_load refuses larger files. */
 #define PUBD_CONFIG_MAX_BYTES (4u << 20)
 
@@ -113,7 +116,12 @@ struct pubd_config {
 	uint32_t send_queue_depth;
 	uint32_t heartbeat_ms;
 	enum pubd_receive_policy receive;
-	uint32_t rx_linger_us; /* 0: sleep on the CQ event at once */
+	/* 0: sleep on the CQ event at once; PUBD_LINGER_AUTO: sized at start to
+	 * what a wakeup costs on this host (core/linger.h) */
+	uint32_t rx_linger_us;
+	/* Not a key: with rx_linger_us auto, the linger the engine sized at start
+	 * (kept across reloads, as the linger is). pubd_config_linger_us(). */
+	uint32_t rx_linger_auto_us;
 	/* verbs: a full member this long after the last local subscriber left, then send-only */
 	uint32_t sendonly_hold_ms;
 	bool busy_poll; /* drain the CQ without waiting for events */
@@ -228,6 +236,15 @@ int pubd_config_parse(struct pubd_config *c, const char *file, const void *yaml,
  */
 int pubd_config_load(struct pubd_config *c, const char *path, const struct pubd_name_resolver *res,
 		     struct pubd_config_errors *errs);
+
+/* fabric.rx_linger_us in effect: the key's value, or what the engine sized
+ * for auto (the linger's default until it has). */
+static inline uint32_t pubd_config_linger_us(const struct pubd_config *c)
+{
+	if (c->rx_linger_us != PUBD_LINGER_AUTO)
+		return c->rx_linger_us;
+	return c->rx_linger_auto_us ? c->rx_linger_auto_us : 50;
+}
 
 /* Idempotent: frees what c owns and zeroes it. */
 void pubd_config_free(struct pubd_config *c);

@@ -53,6 +53,8 @@ struct key {
 	const struct enum_name *names;
 	bool required;
 	const char *expect; /* completes "expected ..." */
+	/* K_UINT: "auto" is taken too, and stores this (0: it is not) */
+	uint64_t auto_value;
 };
 
 /* The one table (config_keys.c); NKEYS is checked against it there. */

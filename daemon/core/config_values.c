@@ -208,8 +208,8 @@ static int leaf_number(const struct key *k, const char *s, void *field)
 {
 	uint64_t u = 0;
 
-	if (k->type == K_MTU && !strcmp(s, "auto")) {
-		cfg_store_uint(field, k->size, 0);
+	if ((k->type == K_MTU || k->auto_value) && !strcmp(s, "auto")) {
+		cfg_store_uint(field, k->size, k->auto_value);
 		return 0;
 	}
 	if (k->type == K_RATE) {

@@ -11,6 +11,17 @@ static uint32_t polls_within_bounds(uint64_t polls)
 	return (uint32_t)(polls < 1 ? 1 : polls > LINGER_POLLS_MAX ? LINGER_POLLS_MAX : polls);
 }
 
+uint32_t pubd_linger_auto_us(uint64_t wake_ns)
+{
+	uint64_t us = wake_ns * LINGER_AUTO_WAKEUPS / 1000;
+
+	if (!wake_ns)
+		return LINGER_AUTO_UNKNOWN_US;
+	return (uint32_t)(us < LINGER_AUTO_MIN_US   ? LINGER_AUTO_MIN_US
+			  : us > LINGER_AUTO_MAX_US ? LINGER_AUTO_MAX_US
+						    : us);
+}
+
 void pubd_linger_init(struct pubd_linger *l, uint64_t ns)
 {
 	/* A first guess of a microsecond a poll round (a loop turn with an

@@ -28,6 +28,22 @@ struct pubd_linger {
 	uint64_t t0;	/* when the timed linger began; 0: this one is not timed */
 };
 
+/*
+ * fabric.rx_linger_us: auto. A linger pays when it is about a round trip:
+ * the answer of a ping-pong through two pubds and their clients, or the
+ * next message of a burst. That is some ten wakeups (a sleeping thread
+ * woken through a socket) on any host, whereas in microseconds it is 50
+ * on hardware and twenty times that in a VM under emulation. So auto is
+ * LINGER_AUTO_WAKEUPS wakeups as measured on this host at start
+ * (sys/wake_cost.h), within LINGER_AUTO_MIN_US..LINGER_AUTO_MAX_US.
+ * wake_ns 0 (not measured): LINGER_AUTO_UNKNOWN_US.
+ */
+#define LINGER_AUTO_WAKEUPS    12u
+#define LINGER_AUTO_MIN_US     20u
+#define LINGER_AUTO_MAX_US     10000u
+#define LINGER_AUTO_UNKNOWN_US 50u
+uint32_t pubd_linger_auto_us(uint64_t wake_ns);
+
 /* ns: the linger's length (0 turns it off). Starts idle (not lingering). */
 void pubd_linger_init(struct pubd_linger *l, uint64_t ns);
 

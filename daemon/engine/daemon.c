@@ -17,6 +17,7 @@
 #include "log.h"
 #include "proto.h"
 #include "random_key.h"
+#include "wake_cost.h"
 
 /* ---- timers and signals ---- */
 static void on_reasm_timer(void *ctx, uint64_t now)
@@ -112,6 +113,19 @@ static void on_stop_timer(void *ctx, uint64_t now)
 {
 	(void)now;
 	stop_loop(ctx);
+}
+
+/* The loop's linger, and the fabric's (read at its open): fabric.rx_linger_us
+ * auto is sized here, from a wakeup measured now. */
+static void linger_init(struct pubd *d)
+{
+	if (d->cfg.rx_linger_us == PUBD_LINGER_AUTO && !d->cfg.busy_poll) {
+		d->wake_ns = pubd_wake_cost_ns();
+		d->cfg.rx_linger_auto_us = pubd_linger_auto_us(d->wake_ns);
+		log_info("fabric.rx_linger_us auto: %u (a wakeup here takes %.1f us)", d->cfg.rx_linger_auto_us,
+			 (double)d->wake_ns / 1000);
+	}
+	pubd_linger_init(&d->linger, (uint64_t)pubd_config_linger_us(&d->cfg) * 1000);
 }
 
 /* The work a linger follows: datagrams received, messages published and
@@ -339,7 +353,7 @@ int pubd_init_with(struct pubd *d, const char *config_path, const struct pubd_in
 	err = engine_order_init(d);
 	if (err < 0)
 		return err;
-	pubd_linger_init(&d->linger, (uint64_t)d->cfg.rx_linger_us * 1000);
+	linger_init(d);
 	pubd_loop_set_idle(d->loop, on_idle, d);
 	pubd_notify_init(d);
 

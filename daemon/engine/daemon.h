@@ -79,6 +79,7 @@ struct pubd {
 	char *metrics_listening;	      /* the metrics.listen the listener was opened for */
 	uint64_t counters[PUBD_CTR__COUNT];
 	struct pubd_linger linger; /* after work the loop polls on (fabric, publish logs) before it sleeps */
+	uint64_t wake_ns;	   /* a wakeup measured at start, for fabric.rx_linger_us auto; 0: not measured */
 	uint64_t linger_seen;	   /* the work the linger watches (engine_activity), at its last look */
 	struct pubd_drops drops;   /* daemon-scope: not tied to a known group */
 	struct pubd_loop_timer *reasm_timer, *heartbeat_timer, *watchdog_timer, *status_timer;

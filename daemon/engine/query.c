@@ -326,6 +326,10 @@ static const char *const status_cols[] = {
 	 * (repair_order.c), against limits.reassembly_budget */
 	"order_held:u",
 	"order_held_bytes:u",
+	/* fabric.rx_linger_us in effect (auto: sized from wakeup_ns, the
+	 * wakeup measured at start; 0 when the file sets the linger) */
+	"rx_linger_us:u",
+	"wakeup_ns:u",
 };
 
 /* The status table's one row, in status_cols' order. */
@@ -390,6 +394,8 @@ static void status_row(struct pubd *d, struct pub_table_builder *b)
 	pub_table_u64(b, d->ipc.nlingering);
 	pub_table_u64(b, d->holds.msgs);
 	pub_table_u64(b, d->held_bytes);
+	pub_table_u64(b, d->cfg.busy_poll ? 0 : pubd_config_linger_us(&d->cfg));
+	pub_table_u64(b, d->wake_ns);
 }
 
 static void q_status(struct pubd *d, struct reply *r)

@@ -240,6 +240,7 @@ static void keep_running(struct pubd_config *next, struct pubd_config *run, char
 		     next->send_queue_depth = run->send_queue_depth);
 	RESTART_ONLY(next->rx_linger_us != run->rx_linger_us, "fabric.rx_linger_us",
 		     next->rx_linger_us = run->rx_linger_us);
+	next->rx_linger_auto_us = run->rx_linger_auto_us; /* sized at start, not read */
 	RESTART_ONLY(next->sendonly_hold_ms != run->sendonly_hold_ms, "fabric.sendonly_hold_ms",
 		     next->sendonly_hold_ms = run->sendonly_hold_ms);
 	RESTART_ONLY(!same_str(next->socket_path, run->socket_path), "daemon.socket",

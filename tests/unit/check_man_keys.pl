@@ -58,6 +58,7 @@ while ($c =~ /\{"([a-z_]+\.[a-z_]+)", (K_\w+),(.*?)\.expect/sg) {
 		$want_def = $enums{$names}{$def};
 	} elsif ($t eq 'K_BOOL' || $t eq 'K_UINT' || $t eq 'K_DURATION') {
 		$want_def = $def;
+		$want_def = 'auto' if $def eq ($r =~ /\.auto_value = ([^,]+),/)[0] // '';
 		$want_range = "$min to $max" if defined $min && $t ne 'K_BOOL';
 	} elsif ($t eq 'K_SIZE') {
 		$want_def = size_text($def, '');

@@ -67,7 +67,7 @@ void assert_defaults(const struct pubd_config *c)
 	assert_int_equal(c->heartbeat_ms, 100);
 	assert_false(c->busy_poll);
 	assert_int_equal(c->receive, PUBD_RECEIVE_ON_DEMAND);
-	assert_int_equal(c->rx_linger_us, 50);
+	assert_int_equal(c->rx_linger_us, PUBD_LINGER_AUTO);
 	assert_int_equal(c->sendonly_hold_ms, 5000);
 	assert_int_equal(c->max_message_size, 16u << 20);
 	assert_int_equal(c->reassembly_timeout_ms, 500);

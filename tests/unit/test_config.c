@@ -238,6 +238,26 @@ static void config_mtu_is_auto_or_bytes(void **state)
 					 "65507, got \"Auto\"");
 }
 
+static void config_rx_linger_is_auto_or_microseconds(void **state)
+{
+	(void)state;
+	parses("fabric: {rx_linger_us: auto}");
+	assert_int_equal(cfg.rx_linger_us, PUBD_LINGER_AUTO);
+	assert_int_equal(pubd_config_linger_us(&cfg), 50); /* until the engine sizes it */
+	parses("fabric: {rx_linger_us: 0}");
+	assert_int_equal(cfg.rx_linger_us, 0);
+	assert_int_equal(pubd_config_linger_us(&cfg), 0);
+	parses("fabric: {rx_linger_us: 10000}");
+	assert_int_equal(pubd_config_linger_us(&cfg), 10000);
+	one_error("fabric: {rx_linger_us: 10001}", "t.yaml:1:24: fabric.rx_linger_us: expected auto or an integer "
+						   "from 0 to 10000 (microseconds), got \"10001\"");
+	one_error("fabric: {rx_linger_us: automatic}", "t.yaml:1:24: fabric.rx_linger_us: expected auto or an "
+						       "integer from 0 to 10000 (microseconds), got \"automatic\"");
+	/* No other number key takes auto. */
+	one_error("fabric: {srq_depth: auto}", "t.yaml:1:21: fabric.srq_depth: expected an integer from 16 to "
+					       "65536, got \"auto\"");
+}
+
 #define G1 "groups:\n  - {name: a, address: 239.0.0.1"
 #define RATE_EXPECT                                                                                              \
 	"groups[0].rate: expected off, or a rate from 1 KiB to 1024 GiB per second (bytes, or with KiB, MiB or " \
@@ -691,6 +711,7 @@ int main(void)
 		cmocka_unit_test_teardown(config_enum_names_round_trip, teardown),
 		cmocka_unit_test_teardown(config_size_suffixes, teardown),
 		cmocka_unit_test_teardown(config_mtu_is_auto_or_bytes, teardown),
+		cmocka_unit_test_teardown(config_rx_linger_is_auto_or_microseconds, teardown),
 		cmocka_unit_test_teardown(config_group_rate_is_off_or_bytes_per_second, teardown),
 		cmocka_unit_test_teardown(config_group_repair_is_off_on_or_a_mapping, teardown),
 		cmocka_unit_test_teardown(config_socket_mode_is_octal, teardown),

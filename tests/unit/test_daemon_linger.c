@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "config.h"
+#include "linger.h"
 #include "loop.h"
 #include "proto.h"
 #include "test_daemon_harness.h"
@@ -154,6 +156,44 @@ static void a_turn_with_work_left_never_sleeps(void **state)
 	hd_stop(&h);
 }
 
+/*
+ * fabric.rx_linger_us auto (the default): sized at start from a wakeup
+ * measured on this host, kept by a reload (which reads "auto" again and
+ * measures nothing), and shown in pubctl status. A file that sets it says
+ * what it is, with nothing measured.
+ */
+static void auto_is_sized_from_a_measured_wakeup(void **state)
+{
+	static struct hd h;
+	uint32_t sized;
+
+	(void)state;
+	assert_int_equal(hd_start(&h, NULL, GROUPS), 0);
+	assert_int_equal(h.d.cfg.rx_linger_us, PUBD_LINGER_AUTO);
+	assert_true(h.d.wake_ns > 0);
+	sized = h.d.cfg.rx_linger_auto_us;
+	print_message("a wakeup: %llu ns; the linger: %u us\n", (unsigned long long)h.d.wake_ns, sized);
+	assert_int_equal(sized, pubd_linger_auto_us(h.d.wake_ns));
+	assert_int_equal(pubd_config_linger_us(&h.d.cfg), sized);
+	assert_true(h.d.linger.ns == (uint64_t)sized * 1000);
+	/* The same file again: nothing to restart for, and the size stays. */
+	assert_int_equal(hd_reload(&h, NULL, GROUPS), 0);
+	assert_int_equal(h.d.cfg.rx_linger_auto_us, sized);
+	assert_int_equal(pubd_config_linger_us(&h.d.cfg), sized);
+	/* A number in its place takes a restart: what runs is kept (and
+	 * compared with at the next reload: auto again is no change). */
+	assert_int_equal(hd_reload(&h, "  rx_linger_us: 0\n", GROUPS), 0);
+	assert_int_equal(h.d.cfg.rx_linger_us, PUBD_LINGER_AUTO);
+	assert_int_equal(pubd_config_linger_us(&h.d.cfg), sized);
+	hd_stop(&h);
+
+	assert_int_equal(hd_start(&h, "  rx_linger_us: 70\n", GROUPS), 0);
+	assert_int_equal(h.d.wake_ns, 0);
+	assert_int_equal(pubd_config_linger_us(&h.d.cfg), 70);
+	assert_true(h.d.linger.ns == 70000);
+	hd_stop(&h);
+}
+
 static void busy_poll_always_polls(void **state)
 {
 	static struct hd h;
@@ -174,6 +214,7 @@ int main(void)
 		cmocka_unit_test_teardown(after_a_message_the_loop_polls_then_sleeps, hd_teardown),
 		cmocka_unit_test_teardown(a_linger_of_zero_sleeps_at_once, hd_teardown),
 		cmocka_unit_test_teardown(a_turn_with_work_left_never_sleeps, hd_teardown),
+		cmocka_unit_test_teardown(auto_is_sized_from_a_measured_wakeup, hd_teardown),
 		cmocka_unit_test_teardown(busy_poll_always_polls, hd_teardown),
 	};
 

@@ -112,6 +112,19 @@ static void the_count_stays_within_bounds(void **state)
 	assert_true(l.polls > 10000);
 }
 
+/* fabric.rx_linger_us auto: twelve wakeups of this host, within bounds. */
+static void auto_is_twelve_wakeups_within_bounds(void **state)
+{
+	(void)state;
+	assert_int_equal(pubd_linger_auto_us(0), LINGER_AUTO_UNKNOWN_US); /* not measured */
+	assert_int_equal(pubd_linger_auto_us(1), LINGER_AUTO_MIN_US);
+	assert_int_equal(pubd_linger_auto_us(1000), LINGER_AUTO_MIN_US); /* 12 us: below the floor */
+	assert_int_equal(pubd_linger_auto_us(5000), 60);		 /* hardware: a wakeup of 5 us */
+	assert_int_equal(pubd_linger_auto_us(78000), 936);		 /* emulation: 78 us */
+	assert_int_equal(pubd_linger_auto_us(900000), LINGER_AUTO_MAX_US);
+	assert_int_equal(pubd_linger_auto_us(UINT64_MAX / 64), LINGER_AUTO_MAX_US); /* no overflow to small */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +132,7 @@ int main(void)
 		cmocka_unit_test(a_linger_is_its_count_of_idle_polls_after_work),
 		cmocka_unit_test(the_timing_shortens_at_once_and_lengthens_halfway),
 		cmocka_unit_test(the_count_stays_within_bounds),
+		cmocka_unit_test(auto_is_twelve_wakeups_within_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

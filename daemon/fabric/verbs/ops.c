@@ -100,7 +100,7 @@ static int verbs_open(struct pubd_fabric **out, const struct pubd_config *cfg, s
 	f->srq_wm = cfg->srq_low_watermark;
 	f->sq_depth = cfg->send_queue_depth;
 	/* Busy polling polls anyway, and arms after every drain. */
-	pubd_linger_init(&f->linger, cfg->busy_poll ? 0 : (uint64_t)cfg->rx_linger_us * 1000);
+	pubd_linger_init(&f->linger, cfg->busy_poll ? 0 : (uint64_t)pubd_config_linger_us(cfg) * 1000);
 
 	ret = parse_address(f->address, &f->bind_addr);
 	if (ret) {
