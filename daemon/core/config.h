@@ -142,6 +142,9 @@ struct pubd_config {
 	 * PUBLISH bodies, queued replies). */
 	uint64_t client_buffer_budget;
 	uint32_t max_clients; /* connections at once */
+	/* A connection that has not completed HELLO this long after it was
+	 * accepted is closed: it holds one of max_clients meanwhile. */
+	uint32_t hello_timeout_ms;
 	uint32_t max_sources; /* (source, group) statistics entries */
 	/* Bytes of a client's publish log (rounded down to a power of two),
 	 * taken from client_buffer_budget while the client is connected. */

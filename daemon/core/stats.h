@@ -60,7 +60,9 @@
 	X(DIRECT_DELIVERED, "direct_delivered",                                                                       \
 	  "deliveries local subscribers read straight from a publisher's direct log (in delivered too)")              \
 	X(DIRECT_LOST, "direct_lost",                                                                                 \
-	  "of those, messages a publisher wrote over before its subscriber read them (in dropped too: sub_overflow)")
+	  "of those, messages a publisher wrote over before its subscriber read them (in dropped too: sub_overflow)") \
+	X(CLIENTS_HELLO_TIMEOUT, "clients_hello_timeouts",                                                            \
+	  "connections closed for not completing HELLO within limits.hello_timeout_ms")
 
 enum pubd_counter {
 #define PUBD_X_ENUM(id, name, help) PUBD_CTR_##id,

@@ -152,6 +152,7 @@ static void on_accept(void *ctx, uint32_t events)
 		srv->clients = c;
 		srv->nclients++;
 		srv->counters[PUBD_CTR_CLIENTS_ACCEPTED]++;
+		srv_hello_wait_begin(c);
 	}
 }
 
@@ -340,6 +341,11 @@ int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 	 * ends the group log each time. */
 	srv->log_glog_end = (struct pubd_log_limit){
 		.what = "group logs ended for a reader or given up on", .burst = 10, .prio = LOG_NOTICE};
+	/* A local user opening connections that say nothing, again and again. */
+	srv->log_hello = (struct pubd_log_limit){
+		.what = "connections closed for want of a HELLO", .burst = 10, .prio = LOG_NOTICE};
+	if (srv_hello_init(srv) < 0)
+		return -ENOMEM;
 	/* Held so that, out of fds, a connection can still be accepted and
 	 * closed (see accept_failed). */
 	srv->reserve_fd = pubd_fd_reserve_open();
@@ -396,6 +402,9 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 	pubd_log_limit_flush(&srv->log_client, now_ns);
 	pubd_log_limit_flush(&srv->log_glog, now_ns);
 	pubd_log_limit_flush(&srv->log_glog_end, now_ns);
+	pubd_log_limit_flush(&srv->log_hello, now_ns);
+	/* A reload may have shortened limits.hello_timeout_ms. */
+	srv_hello_sweep(srv, now_ns);
 
 	for (c = srv->clients; c; c = next) {
 		next = c->next;
@@ -472,6 +481,7 @@ void pubd_ipc_close(struct pubd_ipc *srv)
 	srv->exiting = true;
 	while (srv->clients)
 		srv_client_close(srv->clients);
+	srv_hello_close(srv);
 	srv_direct_tick(srv, pubd_now_ns()); /* exiting: the retired direct logs go */
 	srv_ended_close_all(srv);
 	if (srv->groups)

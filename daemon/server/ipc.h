@@ -133,6 +133,12 @@ struct pubd_ipc {
 	struct pubd_log_limit log_client;   /* one client's end: hang-ups, overflows, failed hand-overs */
 	struct pubd_log_limit log_glog;	    /* group logs that could not be made */
 	struct pubd_log_limit log_glog_end; /* group logs ended, or given up on, for their readers */
+	struct pubd_log_limit log_hello;    /* connections closed for want of a HELLO in time */
+	/* Connections waiting for their HELLO, oldest first, and the timer
+	 * at the oldest one's deadline (hello.c); UINT64_MAX: not armed. */
+	struct pubd_client *hello_head, *hello_tail;
+	struct pubd_loop_timer *hello_timer;
+	uint64_t hello_timer_at;
 	struct pubd_out *free_outs;
 };
 

@@ -261,6 +261,7 @@ static bool handle_hello(struct pubd_client *c, const uint8_t *body, size_t len)
 	}
 	snprintf(c->name, sizeof(c->name), "%.*s", (int)h.client_name.len, h.client_name.ptr);
 	c->hello = true;
+	srv_hello_wait_end(c);
 	w.version = PUB_PROTO_VERSION;
 	w.max_message = (uint32_t)srv->cfg->max_message_size;
 	c->told_max_message = w.max_message;

@@ -217,6 +217,9 @@ struct pubd_client {
 	size_t nsup_gids;
 	char name[64];
 	bool hello;
+	/* On srv's list of connections waiting for their HELLO (hello.c). */
+	bool hello_waiting;
+	struct pubd_client *hello_prev, *hello_next;
 	/* limits.max_message_size as HELLO told it: libpub sizes its messages,
 	 * and a direct log's reader checks them, against it (direct.c). */
 	uint32_t told_max_message;
@@ -320,6 +323,36 @@ static inline void srv_budget_give(struct pubd_ipc *srv, size_t n)
 {
 	srv->charged -= n < srv->charged ? n : srv->charged;
 }
+
+/* hello.c: the HELLO deadline (limits.hello_timeout_ms) */
+int srv_hello_init(struct pubd_ipc *srv);
+void srv_hello_close(struct pubd_ipc *srv);
+/* At accept: c waits for its HELLO from now on. */
+void srv_hello_wait_begin(struct pubd_client *c);
+/* Its HELLO came, or it goes: off the list (a no-op when it is not on it).
+ * Inline, so the files that end a wait (requests.c, session.c) do not call
+ * hello.c, which calls them. The timer stays armed: when it runs early it
+ * finds nothing due and re-arms, which costs less than re-arming at every
+ * HELLO. */
+static inline void srv_hello_wait_end(struct pubd_client *c)
+{
+	struct pubd_ipc *srv = c->srv;
+
+	if (!c->hello_waiting)
+		return;
+	c->hello_waiting = false;
+	if (c->hello_prev)
+		c->hello_prev->hello_next = c->hello_next;
+	else
+		srv->hello_head = c->hello_next;
+	if (c->hello_next)
+		c->hello_next->hello_prev = c->hello_prev;
+	else
+		srv->hello_tail = c->hello_prev;
+	c->hello_prev = c->hello_next = NULL;
+}
+/* Close the connections whose deadline has passed, and re-arm. */
+void srv_hello_sweep(struct pubd_ipc *srv, uint64_t now_ns);
 
 /* output.c: the bottom — queues, budget, replies; calls no other server file */
 /* pubd_ipc_deliver by the output queue (dlog.c writes what it can straight

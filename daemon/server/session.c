@@ -365,6 +365,7 @@ void srv_client_close(struct pubd_client *c)
 	struct pubd_ipc *srv = c->srv;
 	struct pubd_client **p;
 
+	srv_hello_wait_end(c);
 	c->hung_up = peer_hung_up(c->fd);
 	/* Its publish log first: what it committed is published (or counted)
 	 * while it is still a client with its counters. Read on over the

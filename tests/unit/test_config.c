@@ -93,6 +93,7 @@ static void config_parses_every_key(void **state)
 	       "  reassembly_inflight: 8\n"
 	       "  subscriber_queue: 10\n"
 	       "  slow_subscriber: disconnect\n"
+	       "  hello_timeout_ms: 750\n"
 	       "groups:\n"
 	       "  - name: a\n"
 	       "    address: 239.1.1.1\n"
@@ -123,6 +124,7 @@ static void config_parses_every_key(void **state)
 	assert_int_equal(cfg.reassembly_inflight, 8);
 	assert_int_equal(cfg.subscriber_queue, 10);
 	assert_int_equal(cfg.slow_subscriber, PUBD_SLOW_DISCONNECT);
+	assert_int_equal(cfg.hello_timeout_ms, 750);
 
 	assert_int_equal(cfg.ngroups, 2);
 	assert_string_equal(cfg.groups[0].name, "a");
@@ -444,6 +446,7 @@ static void config_range_boundaries(void **state)
 		{"limits: {reassembly_inflight: ", "}", "1", "65536", "0", "65537"},
 		{"limits: {subscriber_queue: ", "}", "1", "1048576", "0", "1048577"},
 		{"limits: {subscriber_queue_bytes: ", "}", "64KiB", "64GiB", "65535", "68719476737"},
+		{"limits: {hello_timeout_ms: ", "}", "100", "600000", "99", "600001"},
 	};
 	char doc[128];
 	size_t i;

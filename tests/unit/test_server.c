@@ -156,6 +156,130 @@ static void clients_are_read_through_the_iterator(void **state)
 	close(fd);
 }
 
+/* ---- limits.hello_timeout_ms ---- */
+
+static uint64_t ms_since(uint64_t t0)
+{
+	return (pubd_now_ns() - t0) / 1000000;
+}
+
+/* Turn the server until n connections were closed for want of a HELLO,
+ * or 3 s passed. */
+static void wait_hello_timeouts(struct fixture *f, uint64_t n)
+{
+	uint64_t t0 = pubd_now_ns();
+
+	while (f->counters[PUBD_CTR_CLIENTS_HELLO_TIMEOUT] < n && ms_since(t0) < 3000)
+		turn(f);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_HELLO_TIMEOUT], n);
+}
+
+/* Told why (an ERROR), then the end of the connection. */
+static void assert_closed_with_error(struct fixture *f, int fd, uint32_t want)
+{
+	uint32_t code;
+	char c;
+
+	assert_int_equal(reply(f, fd, &code), PUB_FRAME_ERROR);
+	assert_int_equal(code, want);
+	assert_int_equal(read(fd, &c, 1), 0);
+	close(fd);
+}
+
+/* A connection that says nothing and one that sends half a HELLO and stops
+ * are closed once limits.hello_timeout_ms has passed since they were
+ * accepted, not before, and counted; one that said HELLO stays, however
+ * long it idles. */
+static void connections_without_hello_are_closed_at_the_deadline(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t t0 = pubd_now_ns();
+	uint8_t frame[300];
+	long n = pub_proto_enc_hello(frame, sizeof(frame), 0, "half", 4);
+	uint32_t code;
+	int silent, half, known;
+
+	f->cfg.hello_timeout_ms = 200;
+	silent = client(f);
+	half = client(f);
+	send_frame(half, frame, n / 2);
+	known = hello(f);
+	turn(f);
+	assert_int_equal(f->srv.nclients, 3);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_HELLO_TIMEOUT], 0);
+	wait_hello_timeouts(f, 2);
+	assert_true(ms_since(t0) >= 200);
+	assert_closed_with_error(f, silent, PUB_ERR_PROTO);
+	assert_closed_with_error(f, half, PUB_ERR_PROTO);
+	assert_int_equal(f->srv.nclients, 1);
+	/* Five deadlines later the client that said HELLO is still served. */
+	while (ms_since(t0) < 1000)
+		turn(f);
+	pubd_ipc_tick(&f->srv, pubd_now_ns());
+	assert_int_equal(group_req(f, known, PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
+	assert_int_equal(f->srv.nclients, 1);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_HELLO_TIMEOUT], 2);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REJECTED], 0);
+	close(known);
+}
+
+/* Silent connections hold every slot (max_clients and, as this test runs
+ * as the server's own user, the operator's reserve): the next client is
+ * refused, and once their deadline has passed a client gets in. */
+static void silent_connections_filling_max_clients_give_way(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t t0;
+	uint32_t code;
+	int fds[16], i, n = 0, fd;
+
+	f->cfg.hello_timeout_ms = 300;
+	f->cfg.max_clients = 2;
+	t0 = pubd_now_ns();
+	/* Connect until the server refuses one. */
+	for (;;) {
+		assert_true(n < 16);
+		fd = client(f);
+		turn(f);
+		if (f->counters[PUBD_CTR_CLIENTS_REFUSED])
+			break;
+		fds[n++] = fd;
+	}
+	assert_true(ms_since(t0) < 300); /* all of them before the first deadline */
+	assert_int_equal(f->srv.nclients, n);
+	assert_true(n > 2);
+	assert_int_equal(reply(f, fd, &code), PUB_FRAME_ERROR);
+	assert_int_equal(code, PUB_ERR_BUSY);
+	close(fd);
+	wait_hello_timeouts(f, (uint64_t)n);
+	for (i = 0; i < n; i++)
+		assert_closed_with_error(f, fds[i], PUB_ERR_PROTO);
+	fd = hello(f);
+	assert_int_equal(f->srv.nclients, 1);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REFUSED], 1);
+	close(fd);
+}
+
+/* A reload that shortens limits.hello_timeout_ms applies to a connection
+ * already waiting (at the next tick at the latest). */
+static void a_shorter_hello_timeout_applies_to_waiting_connections(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t t0 = pubd_now_ns();
+	int fd;
+
+	f->cfg.hello_timeout_ms = 600000;
+	fd = client(f);
+	while (ms_since(t0) < 150)
+		turn(f);
+	assert_int_equal(f->srv.nclients, 1);
+	f->cfg.hello_timeout_ms = 100; /* as a reload does: the config in place */
+	pubd_ipc_tick(&f->srv, pubd_now_ns());
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_HELLO_TIMEOUT], 1);
+	assert_closed_with_error(f, fd, PUB_ERR_PROTO);
+	assert_int_equal(f->srv.nclients, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -164,6 +288,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(publishes_reach_the_engine_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(reload_is_a_command_and_queries_go_to_the_query_op, setup, teardown),
 		cmocka_unit_test_setup_teardown(clients_are_read_through_the_iterator, setup, teardown),
+		cmocka_unit_test_setup_teardown(connections_without_hello_are_closed_at_the_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(silent_connections_filling_max_clients_give_way, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_shorter_hello_timeout_applies_to_waiting_connections, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
