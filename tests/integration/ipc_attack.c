@@ -23,6 +23,11 @@
  *   hello N          N connections say HELLO: prints welcomed and refused
  *   flood N          N connections (non-blocking connect), held until stdin
  *                    closes; prints how many connected
+ *   silent N MIN_MS  N connections that never complete HELLO (every other
+ *                    one sends half of a HELLO frame): each must get an
+ *                    ERROR and EOF, none before MIN_MS after its connect
+ *   hello-idle MS    HELLO, then idle MS ms: pubd must send nothing and keep
+ *                    the connection; then a QUERY must be answered
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -530,6 +535,73 @@ static int hellos(int n)
 	return 0;
 }
 
+/* limits.hello_timeout_ms: closed with an ERROR, not before min_ms. */
+static int silent(int n, int min_ms)
+{
+	int *fds = calloc((size_t)n, sizeof(int)), i, closed = 0, early = 0;
+	uint64_t *t0 = calloc((size_t)n, sizeof(uint64_t)), lo = UINT64_MAX, hi = 0;
+	uint8_t hello_f[300];
+	long hl = pub_proto_enc_hello(hello_f, sizeof(hello_f), 0, "silent", 6);
+
+	if (!fds || !t0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		t0[i] = now_ms(); /* before: pubd may accept before connect returns */
+		fds[i] = conn(false);
+		if (fds[i] < 0 || (i % 2 && send_all(fds[i], hello_f, (size_t)hl / 2) < 0))
+			return 2;
+	}
+	touch_ready();
+	uint64_t deadline = now_ms() + timeout_ms; /* one for all */
+
+	for (i = 0; i < n; i++) {
+		uint8_t *body;
+		uint32_t len;
+		uint64_t took;
+		char c;
+
+		if (expect(fds[i], PUB_FRAME_ERROR, &body, &len, deadline) < 0)
+			continue;
+		free(body);
+		if (recv_all(fds[i], &c, 1, deadline) == 0)
+			continue; /* not closed */
+		took = now_ms() - t0[i];
+		lo = took < lo ? took : lo;
+		hi = took > hi ? took : hi;
+		early += took < (uint64_t)min_ms;
+		closed++;
+	}
+	printf("silent: %d of %d closed with an ERROR (half of them sent half a HELLO), %llu..%llu ms after "
+	       "connecting, %d before %d ms\n",
+	       closed, n, (unsigned long long)(closed ? lo : 0), (unsigned long long)hi, early, min_ms);
+	free(fds);
+	free(t0);
+	return closed == n && !early ? 0 : 1;
+}
+
+/* A client that said HELLO is never timed out, however long it idles. */
+static int hello_idle(int ms)
+{
+	int fd = conn(false);
+	struct pollfd pf;
+
+	if (fd < 0 || hello(fd) < 0)
+		return 2;
+	touch_ready();
+	pf = (struct pollfd){.fd = fd, .events = POLLIN};
+	/* Waiting for what must not come: anything readable (an ERROR, EOF). */
+	if (poll(&pf, 1, ms) != 0) {
+		printf("hello-idle: pubd sent something or closed within %d ms\n", ms);
+		return 1;
+	}
+	if (query(fd, 5) < 0) {
+		printf("hello-idle: no answer to a QUERY after %d ms idle\n", ms);
+		return 1;
+	}
+	printf("hello-idle: idle %d ms after HELLO, then answered\n", ms);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rlimit rl = {65536, 65536};
@@ -579,6 +651,10 @@ int main(int argc, char **argv)
 		return budget_wait((size_t)atoll(arg));
 	if (!strcmp(mode, "hello"))
 		return hellos(atoi(arg));
+	if (!strcmp(mode, "silent"))
+		return silent(atoi(arg), optind + 2 < argc ? atoi(argv[optind + 2]) : 0);
+	if (!strcmp(mode, "hello-idle"))
+		return hello_idle(atoi(arg));
 usage:
 	fprintf(stderr, "usage: ipc_attack -s SOCK [-g GROUP] [-r READY] [-t MS] MODE [ARG] (see the source)\n");
 	return 2;

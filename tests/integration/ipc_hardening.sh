@@ -24,6 +24,10 @@
 #                the live subscription and publisher, with an ERROR (defect 10)
 #  stuck_socket  a second pubd on the socket of a stopped one gives up at
 #                once with a clear error (class: busy socket path)
+#  hello_timeout connections that never complete HELLO (silent, or half a
+#                HELLO) filling max_clients and root's reserve are closed
+#                after limits.hello_timeout_ms and counted; a client that
+#                said HELLO stays however long it idles; pubctl gets in again
 IT_LIMIT=${IT_LIMIT:-300}
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -121,7 +125,9 @@ case_nohello_big() {
 
 case_idle_conns() {
 	local before after pid cpid
-	start idle || return
+	# Held as long as the case measures them, not closed at the HELLO
+	# deadline (hello_timeout checks that).
+	start idle "  hello_timeout_ms: 600000" || return
 	pid=$(it_pid idle)
 	before=$(vm_kib "$pid" VmData)
 	mkfifo "$IT_WORK/idle.hold"
@@ -167,7 +173,7 @@ case_budget_wait() {
 
 case_emfile() {
 	local pid t0 t1 lines0 lines1 cpid cpu out
-	start emfile || return
+	start emfile "  hello_timeout_ms: 600000" || return
 	pid=$(it_pid emfile)
 	prlimit --pid "$pid" --nofile=40:40 || it_die "prlimit"
 	lines0=$(wc -l <"$IT_WORK/emfile.log")
@@ -273,7 +279,36 @@ case_stuck_socket() {
 	it_wait "stuck_socket: the first pubd answers again" 10 it_ctl stuck status
 }
 
-CASES=(unsub_mid group_removed nohello_big idle_conns max_clients budget budget_wait emfile paused_close acl_revoked stuck_socket)
+case_hello_timeout() {
+	local ip sp out
+	# The default limits.hello_timeout_ms, 2000 ms.
+	start hto "  max_clients: 4" || return
+	it_bg hto-idle - "$IPC_ATTACK" -s "$(it_sock hto)" -r "$IT_WORK/hto-idle.ready" hello-idle 5000
+	ip=$IT_BG_PID
+	it_wait "hello_timeout: a client said HELLO" 10 test -e "$IT_WORK/hto-idle.ready"
+	# 4 + root's 8 slots: the client above and 11 that never say HELLO.
+	it_bg hto-silent - "$IPC_ATTACK" -s "$(it_sock hto)" -t 10000 -r "$IT_WORK/hto-silent.ready" silent 11 2000
+	sp=$IT_BG_PID
+	it_wait "hello_timeout: 11 silent connections open" 10 test -e "$IT_WORK/hto-silent.ready"
+	out=$(it_ctl hto status 2>&1)
+	it_log "hello_timeout: pubctl status while they hold every slot: $out"
+	it_check "hello_timeout: pubctl is refused while silent connections hold every slot" \
+		grep -q "takes no more connections for now" <<<"$out"
+	it_wait "hello_timeout: the silent connections are closed and counted" 10 \
+		counter_at_least hto clients_hello_timeouts 11
+	it_reap "$sp" 15
+	cat "$IT_WORK/hto-silent.out" >&2
+	it_eq "hello_timeout: each got an ERROR and EOF, none before 2000 ms" "$IT_STATUS" 0
+	it_eq "hello_timeout: counted once each" "$(it_counter hto clients_hello_timeouts)" 11
+	it_eq "hello_timeout: not as protocol errors" "$(it_counter hto clients_protocol_errors)" 0
+	it_check "hello_timeout: pubctl is answered again" it_ctl hto status
+	it_check "hello_timeout: logged" grep -q "no HELLO within limits.hello_timeout_ms" "$IT_WORK/hto.log"
+	it_reap "$ip" 15
+	cat "$IT_WORK/hto-idle.out" >&2
+	it_eq "hello_timeout: the client that said HELLO was kept idle 5 s and answered" "$IT_STATUS" 0
+}
+
+CASES=(unsub_mid group_removed nohello_big idle_conns max_clients budget budget_wait emfile paused_close acl_revoked stuck_socket hello_timeout)
 if [ $# -gt 0 ]; then
 	CASES=("$@")
 fi
