@@ -168,7 +168,9 @@ case_d5_fd_limit() {
 	local c0 c1 l0 l1 open hc
 	# pubd inherits a soft fd limit of 64; our own tools get theirs back.
 	ulimit -Sn 64
-	h_pubd d < <(h_groups)
+	# The connections say nothing and must hold their fds for the whole
+	# measurement: not closed at the HELLO deadline (c_nohello_slots).
+	h_pubd d < <(printf 'limits:\n  hello_timeout_ms: 600000\n' && h_groups)
 	ulimit -Sn "$(ulimit -Hn)"
 	it_bg idle - "$HC" idle -s "$(it_sock d)" -n 200 --ready "$IT_WORK/idle.ready"
 	hc=$IT_BG_PID
@@ -336,6 +338,46 @@ case_c_idle_clients() {
 	refused=$(it_counter d clients_refused)
 	h_fig "refused and counted: clients_refused ${refused:-none}"
 	it_check "the refused connections are counted (clients_refused ${refused:-none} >= 900)" test "${refused:-0}" -ge 900
+}
+
+# ---- class: connections that never say HELLO hold every slot ----
+# An ordinary user (nobody) takes every one of limits.max_clients with
+# connections that say nothing, or half a HELLO, and keeps them. Before
+# limits.hello_timeout_ms every later client of an ordinary user was refused
+# for as long as the attacker liked; now the slots come free at the
+# deadline and such a client gets in.
+h_nobody_hello() { # prints "idle: N open, M refused" of one HELLO as nobody
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$HC" idle -s "$(it_sock d)" -n 1 --hello --hold-ms 1
+}
+
+h_nobody_gets_in() { h_nobody_hello | grep -q '^idle: 1 open'; }
+
+case_c_nohello_slots() {
+	h_pubd d <<-EOF
+		limits:
+		  max_clients: 100
+		  hello_timeout_ms: 1000
+		$(h_groups)
+	EOF
+	local t0 t1 first r0 r1
+	chmod 0755 "$IT_WORK"
+	chmod 0666 "$(it_sock d)"
+	mkdir -m 0777 "$IT_WORK/nobody"
+	r0=$(h_rss "$H_PID")
+	t0=$(date +%s%N)
+	it_bg nohello - setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$HC" nohello -s "$(it_sock d)" -n 100 --hold-ms 10000 --ready "$IT_WORK/nobody/nohello.ready"
+	it_wait "100 silent connections made" 30 test -e "$IT_WORK/nobody/nohello.ready" || return
+	first=$(h_nobody_hello)
+	it_wait "a client of uid nobody gets in" 10 h_nobody_gets_in || it_fail "nobody's client never got in"
+	t1=$(date +%s%N)
+	r1=$(h_rss "$H_PID")
+	it_reap "$IT_BG_PID" 20
+	h_fig "100 connections of uid nobody without HELLO, max_clients 100, hello_timeout_ms 1000: a HELLO as nobody while they held: $first; one got in $(((t1 - t0) / 1000000)) ms after the attack began; $(cat "$IT_WORK/nohello.out"); clients_hello_timeouts $(it_counter d clients_hello_timeouts); pubd RSS ${r0} -> ${r1} KiB"
+	it_check "while they hold every slot, an ordinary client is refused" grep -q '^idle: 0 open, 1 refused' <<<"$first"
+	it_check "the attacker's connections were ended by the deadline" grep -q ': 100 ended by the HELLO deadline' "$IT_WORK/nohello.out"
+	it_eq "each counted once" "$(it_counter d clients_hello_timeouts)" 100
+	it_check "within a few deadlines ($(((t1 - t0) / 1000000)) ms < 5000)" test $(((t1 - t0) / 1000000)) -lt 5000
 }
 
 # ---- class: a forged huge sequence number in a real stream ----

@@ -11,9 +11,12 @@ H_HTTP_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../integration" && pwd)/metrics_h
 # h_http ARGS...: the standard-library HTTP client, inside pubd's namespace.
 h_http() { ip netns exec "$H_NS" python3 "$H_HTTP_PY" "$@"; }
 
-# h_metrics_pubd PORT: pubd serving /metrics on 127.0.0.1:PORT in H_NS.
+# h_metrics_pubd PORT [HELLO_TIMEOUT_MS]: pubd serving /metrics on
+# 127.0.0.1:PORT in H_NS.
 h_metrics_pubd() {
 	h_pubd d <<-EOF2
+		limits:
+		  hello_timeout_ms: ${2:-2000}
 		metrics:
 		  listen: "127.0.0.1:$1"
 		$(h_groups)
@@ -28,7 +31,9 @@ h_metrics_pubd() {
 # the refusals are one log line with a count.
 case_c_metrics_emfile() {
 	local port=9482 url lim c0 c1 l0 l1 got secs
-	h_metrics_pubd $port
+	# The idle clients say nothing and must hold their fds throughout:
+	# not closed at the HELLO deadline.
+	h_metrics_pubd $port 600000
 	url=http://127.0.0.1:$port/metrics
 	lim=$(($(h_fds "$H_PID") + 16))
 	prlimit --pid "$H_PID" --nofile="$lim" || it_die "prlimit"

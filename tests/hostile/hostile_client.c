@@ -13,6 +13,11 @@
  *               connections pubd refused, then holds them open.
  *   idle        -n N [--hello]: open N connections (with --hello: HELLO and
  *               wait for WELCOME); prints accepted/refused, then holds.
+ *   nohello     -n N: N connections that never complete HELLO (every other
+ *               one sends half a HELLO frame), then waits (--hold-ms, default
+ *               10 s) for pubd to end them; prints how many it ended with a
+ *               PROTO error (limits.hello_timeout_ms), refused (BUSY), or
+ *               left open, and after how long.
  *   flood       -n N: non-blocking connects until one fails (a full listen
  *               backlog) or N; prints the count, then holds.
  *   unsub       -g G --size BYTES: subscribe, have a second connection
@@ -364,6 +369,62 @@ static int mode_idle(const struct opts *o)
 	}
 	printf("idle: %ld open, %ld refused\n", ok, refused);
 	hold(o);
+	return 0;
+}
+
+/* How pubd ended one connection: its ERROR's code, 0 when it just closed,
+ * -1 when it is still open at the deadline. */
+static int ended_how(int fd, uint64_t deadline)
+{
+	struct pub_msg_error e;
+	const uint8_t *body;
+	uint32_t len;
+	uint8_t type;
+	struct rx r;
+	int got, code = 0;
+
+	if (rx_init(&r, 1 << 12) < 0)
+		return -1;
+	got = rx_frame(&r, fd, deadline, &type, &body, &len);
+	if (got == 1 && type == PUB_FRAME_ERROR && pub_proto_dec_error(body, len, &e) == 0)
+		code = (int)e.code;
+	if (got == 1)
+		got = rx_frame(&r, fd, deadline, &type, &body, &len); /* then EOF */
+	free(r.buf);
+	return got == 0 || got == -ECONNRESET ? code : -1;
+}
+
+static int mode_nohello(const struct opts *o)
+{
+	long n = o->n > 0 ? o->n : 100, i, timed_out = 0, busy = 0, open_ = 0;
+	uint64_t t0 = now_ms(), deadline = t0 + (o->hold_ms > 0 ? (uint64_t)o->hold_ms : 10000), last = 0;
+	int *fds = calloc((size_t)n, sizeof(int));
+	uint8_t f[600];
+	long hl = pub_proto_enc_hello(f, sizeof(f), 0, "nohello", 7);
+
+	if (!fds || hl <= 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		fds[i] = sock_connect(o->sock, false);
+		if (fds[i] >= 0 && i % 2)
+			send_until(fds[i], f, (size_t)hl / 2, now_ms() + 1000);
+	}
+	make_ready(o);
+	for (i = 0; i < n; i++) {
+		int how = fds[i] < 0 ? PUB_ERR_BUSY : ended_how(fds[i], deadline);
+
+		if (how == PUB_ERR_PROTO) {
+			timed_out++;
+			last = now_ms() - t0;
+		} else if (how == PUB_ERR_BUSY) {
+			busy++;
+		} else {
+			open_++;
+		}
+	}
+	printf("nohello: %ld connections (half of them sent half a HELLO): %ld ended by the HELLO deadline (the last "
+	       "%llu ms after the first connect), %ld refused, %ld still open\n",
+	       n, timed_out, (unsigned long long)last, busy, open_);
 	return 0;
 }
 
@@ -800,10 +861,13 @@ static const struct {
 	const char *name;
 	int (*run)(const struct opts *o);
 } modes[] = {
-	{"bigpub", mode_bigpub},       {"idle", mode_idle},	    {"flood", mode_flood},
-	{"unsub", mode_unsub},	       {"pubclose", mode_pubclose}, {"deaf", mode_deaf},
-	{"connflood", mode_connflood}, {"name", mode_name},	    {"subscribes", mode_subscribes},
-	{"queries", mode_queries},     {"fdpass", mode_fdpass},	    {"endhold", mode_endhold},
+	{"bigpub", mode_bigpub},   {"idle", mode_idle},
+	{"flood", mode_flood},	   {"nohello", mode_nohello},
+	{"unsub", mode_unsub},	   {"pubclose", mode_pubclose},
+	{"deaf", mode_deaf},	   {"connflood", mode_connflood},
+	{"name", mode_name},	   {"subscribes", mode_subscribes},
+	{"queries", mode_queries}, {"fdpass", mode_fdpass},
+	{"endhold", mode_endhold},
 };
 
 int main(int argc, char **argv)
