@@ -82,6 +82,12 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool rem
 
 	srv->admit_gen++; /* no publish log may name g from memory now */
 	srv_direct_retire_group(srv, g);
+	/* Its group log is retired before its readers leave, as for an ACL
+	 * change: a reader that leaves a retired log may hold a message there
+	 * (pub_recv's data stays valid until the next pub_recv), and the log
+	 * is kept for it until its client closes. Left first, the log had no
+	 * reader when retired, and its pages were punched under the message. */
+	srv_glog_group_removed(srv, g);
 	for (c = srv->clients; c; c = c->next) {
 		struct pubd_pubstat *p;
 		struct pubd_out *o;
@@ -115,7 +121,6 @@ void pubd_ipc_group_removed(struct pubd_ipc *srv, struct pubd_group *g, bool rem
 			}
 		}
 	}
-	srv_glog_group_removed(srv, g);
 }
 
 void pubd_ipc_group_listening(struct pubd_ipc *srv, struct pubd_group *g)

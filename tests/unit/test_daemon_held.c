@@ -200,11 +200,82 @@ static void a_message_held_in_a_retired_group_log_outlives_the_connection(void *
 			    true);
 }
 
+/* Subscribes to g1, holds message 0, and looks at it again when told
+ * (phase 2), without a pub_recv in between. */
+static void *sub_holds_main(void *arg)
+{
+	struct sub *s = arg;
+	struct pub_options o = PUB_OPTIONS_INIT;
+	struct pub_message m;
+	pub_client_t *pc;
+
+	o.flags = PUB_OPT_NO_RECONNECT;
+	o.transport = PUB_TRANSPORT_SHM;
+	if (pub_connect(&pc, s->sock, &o) < 0 || pub_subscribe(pc, "g1") < 0 || pub_recv(pc, &m, 20000) != 1 ||
+	    !whole(&m)) {
+		atomic_store(&s->phase, -1);
+		return NULL;
+	}
+	atomic_store(&s->phase, 1);
+	await_phase(s, 2);
+	s->held_ok = whole(&m);
+	atomic_store(&s->phase, 3);
+	pub_close(pc);
+	return NULL;
+}
+
+/*
+ * A reload that removes g1, or makes it anew, ends its subscription, and
+ * the group log with it: the message the subscriber holds there stays
+ * whole until its next pub_recv, as when an ACL change retires the log.
+ * The log was punched at once (its reader had been taken off it before
+ * it was retired, so nobody seemed to hold it): the held message read as
+ * zeros.
+ */
+static void held_across_a_reload(const char *next_groups)
+{
+	static struct hd h;
+	struct sub s = {0};
+	pthread_t t;
+	uint64_t dl;
+
+	assert_int_equal(hd_start(&h, NULL, config("limits:\n  group_log: 64KiB\n", "")), 0);
+	s.sock = h.sock_path;
+	assert_int_equal(pthread_create(&t, NULL, sub_holds_main, &s), 0);
+	dl = hd_deadline(20000);
+	while (!hd_group(&h, "g1")->nsubs && atomic_load(&s.phase) >= 0 && !hd_past(dl))
+		hd_turn(&h, 1);
+	publish(&h, 1);
+	turn_until(&h, &s, 1);
+	assert_int_equal(hd_group(&h, "g1")->glog_live, 1); /* held in the group log */
+	assert_int_equal(hd_reload(&h, NULL, next_groups), 0);
+	hd_settle(&h, 100);
+	atomic_store(&s.phase, 2);
+	turn_until(&h, &s, 3);
+	assert_true(s.held_ok);
+	pthread_join(t, NULL);
+	hd_stop(&h);
+}
+
+static void a_message_held_in_a_removed_groups_log_stays_whole(void **state)
+{
+	(void)state;
+	held_across_a_reload("limits:\n  group_log: 64KiB\ngroups:\n  - {name: g2, address: 239.78.3.2}\n");
+}
+
+static void a_message_held_in_a_remade_groups_log_stays_whole(void **state)
+{
+	(void)state;
+	held_across_a_reload("limits:\n  group_log: 64KiB\ngroups:\n  - {name: g1, address: 239.78.3.9}\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(a_message_held_in_the_deliver_log_outlives_the_connection, hd_teardown),
 		cmocka_unit_test_teardown(a_message_held_in_a_retired_group_log_outlives_the_connection, hd_teardown),
+		cmocka_unit_test_teardown(a_message_held_in_a_removed_groups_log_stays_whole, hd_teardown),
+		cmocka_unit_test_teardown(a_message_held_in_a_remade_groups_log_stays_whole, hd_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
