@@ -25,7 +25,8 @@ void srv_direct_publish_gen(struct srv_direct *d)
 }
 
 /* Tell the writer about reader rd (its wake page and doorbell), if it can
- * take the fds now; until it has, pubd rings rd itself. */
+ * take the fds now; until it has, pubd rings rd itself. A writer that
+ * reads nothing is sent SRV_FDS_UNREAD_MAX fds at most (srv_send_fds). */
 void srv_direct_tell_writer(struct srv_direct *d, struct srv_direct_reader *rd)
 {
 	struct pubd_client *w = d->writer, *c = rd->s->client;

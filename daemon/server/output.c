@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/epoll.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -444,6 +446,14 @@ void pubd_ipc_tx_done(struct pubd_ipc *srv, struct pubd_client *origin, size_t b
 		origin->tx_pending -= n < origin->tx_pending ? n : origin->tx_pending;
 }
 
+bool srv_peer_read_all(const struct pubd_client *c)
+{
+	int unread = 0;
+
+	/* On a Unix socket SIOCOUTQ is what was sent and not yet read. */
+	return !c->out_head && ioctl(c->fd, SIOCOUTQ, &unread) == 0 && unread == 0;
+}
+
 int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int *fds, unsigned nfds)
 {
 	union {
@@ -457,6 +467,12 @@ int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int
 
 	if (c->out_head || nfds > 8)
 		return -EBUSY;
+	/* Fds in flight count against pubd's RLIMIT_NOFILE until the client
+	 * reads them: one that reads nothing must not run pubd out of them. */
+	if (c->fds_unread && srv_peer_read_all(c))
+		c->fds_unread = 0;
+	if (c->fds_unread + nfds > SRV_FDS_UNREAD_MAX)
+		return -EAGAIN;
 	memset(&ctl, 0, sizeof(ctl));
 	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
 	cm = CMSG_FIRSTHDR(&mh);
@@ -467,6 +483,7 @@ int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int
 	n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
+	c->fds_unread += nfds;
 	/* The fds went with the first byte: the rest of the frame, if the
 	 * socket took only part of it, is queued like any reply. */
 	if ((size_t)n < len && srv_queue_frame(c, (const uint8_t *)frame + n, len - (size_t)n) < 0)

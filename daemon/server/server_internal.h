@@ -291,6 +291,9 @@ struct pubd_client {
 	 * logs it writes. */
 	uint8_t *wake_map;
 	int wake_ro_fd;
+	/* Fds sent since the client was last seen to have read all pubd sent
+	 * it (srv_send_fds: at most SRV_FDS_UNREAD_MAX). */
+	unsigned fds_unread;
 	struct srv_direct **directs;
 	unsigned ndirects, directs_cap;
 };
@@ -401,9 +404,17 @@ void srv_reply_error(struct pubd_client *c, uint32_t req_id, uint32_t code, cons
 	__attribute__((format(printf, 4, 5)));
 void srv_update_watch(struct pubd_client *c);
 /* Send a frame with file descriptors (SCM_RIGHTS), straight to the socket,
- * ahead of nothing: only while the client's output queue is empty. 0, or
- * -errno (also when the socket took only part of it). */
+ * ahead of nothing: only while the client's output queue is empty, and
+ * while it has fewer than SRV_FDS_UNREAD_MAX fds unread (-EAGAIN past
+ * that: each caller has a way without them). 0, or -errno (also when the
+ * socket took only part of it). */
+#define SRV_FDS_UNREAD_MAX 32
 int srv_send_fds(struct pubd_client *c, const void *frame, size_t len, const int *fds, unsigned nfds);
+/* The client has read everything pubd wrote to its socket (nothing queued
+ * here, nothing unread in the kernel: SIOCOUTQ), the fds sent with it
+ * included. Fds in flight count against pubd's RLIMIT_NOFILE until they
+ * are received: what a client may be sent unasked checks this first. */
+bool srv_peer_read_all(const struct pubd_client *c);
 void srv_drop_output(struct pubd_client *c);
 
 /* admit.c: publish admission; calls output.c */

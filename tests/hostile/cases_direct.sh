@@ -616,3 +616,56 @@ case_c_direct_slot_held() {
 	it_check "a reader that lets each go: its slots are given again ($(tail -1 "$IT_WORK/slots_release.out"))" \
 		grep -q "^slots: 4 logs in [12] slots$" "$IT_WORK/slots_release.out"
 }
+
+# ---- a writer that never reads its socket while a reader comes and goes ----
+# pubd tells a direct log's writer of each reader that joins in a WAKER
+# frame with two fds, and fds sent on a socket count against pubd's
+# RLIMIT_NOFILE until they are read. A writer that never reads its socket,
+# and says in its log's control page that it took in every WAKER, beside a
+# reader that subscribes and unsubscribes 200 times: pubd may have at most
+# SRV_FDS_UNREAD_MAX (32) fds in flight to it (srv_send_fds), and rings
+# that reader itself meanwhile. Fails (278 fds, checked by breaking it)
+# without that bound; with 5 such writers and pubd's limit at 1024, every
+# new client's logs were refused (ETOOMANYREFS) and it was disconnected.
+case_c_direct_deaf_writer() {
+	hd_tool
+	h_pubd d < <(h_groups)
+	local n=200 deaf fds
+	it_bg deaf - "$HDIRECT" deaf -s "$(it_sock d)" -g h --ready "$IT_WORK/deaf.ready" --go "$IT_WORK/deaf.go"
+	deaf=$IT_BG_PID
+	it_wait "the deaf writer" 20 h_ready deaf || return
+	timeout 120 "$HDIRECT" churn -s "$(it_sock d)" -g h --after $n >"$IT_WORK/churn.out" 2>&1
+	it_check "the reader came and went $n times" grep -q "^churn: $n rounds" "$IT_WORK/churn.out"
+	touch "$IT_WORK/deaf.go"
+	it_reap "$deaf" 20
+	fds=$(sed -n 's/^deaf: \([0-9]*\) fds came.*/\1/p' "$IT_WORK/deaf.out")
+	h_fig "a writer that did not read its socket while a reader came and went $n times was sent ${fds:-?} fds meanwhile"
+	it_check "pubd had at most 32 fds in flight to it (${fds:-none})" test "${fds:-999}" -le 32
+	it_check "pubd is up" hd_counter_or_0 d clients_accepted
+}
+
+# ---- a subscriber that never reads its socket while writers come and go ----
+# Each writer that opens a direct log hands every subscriber on shared
+# memory a DIRECT_READ frame with its fd. A subscriber that never reads its
+# socket beside 200 writers, one after the other: pubd may have at most
+# SRV_FDS_UNREAD_MAX (32) fds in flight to it (srv_send_fds), past which it
+# delivers the writers' messages by copy, as to a socket subscriber. Fails
+# (62 fds, one for each direct log pubd opened before it refused more,
+# checked by breaking it) without that bound.
+case_c_direct_deaf_reader() {
+	hd_tool
+	h_pubd d < <(h_groups)
+	local n=200 deaf fds
+	it_bg deafsub - "$HDIRECT" deafsub -s "$(it_sock d)" -g h --ready "$IT_WORK/deafsub.ready" --go "$IT_WORK/deafsub.go"
+	deaf=$IT_BG_PID
+	it_wait "the deaf subscriber" 20 h_ready deafsub || return
+	timeout 120 "$HDIRECT" writers -s "$(it_sock d)" -g h --after $n >"$IT_WORK/writers.out" 2>&1
+	it_check "$n writers came and went" grep -q "^writers: $n rounds" "$IT_WORK/writers.out"
+	h_fig "$(cat "$IT_WORK/writers.out")"
+	touch "$IT_WORK/deafsub.go"
+	it_reap "$deaf" 20
+	fds=$(sed -n 's/^deafsub: \([0-9]*\) fds came.*/\1/p' "$IT_WORK/deafsub.out")
+	h_fig "a subscriber that did not read its socket while $n writers came and went was sent ${fds:-?} fds meanwhile"
+	it_check "pubd had at most 32 fds in flight to it (${fds:-none})" test "${fds:-999}" -le 32
+	it_check "pubd is up" hd_counter_or_0 d clients_accepted
+}

@@ -47,6 +47,18 @@
  *                              a direct log of G, written on and rung for
  *                              up to S seconds, and N more messages after
  *                              pubd said it is gone (see mode_unheeding)
+ *   hostile_direct deaf      -s SOCK -g G --go F [--ready F]  a direct log
+ *                              of G, its socket unread until F exists
+ *                              (and wakers_seen faked); then prints the
+ *                              fds that came meanwhile (see mode_deaf)
+ *   hostile_direct churn     -s SOCK -g G --after N  subscribes to G and
+ *                              unsubscribes, N times
+ *   hostile_direct deafsub   -s SOCK -g G --go F [--ready F]  subscribed
+ *                              to G, its socket unread until F exists;
+ *                              then prints the fds that came meanwhile
+ *   hostile_direct writers   -s SOCK -g G --after N  N connections one
+ *                              after the other, each opening a direct log
+ *                              of G and hanging up
  *
  * Each prints what it did and what pubd answered, in lines the hostile
  * cases (cases_direct.sh) read.
@@ -1240,6 +1252,109 @@ static int mode_slots(struct conn *c, const char *group, const char *kind, doubl
 	return 0;
 }
 
+/*
+ * deaf: a direct log of G, and then its socket goes unread until the file
+ * --go names exists, while a reader (churn) comes and goes. It says it took
+ * in every WAKER (wakers_seen kept at wakers_gen), which pubd must not take
+ * on its word alone. Then it reads what came meanwhile and prints how many
+ * fds pubd had in flight to it: each counted against pubd's RLIMIT_NOFILE
+ * until read.
+ */
+static int mode_deaf(struct conn *c, const char *group, const char *ready_path, const char *go)
+{
+	struct pub_shmlog_ctl *ctl;
+	unsigned fds0, wakers0;
+	double t0;
+
+	if (open_direct(c, group) != 1) {
+		printf("deaf: pubd gave no direct log of %s\n", group);
+		return 1;
+	}
+	ctl = (struct pub_shmlog_ctl *)c->w.map;
+	fds0 = c->fdt;
+	wakers0 = c->nwakers;
+	ready(ready_path);
+	t0 = now_s();
+	while (access(go, F_OK) != 0 && now_s() - t0 < 60) {
+		atomic_store(&ctl->wakers_seen, atomic_load(&ctl->wakers_gen));
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	}
+	pump(c, 0, 1000); /* all that waited, and what pubd sends once it is read */
+	printf("deaf: %u fds came while it did not read (%u wakers)\n", c->fdt - fds0, c->nwakers - wakers0);
+	return 0;
+}
+
+/*
+ * deafsub: subscribes to G, and then its socket goes unread until the file
+ * --go names exists, while writers come and go (writers), each handing it
+ * a direct log. Then it reads what came meanwhile and prints the fds.
+ */
+static int mode_deafsub(struct conn *c, const char *group, const char *ready_path, const char *go)
+{
+	unsigned fds0;
+	double t0;
+
+	if (subscribe(c, group) != 1) {
+		printf("deafsub: could not subscribe to %s\n", group);
+		return 1;
+	}
+	fds0 = c->fdt;
+	ready(ready_path);
+	t0 = now_s();
+	while (access(go, F_OK) != 0 && now_s() - t0 < 60)
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	pump(c, 0, 1000);
+	printf("deafsub: %u fds came while it did not read\n", c->fdt - fds0);
+	return 0;
+}
+
+/* writers: N connections (--after N) one after the other, each opening a
+ * direct log of G and hanging up. */
+static int mode_writers(struct conn *c, const char *path, const char *group, uint64_t rounds)
+{
+	uint64_t i, opened = 0;
+	int r, last = 0;
+
+	for (i = 0; i < rounds; i++) {
+		if (i)
+			conn_open(c, path);
+		r = open_direct(c, group);
+		opened += r == 1;
+		if (r != 1)
+			last = r; /* refused: pubd's bounds on direct logs (said below) */
+		close(c->sock);
+		for (int fd = 3; fd < 1024; fd++) /* every fd pubd gave it; nothing else is open */
+			if (fd != STDIN_FILENO && fd != STDOUT_FILENO && fd != STDERR_FILENO)
+				close(fd);
+		munmap(c->wake, PUB_WAKE_PAGE_LEN);
+		if (r == 1)
+			munmap(c->w.map, c->w.len);
+	}
+	printf("writers: %llu rounds, %llu direct logs opened (the last refusal: %d)\n", (unsigned long long)rounds,
+	       (unsigned long long)opened, last);
+	return 0;
+}
+
+/* churn: subscribes to G and unsubscribes, N times (--after N), each
+ * answered before the next. */
+static int mode_churn(struct conn *c, const char *group, uint64_t rounds)
+{
+	uint64_t i;
+	int r;
+
+	for (i = 0; i < rounds; i++) {
+		r = subscribe(c, group);
+		if (r == 1)
+			r = pump(c, group_req(c, PUB_FRAME_UNSUBSCRIBE, group), 5000);
+		if (r != 1) {
+			printf("churn: round %llu: %d\n", (unsigned long long)i, r);
+			return 1;
+		}
+	}
+	printf("churn: %llu rounds\n", (unsigned long long)rounds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *group = "h", *ready_path = NULL, *kind = "len", *other = "h2", *stop = NULL,
@@ -1293,9 +1408,18 @@ int main(int argc, char **argv)
 		return mode_revoked(&c, group, seconds, ready_path, stop);
 	if (!strcmp(argv[1], "unheeding"))
 		return mode_unheeding(&c, group, seconds, after, ready_path);
+	if (!strcmp(argv[1], "deaf") && go)
+		return mode_deaf(&c, group, ready_path, go);
+	if (!strcmp(argv[1], "churn"))
+		return mode_churn(&c, group, after);
+	if (!strcmp(argv[1], "deafsub") && go)
+		return mode_deafsub(&c, group, ready_path, go);
+	if (!strcmp(argv[1], "writers"))
+		return mode_writers(&c, sock, group, after);
 usage:
 	fprintf(stderr,
-		"usage: hostile_direct garbage|stall|scribble|readonly|wakelies|revoked|slots|unheeding\n"
+		"usage: hostile_direct "
+		"garbage|stall|scribble|readonly|wakelies|revoked|slots|unheeding|deaf|churn|deafsub|writers\n"
 		"       -s SOCK [-g G] [--kind len|lap|group|reqid|piece|firstpiece|keep|release] [--other G2]\n"
 		"       [--seconds S]\n"
 		"       [--ready FILE] [--go FILE] [--stop FILE] [--after N]\n");
