@@ -27,11 +27,11 @@
 
 /* pubd_config_parse stops collecting after this many errors (and says so). */
 #define PUBD_CONFIG_MAX_ERRORS 100
+/* pubd_config_load refuses larger files. */
+#define PUBD_CONFIG_MAX_BYTES (4u << 20)
 
 /* fabric.rx_linger_us: auto */
 #define PUBD_LINGER_AUTO UINT32_MAX
-/* pubd_config_load refuses larger files. */
-#define PUBD_CONFIG_MAX_BYTES (4u << 20)
 
 enum pubd_fabric_type { PUBD_FABRIC_AUTO = 0, PUBD_FABRIC_VERBS, PUBD_FABRIC_UDP };
 /* When a group's traffic is taken from the fabric: while a local client

@@ -31,7 +31,7 @@ struct pubd_linger {
 /*
  * fabric.rx_linger_us: auto. A linger pays when it is about a round trip:
  * the answer of a ping-pong through two pubds and their clients, or the
- * next message of a burst. That is some ten wakeups (a sleeping thread
+ * next message of a burst. That is some ten wakeups (a sleeping process
  * woken through a socket) on any host, whereas in microseconds it is 50
  * on hardware and twenty times that in a VM under emulation. So auto is
  * LINGER_AUTO_WAKEUPS wakeups as measured on this host at start

@@ -11,7 +11,7 @@
 
 #include "log.h"
 
-#define WAKE_WARMUP    8	    /* round trips not counted: page faults, the thread's first run */
+#define WAKE_WARMUP    8	    /* round trips not counted: page faults, the child's first run */
 #define WAKE_ROUNDS    64	    /* round trips counted */
 #define WAKE_BUDGET_NS 250000000ull /* stop early past this (a host that is busy now) */
 
