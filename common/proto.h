@@ -86,7 +86,8 @@ enum pub_err {
 	PUB_ERR_REMADE = 12,   /* a subscribed group was made anew by a reload (address, scope or mode):
 				* subscribe again (libpub does it by itself) */
 	PUB_ERR_PARTIAL = 13,  /* reload applied, but not all of it (text says what was not) */
-	PUB_ERR_BUSY = 14,     /* connection refused for now: limits.max_clients reached, or out of fds */
+	PUB_ERR_BUSY = 14,     /* connection refused for now: limits.max_clients reached (or
+				* limits.max_clients_per_uid for its uid), or out of fds */
 	PUB_ERR__MAX
 };
 const char *pub_proto_err_name(uint32_t code);

@@ -142,6 +142,9 @@ struct pubd_config {
 	 * PUBLISH bodies, queued replies). */
 	uint64_t client_buffer_budget;
 	uint32_t max_clients; /* connections at once */
+	/* Connections at once of one uid (SO_PEERCRED), counted as for
+	 * max_clients; root and pubd's own user are not held to it. */
+	uint32_t max_clients_per_uid;
 	/* A connection that has not completed HELLO this long after it was
 	 * accepted is closed: it holds one of max_clients meanwhile. */
 	uint32_t hello_timeout_ms;

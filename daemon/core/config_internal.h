@@ -58,7 +58,7 @@ struct key {
 };
 
 /* The one table (config_keys.c); NKEYS is checked against it there. */
-#define NKEYS 53
+#define NKEYS 54
 extern const struct key config_keys[NKEYS];
 
 #define NSECTIONS 5

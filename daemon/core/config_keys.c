@@ -120,6 +120,8 @@ const struct key config_keys[] = {
 	 .max = 64 * GIB, .expect = "a size from 1 MiB to 64 GiB (bytes, or with KiB, MiB or GiB)"},
 	{"limits.max_clients", K_UINT, CFG(max_clients), .def = 1024, .min = 1, .max = 1048576,
 	 .expect = "an integer from 1 to 1048576"},
+	{"limits.max_clients_per_uid", K_UINT, CFG(max_clients_per_uid), .def = 256, .min = 1, .max = 1048576,
+	 .expect = "an integer from 1 to 1048576"},
 	{"limits.hello_timeout_ms", K_DURATION, CFG(hello_timeout_ms), .def = 2000, .min = 100, .max = 600000,
 	 .expect = "a duration in milliseconds from 100 to 600000"},
 	{"limits.publish_log", K_SIZE, CFG(publish_log), .def = 1 * MIB, .min = 64 * KIB, .max = GIB,

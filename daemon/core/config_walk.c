@@ -50,7 +50,7 @@ static int walk_repair(struct parse *p, const struct key *k, const yaml_node_t *
 void cfg_walk_keys(struct parse *p, const yaml_node_t *map, enum key_scope scope, const char *section,
 		   const char *prefix, void *base, struct seen *seen)
 {
-	char path[128], known[300], got[GOT_BUF];
+	char path[128], known[512], got[GOT_BUF];
 	yaml_node_pair_t *pair;
 
 	for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top && !p->stop; pair++) {

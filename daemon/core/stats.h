@@ -62,7 +62,9 @@
 	X(DIRECT_LOST, "direct_lost",                                                                                 \
 	  "of those, messages a publisher wrote over before its subscriber read them (in dropped too: sub_overflow)") \
 	X(CLIENTS_HELLO_TIMEOUT, "clients_hello_timeouts",                                                            \
-	  "connections closed for not completing HELLO within limits.hello_timeout_ms")
+	  "connections closed for not completing HELLO within limits.hello_timeout_ms")                               \
+	X(CLIENTS_REFUSED_PER_UID, "clients_refused_per_uid",                                                         \
+	  "connections closed at once: their uid held limits.max_clients_per_uid (not in clients_refused)")
 
 enum pubd_counter {
 #define PUBD_X_ENUM(id, name, help) PUBD_CTR_##id,

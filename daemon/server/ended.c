@@ -17,17 +17,19 @@
  * client, and a client that keeps the mapping could keep them as long as it
  * likes: connecting again and again, it would pin any number of logs. So
  * the log lingers instead, still charged to limits.client_buffer_budget and
- * counted against limits.max_clients, with a duplicate of the socket, shut
- * for writing (the client reads the end of the connection after what pubd
- * sent), until the client hangs up: then it goes whole, like any hung-up
- * client's. So do the retired group logs it may hold a message in (glog.c).
- * What a client pins this way is what a connected one holds.
+ * counted against limits.max_clients and its uid's max_clients_per_uid,
+ * with a duplicate of the socket, shut for writing (the client reads the
+ * end of the connection after what pubd sent), until the client hangs up:
+ * then it goes whole, like any hung-up client's. So do the retired group
+ * logs it may hold a message in (glog.c). What a client pins this way is
+ * what a connected one holds.
  */
 struct srv_dlog_linger {
 	struct pubd_ipc *srv;
 	struct srv_dlog *l;
 	struct srv_glog_holds holds; /* retired group logs it may hold a message in */
 	int fd;
+	uid_t uid; /* its client's: it counts against limits.max_clients_per_uid */
 	struct pubd_loop_watch *watch;
 	struct srv_dlog_linger *prev, *next;
 };
@@ -43,6 +45,7 @@ static void linger_end(struct srv_dlog_linger *lg, bool hung_up)
 	if (lg->next)
 		lg->next->prev = lg->prev;
 	srv->nlingering--;
+	pubd_uid_count_dec(&srv->per_uid, lg->uid);
 	pubd_loop_unwatch(lg->watch);
 	close(lg->fd);
 	srv_dlog_free(srv, lg->l, hung_up);
@@ -87,6 +90,7 @@ bool srv_ended_linger(struct pubd_client *c)
 	srv_said_closed(c);
 	lg->srv = srv;
 	lg->l = c->dlog;
+	lg->uid = c->uid; /* the client's count passes to it (srv_client_close) */
 	c->dlog = NULL;
 	c->linger = lg;
 	lg->next = srv->lingering;

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "loop.h"
 #include "proto.h"
+#include "random_key.h"
 #include "server_internal.h"
 
 /* Repeating accept failures and refusals: one log line per period, with
@@ -44,8 +45,8 @@ static void accept_log(struct pubd_ipc *srv, bool now)
 	srv->last_accept_log_ns = t;
 }
 
-/* Tell a connection pubd will not serve why, and close it. */
-static void refuse(struct pubd_ipc *srv, int fd, const char *why)
+/* Tell a connection pubd will not serve why (PUB_ERR_BUSY), and close it. */
+static void refuse_busy(int fd, const char *why)
 {
 	uint8_t buf[256];
 	long n = pub_proto_enc_error(buf, sizeof(buf), 0, PUB_ERR_BUSY, why, strlen(why));
@@ -55,8 +56,25 @@ static void refuse(struct pubd_ipc *srv, int fd, const char *why)
 	if (n > 0 && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		(void)0;
 	close(fd);
+}
+
+static void refuse(struct pubd_ipc *srv, int fd, const char *why)
+{
+	refuse_busy(fd, why);
 	srv->counters[PUBD_CTR_CLIENTS_REFUSED]++;
 	accept_log(srv, false);
+}
+
+/* Refused for its uid, which holds limits.max_clients_per_uid: counted
+ * apart from a full server, and said through a log limit of its own (the
+ * uid is the kernel's word, no text of the client's). */
+static void refuse_per_uid(struct pubd_ipc *srv, int fd, uid_t uid)
+{
+	refuse_busy(fd, "this user has limits.max_clients_per_uid connections to pubd already; try again later");
+	srv->counters[PUBD_CTR_CLIENTS_REFUSED_PER_UID]++;
+	srv_log_limited(srv, log_per_uid, LOG_NOTICE,
+			"clients: connection of uid %u refused: it holds limits.max_clients_per_uid (%u) already",
+			(unsigned)uid, srv->cfg->max_clients_per_uid);
 }
 
 static void refuse_out_of_fds(void *ctx, int fd)
@@ -89,25 +107,77 @@ static bool accept_failed(struct pubd_ipc *srv, int err)
 	return false;
 }
 
-/* Every ordinary slot is taken: may this connection have one of the
- * operator's OPERATOR_RESERVE? Only root and pubd's own user, by the
- * kernel's word for who connected (SO_PEERCRED). */
-static bool operator_reserve_admits(const struct pubd_ipc *srv, int fd)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+enum admission { ADMITTED, REFUSED_FULL, REFUSED_PER_UID };
 
-	if (srv->nclients + srv->nlingering >= srv->cfg->max_clients + OPERATOR_RESERVE)
-		return false;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return false;
-	return cred.uid == 0 || cred.uid == getuid();
+/*
+ * May a connection of uid (the kernel's word for who connected,
+ * SO_PEERCRED) have a slot? Root and pubd's own user may have one of
+ * OPERATOR_RESERVE beyond limits.max_clients, and are not held to
+ * limits.max_clients_per_uid: pubctl works whoever holds the rest. Others
+ * get one of max_clients while their uid holds fewer than
+ * max_clients_per_uid, connections and lingering logs alike (as
+ * max_clients counts them). O(1): the uid's count is kept, not counted.
+ */
+static enum admission admit(const struct pubd_ipc *srv, uid_t uid)
+{
+	unsigned used = srv->nclients + srv->nlingering;
+
+	if (uid == 0 || uid == getuid())
+		return used < srv->cfg->max_clients + OPERATOR_RESERVE ? ADMITTED : REFUSED_FULL;
+	if (used >= srv->cfg->max_clients)
+		return REFUSED_FULL;
+	if (pubd_uid_count_get(&srv->per_uid, uid) >= srv->cfg->max_clients_per_uid)
+		return REFUSED_PER_UID;
+	return ADMITTED;
+}
+
+/* A client for the connection on fd, watched and counted; NULL (fd closed)
+ * without memory or a watch. */
+static struct pubd_client *client_new(struct pubd_ipc *srv, int fd, const struct ucred *cred)
+{
+	struct pubd_client *c = calloc(1, sizeof(*c));
+
+	if (!c || !(c->rbuf = malloc(RBUF_MIN))) {
+		log_err("out of memory accepting a client");
+		free(c);
+		close(fd);
+		return NULL;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->rcap = RBUF_MIN;
+	c->wake_ro_fd = -1;
+	c->id = ++srv->next_id;
+	c->connected_ns = pubd_now_ns();
+	srv_read_peer(c, cred);
+	c->watch_events = EPOLLIN;
+	if (pubd_uid_count_inc(&srv->per_uid, c->uid) < 0) {
+		log_err("out of memory accepting a client");
+		goto fail;
+	}
+	c->watch = pubd_loop_watch(srv->loop, fd, EPOLLIN, srv_on_client, c);
+	if (!c->watch) {
+		log_err("cannot watch client fd: %s", strerror(errno));
+		pubd_uid_count_dec(&srv->per_uid, c->uid);
+		goto fail;
+	}
+	return c;
+fail:
+	free(c->rbuf);
+	free(c->sup_gids);
+	free(c);
+	close(fd);
+	return NULL;
 }
 
 static void on_accept(void *ctx, uint32_t events)
 {
 	struct pubd_ipc *srv = ctx;
 	struct pubd_client *c;
+	struct ucred cred;
+	socklen_t len;
+	bool known;
+	uid_t uid;
 	int fd;
 
 	(void)events;
@@ -118,34 +188,23 @@ static void on_accept(void *ctx, uint32_t events)
 				continue;
 			return;
 		}
-		if (srv->nclients + srv->nlingering >= srv->cfg->max_clients && !operator_reserve_admits(srv, fd)) {
+		/* Unknown peers are nobody an ACL names: uid (uid_t)-1. */
+		len = sizeof(cred);
+		known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+		uid = known ? cred.uid : (uid_t)-1;
+		switch (admit(srv, uid)) {
+		case ADMITTED:
+			break;
+		case REFUSED_FULL:
 			refuse(srv, fd, "pubd has limits.max_clients connections already; try again later");
 			continue;
-		}
-		c = calloc(1, sizeof(*c));
-		if (!c || !(c->rbuf = malloc(RBUF_MIN))) {
-			log_err("out of memory accepting a client");
-			free(c);
-			close(fd);
+		case REFUSED_PER_UID:
+			refuse_per_uid(srv, fd, uid);
 			continue;
 		}
-		c->srv = srv;
-		c->fd = fd;
-		c->rcap = RBUF_MIN;
-		c->wake_ro_fd = -1;
-		c->id = ++srv->next_id;
-		c->connected_ns = pubd_now_ns();
-		srv_read_peer(c);
-		c->watch_events = EPOLLIN;
-		c->watch = pubd_loop_watch(srv->loop, fd, EPOLLIN, srv_on_client, c);
-		if (!c->watch) {
-			log_err("cannot watch client fd: %s", strerror(errno));
-			free(c->rbuf);
-			free(c->sup_gids);
-			free(c);
-			close(fd);
+		c = client_new(srv, fd, known ? &cred : NULL);
+		if (!c)
 			continue;
-		}
 		c->next = srv->clients;
 		if (c->next)
 			c->next->prev = c;
@@ -318,6 +377,7 @@ static void passed_path(int fd, char *buf, size_t cap)
 
 int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 {
+	struct pubd_hash_key key;
 	int n, fd = -1;
 
 	memset(srv, 0, sizeof(*srv));
@@ -344,6 +404,11 @@ int pubd_ipc_init(struct pubd_ipc *srv, const struct pubd_ipc_env *env)
 	/* A local user opening connections that say nothing, again and again. */
 	srv->log_hello = (struct pubd_log_limit){
 		.what = "connections closed for want of a HELLO", .burst = 10, .prio = LOG_NOTICE};
+	/* A local user connecting again and again past its uid's cap. */
+	srv->log_per_uid = (struct pubd_log_limit){
+		.what = "connections refused for limits.max_clients_per_uid", .burst = 10, .prio = LOG_NOTICE};
+	pubd_random_key(&key);
+	pubd_uid_count_init(&srv->per_uid, &key);
 	if (srv_hello_init(srv) < 0)
 		return -ENOMEM;
 	/* Held so that, out of fds, a connection can still be accepted and
@@ -403,6 +468,7 @@ void pubd_ipc_tick(struct pubd_ipc *srv, uint64_t now_ns)
 	pubd_log_limit_flush(&srv->log_glog, now_ns);
 	pubd_log_limit_flush(&srv->log_glog_end, now_ns);
 	pubd_log_limit_flush(&srv->log_hello, now_ns);
+	pubd_log_limit_flush(&srv->log_per_uid, now_ns);
 	/* A reload may have shortened limits.hello_timeout_ms. */
 	srv_hello_sweep(srv, now_ns);
 
@@ -484,6 +550,7 @@ void pubd_ipc_close(struct pubd_ipc *srv)
 	srv_hello_close(srv);
 	srv_direct_tick(srv, pubd_now_ns()); /* exiting: the retired direct logs go */
 	srv_ended_close_all(srv);
+	pubd_uid_count_free(&srv->per_uid);
 	if (srv->groups)
 		pubd_groups_foreach(srv->groups, g, i)
 		{

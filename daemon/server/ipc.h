@@ -31,6 +31,7 @@
 #include "log_limit.h"
 #include "msgbuf.h"
 #include "stats.h"
+#include "uid_count.h"
 
 struct pubd_client;
 struct pubd_out;
@@ -104,6 +105,9 @@ struct pubd_ipc {
 	 * hang up (ended.c); each counts against limits.max_clients. */
 	struct srv_dlog_linger *lingering;
 	unsigned nlingering;
+	/* Connections and lingering logs by uid, counted as nclients and
+	 * nlingering are, for limits.max_clients_per_uid. */
+	struct pubd_uid_count per_uid;
 	bool exiting; /* pubd_ipc_close: every client goes, and every log */
 	uint32_t next_id;
 	struct pubd_client *dirty;
@@ -134,6 +138,7 @@ struct pubd_ipc {
 	struct pubd_log_limit log_glog;	    /* group logs that could not be made */
 	struct pubd_log_limit log_glog_end; /* group logs ended, or given up on, for their readers */
 	struct pubd_log_limit log_hello;    /* connections closed for want of a HELLO in time */
+	struct pubd_log_limit log_per_uid;  /* connections refused: their uid holds max_clients_per_uid */
 	/* Connections waiting for their HELLO, oldest first, and the timer
 	 * at the oldest one's deadline (hello.c); UINT64_MAX: not armed. */
 	struct pubd_client *hello_head, *hello_tail;

@@ -619,7 +619,10 @@ void srv_client_parse(struct pubd_client *c);
 void srv_client_read(struct pubd_client *c);
 void srv_on_client(void *ctx, uint32_t events);
 void srv_client_close(struct pubd_client *c);
-void srv_read_peer(struct pubd_client *c);
+/* c's peer: cred as accept read it (SO_PEERCRED), or NULL when it could
+ * not (the least privilege then); its supplementary groups read here. */
+struct ucred;
+void srv_read_peer(struct pubd_client *c, const struct ucred *cred);
 uint64_t srv_count_unhandled(struct pubd_client *c);
 
 /* requests.c: handlers and subscriptions; calls output.c */

@@ -418,6 +418,9 @@ void srv_client_close(struct pubd_client *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->nclients--;
+	/* Its uid's count goes with it, or passes to its lingering log. */
+	if (!c->linger)
+		pubd_uid_count_dec(&srv->per_uid, c->uid);
 	pubd_loop_unwatch(c->watch);
 	close(c->fd);
 	pubd_msgbuf_put(c->big);
@@ -428,16 +431,15 @@ void srv_client_close(struct pubd_client *c)
 	free(c);
 }
 
-void srv_read_peer(struct pubd_client *c)
+void srv_read_peer(struct pubd_client *c, const struct ucred *cred)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	socklen_t len;
 	gid_t *gids = NULL;
 
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-		c->pid = cred.pid;
-		c->uid = cred.uid;
-		c->gid = cred.gid;
+	if (cred) {
+		c->pid = cred->pid;
+		c->uid = cred->uid;
+		c->gid = cred->gid;
 	} else {
 		/* Unknown peers get the least privilege: a uid no ACL names. */
 		c->uid = (uid_t)-1;

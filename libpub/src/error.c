@@ -90,8 +90,8 @@ const char *pub_strerror(int err)
 	case PUB_EREMADE:
 		return "the group was made anew by a reload (its address, scope or mode changed)";
 	case PUB_EBUSY:
-		return "pubd takes no more connections for now (limits.max_clients, or out of file descriptors); "
-		       "try again later";
+		return "pubd takes no more connections for now (limits.max_clients, limits.max_clients_per_uid for "
+		       "this user, or out of file descriptors); try again later";
 	case PUB_EUNKNOWN:
 		return "pubd reported an error this libpub does not know";
 	case ENOTCONN:

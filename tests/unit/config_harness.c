@@ -77,6 +77,7 @@ void assert_defaults(const struct pubd_config *c)
 	assert_int_equal(c->subscriber_queue_bytes, 64u << 20);
 	assert_int_equal(c->slow_subscriber, PUBD_SLOW_DROP_OLDEST);
 	assert_int_equal(c->hello_timeout_ms, 2000);
+	assert_int_equal(c->max_clients_per_uid, 256);
 	assert_int_equal(c->ngroups, 0);
 	assert_null(c->groups);
 }

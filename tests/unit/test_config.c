@@ -94,6 +94,7 @@ static void config_parses_every_key(void **state)
 	       "  subscriber_queue: 10\n"
 	       "  slow_subscriber: disconnect\n"
 	       "  hello_timeout_ms: 750\n"
+	       "  max_clients_per_uid: 12\n"
 	       "groups:\n"
 	       "  - name: a\n"
 	       "    address: 239.1.1.1\n"
@@ -125,6 +126,7 @@ static void config_parses_every_key(void **state)
 	assert_int_equal(cfg.subscriber_queue, 10);
 	assert_int_equal(cfg.slow_subscriber, PUBD_SLOW_DISCONNECT);
 	assert_int_equal(cfg.hello_timeout_ms, 750);
+	assert_int_equal(cfg.max_clients_per_uid, 12);
 
 	assert_int_equal(cfg.ngroups, 2);
 	assert_string_equal(cfg.groups[0].name, "a");
@@ -447,6 +449,7 @@ static void config_range_boundaries(void **state)
 		{"limits: {subscriber_queue: ", "}", "1", "1048576", "0", "1048577"},
 		{"limits: {subscriber_queue_bytes: ", "}", "64KiB", "64GiB", "65535", "68719476737"},
 		{"limits: {hello_timeout_ms: ", "}", "100", "600000", "99", "600001"},
+		{"limits: {max_clients_per_uid: ", "}", "1", "1048576", "0", "1048577"},
 	};
 	char doc[128];
 	size_t i;

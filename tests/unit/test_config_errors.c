@@ -45,8 +45,8 @@ static void config_error_unknown_key_lists_known_ones(void **state)
 		  "t.yaml:1:10: limits: unknown key \"colour\" (expected one of "
 		  "max_message_size, reassembly_timeout_ms, reassembly_budget, "
 		  "reassembly_inflight, subscriber_queue, subscriber_queue_bytes, slow_subscriber, "
-		  "client_buffer_budget, max_clients, hello_timeout_ms, publish_log, deliver_log, direct_log, "
-		  "group_log, group_log_drain_ms, "
+		  "client_buffer_budget, max_clients, max_clients_per_uid, hello_timeout_ms, publish_log, deliver_log, "
+		  "direct_log, group_log, group_log_drain_ms, "
 		  "max_sources, repair_budget)");
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -280,6 +281,120 @@ static void a_shorter_hello_timeout_applies_to_waiting_connections(void **state)
 	assert_int_equal(f->srv.nclients, 0);
 }
 
+/* ---- limits.max_clients_per_uid ---- */
+
+/* Two uids no one else uses, for the test's connections. */
+#define UID_A 60601
+#define UID_B 60602
+
+/* Connections as other uids: the test (as root) takes the uid as its
+ * effective one for the connect, which is what SO_PEERCRED reports, and
+ * lets them at the socket. Without root there is no other uid to be. */
+static bool may_be_others(struct fixture *f)
+{
+	if (geteuid() != 0)
+		return false;
+	assert_int_equal(chmod(f->dir, 0711), 0);
+	assert_int_equal(chmod(f->path, 0666), 0);
+	return true;
+}
+
+static int client_as(struct fixture *f, uid_t uid)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), rc;
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
+	assert_int_equal(seteuid(uid), 0);
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	assert_int_equal(seteuid(0), 0);
+	assert_int_equal(rc, 0);
+	return fd;
+}
+
+static int hello_as(struct fixture *f, uid_t uid)
+{
+	uint8_t frame[300];
+	uint32_t code;
+	int fd = client_as(f, uid);
+
+	send_frame(fd, frame, pub_proto_enc_hello(frame, sizeof(frame), 0, "t", 1));
+	assert_int_equal(reply(f, fd, &code), PUB_FRAME_WELCOME);
+	return fd;
+}
+
+/* A uid holding limits.max_clients_per_uid connections (one of them silent:
+ * before HELLO it counts too) has its next one refused as a full server
+ * refuses (BUSY), counted apart, while another uid gets in and root is not
+ * held to it; one of the uid's closing lets a new one in. */
+static void a_uid_at_its_cap_is_refused_and_others_get_in(void **state)
+{
+	struct fixture *f = *state;
+	int a[3], root[4], b, fd, i;
+
+	if (!may_be_others(f))
+		skip();
+	f->cfg.max_clients = 16;
+	f->cfg.max_clients_per_uid = 3; /* as a reload sets it */
+	a[0] = hello_as(f, UID_A);
+	a[1] = hello_as(f, UID_A);
+	a[2] = client_as(f, UID_A);
+	turn(f);
+	assert_int_equal(f->srv.nclients, 3);
+	fd = client_as(f, UID_A);
+	assert_closed_with_error(f, fd, PUB_ERR_BUSY);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REFUSED_PER_UID], 1);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REFUSED], 0);
+	assert_int_equal(f->srv.nclients, 3);
+	b = hello_as(f, UID_B);
+	for (i = 0; i < 4; i++)
+		root[i] = hello_as(f, 0);
+	assert_int_equal(f->srv.nclients, 8);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REFUSED_PER_UID], 1);
+
+	close(a[0]);
+	while (f->srv.nclients > 7)
+		turn(f);
+	a[0] = hello_as(f, UID_A);
+	fd = client_as(f, UID_A);
+	assert_closed_with_error(f, fd, PUB_ERR_BUSY);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REFUSED_PER_UID], 2);
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REFUSED], 0);
+
+	for (i = 0; i < 3; i++)
+		close(a[i]);
+	for (i = 0; i < 4; i++)
+		close(root[i]);
+	close(b);
+	while (f->srv.nclients)
+		turn(f);
+	assert_int_equal(pubd_uid_count_get(&f->srv.per_uid, UID_A), 0);
+	assert_int_equal(f->srv.per_uid.n, 0);
+}
+
+/* A reload that lowers the cap leaves the connections made: they are
+ * served, and only the next is refused. */
+static void a_lower_cap_keeps_connections_made(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t code;
+	int a[3], fd, i;
+
+	if (!may_be_others(f))
+		skip();
+	for (i = 0; i < 3; i++)
+		a[i] = hello_as(f, UID_A);
+	f->cfg.max_clients_per_uid = 1;
+	fd = client_as(f, UID_A);
+	assert_closed_with_error(f, fd, PUB_ERR_BUSY);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(group_req(f, a[i], PUB_FRAME_SUBSCRIBE, "open", &code), PUB_FRAME_OK);
+		close(a[i]);
+	}
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REFUSED_PER_UID], 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +407,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(silent_connections_filling_max_clients_give_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_shorter_hello_timeout_applies_to_waiting_connections, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_uid_at_its_cap_is_refused_and_others_get_in, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_lower_cap_keeps_connections_made, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -854,6 +854,8 @@ static void a_client_gone_leaves_nothing_pinned(void **state)
 	while (f->srv.nclients)
 		turn(f);
 	assert_int_equal(f->srv.nlingering, 1);
+	/* ... and against its uid's limits.max_clients_per_uid. */
+	assert_int_equal(pubd_uid_count_get(&f->srv.per_uid, getuid()), 1);
 	assert_true(f->srv.charged >= sc.dlen);
 	assert_true(resident_pages(sc.dmap, sc.dlen) >= 2 * 60000 / page);
 	assert_int_equal(atomic_load(&((struct pub_shmlog_ctl *)sc.dmap)->closed), 1);
@@ -871,6 +873,7 @@ static void a_client_gone_leaves_nothing_pinned(void **state)
 	sc.fd = -1;
 	while (f->srv.nlingering)
 		turn(f);
+	assert_int_equal(pubd_uid_count_get(&f->srv.per_uid, getuid()), 0);
 	assert_int_equal(f->srv.charged, 0);
 	assert_int_equal(resident_pages(sc.dmap, sc.dlen), 0);
 	shm_close(&sc);
