@@ -380,6 +380,46 @@ case_c_nohello_slots() {
 	it_check "within a few deadlines ($(((t1 - t0) / 1000000)) ms < 5000)" test $(((t1 - t0) / 1000000)) -lt 5000
 }
 
+# ---- class: one local user holds every slot ----
+# An ordinary user (nobody) connects limits.max_clients times, says HELLO on
+# each and idles: an idle client is a legitimate one, so no deadline ends
+# them, and every other user's client was refused for as long as nobody
+# liked. With limits.max_clients_per_uid nobody holds its cap and no more,
+# and another user's client gets in at once.
+h_hello_as() { # UID: one HELLO as UID; prints "idle: N open, M refused"
+	setpriv --reuid="$1" --regid="$1" --clear-groups "$HC" idle -s "$(it_sock d)" -n 1 --hello --hold-ms 1
+}
+
+case_c_uid_slots() {
+	h_pubd d <<-EOF
+		limits:
+		  max_clients: 100
+		  max_clients_per_uid: 40
+		$(h_groups)
+	EOF
+	local other again r0 r1 per_uid
+	chmod 0755 "$IT_WORK"
+	chmod 0666 "$(it_sock d)"
+	mkdir -m 0777 "$IT_WORK/nobody"
+	r0=$(h_rss "$H_PID")
+	it_bg uidslots - setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$HC" idle -s "$(it_sock d)" -n 100 --hello --ready "$IT_WORK/nobody/uidslots.ready"
+	it_wait "100 connections of uid nobody tried" 30 test -e "$IT_WORK/nobody/uidslots.ready" || return
+	other=$(h_hello_as 65533)
+	again=$(h_hello_as 65534)
+	r1=$(h_rss "$H_PID")
+	per_uid=$(it_counter d clients_refused_per_uid)
+	h_fig "100 idle clients of uid nobody, max_clients 100, max_clients_per_uid 40: $(cat "$IT_WORK/uidslots.out"); then a HELLO as uid 65533: $other; one more as nobody: $again; clients_refused_per_uid ${per_uid:-none}, clients_refused $(it_counter d clients_refused); pubd RSS ${r0} -> ${r1} KiB"
+	it_check "nobody holds its cap and no more" grep -q '^idle: 40 open, 60 refused' "$IT_WORK/uidslots.out"
+	it_check "another user's client gets in while nobody holds its cap" grep -q '^idle: 1 open, 0 refused' <<<"$other"
+	it_check "nobody's next client is refused" grep -q '^idle: 0 open, 1 refused' <<<"$again"
+	it_eq "each of nobody's refusals counted" "${per_uid:-none}" 61
+	it_eq "not as a full server's" "$(it_counter d clients_refused)" 0
+	it_check "logged, naming the limit" grep -q 'limits.max_clients_per_uid (40)' "$IT_WORK/d.log"
+	kill -TERM "$IT_BG_PID"
+	it_reap "$IT_BG_PID" 10
+}
+
 # ---- class: a forged huge sequence number in a real stream ----
 # Two streams at 20, then a datagram (one stream) or a heartbeat (the other)
 # claiming sequence 2^62, then each goes on from 20. Once nothing is left
