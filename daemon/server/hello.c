@@ -16,6 +16,8 @@
  * within a second, a longer one when the early timer finds nothing due.
  */
 #include <errno.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
 
 #include "log.h"
 #include "loop.h"
@@ -25,6 +27,13 @@
  * next run, after the fds ready meanwhile (a flood's expiry must not stop
  * the loop for its whole length). */
 #define HELLO_SWEEP_MAX 256
+
+static bool bytes_waiting(int fd)
+{
+	int n = 0;
+
+	return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
 
 static uint64_t hello_deadline(const struct pubd_ipc *srv, const struct pubd_client *c)
 {
@@ -85,6 +94,15 @@ void srv_hello_sweep(struct pubd_ipc *srv, uint64_t now_ns)
 		if (closed == HELLO_SWEEP_MAX) {
 			arm_at(srv, 0); /* a deadline in the past: after the fds ready now */
 			return;
+		}
+		/* Its HELLO may wait in the socket, sent in time but not read
+		 * yet (a loop busy with a flood of connections had not come to
+		 * it): read what it sent, once, before ending it. c may be gone
+		 * after, and is off the list if its HELLO came: look again. */
+		if (!c->hello_looked && !c->closing && !c->paused && bytes_waiting(c->fd)) {
+			c->hello_looked = true;
+			srv_on_client(c, EPOLLIN);
+			continue;
 		}
 		srv_hello_wait_end(c);
 		/* One that pubd is closing already (a protocol error before

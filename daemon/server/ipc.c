@@ -109,6 +109,9 @@ static bool accept_failed(struct pubd_ipc *srv, int err)
 
 enum admission { ADMITTED, REFUSED_FULL, REFUSED_PER_UID };
 
+/* Connections accepted (or refused) in one turn of the loop, at most. */
+#define ACCEPT_BATCH 128
+
 /*
  * May a connection of uid (the kernel's word for who connected,
  * SO_PEERCRED) have a slot? Root and pubd's own user may have one of
@@ -181,7 +184,11 @@ static void on_accept(void *ctx, uint32_t events)
 	int fd;
 
 	(void)events;
-	for (;;) {
+	/* At most ACCEPT_BATCH a turn: the listener stays ready (level
+	 * triggered) for the rest, and under a flood of connections the
+	 * clients already in are read between batches. Unbounded, a flood
+	 * kept the loop here for seconds, past their HELLO deadline. */
+	for (unsigned k = 0; k < ACCEPT_BATCH; k++) {
 		fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (accept_failed(srv, errno))

@@ -219,6 +219,7 @@ struct pubd_client {
 	bool hello;
 	/* On srv's list of connections waiting for their HELLO (hello.c). */
 	bool hello_waiting;
+	bool hello_looked; /* its deadline passed and what it had sent was read once more */
 	struct pubd_client *hello_prev, *hello_next;
 	/* limits.max_message_size as HELLO told it: libpub sizes its messages,
 	 * and a direct log's reader checks them, against it (direct.c). */

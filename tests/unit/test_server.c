@@ -7,6 +7,7 @@
  * server called, with what, and what the client was answered.
  */
 #include <errno.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -281,6 +282,54 @@ static void a_shorter_hello_timeout_applies_to_waiting_connections(void **state)
 	assert_int_equal(f->srv.nclients, 0);
 }
 
+/* A HELLO sent in time but not read yet when the deadline is swept (the
+ * loop was busy: a flood of connections kept it accepting) is read then,
+ * and the client served. Ended unread, root's pubctl failed under a
+ * connect-and-close flood (hostile c_connect_flood). */
+static void a_hello_unread_at_the_deadline_is_read_first(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t t0 = pubd_now_ns();
+	uint8_t frame[300];
+	long n = pub_proto_enc_hello(frame, sizeof(frame), 0, "late", 4);
+	uint32_t code;
+	int fd;
+
+	f->cfg.hello_timeout_ms = 100;
+	fd = client(f);
+	turn(f);
+	assert_int_equal(f->srv.nclients, 1);
+	send_frame(fd, frame, n);
+	/* The deadline passes with the HELLO in the socket, the loop not
+	 * turned; then the sweep comes before the client's read. */
+	while (ms_since(t0) < 150)
+		poll(NULL, 0, 10);
+	pubd_ipc_tick(&f->srv, pubd_now_ns());
+	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_HELLO_TIMEOUT], 0);
+	assert_int_equal(reply(f, fd, &code), PUB_FRAME_WELCOME);
+	assert_int_equal(f->srv.nclients, 1);
+	close(fd);
+}
+
+/* A turn accepts a batch of the connections waiting, not all of them: a
+ * flood of connections must leave the loop to the clients already in. */
+static void a_turn_accepts_a_batch(void **state)
+{
+	struct fixture *f = *state;
+	int fds[300], i;
+
+	for (i = 0; i < 300; i++)
+		fds[i] = client(f);
+	turn(f);
+	print_message("one turn took %u of 300 waiting connections\n", f->srv.nclients);
+	assert_true(f->srv.nclients > 0 && f->srv.nclients < 300);
+	for (i = 0; i < 20 && f->srv.nclients < 300; i++)
+		turn(f);
+	assert_int_equal(f->srv.nclients, 300);
+	for (i = 0; i < 300; i++)
+		close(fds[i]);
+}
+
 /* ---- limits.max_clients_per_uid ---- */
 
 /* Two uids no one else uses, for the test's connections. */
@@ -405,6 +454,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(clients_are_read_through_the_iterator, setup, teardown),
 		cmocka_unit_test_setup_teardown(connections_without_hello_are_closed_at_the_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(silent_connections_filling_max_clients_give_way, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_hello_unread_at_the_deadline_is_read_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_turn_accepts_a_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_shorter_hello_timeout_applies_to_waiting_connections, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_uid_at_its_cap_is_refused_and_others_get_in, setup, teardown),
