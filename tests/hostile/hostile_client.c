@@ -425,6 +425,10 @@ static int mode_nohello(const struct opts *o)
 	printf("nohello: %ld connections (half of them sent half a HELLO): %ld ended by the HELLO deadline (the last "
 	       "%llu ms after the first connect), %ld refused, %ld still open\n",
 	       n, timed_out, (unsigned long long)last, busy, open_);
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
 	return 0;
 }
 
