@@ -41,7 +41,9 @@
  * each message; it asks for a new log, handed to those allowed now. A
  * retired log is read no further by pubd (what its writer committed after
  * is counted client_gone) and its pages are punched out once its readers
- * had limits.group_log_drain_ms to read to its end.
+ * had limits.group_log_drain_ms to read to its end (a log whose writer
+ * closed, which nobody writes again: while a reader is behind on it, up to
+ * twelve times that).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -706,15 +708,50 @@ static void take_all_lost(struct srv_direct *d, bool tick)
 		d->claim_seen = claim_now(d);
 }
 
+/* A log whose writer closed was read whole, and is written no more: a
+ * reader still behind on it is slow, not lapped, and reads on past
+ * group_log_drain_ms, up to CLOSED_KEEP_DRAINS of them (the log charged to
+ * the client budget meanwhile), not losing what it had not read yet. */
+#define CLOSED_KEEP_DRAINS 12
+
+static bool a_reader_reads_on(const struct srv_direct *d)
+{
+	uint64_t at;
+
+	for (unsigned j = 0; j < d->nreaders; j++) {
+		const struct pubd_client *c = d->readers[j].s->client;
+
+		if (!c->wake_map || c->closing || c->gone)
+			continue;
+		if (pub_wake_at_seq(
+			    atomic_load_explicit(pub_wake_at(c->wake_map, d->readers[j].slot), memory_order_acquire),
+			    d->id, d->next_seq, &at) &&
+		    at < d->next_seq)
+			return true;
+	}
+	return false;
+}
+
+/* Has retired log d had its time? */
+static bool retired_is_due(const struct pubd_ipc *srv, const struct srv_direct *d, uint64_t now_ns)
+{
+	uint64_t grace = srv->cfg->group_log_drain_ms * 1000000ull, age = now_ns - d->retired_ns;
+
+	if (srv->exiting)
+		return true;
+	if (age < grace)
+		return false;
+	return !(d->counted && age < grace * CLOSED_KEEP_DRAINS && a_reader_reads_on(d));
+}
+
 void srv_direct_tick(struct pubd_ipc *srv, uint64_t now_ns)
 {
-	uint64_t grace = srv->cfg->group_log_drain_ms * 1000000ull;
 	struct srv_direct **pp, *d;
 	struct pubd_client *c;
 	unsigned i;
 
 	for (pp = &srv->retired; (d = *pp);) {
-		if (srv->exiting || now_ns - d->retired_ns >= grace) {
+		if (retired_is_due(srv, d, now_ns)) {
 			*pp = d->next_retired;
 			retired_free(srv, d);
 			continue;

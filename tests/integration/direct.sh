@@ -429,5 +429,26 @@ wire9=$(awk '$1 == "msg" && $5 == 1048576 { n[$2]++ } END { print n["wire"] + 0,
 it_log "wire: ${wire9% *} of 8 got, $(($(wire_drops) - wdrops9)) counted lost"
 it_eq "each under its own group: 8 of 1 MiB on wire (got or counted lost), none on here" \
 	"$((${wire9% *} + $(wire_drops) - wdrops9)) ${wire9#* }" "8 0"
+
+# ---- 10. a publisher that exits while a subscriber is stopped ----
+# A subscriber of here stopped (SIGSTOP) while a publisher writes 30
+# messages into its direct log and exits, and for twice
+# group_log_drain_ms (1 s) after: its log was read whole by pubd and
+# nobody writes it again, so the subscriber, slow but not lapped, gets all
+# 30 once it runs again, and nothing is counted lost. The log went at the
+# first drain time, and the subscriber got none of them (counted
+# sub_overflow).
+drops10=$(here_drops)
+it_bg sub10 "$ns" "$ITEST_CLIENT" sub -s "$sock" -g here --count 30 --timeout-ms 30000 --log "$IT_WORK/sub10.log"
+sub10=$IT_BG_PID
+it_wait "a subscriber of here" 20 it_subscribers_at_least h1 here 1 || it_die "no subscriber of here"
+kill -STOP "$sub10"
+ip netns exec "$ns" "$ITEST_CLIENT" pub -s "$sock" -g here --count 30 --size 256 || it_fail "publish 30 to here"
+sleep 2 # the condition under test: the reader stopped past group_log_drain_ms
+kill -CONT "$sub10"
+it_reap "$sub10" 30
+it_eq "the stopped subscriber got all 30 of the publisher that exited" \
+	"$(grep -c '^msg here ' "$IT_WORK/sub10.log")" 30
+it_eq "and none was counted lost" "$(($(here_drops) - drops10))" 0
 it_pubd_stop h1
 it_finish
