@@ -617,6 +617,27 @@ case_c_direct_slot_held() {
 		grep -q "^slots: 4 logs in [12] slots$" "$IT_WORK/slots_release.out"
 }
 
+# hd_deaf DEAF_MODE WHO CHURN_MODE WHAT: a client of hostile_direct's
+# DEAF_MODE that reads nothing beside 200 rounds of its CHURN_MODE; the fds
+# pubd sent it meanwhile are at most SRV_FDS_UNREAD_MAX (32).
+hd_deaf() {
+	local deaf=$1 who=$2 churn=$3 what=$4 n=200 pid fds
+	hd_tool
+	h_pubd d < <(h_groups)
+	it_bg "$deaf" - "$HDIRECT" "$deaf" -s "$(it_sock d)" -g h --ready "$IT_WORK/$deaf.ready" --go "$IT_WORK/$deaf.go"
+	pid=$IT_BG_PID
+	it_wait "the deaf $who" 20 h_ready "$deaf" || return
+	timeout 120 "$HDIRECT" "$churn" -s "$(it_sock d)" -g h --after $n >"$IT_WORK/$churn.out" 2>&1
+	it_check "$n rounds of $what" grep -q "^$churn: $n rounds" "$IT_WORK/$churn.out"
+	h_fig "$(cat "$IT_WORK/$churn.out")"
+	touch "$IT_WORK/$deaf.go"
+	it_reap "$pid" 20
+	fds=$(sed -n "s/^$deaf: \([0-9]*\) fds came.*/\1/p" "$IT_WORK/$deaf.out")
+	h_fig "a $who that did not read its socket while $what $n times was sent ${fds:-?} fds meanwhile"
+	it_check "pubd had at most 32 fds in flight to it (${fds:-none})" test "${fds:-999}" -le 32
+	it_check "pubd is up" hd_counter_or_0 d clients_accepted
+}
+
 # ---- a writer that never reads its socket while a reader comes and goes ----
 # pubd tells a direct log's writer of each reader that joins in a WAKER
 # frame with two fds, and fds sent on a socket count against pubd's
@@ -628,20 +649,7 @@ case_c_direct_slot_held() {
 # without that bound; with 5 such writers and pubd's limit at 1024, every
 # new client's logs were refused (ETOOMANYREFS) and it was disconnected.
 case_c_direct_deaf_writer() {
-	hd_tool
-	h_pubd d < <(h_groups)
-	local n=200 deaf fds
-	it_bg deaf - "$HDIRECT" deaf -s "$(it_sock d)" -g h --ready "$IT_WORK/deaf.ready" --go "$IT_WORK/deaf.go"
-	deaf=$IT_BG_PID
-	it_wait "the deaf writer" 20 h_ready deaf || return
-	timeout 120 "$HDIRECT" churn -s "$(it_sock d)" -g h --after $n >"$IT_WORK/churn.out" 2>&1
-	it_check "the reader came and went $n times" grep -q "^churn: $n rounds" "$IT_WORK/churn.out"
-	touch "$IT_WORK/deaf.go"
-	it_reap "$deaf" 20
-	fds=$(sed -n 's/^deaf: \([0-9]*\) fds came.*/\1/p' "$IT_WORK/deaf.out")
-	h_fig "a writer that did not read its socket while a reader came and went $n times was sent ${fds:-?} fds meanwhile"
-	it_check "pubd had at most 32 fds in flight to it (${fds:-none})" test "${fds:-999}" -le 32
-	it_check "pubd is up" hd_counter_or_0 d clients_accepted
+	hd_deaf deaf writer churn "a reader came and went"
 }
 
 # ---- a subscriber that never reads its socket while writers come and go ----
@@ -653,19 +661,5 @@ case_c_direct_deaf_writer() {
 # (62 fds, one for each direct log pubd opened before it refused more,
 # checked by breaking it) without that bound.
 case_c_direct_deaf_reader() {
-	hd_tool
-	h_pubd d < <(h_groups)
-	local n=200 deaf fds
-	it_bg deafsub - "$HDIRECT" deafsub -s "$(it_sock d)" -g h --ready "$IT_WORK/deafsub.ready" --go "$IT_WORK/deafsub.go"
-	deaf=$IT_BG_PID
-	it_wait "the deaf subscriber" 20 h_ready deafsub || return
-	timeout 120 "$HDIRECT" writers -s "$(it_sock d)" -g h --after $n >"$IT_WORK/writers.out" 2>&1
-	it_check "$n writers came and went" grep -q "^writers: $n rounds" "$IT_WORK/writers.out"
-	h_fig "$(cat "$IT_WORK/writers.out")"
-	touch "$IT_WORK/deafsub.go"
-	it_reap "$deaf" 20
-	fds=$(sed -n 's/^deafsub: \([0-9]*\) fds came.*/\1/p' "$IT_WORK/deafsub.out")
-	h_fig "a subscriber that did not read its socket while $n writers came and went was sent ${fds:-?} fds meanwhile"
-	it_check "pubd had at most 32 fds in flight to it (${fds:-none})" test "${fds:-999}" -le 32
-	it_check "pubd is up" hd_counter_or_0 d clients_accepted
+	hd_deaf deafsub subscriber writers "writers came and went"
 }

@@ -69,22 +69,33 @@ static void await_phase(struct sub *s, int phase)
 		sched_yield(); /* the main thread turns the daemon meanwhile */
 }
 
-static void *sub_main(void *arg)
+/* Subscribed to g1 on shared memory, message 0 held in m (phase 1); NULL
+ * (phase -1) when that failed. */
+static pub_client_t *hold_message_zero(struct sub *s, struct pub_message *m)
 {
-	struct sub *s = arg;
 	struct pub_options o = PUB_OPTIONS_INIT;
-	struct pub_message m;
 	pub_client_t *pc;
-	int err = 0;
 
 	o.flags = PUB_OPT_NO_RECONNECT;
 	o.transport = PUB_TRANSPORT_SHM;
-	if (pub_connect(&pc, s->sock, &o) < 0 || pub_subscribe(pc, "g1") < 0 || pub_recv(pc, &m, 20000) != 1 ||
-	    !whole(&m)) {
+	if (pub_connect(&pc, s->sock, &o) < 0 || pub_subscribe(pc, "g1") < 0 || pub_recv(pc, m, 20000) != 1 ||
+	    !whole(m)) {
 		atomic_store(&s->phase, -1);
 		return NULL;
 	}
 	atomic_store(&s->phase, 1);
+	return pc;
+}
+
+static void *sub_main(void *arg)
+{
+	struct sub *s = arg;
+	struct pub_message m;
+	pub_client_t *pc = hold_message_zero(s, &m);
+	int err = 0;
+
+	if (!pc)
+		return NULL;
 	await_phase(s, 2);
 	s->ended_ok = whole(&m); /* pubd ended it, we have not let go yet */
 	/* pubd has ended the connection: a query finds its end. */
@@ -205,18 +216,11 @@ static void a_message_held_in_a_retired_group_log_outlives_the_connection(void *
 static void *sub_holds_main(void *arg)
 {
 	struct sub *s = arg;
-	struct pub_options o = PUB_OPTIONS_INIT;
 	struct pub_message m;
-	pub_client_t *pc;
+	pub_client_t *pc = hold_message_zero(s, &m);
 
-	o.flags = PUB_OPT_NO_RECONNECT;
-	o.transport = PUB_TRANSPORT_SHM;
-	if (pub_connect(&pc, s->sock, &o) < 0 || pub_subscribe(pc, "g1") < 0 || pub_recv(pc, &m, 20000) != 1 ||
-	    !whole(&m)) {
-		atomic_store(&s->phase, -1);
+	if (!pc)
 		return NULL;
-	}
-	atomic_store(&s->phase, 1);
 	await_phase(s, 2);
 	s->held_ok = whole(&m);
 	atomic_store(&s->phase, 3);
