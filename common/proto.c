@@ -26,7 +26,7 @@ static const char *const err_names[PUB_ERR__MAX] = {
 	[PUB_ERR_NO_GROUP] = "no_group", [PUB_ERR_TOO_LARGE] = "too_large", [PUB_ERR_STATE] = "state",
 	[PUB_ERR_INTERNAL] = "internal", [PUB_ERR_BAD_QUERY] = "bad_query", [PUB_ERR_CONFIG] = "config",
 	[PUB_ERR_SLOW] = "slow",	 [PUB_ERR_SHUTDOWN] = "shutdown",   [PUB_ERR_REMADE] = "remade",
-	[PUB_ERR_PARTIAL] = "partial",	 [PUB_ERR_BUSY] = "busy",
+	[PUB_ERR_PARTIAL] = "partial",	 [PUB_ERR_BUSY] = "busy",	    [PUB_ERR_HELLO_LATE] = "hello_late",
 };
 
 const char *pub_proto_err_name(uint32_t code)

@@ -72,22 +72,24 @@ enum pub_query {
 
 /* Error codes carried in ERROR frames; libpub returns them negated. */
 enum pub_err {
-	PUB_ERR_PROTO = 1,     /* malformed frame: the daemon closes the connection after this */
-	PUB_ERR_VERSION = 2,   /* protocol version not supported */
-	PUB_ERR_ACL = 3,       /* not allowed to publish/subscribe to this group */
-	PUB_ERR_NO_GROUP = 4,  /* no such group in the daemon's config */
-	PUB_ERR_TOO_LARGE = 5, /* message above max_message (or above MTU on a raw group) */
-	PUB_ERR_STATE = 6,     /* request not valid now (e.g. before HELLO, double subscribe) */
-	PUB_ERR_INTERNAL = 7,  /* the daemon failed (out of memory, fabric down) */
-	PUB_ERR_BAD_QUERY = 8, /* unknown query kind */
-	PUB_ERR_CONFIG = 9,    /* reload rejected: the new config has errors (text lists them) */
-	PUB_ERR_SLOW = 10,     /* disconnected as a slow subscriber (slow_subscriber: disconnect) */
-	PUB_ERR_SHUTDOWN = 11, /* the daemon is stopping */
-	PUB_ERR_REMADE = 12,   /* a subscribed group was made anew by a reload (address, scope or mode):
-				* subscribe again (libpub does it by itself) */
-	PUB_ERR_PARTIAL = 13,  /* reload applied, but not all of it (text says what was not) */
-	PUB_ERR_BUSY = 14,     /* connection refused for now: limits.max_clients reached (or
-				* limits.max_clients_per_uid for its uid), or out of fds */
+	PUB_ERR_PROTO = 1,	 /* malformed frame: the daemon closes the connection after this */
+	PUB_ERR_VERSION = 2,	 /* protocol version not supported */
+	PUB_ERR_ACL = 3,	 /* not allowed to publish/subscribe to this group */
+	PUB_ERR_NO_GROUP = 4,	 /* no such group in the daemon's config */
+	PUB_ERR_TOO_LARGE = 5,	 /* message above max_message (or above MTU on a raw group) */
+	PUB_ERR_STATE = 6,	 /* request not valid now (e.g. before HELLO, double subscribe) */
+	PUB_ERR_INTERNAL = 7,	 /* the daemon failed (out of memory, fabric down) */
+	PUB_ERR_BAD_QUERY = 8,	 /* unknown query kind */
+	PUB_ERR_CONFIG = 9,	 /* reload rejected: the new config has errors (text lists them) */
+	PUB_ERR_SLOW = 10,	 /* disconnected as a slow subscriber (slow_subscriber: disconnect) */
+	PUB_ERR_SHUTDOWN = 11,	 /* the daemon is stopping */
+	PUB_ERR_REMADE = 12,	 /* a subscribed group was made anew by a reload (address, scope or mode):
+				  * subscribe again (libpub does it by itself) */
+	PUB_ERR_PARTIAL = 13,	 /* reload applied, but not all of it (text says what was not) */
+	PUB_ERR_BUSY = 14,	 /* connection refused for now: limits.max_clients reached (or
+				  * limits.max_clients_per_uid for its uid), or out of fds */
+	PUB_ERR_HELLO_LATE = 15, /* no HELLO within limits.hello_timeout_ms: the connection is closed
+				  * (libpub: ETIMEDOUT, retried within connect_timeout_ms) */
 	PUB_ERR__MAX
 };
 const char *pub_proto_err_name(uint32_t code);

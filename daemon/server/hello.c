@@ -78,7 +78,7 @@ static void hello_expired(struct pubd_client *c)
 			"client %u (pid %d uid %u): no HELLO within limits.hello_timeout_ms (%u ms), %zu bytes of it "
 			"read; disconnecting",
 			c->id, (int)c->pid, (unsigned)c->uid, ms, c->rlen);
-	srv_reply_error(c, 0, PUB_ERR_PROTO, "no HELLO within limits.hello_timeout_ms (%u ms)", ms);
+	srv_reply_error(c, 0, PUB_ERR_HELLO_LATE, "no HELLO within limits.hello_timeout_ms (%u ms)", ms);
 	c->closing = true;
 	c->close_deadline_ns = 0;
 	if (!srv_client_flush(c))

@@ -46,6 +46,11 @@ int pub_err_from_code(uint32_t code)
 {
 	if (code == 0 || code >= PUB_ERR__MAX)
 		return -PUB_EUNKNOWN;
+	/* The handshake took longer than pubd waits (a client stopped or
+	 * starved between connect and HELLO): a timeout, which pub_connect
+	 * tries again within connect_timeout_ms, not a protocol error. */
+	if (code == PUB_ERR_HELLO_LATE)
+		return -ETIMEDOUT;
 	return -(PUB_EBASE + (int)code);
 }
 

@@ -413,7 +413,7 @@ static int mode_nohello(const struct opts *o)
 	for (i = 0; i < n; i++) {
 		int how = fds[i] < 0 ? PUB_ERR_BUSY : ended_how(fds[i], deadline);
 
-		if (how == PUB_ERR_PROTO) {
+		if (how == PUB_ERR_HELLO_LATE) {
 			timed_out++;
 			last = now_ms() - t0;
 		} else if (how == PUB_ERR_BUSY) {

@@ -720,6 +720,7 @@ static void err_names_are_stable(void **state)
 	assert_string_equal(pub_proto_err_name(PUB_ERR_REMADE), "remade");
 	assert_string_equal(pub_proto_err_name(PUB_ERR_PARTIAL), "partial");
 	assert_string_equal(pub_proto_err_name(PUB_ERR_BUSY), "busy");
+	assert_string_equal(pub_proto_err_name(PUB_ERR_HELLO_LATE), "hello_late");
 	assert_string_equal(pub_proto_err_name(0), "unknown");
 	assert_string_equal(pub_proto_err_name(PUB_ERR__MAX), "unknown");
 	assert_string_equal(pub_proto_err_name(UINT32_MAX), "unknown");

@@ -211,8 +211,8 @@ static void connections_without_hello_are_closed_at_the_deadline(void **state)
 	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_HELLO_TIMEOUT], 0);
 	wait_hello_timeouts(f, 2);
 	assert_true(ms_since(t0) >= 200);
-	assert_closed_with_error(f, silent, PUB_ERR_PROTO);
-	assert_closed_with_error(f, half, PUB_ERR_PROTO);
+	assert_closed_with_error(f, silent, PUB_ERR_HELLO_LATE);
+	assert_closed_with_error(f, half, PUB_ERR_HELLO_LATE);
 	assert_int_equal(f->srv.nclients, 1);
 	/* Five deadlines later the client that said HELLO is still served. */
 	while (ms_since(t0) < 1000)
@@ -255,7 +255,7 @@ static void silent_connections_filling_max_clients_give_way(void **state)
 	close(fd);
 	wait_hello_timeouts(f, (uint64_t)n);
 	for (i = 0; i < n; i++)
-		assert_closed_with_error(f, fds[i], PUB_ERR_PROTO);
+		assert_closed_with_error(f, fds[i], PUB_ERR_HELLO_LATE);
 	fd = hello(f);
 	assert_int_equal(f->srv.nclients, 1);
 	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_REFUSED], 1);
@@ -278,7 +278,7 @@ static void a_shorter_hello_timeout_applies_to_waiting_connections(void **state)
 	f->cfg.hello_timeout_ms = 100; /* as a reload does: the config in place */
 	pubd_ipc_tick(&f->srv, pubd_now_ns());
 	assert_int_equal(f->counters[PUBD_CTR_CLIENTS_HELLO_TIMEOUT], 1);
-	assert_closed_with_error(f, fd, PUB_ERR_PROTO);
+	assert_closed_with_error(f, fd, PUB_ERR_HELLO_LATE);
 	assert_int_equal(f->srv.nclients, 0);
 }
 
