@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "linger.h"
+
 /* The build sets it to the installed sysconfdir's pubd.yaml (daemon/CMakeLists.txt). */
 #ifndef PUBD_DEFAULT_CONFIG
 #define PUBD_DEFAULT_CONFIG "/etc/pubd/pubd.yaml"
@@ -249,7 +251,7 @@ static inline uint32_t pubd_config_linger_us(const struct pubd_config *c)
 {
 	if (c->rx_linger_us != PUBD_LINGER_AUTO)
 		return c->rx_linger_us;
-	return c->rx_linger_auto_us ? c->rx_linger_auto_us : 50;
+	return c->rx_linger_auto_us ? c->rx_linger_auto_us : pubd_linger_auto_us(0);
 }
 
 /* Idempotent: frees what c owns and zeroes it. */

@@ -251,18 +251,26 @@ static void take_back(struct srv_direct_reader *rd, uint64_t n, enum pub_drop_re
  * taken, in all (an honest reader loses only what pubd read: the writer
  * overwrites nothing pubd has not read), and nothing taken is given back.
  */
+/* The seq reader rd says it reads next in d; false: its page is on another log. */
+static bool reader_at(const struct srv_direct *d, const struct srv_direct_reader *rd, uint64_t *at)
+{
+	const struct pubd_client *c = rd->s->client;
+
+	return pub_wake_at_seq(atomic_load_explicit(pub_wake_at(c->wake_map, rd->slot), memory_order_acquire), d->id,
+			       d->next_seq, at);
+}
+
 static void take_lost(struct srv_direct *d, struct srv_direct_reader *rd, enum lost_look look)
 {
 	struct pubd_sub *s = rd->s;
 	struct pubd_client *c = s->client;
-	uint64_t said, word, at, total, lapped, unread = 0;
+	uint64_t said, at, total, lapped, unread = 0;
 
 	if (!c->wake_map)
 		return;
 	said = atomic_load_explicit(pub_wake_lost(c->wake_map, rd->slot), memory_order_acquire);
 	total = said > rd->lost_base ? said - rd->lost_base : 0;
-	word = atomic_load_explicit(pub_wake_at(c->wake_map, rd->slot), memory_order_relaxed);
-	if (pub_wake_at_seq(word, d->id, d->next_seq, &at)) {
+	if (reader_at(d, rd, &at)) {
 		lapped = lapped_since(d, at, look == LOOK_LEFT ? LOOK_LIVE : look);
 		total += lapped;
 		/* Leaving, it reads nothing more: what pubd read past where it
@@ -708,10 +716,9 @@ static void take_all_lost(struct srv_direct *d, bool tick)
 		d->claim_seen = claim_now(d);
 }
 
-/* A log whose writer closed was read whole, and is written no more: a
- * reader still behind on it is slow, not lapped, and reads on past
- * group_log_drain_ms, up to CLOSED_KEEP_DRAINS of them (the log charged to
- * the client budget meanwhile), not losing what it had not read yet. */
+/* A log whose writer closed was read whole and is written no more: a reader
+ * behind on it is slow, not lapped, and reads on past group_log_drain_ms, up
+ * to CLOSED_KEEP_DRAINS of them (the log still charged to the budget). */
 #define CLOSED_KEEP_DRAINS 12
 
 static bool a_reader_reads_on(const struct srv_direct *d)
@@ -721,12 +728,7 @@ static bool a_reader_reads_on(const struct srv_direct *d)
 	for (unsigned j = 0; j < d->nreaders; j++) {
 		const struct pubd_client *c = d->readers[j].s->client;
 
-		if (!c->wake_map || c->closing || c->gone)
-			continue;
-		if (pub_wake_at_seq(
-			    atomic_load_explicit(pub_wake_at(c->wake_map, d->readers[j].slot), memory_order_acquire),
-			    d->id, d->next_seq, &at) &&
-		    at < d->next_seq)
+		if (c->wake_map && !c->closing && !c->gone && reader_at(d, &d->readers[j], &at) && at < d->next_seq)
 			return true;
 	}
 	return false;
