@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fake_pubd.h"
 #include "proto.h"
 #include "pub.h"
 
@@ -33,53 +34,17 @@ struct fake {
 	pthread_t thread;
 };
 
-static int read_full(int fd, void *p, size_t n)
-{
-	for (size_t got = 0; got < n;) {
-		ssize_t r = read(fd, (uint8_t *)p + got, n - got);
-
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-/* Read one HELLO from fd: 0, or -1. */
-static int read_hello(int fd)
-{
-	uint8_t hdr[PUB_PROTO_HDR_LEN], body[512];
-	const uint8_t *b;
-	uint32_t blen;
-	uint8_t type;
-
-	if (read_full(fd, hdr, sizeof(hdr)) ||
-	    pub_proto_frame_peek(hdr, sizeof(hdr), sizeof(body), &type, &blen, &b, NULL) < 0 ||
-	    type != PUB_FRAME_HELLO || blen > sizeof(body) || read_full(fd, body, blen))
-		return -1;
-	return 0;
-}
-
 static void *fake_serve(void *arg)
 {
 	static const char why[] = "no HELLO within limits.hello_timeout_ms (2000 ms)";
 	struct fake *f = arg;
-	struct pub_msg_welcome w = {
-		.version = PUB_PROTO_VERSION,
-		.max_message = 16 << 20,
-		.mtu = 1024,
-		.client_id = 1,
-		.source_id = 42,
-		.daemon_version = {"fake", 4},
-		.fabric = {"udp", 3},
-	};
 	uint8_t out[512];
 	long n;
 	int fd;
 
 	for (;;) {
 		fd = accept(f->lfd, NULL, NULL);
-		if (fd < 0 || read_hello(fd) < 0)
+		if (fd < 0 || fake_read_hello(fd) < 0)
 			return NULL;
 		f->accepted++;
 		if (f->accepted <= f->late) {
@@ -91,8 +56,7 @@ static void *fake_serve(void *arg)
 				return NULL;
 			continue;
 		}
-		n = pub_proto_enc_welcome(out, sizeof(out), &w);
-		if (n <= 0 || write(fd, out, (size_t)n) != n)
+		if (fake_write_welcome(fd))
 			return NULL;
 		/* Held open until the client closes it. */
 		while (read(fd, out, sizeof(out)) > 0)

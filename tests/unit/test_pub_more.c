@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fake_pubd.h"
 #include "proto.h"
 #include "pub.h"
 
@@ -36,44 +37,13 @@ struct fake {
 	size_t len; /* bytes read from the client and not yet taken */
 };
 
-static int read_full(int fd, void *p, size_t n)
-{
-	for (size_t got = 0; got < n;) {
-		ssize_t r = read(fd, (uint8_t *)p + got, n - got);
-
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 /* Accept one client and do pubd's half of the handshake. */
 static void *fake_accept(void *arg)
 {
 	struct fake *f = arg;
-	uint8_t hdr[PUB_PROTO_HDR_LEN], body[512], out[512];
-	struct pub_msg_welcome w = {
-		.version = PUB_PROTO_VERSION,
-		.max_message = 16 << 20,
-		.mtu = 1024,
-		.client_id = 1,
-		.source_id = 42,
-		.daemon_version = {"fake", 4},
-		.fabric = {"udp", 3},
-	};
-	uint8_t type;
-	uint32_t blen;
-	const uint8_t *b;
-	long n;
 
 	f->cfd = accept(f->lfd, NULL, NULL);
-	if (f->cfd < 0 || read_full(f->cfd, hdr, sizeof(hdr)) ||
-	    pub_proto_frame_peek(hdr, sizeof(hdr), sizeof(body), &type, &blen, &b, NULL) < 0 ||
-	    type != PUB_FRAME_HELLO || blen > sizeof(body) || read_full(f->cfd, body, blen))
-		return NULL;
-	n = pub_proto_enc_welcome(out, sizeof(out), &w);
-	if (n <= 0 || write(f->cfd, out, (size_t)n) != n)
+	if (f->cfd < 0 || fake_read_hello(f->cfd) || fake_write_welcome(f->cfd))
 		return NULL;
 	return f;
 }
