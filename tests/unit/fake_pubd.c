@@ -2,9 +2,33 @@
 /* A fake pubd's half of the handshake: fake_pubd.h. */
 #include "fake_pubd.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "proto.h"
+
+int fake_listen(const char *name, char *dir, size_t dircap, char *path, size_t pathcap, int backlog)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	snprintf(dir, dircap, "/tmp/%s.XXXXXX", name);
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, pathcap, "%s/sock", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
 
 int fake_read_full(int fd, void *p, size_t n)
 {

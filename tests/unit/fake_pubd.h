@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A listening Unix socket at DIR/sock, DIR a fresh /tmp/NAME.XXXXXX:
+ * its fd, dir and path filled in; -1 on failure. */
+int fake_listen(const char *name, char *dir, size_t dircap, char *path, size_t pathcap, int backlog);
 /* Read exactly n bytes from fd: 0, or -1 at EOF or an error. */
 int fake_read_full(int fd, void *p, size_t n);
 /* Read one HELLO frame from fd: 0, or -1 (EOF, or another frame). */

@@ -68,18 +68,10 @@ static void *fake_serve(void *arg)
 
 static void fake_start(struct fake *f, unsigned late)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-
 	memset(f, 0, sizeof(*f));
 	f->late = late;
-	snprintf(f->dir, sizeof(f->dir), "/tmp/test_pub_hello_late.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/sock", f->dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
-	f->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	f->lfd = fake_listen("test_pub_hello_late", f->dir, sizeof(f->dir), f->path, sizeof(f->path), 4);
 	assert_true(f->lfd >= 0);
-	assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(f->lfd, 4), 0);
 	assert_int_equal(pthread_create(&f->thread, NULL, fake_serve, f), 0);
 }
 

@@ -50,19 +50,12 @@ static void *fake_accept(void *arg)
 
 static pub_client_t *fake_start(struct fake *f)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct pub_options o = {.flags = PUB_OPT_NO_RECONNECT};
 	pub_client_t *c = NULL;
 	void *ok = NULL;
 
-	snprintf(f->dir, sizeof(f->dir), "/tmp/test_pub_more.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/sock", f->dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
-	f->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	f->lfd = fake_listen("test_pub_more", f->dir, sizeof(f->dir), f->path, sizeof(f->path), 1);
 	assert_true(f->lfd >= 0);
-	assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(f->lfd, 1), 0);
 	f->cfd = -1;
 	f->len = 0;
 	assert_int_equal(pthread_create(&f->thread, NULL, fake_accept, f), 0);
