@@ -25,6 +25,7 @@ int pub_direct_reader_init(struct pub_direct_reader *d, const void *map, size_t 
 	d->glen = glen;
 	memcpy(d->group, group, glen);
 	d->end = &no_end;
+	d->frozen = pub_direct_frozen_word(0); /* never no_end's */
 	return 0;
 }
 
@@ -75,17 +76,37 @@ static bool lapped(const struct pub_direct_reader *d, uint64_t pos)
 	return pub_shmlog_lapped(&d->r, pos);
 }
 
+/* What the word w says to a reader at d->r.pos: read on (false), or stop,
+ * for good (d->ended) or, while pubd freezes the log, for now. */
+static bool stop_at(struct pub_direct_reader *d, uint64_t w)
+{
+	if (__builtin_expect(w == d->live, 1))
+		return false;
+	if (w == d->frozen && !d->ended)
+		return true;
+	if (!d->ended)
+		d->ended = pub_direct_end_reached(w, d->log_id, d->r.pos);
+	return d->ended;
+}
+
 /* At or past the end pubd set (a lap carries us only forward). On every
  * read: one load and one compare while the log is live. */
 static bool at_end(struct pub_direct_reader *d)
 {
-	uint64_t w = atomic_load_explicit(d->end, memory_order_acquire);
+	return stop_at(d, atomic_load_explicit(d->end, memory_order_acquire));
+}
 
-	if (__builtin_expect(w == d->live, 1))
-		return false;
-	if (!d->ended)
-		d->ended = pub_direct_end_reached(w, d->log_id, d->r.pos);
-	return d->ended;
+/*
+ * A record at d->r.pos, read (its commit word loaded, acquire) and not yet
+ * taken: may we take it? Asked again after reading, as pubd may have frozen
+ * the log meanwhile (directlog.h). Sequentially consistent, against pubd's
+ * freeze and its look at the commit words after it: a word still live here
+ * says pubd, reading after its freeze, sees this record committed. (A plain
+ * load on x86.)
+ */
+static bool may_take(struct pub_direct_reader *d)
+{
+	return !stop_at(d, atomic_load_explicit(d->end, memory_order_seq_cst));
 }
 
 /* A message is whole: count what the writer's sequence skipped. */
@@ -153,6 +174,8 @@ int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint3
 			 * log's source and seq. */
 			if (lapped(d, v.pos))
 				continue;
+			if (!may_take(d))
+				return 0;
 			pub_shmlog_consume(&d->r, &v);
 			complete(d, p.seq, p.total, m);
 			return 2;
@@ -165,6 +188,8 @@ int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint3
 			memcpy(buf, p.data, p.len);
 		if (lapped(d, v.pos))
 			continue;
+		if (!may_take(d))
+			return 0;
 		pub_shmlog_consume(&d->r, &v);
 		return complete(d, p.seq, p.total, m);
 	}
@@ -205,7 +230,7 @@ bool pub_direct_ready(const struct pub_direct_reader *d)
 {
 	const struct pub_shmlog_rec *rec = (const struct pub_shmlog_rec *)(d->r.ring + (d->r.pos & (d->r.cap - 1)));
 
-	if (d->ended)
+	if (d->ended || atomic_load_explicit(d->end, memory_order_relaxed) == d->frozen)
 		return false;
 	return atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire) != 0 || lapped(d, d->r.pos);
 }

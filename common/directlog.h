@@ -181,6 +181,17 @@ static inline bool pub_direct_name_is(const char *rec, const char *own, size_t n
  *              group log never reads as live)
  *   bits 2-0   0
  *
+ * While pubd retires the log it first freezes the word (the live word with
+ * bit 2 set): the reader takes nothing more, for now, and does not count
+ * the log over. pubd then reads every record committed so far (holding the
+ * writer back by its head, so there is an end to that) and stores where it
+ * stopped. A reader checks the word again after it read a record and
+ * before it takes it: a record it took with the word still live was
+ * committed before pubd froze it, so pubd reads it too and it lies before
+ * the end. Without the freeze, a writer that outran pubd's catch-up as a
+ * reload retired its log had readers take records past where pubd stopped:
+ * read, never counted published.
+ *
  * Any other word not ended means the slot went to another log (or pubd
  * let us go): the log is over for us. A live word named only the id's low
  * 3 bits before, and a writer that opened logs until one took the slot
@@ -206,6 +217,7 @@ static inline bool pub_direct_name_is(const char *rec, const char *own, size_t n
  * ended. */
 #define PUB_DIRECT_SLOT_RELEASED UINT64_C(2)
 #define PUB_DIRECT_END_LIVE	 UINT64_C(8)
+#define PUB_DIRECT_END_FROZEN	 UINT64_C(4)
 #define PUB_DIRECT_END_ID_SHIFT	 1u
 #define PUB_DIRECT_END_ID_MASK	 7u
 
@@ -217,7 +229,14 @@ static inline uint64_t pub_direct_end_word(uint32_t log_id, bool ended, uint64_t
 	       (uint64_t)(log_id & PUB_DIRECT_END_ID_MASK) << PUB_DIRECT_END_ID_SHIFT;
 }
 
-/* Has a reader of log log_id at pos reached the end the word says? */
+/* The live word of log_id, frozen while pubd retires the log. */
+static inline uint64_t pub_direct_frozen_word(uint32_t log_id)
+{
+	return pub_direct_end_word(log_id, false, 0) | PUB_DIRECT_END_FROZEN;
+}
+
+/* Has a reader of log log_id at pos reached the end the word says? (Not
+ * for a frozen word, which says wait.) */
 static inline bool pub_direct_end_reached(uint64_t word, uint32_t log_id, uint64_t pos)
 {
 	if (!(word & PUB_DIRECT_END_ENDED))
@@ -329,7 +348,7 @@ struct pub_direct_reader {
 	/* pubd's word of where the log ends (pub_direct_end_word), and what it
 	 * says while the log is live */
 	const _Atomic uint64_t *end;
-	uint64_t live;
+	uint64_t live, frozen;
 	uint32_t log_id;
 	bool ended; /* reached it: nothing more is read here */
 };
@@ -352,6 +371,7 @@ static inline void pub_direct_reader_end_at(struct pub_direct_reader *d, const _
 {
 	d->end = word;
 	d->live = pub_direct_end_word(log_id, false, 0);
+	d->frozen = pub_direct_frozen_word(log_id);
 	d->log_id = log_id;
 }
 
@@ -372,7 +392,7 @@ static inline void pub_direct_reader_expect(struct pub_direct_reader *d, uint64_
  * room); -EPROTO when the log holds what no honest writer writes (a length
  * above max_total among it: stop reading the log). Messages the writer
  * lapped us past are added to d->lost. At the end pubd set (d->ended once
- * reached) it returns 0 for good.
+ * reached) it returns 0 for good; while pubd freezes the log, 0 for now.
  */
 int pub_direct_next(struct pub_direct_reader *d, uint8_t *buf, size_t cap, uint32_t max_total, struct pub_direct_msg *m,
 		    size_t *need);

@@ -555,27 +555,17 @@ static void retire(struct pubd_ipc *srv, struct srv_direct *d, enum retire_how h
 	struct pubd_client *w = d->writer;
 	unsigned i;
 
-	if (how == RETIRE_READ)
+	if (how == RETIRE_READ) {
+		srv_direct_freeze(d);
 		srv_publog_read_all(w, d->l);
+	}
 	/* What the writer commits from now on is counted when the log goes,
 	 * and its readers read no further than pubd did: the word is in each
 	 * one's deliver log, where the writer cannot write. (Read again now,
 	 * under a reload's new ACLs, what an honest writer committed since the
-	 * catch-up would be refused, after its readers may have read it.) */
+	 * catch-up would be refused: its readers, frozen since, took none.) */
 	d->counted = how == RETIRE_CLOSED;
-	for (i = 0; i < d->nreaders; i++) {
-		struct pubd_client *c = d->readers[i].s->client;
-
-		uint64_t live = pub_direct_end_word(d->id, false, 0);
-
-		/* Over the live word only: a reader that let the log go already
-		 * said so there, and its slot is freed by that word. */
-		if (c->dlog)
-			atomic_compare_exchange_strong_explicit(
-				pub_deliverlog_slot(c->dlog->shm.map, d->readers[i].slot), &live,
-				pub_direct_end_word(d->id, true, d->l->r.pos), memory_order_release,
-				memory_order_relaxed);
-	}
+	srv_direct_end(d);
 	d->retired_ns = pubd_now_ns();
 	atomic_store_explicit(&ctl_of(d)->retired, 1, memory_order_release);
 	atomic_store_explicit(&ctl_of(d)->lazy, 0, memory_order_release);
@@ -637,8 +627,9 @@ static bool acl_change_retires(const struct srv_direct *d, const struct pubd_gro
 /*
  * Before the reload gives g the config next: the logs it will retire are
  * said retired in their control page first (an honest writer looks there
- * before each message: it stops writing there and asks for a new log),
- * then, when g's ACLs change at all, every log of g is read up to its
+ * before each message: it stops writing there and asks for a new log) and
+ * their readers frozen (direct_end.c: a writer that writes on is read to
+ * its end), then, when g's ACLs change at all, every log of g is read up to its
  * writer, under the ACLs it was written under and whatever pause its
  * client is in: its readers may have read that far. So nothing an honest
  * writer committed is left unread in the log the reload retires but the
@@ -651,8 +642,10 @@ void srv_direct_acl_changing(struct pubd_group *g, const struct pubd_group_confi
 	if (pubd_acl_same(&g->cfg->subscribe, &next->subscribe) && pubd_acl_same(&g->cfg->publish, &next->publish))
 		return;
 	for (i = 0; i < g->ndirects; i++)
-		if (acl_change_retires(g->directs[i], g->cfg, next))
+		if (acl_change_retires(g->directs[i], g->cfg, next)) {
 			atomic_store_explicit(&ctl_of(g->directs[i])->retired, 1, memory_order_release);
+			srv_direct_freeze(g->directs[i]); /* ended by srv_direct_acl_changed */
+		}
 	for (i = 0; i < g->ndirects; i++)
 		srv_publog_read_all(g->directs[i]->writer, g->directs[i]->l);
 }

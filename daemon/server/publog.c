@@ -156,12 +156,12 @@ static uint32_t detach_all(struct srv_publog *l)
 }
 
 /* Give the writer back what was read, up to the first record still lent,
- * and ring it when it waits for room. */
+ * and ring it when it waits for room (not while held). */
 static void release(struct srv_publog *l)
 {
 	uint64_t limit = l->lent_head != l->lent_tail ? l->lent[l->lent_head % PUBLOG_LENT_MAX].pos : l->r.pos;
 
-	if (pub_shmlog_release_to(&l->r, limit)) {
+	if (!l->held && pub_shmlog_release_to(&l->r, limit)) {
 		uint64_t one = 1;
 
 		if (write(l->shm.space_fd, &one, sizeof(one)) < 0)
@@ -572,6 +572,12 @@ void srv_publog_read_all(struct pubd_client *c, struct srv_publog *l)
 	l->forced = true;
 	srv_publog_read_one(c, l);
 	l->forced = false;
+}
+
+void srv_publog_hold(struct srv_publog *l, bool hold)
+{
+	l->held = hold;
+	release(l);
 }
 
 bool srv_publog_more(const struct pubd_client *c)

@@ -129,6 +129,7 @@ struct srv_publog {
 	 * drained once it ran dry or reached drain_end. */
 	bool draining, drained;
 	bool forced; /* read by srv_publog_read_all now: the client's pause is not heeded */
+	bool held;   /* what pubd reads is not given back to the writer (srv_publog_hold) */
 	uint64_t drain_end, drain_deadline_ns;
 	char why[128];
 	uint64_t records;
@@ -170,6 +171,7 @@ struct srv_direct {
 	uint64_t claim_seen;		  /* the writer's claim at the last tick */
 	uint64_t retired_ns;		  /* when it was retired (0: live) */
 	bool counted;			  /* retired with its writer: what it left was counted then */
+	bool frozen;			  /* its readers wait while pubd reads it to its end (direct_end.c) */
 	struct srv_direct *next_retired;
 };
 
@@ -545,6 +547,17 @@ void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l);
  * may have read up to; a message in pieces waiting for the budget still
  * stops it). */
 void srv_publog_read_all(struct pubd_client *c, struct srv_publog *l);
+/* Give the writer none of the room pubd reads (hold), or all of it again:
+ * a writer held can write no further than a lap past where pubd stood, so
+ * srv_publog_read_all reaches its end. */
+void srv_publog_hold(struct srv_publog *l, bool hold);
+
+/* direct_end.c: where a retired direct log ends for its readers. Freeze:
+ * they take nothing more for now, and the writer is held (pubd then reads
+ * the log up to it); end: the end is where pubd stands, and the writer has
+ * its room back. */
+void srv_direct_freeze(struct srv_direct *d);
+void srv_direct_end(struct srv_direct *d);
 
 /* direct.c: the direct path; calls publog.c, glog.c's slots and output.c */
 /* At HELLO: the client's wake page, if it asked for the direct path and

@@ -123,6 +123,7 @@ struct fz {
 	_Atomic uint64_t end_word;
 	bool end_set;
 	uint64_t end_pos;
+	bool frozen; /* the word frozen (pubd reading the log to its end) */
 };
 
 static struct pub_shmlog_ctl *ctl(struct fz *z)
@@ -304,6 +305,8 @@ static bool read_once(struct fz *z, unsigned how)
 	uint64_t pos0 = z->d.r.pos;
 	/* Begun at or past the end pubd set: nothing may come of this call. */
 	bool past = z->end_set && pos0 >= z->end_pos;
+	/* Frozen: nothing now, and the log not over. */
+	bool frozen = z->frozen;
 	uint8_t *nb;
 	int r;
 
@@ -329,6 +332,8 @@ static bool read_once(struct fz *z, unsigned how)
 	r = pub_direct_next(&z->d, z->buf, z->bufcap, z->max_total, &m, &need);
 	check_reader(z);
 	if (past && (r != 0 || !z->d.ended || pub_direct_ready(&z->d)))
+		abort();
+	if (frozen && (r != 0 || z->d.ended || z->d.r.pos != pos0 || pub_direct_ready(&z->d)))
 		abort();
 	switch (r) {
 	case 0:
@@ -467,9 +472,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				start_reader(z, v);
 			break;
 		default: /* PEEK, or END */
-			if (op / 9 % 2 && !z->end_set) {
+			if (op / 9 % 2 && !z->end_set && !z->frozen && op / 18 % 2) {
+				/* pubd freezes first (then, at the next END, ends) */
+				z->frozen = true;
+				atomic_store(&z->end_word, pub_direct_frozen_word(LOG_ID));
+			} else if (op / 9 % 2 && !z->end_set) {
 				z->end_pos = z->w.tail;
 				z->end_set = true;
+				z->frozen = false;
 				atomic_store(&z->end_word, pub_direct_end_word(LOG_ID, true, z->end_pos));
 			} else if (!z->dead) {
 				(void)pub_direct_ready(&z->d);

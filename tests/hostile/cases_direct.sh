@@ -423,6 +423,25 @@ case_c_direct_revoked() {
 # between the reload's catch-up and the retire were refused, and the
 # subscriber had read them.
 case_c_direct_unheeding() {
+	hd_unheeding paced
+}
+
+# The same with a writer that floods its log from the start: pubd, reading
+# it to the fabric, stands behind it at the reload, and its catch-up then
+# reads behind a writer that outruns it. Failed while pubd gave the writer
+# room back as it read (so the catch-up stopped after a lap, with the
+# writer further on) and stored the end after it (so the subscriber had
+# read on meanwhile): 5,439 and 5,590 messages read past what pubd counted
+# published, in 2 of 14 runs of the paced writer in the ASan build (and
+# all of the flooding one's). Now pubd freezes the readers' words and holds
+# the writer while it reads (daemon/server/direct_end.c).
+case_c_direct_unheeding_flood() {
+	hd_unheeding flood
+}
+
+# hd_unheeding paced|flood: the body of the two cases above.
+hd_unheeding() {
+	local kind=$1
 	hd_tool
 	h_pubd d <<-EOF
 		limits:
@@ -432,7 +451,7 @@ case_c_direct_unheeding() {
 		    address: $H_GROUP_ADDR
 		    publish: ["uid:0", "uid:65534"]
 	EOF
-	local sub unh src published beyond got wrote
+	local sub unh src published beyond got total
 	chmod 0755 "$IT_WORK"
 	chmod 0666 "$(it_sock d)"
 	mkdir -m 0777 "$IT_WORK/nobody"
@@ -440,7 +459,7 @@ case_c_direct_unheeding() {
 	sub=$IT_BG_PID
 	it_wait "the subscriber" 20 it_subscribers_at_least d h 1 || return
 	it_bg unh - setpriv --reuid=65534 --regid=65534 --clear-groups "$HDIRECT" unheeding -s "$(it_sock d)" -g h \
-		--seconds 60 --after 20000 --ready "$IT_WORK/nobody/unh.ready"
+		--seconds 60 --after 20000 --ready "$IT_WORK/nobody/unh.ready" --kind "$kind"
 	unh=$IT_BG_PID
 	it_wait "the writer wrote a thousand" 20 test -e "$IT_WORK/nobody/unh.ready" || return
 	it_wait "the subscriber read a thousand of them" 20 it_lines_at_least "$IT_WORK/sub.log" '^msg h ' 1000 || return
@@ -453,7 +472,7 @@ case_c_direct_unheeding() {
 	"$ITEST_CLIENT" pub -s "$(it_sock d)" -g h --count 1 --size 100 --start 777777 || it_fail "the marker"
 	it_wait "the subscriber has the marker" 20 it_lines_at_least "$IT_WORK/sub.log" '^msg h .* 777777 OK' 1 || return
 	src=$(sed -n 's/^unheeding: log [0-9]* source \([0-9a-f]*\) .*/\1/p' "$IT_WORK/unh.out")
-	wrote=$(sed -n 's/^unheeding: wrote [0-9]* messages, \([0-9]*\) of them after.*/\1/p' "$IT_WORK/unh.out")
+	total=$(sed -n 's/^unheeding: wrote \([0-9]*\) messages, .*/\1/p' "$IT_WORK/unh.out")
 	got=$(awk -v s="${src:-none}" '$1 == "msg" && $3 == s { n++ } END { print n + 0 }' "$IT_WORK/sub.log")
 	# A subscriber the writer's burst lapped (a slow build) had not read all
 	# pubd counted delivered to it: once the retired log goes
@@ -465,7 +484,9 @@ case_c_direct_unheeding() {
 	beyond=$(awk -v s="${src:-none}" -v p="${published:-0}" '$1 == "msg" && $3 == s && $4 >= p { n++ } END { print n + 0 }' \
 		"$IT_WORK/sub.log")
 	h_fig "$(tr '\n' ' ' <<<"$(cat "$IT_WORK/unh.out")")| pubd counted $published published before the log ended; the subscriber read $got of that source, $beyond of them past it; $(it_group_val d h dropped) dropped in h"
-	it_check "the writer wrote on after it was told (${wrote:-?})" test "${wrote:-0}" -ge 20000
+	# (A flood may have filled the lap past the end before it heard.)
+	it_check "the writer wrote on past the end (${total:-?} written, the end after $published)" \
+		test "${total:-0}" -ge $((${published:-0} + 10000))
 	it_check "the subscriber read the log before the reload ($got)" test "$got" -ge 1000
 	it_eq "the subscriber read nothing pubd had not counted published" "$beyond" 0
 	it_eq "h: published = delivered + dropped" "$(it_group_val d h published)" \

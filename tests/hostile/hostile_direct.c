@@ -44,9 +44,10 @@
  *                              word) once pubd says it is gone (see
  *                              mode_slots)
  *   hostile_direct unheeding -s SOCK -g G --seconds S --after N [--ready F]
- *                              a direct log of G, written on and rung for
- *                              up to S seconds, and N more messages after
- *                              pubd said it is gone (see mode_unheeding)
+ *                            [--kind flood]  a direct log of G, written on
+ *                              and rung for up to S seconds, and N more
+ *                              messages after pubd said it is gone (see
+ *                              mode_unheeding)
  *   hostile_direct deaf      -s SOCK -g G --go F [--ready F]  a direct log
  *                              of G, its socket unread until F exists
  *                              (and wakers_seen faked); then prints the
@@ -1163,43 +1164,59 @@ static int mode_revoked(struct conn *c, const char *group, double seconds, const
 /*
  * A writer that heeds nothing pubd says: a few messages of 64 bytes a
  * millisecond into its direct log of group (seq 0, 1, ..., the seq in the
- * first 8 bytes), pubd and every reader rung; once pubd said the log is
- * gone (a reload took our right to publish, or changed who may read), it
- * writes on in bursts, as fast as the ring takes them, until it wrote
- * `after` more or seconds passed. Its readers must read none of those:
- * pubd set where the log ends in each one's deliver log (directlog.h).
+ * first 8 bytes), or (flood) as fast as the ring takes them, so pubd, which
+ * reads them to the fabric, always stands behind it; pubd and every reader
+ * rung. Once pubd said the log is gone (a reload took our right to
+ * publish, or changed who may read), it writes on in bursts, as fast as the
+ * ring takes them, until it wrote `after` more or seconds passed. Its
+ * readers must read none of those: pubd set where the log ends in each
+ * one's deliver log (directlog.h).
  */
-static int mode_unheeding(struct conn *c, const char *group, double seconds, uint64_t after, const char *ready_path)
+static int mode_unheeding(struct conn *c, const char *group, double seconds, uint64_t after, const char *ready_path,
+			  bool flood)
 {
 	uint8_t payload[64] = {0};
 	struct pub_shmlog_writer w;
-	uint64_t seq = 0, gone_seq = 0, written_after = 0;
-	double t0;
+	uint64_t seq = 0, gone_seq = 0, written_after = 0, full = 0;
+	double t0, full_since = 0;
 
 	if (!open_writer(c, group, "unheeding", false, &w))
 		return 1;
 	printf("unheeding: log %u source %016" PRIx64 " of %s\n", c->w.id, c->w.source, group);
 	t0 = now_s();
 	while (now_s() - t0 < seconds && written_after < after) {
-		unsigned burst = c->w.gone ? 256 : 4;
+		unsigned burst = c->w.gone || flood ? 256 : 4;
 
 		for (unsigned i = 0; i < burst && written_after < after; i++) {
 			memcpy(payload, &seq, sizeof(seq));
-			if (!put_message(&w, group, 0, seq, payload, sizeof(payload)))
-				die("no room in the ring");
+			/* No room: pubd holds us back (as it reads the log to
+			 * its end at a retire), or has stopped reading it. */
+			if (!put_message(&w, group, 0, seq, payload, sizeof(payload))) {
+				full++;
+				if (!full_since)
+					full_since = now_s();
+				break;
+			}
+			full_since = 0;
 			if (c->w.gone && !written_after++)
 				gone_seq = seq;
 			seq++;
 		}
+		/* Gone, and full for half a second: pubd reads it no more, and
+		 * the lap past its end is written (a flood may have written it
+		 * before it heard). */
+		if (c->w.gone && full_since && now_s() - full_since > 0.5)
+			break;
 		ring_all(c);
 		if (seq >= 1000)
 			ready(ready_path);
 		pump(c, 0, 1);
 	}
-	printf("unheeding: wrote %llu messages, %llu of them after pubd said the log is gone (from seq %llu); pubd's "
-	       "first error %u (%s), connection %s\n",
-	       (unsigned long long)seq, (unsigned long long)written_after, (unsigned long long)gone_seq, c->first_error,
-	       pub_proto_err_name(c->first_error), c->closed ? "closed" : "open");
+	printf("unheeding: wrote %llu messages, %llu of them after pubd said the log is gone (from seq %llu), found "
+	       "the ring full %llu times; pubd's first error %u (%s), connection %s\n",
+	       (unsigned long long)seq, (unsigned long long)written_after, (unsigned long long)gone_seq,
+	       (unsigned long long)full, c->first_error, pub_proto_err_name(c->first_error),
+	       c->closed ? "closed" : "open");
 	return 0;
 }
 
@@ -1407,7 +1424,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "revoked"))
 		return mode_revoked(&c, group, seconds, ready_path, stop);
 	if (!strcmp(argv[1], "unheeding"))
-		return mode_unheeding(&c, group, seconds, after, ready_path);
+		return mode_unheeding(&c, group, seconds, after, ready_path, !strcmp(kind, "flood"));
 	if (!strcmp(argv[1], "deaf") && go)
 		return mode_deaf(&c, group, ready_path, go);
 	if (!strcmp(argv[1], "churn"))

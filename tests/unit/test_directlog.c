@@ -1263,6 +1263,47 @@ static void a_retired_log_is_read_up_to_its_end_and_no_further(void **state)
 	assert_true(f->d.ended);
 }
 
+/*
+ * While pubd retires a log it freezes the word: the reader takes nothing,
+ * says nothing is ready, and keeps its place, the log not over; once pubd
+ * stores the end (where it read up to, with the writer held meanwhile),
+ * the reader reads on up to it. Fails while a frozen word reads as the
+ * slot gone to another log: the reader ends at once and never reads the
+ * three records before the end (daemon/server/direct_end.c).
+ */
+static void a_frozen_log_is_read_on_to_its_end(void **state)
+{
+	struct fixture *f = *state;
+	_Atomic uint64_t word = pub_direct_end_word(LOG_ID, false, 0);
+	uint64_t end, pos, seq;
+
+	pub_direct_reader_end_at(&f->d, &word, LOG_ID);
+	for (seq = 0; seq < 5; seq++)
+		put(f, seq, 40);
+	get(f, 0, 40);
+	get(f, 1, 40);
+	atomic_store(&word, pub_direct_frozen_word(LOG_ID));
+	pos = f->d.r.pos;
+	nothing_new(f);
+	assert_false(f->d.ended);
+	assert_false(pub_direct_ready(&f->d));
+	assert_int_equal(pub_direct_skip_pieces(&f->d), 1);
+	assert_int_equal(f->d.r.pos, pos);
+	end = f->w.tail; /* pubd read it all, the writer held */
+	put(f, 5, 40);	 /* the writer's, after the end */
+	atomic_store(&word, pub_direct_end_word(LOG_ID, true, end));
+	assert_true(pub_direct_ready(&f->d));
+	for (seq = 2; seq < 5; seq++)
+		get(f, seq, 40);
+	nothing_new(f);
+	assert_true(f->d.ended);
+	assert_int_equal(f->d.lost, 0);
+
+	/* A frozen word is no other log's live one, nor an ended one. */
+	assert_true(pub_direct_frozen_word(LOG_ID) != pub_direct_end_word(LOG_ID + 1, false, 0));
+	assert_false(pub_direct_frozen_word(LOG_ID) & PUB_DIRECT_END_ENDED);
+}
+
 /* One record with the source field given, committed. */
 static void put_source(struct fixture *f, uint64_t source, uint64_t seq, uint32_t total, uint32_t len, bool first)
 {
@@ -1442,6 +1483,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(init_refuses_what_it_cannot_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_retired_log_is_read_up_to_its_end_and_no_further, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_frozen_log_is_read_on_to_its_end, setup, teardown),
 		cmocka_unit_test(an_end_word_is_read_for_its_own_log_only),
 		cmocka_unit_test(a_record_names_its_group_exactly),
 		cmocka_unit_test_setup_teardown(messages_arrive_in_order_each_whole, setup, teardown),
