@@ -230,7 +230,7 @@ bool pub_direct_ready(const struct pub_direct_reader *d)
 {
 	const struct pub_shmlog_rec *rec = (const struct pub_shmlog_rec *)(d->r.ring + (d->r.pos & (d->r.cap - 1)));
 
-	if (d->ended || atomic_load_explicit(d->end, memory_order_relaxed) == d->frozen)
+	if (d->ended || pub_direct_frozen(d))
 		return false;
 	return atomic_load_explicit((_Atomic uint64_t *)&rec->commit, memory_order_acquire) != 0 || lapped(d, d->r.pos);
 }

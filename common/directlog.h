@@ -383,6 +383,12 @@ static inline void pub_direct_reader_expect(struct pub_direct_reader *d, uint64_
 	d->next_seq = seq;
 }
 
+/* pubd is reading the log to its end (the word frozen): more may come. */
+static inline bool pub_direct_frozen(const struct pub_direct_reader *d)
+{
+	return atomic_load_explicit(d->end, memory_order_relaxed) == d->frozen;
+}
+
 /*
  * The next message that fits one record, copied into buf (cap bytes).
  * Returns 1 with *m filled; 2 for a message in pieces, which is not read

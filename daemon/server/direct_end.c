@@ -17,7 +17,19 @@
  *           reader reads).
  *
  * Every record a reader took was committed before the freeze, so pubd's
- * read after it takes it in, and the end lies beyond it.
+ * read after it takes it in, and the end lies beyond it. (The reader's
+ * look at the word after its acquire load of the commit is sequentially
+ * consistent, pubd's freeze too, with a full fence before it looks at the
+ * commit words: enough on x86 and ARMv8, whose loads in order from one
+ * thread are not seen reordered; the C11 model alone would want a fence on
+ * the reader's side too, an mfence a message.) An honest writer waiting
+ * for room as a log is retired gets it only after the end: what it then
+ * commits is counted when the log goes (client_gone), never read.
+ *
+ * Not covered: a writer pubd is ending (a protocol error, a slow
+ * subscriber's close) is not read while its close waits, and its logs end
+ * where pubd stopped (RETIRE_CLOSED): its readers may take what it commits
+ * meanwhile.
  */
 #include "directlog.h"
 #include "server_internal.h"
@@ -56,11 +68,16 @@ void srv_direct_end(struct srv_direct *d)
 
 	for (unsigned i = 0; i < d->nreaders; i++) {
 		_Atomic uint64_t *w = word_of(d, i);
-		uint64_t was = d->frozen ? pub_direct_frozen_word(d->id) : pub_direct_end_word(d->id, false, 0);
+		uint64_t was = pub_direct_frozen_word(d->id);
 
-		if (w)
+		/* Over the frozen word, or the live one (a reader the freeze
+		 * did not see); never over one its reader wrote. */
+		if (w && !atomic_compare_exchange_strong_explicit(w, &was, end, memory_order_release,
+								  memory_order_relaxed)) {
+			was = pub_direct_end_word(d->id, false, 0);
 			atomic_compare_exchange_strong_explicit(w, &was, end, memory_order_release,
 								memory_order_relaxed);
+		}
 	}
 	if (d->frozen)
 		srv_publog_hold(d->l, false);

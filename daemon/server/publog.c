@@ -401,8 +401,14 @@ static int first_piece(struct pubd_client *c, struct srv_publog *l, const struct
 		return 1;
 	}
 	if (p->more && !srv_budget_take(srv, p->total)) {
-		srv_pause_for_budget(c, p->total);
-		return 0;
+		/* A retire's catch-up (forced) stops for nothing: the log's
+		 * readers may have read past this message. It goes over the
+		 * budget by this one message, held while its pieces come. */
+		if (!l->forced) {
+			srv_pause_for_budget(c, p->total);
+			return 0;
+		}
+		srv->charged += p->total;
 	}
 	m = !p->more && p->len >= LEND_MIN ? lend(l, p) : NULL;
 	if (!m && (m = pubd_msgbuf_alloc(p->total)))

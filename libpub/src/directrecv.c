@@ -345,7 +345,8 @@ static int dr_step(struct pub_client *c, struct pub_dread *dr, struct pub_messag
 			return r;
 	}
 	r = read_one(c, dr, m);
-	if (r == 0 && !dr->detour && dr->via_head)
+	/* (Frozen, what is kept waits: records before it may come yet.) */
+	if (r == 0 && !dr->detour && dr->via_head && !pub_direct_frozen(&dr->d))
 		return take_via(c, dr, m);
 	return r;
 }
@@ -384,6 +385,10 @@ bool dr_any(struct pub_client *c)
 	for (unsigned i = 0; i < c->ndrs; i++) {
 		struct pub_dread *dr = c->drs[i];
 
+		/* pubd reads it to its end: it says so when it is over (a
+		 * DIRECT_GONE frame), not before. */
+		if (pub_direct_frozen(&dr->d))
+			continue;
 		if (dr->via_head && (!dr->detour || dr->via_head->seq <= dr->detour_seq))
 			return true;
 		/* Waiting for pubd's delivery, the log's next is not read:
@@ -418,8 +423,9 @@ bool dr_hold(struct pub_client *c, const struct pub_message *m)
 	/* Its first piece is in the log before pubd delivers it: a reader
 	 * with nothing left to read there passed its place (or was lapped
 	 * past it). One with more to read keeps it until it gets there, or
-	 * has read all (a lap). */
-	if (!pub_direct_ready(&dr->d)) {
+	 * has read all (a lap); so does one pubd froze, which may have more
+	 * (pubd reads the log to its end, and delivers as it reads). */
+	if (!pub_direct_ready(&dr->d) && !pub_direct_frozen(&dr->d)) {
 		placed(c, dr, m->seq);
 		return false;
 	}
