@@ -544,8 +544,8 @@ void srv_publog_free_direct(struct pubd_ipc *srv, struct srv_publog *l);
 void srv_publog_read_one(struct pubd_client *c, struct srv_publog *l);
 /* Read what l holds now, paused or not (up to a lap: a retire and a
  * reload's ACLs need pubd to stand where the writer is, which its readers
- * may have read up to; a message in pieces waiting for the budget still
- * stops it). */
+ * may have read up to), over the client budget by the one message in
+ * pieces it may be assembling. */
 void srv_publog_read_all(struct pubd_client *c, struct srv_publog *l);
 /* Give the writer none of the room pubd reads (hold), or all of it again:
  * a writer held can write no further than a lap past where pubd stood, so
