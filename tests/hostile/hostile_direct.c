@@ -44,10 +44,10 @@
  *                              word) once pubd says it is gone (see
  *                              mode_slots)
  *   hostile_direct unheeding -s SOCK -g G --seconds S --after N [--ready F]
- *                            [--kind flood]  a direct log of G, written on
- *                              and rung for up to S seconds, and N more
- *                              messages after pubd said it is gone (see
- *                              mode_unheeding)
+ *                            [--kind flood|pieces] [--go F]  a direct log of
+ *                              G, written on and rung for up to S seconds,
+ *                              and N more messages after pubd said it is
+ *                              gone (see mode_unheeding)
  *   hostile_direct deaf      -s SOCK -g G --go F [--ready F]  a direct log
  *                              of G, its socket unread until F exists
  *                              (and wakers_seen faked); then prints the
@@ -508,6 +508,39 @@ static bool put_message(struct pub_shmlog_writer *w, const char *group, uint64_t
 		return false;
 	memcpy(b + pub_deliverlog_put_head(b, source, seq, group, glen), data, len);
 	pub_shmlog_commit(w);
+	return true;
+}
+
+/* One message of total bytes in pieces, as libpub writes one too large for
+ * a record (its seq in the first 8 bytes, the rest zeros); the ring must
+ * have room for all of it. False when it has not. */
+static bool put_pieces(struct pub_shmlog_writer *w, const char *group, uint64_t seq, uint32_t total)
+{
+	uint8_t glen = (uint8_t)strlen(group);
+	uint32_t per = pub_shmlog_max_body(w) - PUB_DELIVERLOG_HEAD - glen, off = 0;
+
+	/* Each piece's header and alignment, and a pad at the wrap (as libpub
+	 * counts a message's bytes before it writes one). */
+	if (pub_shmlog_room(w) <
+	    (uint64_t)(total / per + 1) * (PUB_SHMLOG_HDR_LEN + PUB_DELIVERLOG_HEAD + PUB_SHMLOG_ALIGN) + total + glen +
+		    w->max_record + PUB_SHMLOG_ALIGN)
+		return false;
+	while (off < total) {
+		uint32_t n = total - off < per ? total - off : per;
+		uint8_t g = off ? 0 : glen;
+		uint8_t *b = pub_shmlog_claim(w, PUB_SHMLOG_MSG, off + n < total ? PUB_SHMLOG_F_MORE : 0, total,
+					      PUB_DELIVERLOG_HEAD + g + n);
+		uint32_t h;
+
+		if (!b)
+			die("no room for a piece");
+		h = pub_deliverlog_put_head(b, 0, seq, group, g);
+		memset(b + h, 0, n);
+		if (!off)
+			memcpy(b + h, &seq, sizeof(seq));
+		pub_shmlog_commit(w);
+		off += n;
+	}
 	return true;
 }
 
@@ -1166,19 +1199,21 @@ static int mode_revoked(struct conn *c, const char *group, double seconds, const
  * millisecond into its direct log of group (seq 0, 1, ..., the seq in the
  * first 8 bytes), or (flood) as fast as the ring takes them, so pubd, which
  * reads them to the fabric, always stands behind it; pubd and every reader
- * rung. Once pubd said the log is gone (a reload took our right to
+ * rung; with pieces, once the file go exists, one message of a MiB in
+ * pieces among them. Once pubd said the log is gone (a reload took our right to
  * publish, or changed who may read), it writes on in bursts, as fast as the
  * ring takes them, until it wrote `after` more or seconds passed. Its
  * readers must read none of those: pubd set where the log ends in each
  * one's deliver log (directlog.h).
  */
 static int mode_unheeding(struct conn *c, const char *group, double seconds, uint64_t after, const char *ready_path,
-			  bool flood)
+			  const char *kind, const char *go)
 {
 	uint8_t payload[64] = {0};
 	struct pub_shmlog_writer w;
 	uint64_t seq = 0, gone_seq = 0, written_after = 0, full = 0;
 	double t0, full_since = 0;
+	bool flood = !strcmp(kind, "flood"), pieces = !strcmp(kind, "pieces");
 
 	if (!open_writer(c, group, "unheeding", false, &w))
 		return 1;
@@ -1186,6 +1221,13 @@ static int mode_unheeding(struct conn *c, const char *group, double seconds, uin
 	t0 = now_s();
 	while (now_s() - t0 < seconds && written_after < after) {
 		unsigned burst = c->w.gone || flood ? 256 : 4;
+
+		/* Once go exists, one message of a MiB in pieces, then on. */
+		if (pieces && go && !c->w.gone && access(go, F_OK) == 0 && put_pieces(&w, group, seq, 1u << 20)) {
+			printf("unheeding: a message of 1048576 bytes in pieces, seq %llu\n", (unsigned long long)seq);
+			seq++;
+			pieces = false;
+		}
 
 		for (unsigned i = 0; i < burst && written_after < after; i++) {
 			memcpy(payload, &seq, sizeof(seq));
@@ -1424,7 +1466,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "revoked"))
 		return mode_revoked(&c, group, seconds, ready_path, stop);
 	if (!strcmp(argv[1], "unheeding"))
-		return mode_unheeding(&c, group, seconds, after, ready_path, !strcmp(kind, "flood"));
+		return mode_unheeding(&c, group, seconds, after, ready_path, kind, go);
 	if (!strcmp(argv[1], "deaf") && go)
 		return mode_deaf(&c, group, ready_path, go);
 	if (!strcmp(argv[1], "churn"))
