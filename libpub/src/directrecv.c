@@ -290,39 +290,11 @@ static int detour_step(struct pub_client *c, struct pub_dread *dr, struct pub_me
 	return 0;
 }
 
-static bool in_gap(const struct pub_dread *dr, uint64_t seq)
-{
-	for (unsigned i = 0; i < PUB_DREAD_GAPS; i++)
-		if (seq >= dr->gaps[i].from && seq < dr->gaps[i].to)
-			return true;
-	return false;
-}
-
-/* The reader counted [from, to) lost: kept messages among them go too. */
-static void note_gap(struct pub_dread *dr, uint64_t from, uint64_t to)
-{
-	struct pub_queued **pp = &dr->via_head, *q;
-
-	dr->gaps[dr->gaps_next].from = from;
-	dr->gaps[dr->gaps_next].to = to;
-	dr->gaps_next = (dr->gaps_next + 1) % PUB_DREAD_GAPS;
-	while ((q = *pp)) {
-		if (q->seq >= from && q->seq < to) {
-			*pp = q->next;
-			free(q);
-		} else {
-			pp = &q->next;
-		}
-	}
-	dr->via_tail = pp;
-}
-
 /* The next message of dr: 1, 0 for none, or -EPROTO/-ENOMEM. */
 static int read_one(struct pub_client *c, struct pub_dread *dr, struct pub_message *m)
 {
 	struct pub_direct_msg msg;
-	uint64_t lost = dr->d.lost, was_next = dr->d.next_seq;
-	bool was_synced = dr->d.synced;
+	uint64_t lost = dr->d.lost;
 	size_t need = 0;
 	int r;
 
@@ -337,11 +309,9 @@ static int read_one(struct pub_client *c, struct pub_dread *dr, struct pub_messa
 		dr->buf = b;
 		dr->cap = need;
 	}
-	if (dr->d.lost != lost) {
+	if (dr->d.lost != lost)
 		say_lost(c, dr);
-		if (was_synced && msg.seq > was_next)
-			note_gap(dr, was_next, msg.seq);
-	} else if (r > 0)
+	else if (r > 0)
 		say_at(c, dr);
 	if (r == 2) {
 		/* In pieces: pubd delivers it; its place is here. */
@@ -431,14 +401,6 @@ bool dr_any(struct pub_client *c)
 	return false;
 }
 
-bool dr_counted_lost(const struct pub_client *c, uint64_t source, uint64_t seq)
-{
-	for (unsigned i = 0; i < c->ndrs; i++)
-		if (c->drs[i]->source == source)
-			return in_gap(c->drs[i], seq);
-	return false;
-}
-
 bool dr_hold(struct pub_client *c, const struct pub_message *m)
 {
 	struct pub_dread *dr = NULL;
@@ -449,10 +411,6 @@ bool dr_hold(struct pub_client *c, const struct pub_message *m)
 			dr = c->drs[i];
 	if (!dr)
 		return false;
-	/* Counted lost already (the writer lapped us past it): not also
-	 * delivered. */
-	if (in_gap(dr, m->seq))
-		return true;
 	/* Its place came, or passed (one before it was lost): now. One
 	 * older than the place awaited comes late, now. */
 	if (dr->detour) {

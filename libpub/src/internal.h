@@ -84,7 +84,6 @@ struct pub_dwriter {
 };
 
 /* Another publisher's direct log we read (directrecv.c). */
-#define PUB_DREAD_GAPS 8
 struct pub_dread {
 	struct pub_direct_reader d;
 	char group[PUB_GROUP_MAX + 1];
@@ -104,13 +103,6 @@ struct pub_dread {
 	uint64_t detour_seq, detour_done_ns;
 	/* Such messages pubd delivered before we reached their place. */
 	struct pub_queued *via_head, **via_tail;
-	/* The latest jumps of the writer's seq, counted lost: [from, to). A
-	 * message in pieces among them comes from pubd too (it reads the log
-	 * whole), and is dropped: counted once, lost. */
-	struct {
-		uint64_t from, to;
-	} gaps[PUB_DREAD_GAPS];
-	unsigned gaps_next;
 };
 
 /* How long a direct log waits for pubd's delivery of a message in pieces
@@ -471,9 +463,6 @@ int dr_next(struct pub_client *c, struct pub_message *m);
 /* A message from pubd's deliver log: one of a direct log's in pieces,
  * delivered before its place there, is kept for it (true: taken). */
 bool dr_hold(struct pub_client *c, const struct pub_message *m);
-/* A message pubd delivers of a direct log's source that its reader counted
- * lost (lapped past it): dropped, not also delivered. */
-bool dr_counted_lost(const struct pub_client *c, uint64_t source, uint64_t seq);
 bool dr_any(struct pub_client *c);
 /* The wake page at the handshake, and our sleeps in it. */
 int wake_attach(struct pub_client *c, int fd);

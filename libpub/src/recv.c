@@ -256,9 +256,6 @@ static int dispatch(struct pub_client *c, uint8_t type, const uint8_t *body, siz
 	case PUB_FRAME_DELIVER:
 		if (pub_proto_dec_deliver(body, len, &d) < 0)
 			return set_err(c, -PUB_EPROTO, "malformed DELIVER from pubd");
-		/* A direct log's message in pieces we were lapped past. */
-		if (c->ndrs && dr_counted_lost(c, d.source, d.seq))
-			return 0;
 		if (!m)
 			return queue_message(c, &d);
 		memcpy(c->msg_group, d.group.ptr, d.group.len);
