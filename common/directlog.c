@@ -82,7 +82,7 @@ static bool stop_at(struct pub_direct_reader *d, uint64_t w)
 {
 	if (__builtin_expect(w == d->live, 1))
 		return false;
-	if (w == d->frozen && !d->ended)
+	if (w == d->frozen)
 		return true;
 	if (!d->ended)
 		d->ended = pub_direct_end_reached(w, d->log_id, d->r.pos);
